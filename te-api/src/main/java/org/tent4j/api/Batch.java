@@ -1,0 +1,63 @@
+package org.tent4j.api;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A group of tasks submitted and tracked together. Task ids are assigned in submission order starting at 0 and
+ * continue across submits. A batch is safe to use from several threads.
+ */
+public interface Batch extends AutoCloseable {
+
+    /** Number of tasks this batch can hold over all submits. */
+    int capacity();
+
+    /**
+     * Submits requests asynchronously. Bad requests do not throw: their tasks end INVALID with a message naming
+     * what was wrong, and the rest go ahead.
+     *
+     * @return the id of the first new task; the others follow consecutively
+     * @throws TransferException {@link ErrorCode#TOO_MANY_REQUESTS} if capacity would be exceeded,
+     *                           {@link ErrorCode#ENGINE_CLOSED} if the engine is closed
+     */
+    int submit(List<TransferRequest> requests);
+
+    /**
+     * Submits requests and sends {@code notification} to every distinct target segment once all of these tasks
+     * have COMPLETED (never if one of them does not).
+     */
+    int submit(List<TransferRequest> requests, String notification);
+
+    /** Number of tasks submitted so far. */
+    int size();
+
+    TransferStatus status(int taskId);
+
+    List<TransferStatus> statuses();
+
+    /**
+     * COMPLETED iff every task completed; once all are terminal and some did not complete, the worst of their states
+     * (FAILED &gt; TIMEOUT &gt; CANCELED &gt; INVALID); PENDING otherwise. Bytes are summed over completed tasks.
+     */
+    TransferStatus overallStatus();
+
+    /** Completes with the overall status once every task submitted so far is terminal. */
+    CompletableFuture<TransferStatus> completion();
+
+    /** Completes with the task's status once it is terminal. */
+    CompletableFuture<TransferStatus> completion(int taskId);
+
+    /** Waits until every task submitted so far is terminal or {@code timeout} passes; returns the overall status. */
+    TransferStatus await(Duration timeout) throws InterruptedException;
+
+    /**
+     * Best-effort cancel: slices not yet posted to a transport are dropped and the task ends CANCELED; slices already
+     * posted may still land. Returns whether the task ended CANCELED because of this call.
+     */
+    boolean cancel(int taskId);
+
+    /** Releases the batch. Tasks still in flight are canceled best-effort. */
+    @Override
+    void close();
+}

@@ -1,0 +1,66 @@
+package org.tent4j.api;
+
+/**
+ * Where a buffer lives: {@code cpu:N} (NUMA node N), {@code cuda:N}, {@code rocm:N}, {@code npu:N} (device N),
+ * or {@code *} for "any / detect".
+ *
+ * @param kind  memory kind, or {@code null} for the wildcard
+ * @param index NUMA node or device ordinal, {@code -1} for the wildcard
+ */
+public record Location(MemoryKind kind, int index) {
+
+    public static final Location ANY = new Location(null, -1);
+    public static final Location CPU = new Location(MemoryKind.CPU, 0);
+
+    public Location {
+        if (kind == null && index != -1) {
+            throw new IllegalArgumentException("wildcard location takes no index");
+        }
+        if (kind != null && index < 0) {
+            throw new IllegalArgumentException("location index must be >= 0, got " + index);
+        }
+    }
+
+    public static Location cpu(int numaNode) {
+        return new Location(MemoryKind.CPU, numaNode);
+    }
+
+    public static Location device(MemoryKind kind, int ordinal) {
+        return new Location(kind, ordinal);
+    }
+
+    /** Parses {@code cpu:0}, {@code cuda:1}, {@code rocm:0}, {@code npu:3} or {@code *}. */
+    public static Location parse(String text) {
+        if (text == null || text.isBlank()) {
+            throw new IllegalArgumentException("location must not be empty (expected e.g. cpu:0, cuda:1 or *)");
+        }
+        String t = text.strip();
+        if (t.equals("*")) {
+            return ANY;
+        }
+        int colon = t.indexOf(':');
+        if (colon < 0) {
+            return new Location(MemoryKind.fromPrefix(t), 0);
+        }
+        MemoryKind kind = MemoryKind.fromPrefix(t.substring(0, colon));
+        try {
+            return new Location(kind, Integer.parseInt(t.substring(colon + 1)));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("bad location '" + text + "': index is not a number", e);
+        }
+    }
+
+    public boolean isAny() {
+        return kind == null;
+    }
+
+    /** The memory kind, treating the wildcard as host memory. */
+    public MemoryKind kindOrCpu() {
+        return kind == null ? MemoryKind.CPU : kind;
+    }
+
+    @Override
+    public String toString() {
+        return kind == null ? "*" : kind.prefix() + ":" + index;
+    }
+}

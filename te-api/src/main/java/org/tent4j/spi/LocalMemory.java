@@ -1,0 +1,50 @@
+package org.tent4j.spi;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.TransferException;
+
+/**
+ * The local engine's registrations, for the target side of a transport: every byte a peer asks for must be checked
+ * here before it is touched.
+ */
+public interface LocalMemory {
+    /** The registered buffer holding {@code [address, address + length)}, or {@code null}. Allocation-free. */
+    LocalBuffer find(long address, long length);
+
+    /**
+     * Checks that a peer may perform {@code remoteOp} (as the peer names it: its READ reads this memory, its WRITE
+     * writes it) on {@code [address, address + length)}.
+     *
+     * @return the buffer holding the range
+     * @throws TransferException OUT_OF_BOUNDS, ADDRESS_NOT_REGISTERED, PERMISSION_DENIED or INVALID_ARGUMENT
+     *                           (zero, negative or overflowing length), with a message naming address and length
+     */
+    default LocalBuffer checkRemoteAccess(long address, long length, Opcode remoteOp) {
+        String range = "[0x" + Long.toHexString(address) + ", +" + length + ")";
+        if (length <= 0) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "peer " + remoteOp + " of " + range
+                    + ": length must be > 0");
+        }
+        if (address + length < address) {
+            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range
+                    + ": address + length overflows");
+        }
+        LocalBuffer buffer = find(address, length);
+        if (buffer == null) {
+            LocalBuffer start = find(address, 1);
+            if (start != null) {
+                throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range
+                        + " runs past the end of registered buffer [0x" + Long.toHexString(start.address()) + ", +"
+                        + start.length() + ")");
+            }
+            throw new TransferException(ErrorCode.ADDRESS_NOT_REGISTERED, "peer " + remoteOp + " of " + range
+                    + ": address is not in any registered buffer");
+        }
+        if (!buffer.permission().allowsRemote(remoteOp)) {
+            throw new TransferException(ErrorCode.PERMISSION_DENIED, "peer " + remoteOp + " of " + range
+                    + " denied: buffer is " + buffer.permission());
+        }
+        return buffer;
+    }
+}

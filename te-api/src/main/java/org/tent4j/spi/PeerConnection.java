@@ -1,0 +1,30 @@
+package org.tent4j.spi;
+
+/** A transport's link to one peer segment; the runtime posts slices onto it. Thread-safe. */
+public interface PeerConnection extends AutoCloseable {
+
+    /**
+     * Starts moving a slice. Must not block for the data to move (queue it, or hand it to a worker); completion is
+     * reported through the slice. A slice that cannot even be started is failed through the slice, not thrown.
+     */
+    void post(Slice slice);
+
+    /**
+     * Tries to stop a posted slice. Returns {@code true} only if the slice will not move any more bytes and the
+     * transport will not complete or fail it; the caller then owns the slice again.
+     */
+    default boolean cancel(Slice slice) {
+        return false;
+    }
+
+    /** The peer published a new descriptor (buffers added or removed). */
+    default void descriptorChanged(SegmentDescriptor descriptor) {
+    }
+
+    /** Whether slices can still be posted; a closed or broken connection is dropped and reopened by the runtime. */
+    boolean isOpen();
+
+    /** Fails every slice still in flight and releases the link. */
+    @Override
+    void close();
+}

@@ -1,0 +1,51 @@
+package org.tent4j.spi;
+
+import java.util.List;
+import java.util.Map;
+
+import org.tent4j.api.BufferInfo;
+import org.tent4j.api.SegmentInfo;
+
+/**
+ * What an engine publishes about itself so peers can reach its memory.
+ *
+ * @param name                segment name
+ * @param machineId           equal on engines of one machine (boot id and machine id); gates same-host transports
+ * @param host                host peers connect to
+ * @param controlPort         port of the engine's control plane (descriptor exchange, notifications)
+ * @param transports          transport ids the engine runs
+ * @param transportAttributes per transport id, what it published for the whole segment (e.g. tcp's data port)
+ * @param buffers             registered buffers peers may address
+ * @param version             increases every time the owner republishes
+ */
+public record SegmentDescriptor(String name, String machineId, String host, int controlPort, List<String> transports,
+                                Map<String, Map<String, String>> transportAttributes, List<BufferDescriptor> buffers,
+                                long version) {
+    public SegmentDescriptor {
+        transports = List.copyOf(transports);
+        transportAttributes = Map.copyOf(transportAttributes);
+        buffers = List.copyOf(buffers);
+    }
+
+    public Map<String, String> transportAttributes(String transportId) {
+        return transportAttributes.getOrDefault(transportId, Map.of());
+    }
+
+    /** The buffer holding {@code [address, address + length)}, or {@code null}. */
+    public BufferDescriptor findBuffer(long address, long length) {
+        for (BufferDescriptor b : buffers) {
+            if (b.contains(address, length)) {
+                return b;
+            }
+        }
+        return null;
+    }
+
+    public SegmentInfo info() {
+        return new SegmentInfo(name, host, machineId, transports, buffers.stream().map(BufferDescriptor::info).toList());
+    }
+
+    public List<BufferInfo> bufferInfos() {
+        return buffers.stream().map(BufferDescriptor::info).toList();
+    }
+}

@@ -1,0 +1,49 @@
+package org.tent4j.spi;
+
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A running instance of a transport inside one engine. Transports move slices; the runtime owns policy (selection,
+ * slicing, retries, health). Every method has a default except those that only the transport can know.
+ */
+public interface Transport extends AutoCloseable {
+
+    String id();
+
+    /**
+     * Attributes the transport publishes for the whole segment (e.g. a data port). Called after {@code create}, and
+     * again whenever the engine republishes its descriptor.
+     */
+    default Map<String, String> segmentAttributes() {
+        return Map.of();
+    }
+
+    /**
+     * A buffer was registered. Return what peers need to reach it through this transport (keys, handles, paths), or
+     * empty if this transport cannot serve this buffer (then it is not listed for it in the descriptor).
+     */
+    default Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
+        return Optional.of(Map.of());
+    }
+
+    /** A buffer is about to be unregistered; release what {@link #registerBuffer} set up. */
+    default void unregisterBuffer(LocalBuffer buffer) {
+    }
+
+    /** An allocator for engine-owned memory this transport can share with peers, if it has one. */
+    default Optional<MemoryAllocator> allocator() {
+        return Optional.empty();
+    }
+
+    /**
+     * Opens a link to a peer. May block to connect. The runtime caches and reuses the result while it is open.
+     *
+     * @throws org.tent4j.api.TransferException PEER_UNREACHABLE naming the peer, or TRANSPORT_UNAVAILABLE
+     */
+    PeerConnection connect(SegmentDescriptor peer);
+
+    /** Closes every connection and listener and fails what is still in flight. */
+    @Override
+    void close();
+}

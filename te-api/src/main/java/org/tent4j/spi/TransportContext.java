@@ -1,0 +1,32 @@
+package org.tent4j.spi;
+
+import java.time.Duration;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+
+/** What the engine hands a transport when it creates it. */
+public interface TransportContext {
+    /** This engine's segment name. */
+    String segmentName();
+
+    /** The host this engine advertises to peers; listeners should bind to it. */
+    String host();
+
+    /** Identifies this machine; see {@link SegmentDescriptor#machineId()}. */
+    String machineId();
+
+    /** The transport's options ({@code transports.<id>.*}), parsed and validated. */
+    OptionValues options();
+
+    /** The engine's registrations, for checking every peer access. */
+    LocalMemory localMemory();
+
+    /** The engine's worker threads, for blocking work (copies, waits). Do not block them indefinitely. */
+    Executor workers();
+
+    /** For timeouts and periodic work. */
+    ScheduledExecutorService scheduler();
+
+    /** How long a slice may wait for a peer when it carries no earlier deadline. */
+    Duration transferTimeout();
+}

@@ -1,0 +1,52 @@
+package org.tent4j.testkit.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.LocalMemory;
+
+/** Registrations for a transport under test, without an engine. */
+public final class TestLocalMemory implements LocalMemory {
+    private final List<Buffer> buffers = new CopyOnWriteArrayList<>();
+    private final AtomicInteger ids = new AtomicInteger();
+
+    public Buffer register(MemorySegment memory, Permission permission) {
+        return register(memory, permission, Map.of());
+    }
+
+    public Buffer register(MemorySegment memory, Permission permission, Map<String, String> backing) {
+        Buffer b = new Buffer(ids.incrementAndGet(), memory, Location.CPU, permission, Map.copyOf(backing));
+        buffers.add(b);
+        return b;
+    }
+
+    public void unregister(LocalBuffer buffer) {
+        buffers.remove(buffer);
+    }
+
+    @Override
+    public LocalBuffer find(long address, long length) {
+        for (Buffer b : buffers) {
+            if (b.contains(address, length)) {
+                return b;
+            }
+        }
+        return null;
+    }
+
+    public record Buffer(int id, MemorySegment segment, Location location, Permission permission,
+                         Map<String, String> backing) implements LocalBuffer {
+        /** How a peer would see this buffer after {@code transportId} registered it with {@code attributes}. */
+        public BufferDescriptor describe(String transportId, Map<String, String> attributes) {
+            return new BufferDescriptor(address(), length(), location, permission, List.of(transportId),
+                    Map.of(transportId, attributes));
+        }
+    }
+}

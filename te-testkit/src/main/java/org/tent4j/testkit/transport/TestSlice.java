@@ -1,0 +1,67 @@
+package org.tent4j.testkit.transport;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.Slice;
+
+/**
+ * A slice for driving a transport directly. {@link #result()} completes normally on {@link #complete()} and
+ * exceptionally with a {@link TransferException} on {@link #fail}; a second completion is recorded in
+ * {@link #completions()} so tests can assert the exactly-once contract.
+ */
+public final class TestSlice implements Slice {
+    private final Opcode opcode;
+    private final LocalBuffer local;
+    private final long localOffset;
+    private final BufferDescriptor remote;
+    private final long remoteAddress;
+    private final long length;
+    private final long deadlineNanos;
+    private final CompletableFuture<Void> result = new CompletableFuture<>();
+    private final AtomicInteger completions = new AtomicInteger();
+
+    public TestSlice(Opcode opcode, LocalBuffer local, long localOffset, BufferDescriptor remote, long remoteAddress,
+                     long length, long deadlineNanos) {
+        this.opcode = opcode;
+        this.local = local;
+        this.localOffset = localOffset;
+        this.remote = remote;
+        this.remoteAddress = remoteAddress;
+        this.length = length;
+        this.deadlineNanos = deadlineNanos;
+    }
+
+    @Override public Opcode opcode() { return opcode; }
+    @Override public LocalBuffer localBuffer() { return local; }
+    @Override public long localOffset() { return localOffset; }
+    @Override public BufferDescriptor remoteBuffer() { return remote; }
+    @Override public long remoteAddress() { return remoteAddress; }
+    @Override public long length() { return length; }
+    @Override public long deadlineNanos() { return deadlineNanos; }
+
+    @Override
+    public void complete() {
+        completions.incrementAndGet();
+        result.complete(null);
+    }
+
+    @Override
+    public void fail(ErrorCode code, String message) {
+        completions.incrementAndGet();
+        result.completeExceptionally(new TransferException(code, message));
+    }
+
+    public CompletableFuture<Void> result() {
+        return result;
+    }
+
+    public int completions() {
+        return completions.get();
+    }
+}

@@ -1,0 +1,51 @@
+package org.tent4j.testkit.transport;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+
+import org.tent4j.spi.LocalMemory;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.TransportContext;
+
+/** A transport context without an engine, for transport tests. Close it to stop its threads. */
+public final class TestTransportContext implements TransportContext, AutoCloseable {
+    private final String segmentName;
+    private final String machineId;
+    private final OptionValues options;
+    private final TestLocalMemory memory = new TestLocalMemory();
+    private final ExecutorService workers = Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("test-worker-", 0).factory());
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("test-timer").factory());
+    private final Duration timeout;
+
+    public TestTransportContext(String segmentName, String machineId, String transportId, List<OptionSpec> specs,
+                                Map<String, String> options, Duration timeout) {
+        this.segmentName = segmentName;
+        this.machineId = machineId;
+        this.options = OptionValues.parse("transports." + transportId + ".", specs, options);
+        this.timeout = timeout;
+    }
+
+    @Override public String segmentName() { return segmentName; }
+    @Override public String host() { return "127.0.0.1"; }
+    @Override public String machineId() { return machineId; }
+    @Override public OptionValues options() { return options; }
+    @Override public LocalMemory localMemory() { return memory; }
+    @Override public ExecutorService workers() { return workers; }
+    @Override public ScheduledExecutorService scheduler() { return scheduler; }
+    @Override public Duration transferTimeout() { return timeout; }
+
+    public TestLocalMemory memory() {
+        return memory;
+    }
+
+    @Override
+    public void close() {
+        workers.shutdownNow();
+        scheduler.shutdownNow();
+    }
+}
