@@ -27,6 +27,9 @@ public interface TransportContext {
     /** For timeouts and periodic work. */
     ScheduledExecutorService scheduler();
 
+    /** Request/response to peers over the engine's control plane, for handshakes. */
+    ControlPlane controlPlane();
+
     /** How long a slice may wait for a peer when it carries no earlier deadline. */
     Duration transferTimeout();
 }

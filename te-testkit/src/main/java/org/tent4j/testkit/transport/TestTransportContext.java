@@ -7,6 +7,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 
+import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
@@ -21,6 +22,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     private final ExecutorService workers = Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("test-worker-", 0).factory());
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("test-timer").factory());
     private final Duration timeout;
+    private final InJvmControlPlane controlPlane;
 
     public TestTransportContext(String segmentName, String machineId, String transportId, List<OptionSpec> specs,
                                 Map<String, String> options, Duration timeout) {
@@ -28,6 +30,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
         this.machineId = machineId;
         this.options = OptionValues.parse("transports." + transportId + ".", specs, options);
         this.timeout = timeout;
+        this.controlPlane = new InJvmControlPlane(segmentName);
     }
 
     @Override public String segmentName() { return segmentName; }
@@ -38,6 +41,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     @Override public ExecutorService workers() { return workers; }
     @Override public ScheduledExecutorService scheduler() { return scheduler; }
     @Override public Duration transferTimeout() { return timeout; }
+    @Override public ControlPlane controlPlane() { return controlPlane; }
 
     public TestLocalMemory memory() {
         return memory;
@@ -47,5 +51,6 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     public void close() {
         workers.shutdownNow();
         scheduler.shutdownNow();
+        controlPlane.close();
     }
 }
