@@ -1,0 +1,30 @@
+# Sourced by bin/te-bench, bin/tent4j and bin/te-jmh (POSIX sh).
+# Selects a JDK >= 25 and sets TENT4J_CP to the samples jar plus its run-time dependencies, which
+# `./mvnw -B -DskipTests package` copies to samples/target/lib. It does not build: a benchmark script that starts a
+# multi-minute Maven build on its own would be a surprise, and a stale build would be measured silently.
+TENT4J_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+. "$TENT4J_ROOT/scripts/jdk.sh"
+
+TENT4J_CP=
+for tent4j_jar in "$TENT4J_ROOT"/samples/target/samples-*.jar; do
+  case "$tent4j_jar" in
+    *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;;
+  esac
+  [ -f "$tent4j_jar" ] && TENT4J_CP=$tent4j_jar
+done
+if [ -z "$TENT4J_CP" ] || ! ls "$TENT4J_ROOT"/samples/target/lib/te-api-*.jar >/dev/null 2>&1; then
+  echo "$(basename -- "$0"): samples/target has no samples jar or no lib/ folder." >&2
+  echo "run ./mvnw -B -DskipTests package first (in $TENT4J_ROOT)" >&2
+  exit 1
+fi
+for tent4j_jar in "$TENT4J_ROOT"/samples/target/lib/*.jar; do
+  TENT4J_CP=$TENT4J_CP:$tent4j_jar
+done
+unset tent4j_jar
+
+# G1 (the default) rather than ZGC: the data lives off-heap and the steady state allocates little, so G1 pauses are
+# rare and short, while ZGC's concurrent threads would compete with the data path for the 2 cores of a small box.
+# --enable-native-access: transports call native code through FFM (no warnings, and ready for a deny default).
+# --sun-misc-unsafe-memory-access=allow: silences JDK 25 warnings from libraries (protobuf via jetcd, JMH).
+# TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
+TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xms256m -Xmx1g"

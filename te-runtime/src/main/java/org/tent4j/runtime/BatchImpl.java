@@ -1,0 +1,221 @@
+package org.tent4j.runtime;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.tent4j.api.Batch;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+
+/** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
+final class BatchImpl implements Batch {
+    final TransferEngineImpl engine;
+    private final Task[] tasks;
+    private volatile int size;
+    private final AtomicInteger open = new AtomicInteger();
+    private CompletableFuture<TransferStatus> completion;
+    private volatile boolean closed;
+
+    BatchImpl(TransferEngineImpl engine, int capacity) {
+        this.engine = engine;
+        this.tasks = new Task[capacity];
+    }
+
+    @Override
+    public int capacity() {
+        return tasks.length;
+    }
+
+    @Override
+    public int submit(List<TransferRequest> requests) {
+        return submit(requests, null);
+    }
+
+    @Override
+    public int submit(List<TransferRequest> requests, String notification) {
+        if (closed) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "batch is closed");
+        }
+        engine.ensureOpen();
+        int first;
+        Task[] created = new Task[requests.size()];
+        synchronized (this) {
+            first = size;
+            if (first + requests.size() > tasks.length) {
+                throw new TransferException(ErrorCode.TOO_MANY_REQUESTS, "batch of capacity " + tasks.length + " holds "
+                        + first + " tasks; cannot add " + requests.size());
+            }
+            for (int i = 0; i < created.length; i++) {
+                TransferRequest r = requests.get(i);
+                created[i] = new Task(this, first + i, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name());
+                tasks[first + i] = created[i];
+            }
+            open.addAndGet(created.length);
+            size = first + created.length;
+        }
+        if (notification != null) {
+            NotificationHook hook = new NotificationHook(notification, requests, created.length);
+            for (Task t : created) {
+                t.hook = hook;
+            }
+        }
+        for (int i = 0; i < created.length; i++) {
+            engine.start(created[i], requests.get(i));
+        }
+        return first;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    private Task task(int taskId) {
+        if (taskId < 0 || taskId >= size) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "no task " + taskId + " in a batch of " + size + " tasks");
+        }
+        return tasks[taskId];
+    }
+
+    @Override
+    public TransferStatus status(int taskId) {
+        return task(taskId).status();
+    }
+
+    @Override
+    public List<TransferStatus> statuses() {
+        int n = size;
+        List<TransferStatus> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(tasks[i].status());
+        }
+        return out;
+    }
+
+    @Override
+    public TransferStatus overallStatus() {
+        int n = size;
+        long bytes = 0;
+        TransferStatus worst = null;
+        boolean allTerminal = true;
+        for (int i = 0; i < n; i++) {
+            TransferStatus s = tasks[i].status();
+            if (!s.isTerminal()) {
+                allTerminal = false;
+            } else if (s.state() == TransferState.COMPLETED) {
+                bytes += s.bytesTransferred();
+            } else if (worst == null || s.state().severity() > worst.state().severity()) {
+                worst = s;
+            }
+        }
+        if (!allTerminal) {
+            return new TransferStatus(TransferState.PENDING, bytes, null, null);
+        }
+        if (worst != null) {
+            return new TransferStatus(worst.state(), bytes, worst.error(), worst.message());
+        }
+        return TransferStatus.completed(bytes);
+    }
+
+    @Override
+    public CompletableFuture<TransferStatus> completion() {
+        synchronized (this) {
+            if (open.get() == 0) {
+                return CompletableFuture.completedFuture(overallStatus());
+            }
+            if (completion == null) {
+                completion = new CompletableFuture<>();
+            }
+            return completion;
+        }
+    }
+
+    @Override
+    public CompletableFuture<TransferStatus> completion(int taskId) {
+        return task(taskId).future();
+    }
+
+    @Override
+    public TransferStatus await(Duration timeout) throws InterruptedException {
+        try {
+            return completion().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            return overallStatus();
+        } catch (ExecutionException e) {
+            throw new TransferException(ErrorCode.INTERNAL, "batch completion failed", e.getCause());
+        }
+    }
+
+    void taskEnded(Task task, TransferStatus status) {
+        engine.recordTask(task, status);
+        NotificationHook hook = task.hook;
+        if (hook != null) {
+            hook.taskEnded(status);
+        }
+        if (open.decrementAndGet() == 0) {
+            CompletableFuture<TransferStatus> f;
+            synchronized (this) {
+                f = completion;
+                completion = null;
+            }
+            if (f != null) {
+                engine.completeAsync(f, overallStatus());
+            }
+        }
+    }
+
+    @Override
+    public boolean cancel(int taskId) {
+        return task(taskId).finish(new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED,
+                "task " + taskId + " canceled"));
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        int n = size;
+        for (int i = 0; i < n; i++) {
+            tasks[i].finish(new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed"));
+        }
+    }
+
+    /** Sends a notification to every distinct target once every task of one submit has completed. */
+    final class NotificationHook {
+        private final String message;
+        private final Set<RemoteSegment> targets = new LinkedHashSet<>();
+        private final AtomicInteger remaining;
+        private volatile boolean failed;
+
+        NotificationHook(String message, List<TransferRequest> requests, int count) {
+            this.message = message;
+            for (TransferRequest r : requests) {
+                if (r.target() instanceof RemoteSegment s) {
+                    targets.add(s);
+                }
+            }
+            this.remaining = new AtomicInteger(count);
+        }
+
+        void taskEnded(TransferStatus status) {
+            if (status.state() != TransferState.COMPLETED) {
+                failed = true;
+            }
+            if (remaining.decrementAndGet() == 0 && !failed) {
+                for (RemoteSegment s : targets) {
+                    engine.sendNotification(s, message);
+                }
+            }
+        }
+    }
+}

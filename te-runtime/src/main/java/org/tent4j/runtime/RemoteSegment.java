@@ -1,0 +1,43 @@
+package org.tent4j.runtime;
+
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
+
+/** An opened segment: its cached descriptor and one lazily opened connection per transport. */
+final class RemoteSegment implements SegmentHandle {
+    private final int id;
+    private final String name;
+    private final boolean local;
+    volatile SegmentDescriptor descriptor;
+    final AtomicReferenceArray<PeerConnection> connections;
+    volatile boolean closed;
+
+    RemoteSegment(int id, String name, boolean local, SegmentDescriptor descriptor, int transports) {
+        this.id = id;
+        this.name = name;
+        this.local = local;
+        this.descriptor = descriptor;
+        this.connections = new AtomicReferenceArray<>(Math.max(1, transports));
+    }
+
+    @Override public String name() { return name; }
+    @Override public int id() { return id; }
+    @Override public boolean isLocal() { return local; }
+
+    void closeConnections() {
+        for (int i = 0; i < connections.length(); i++) {
+            PeerConnection c = connections.getAndSet(i, null);
+            if (c != null) {
+                c.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "segment '" + name + "'";
+    }
+}

@@ -1,0 +1,39 @@
+package org.tent4j.runtime.config;
+
+import org.tent4j.api.EngineConfig;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionSpec.Type;
+
+import java.util.List;
+
+/** The engine's own configuration keys, with types, defaults and one line of documentation each. */
+public final class CoreKey {
+    /** Overrides the detected machine id; engines with equal ids are treated as one host (tests, containers). */
+    public static final String MACHINE_ID = "machine.id";
+    /** Namespace (cluster) prefix of keys in a metadata store, so several clusters can share one store. */
+    public static final String METADATA_CLUSTER = "metadata.cluster";
+    /** Lifetime of a published descriptor in a metadata store; the engine refreshes it well before it ends. */
+    public static final String METADATA_TTL = "metadata.ttl";
+    /** How many tasks a batch may hold at most. */
+    public static final String BATCH_MAX_CAPACITY = "batch.max_capacity";
+
+    public static final List<OptionSpec> ALL = List.of(
+            OptionSpec.of(EngineConfig.SEGMENT_NAME, Type.STRING, "", "segment name; empty = host:port of the control plane"),
+            OptionSpec.of(EngineConfig.METADATA_URI, Type.STRING, "p2p", "metadata store URI(s), comma separated: p2p, memory://name, etcd://, redis://, http://"),
+            OptionSpec.of(METADATA_CLUSTER, Type.STRING, "default", "namespace prefix of keys in a metadata store"),
+            OptionSpec.of(METADATA_TTL, Type.DURATION, "10s", "lifetime of a published descriptor (kept alive while the engine runs)"),
+            OptionSpec.of(EngineConfig.CONTROL_HOST, Type.STRING, "", "host to bind and advertise; empty = first non-loopback IPv4, else 127.0.0.1"),
+            OptionSpec.of(EngineConfig.CONTROL_PORT, Type.INT, "0", "control-plane port; 0 = a free port"),
+            OptionSpec.of(EngineConfig.TRANSPORTS_ENABLED, Type.STRING, "*", "transports to run, comma separated, or * for every available one"),
+            OptionSpec.of(EngineConfig.TRANSPORTS_PREFERENCE, Type.STRING, "", "preferred transport order, comma separated; unlisted ones follow by rank"),
+            OptionSpec.of(EngineConfig.TRANSPORTS_FALLBACK, Type.BOOLEAN, "true", "allow falling back from the preferred transport (logged as WARN)"),
+            OptionSpec.of(EngineConfig.SLICE_SIZE, Type.SIZE, "1m", "largest slice handed to a transport"),
+            OptionSpec.of(EngineConfig.WORKERS, Type.INT, "0", "worker threads; 0 = number of cores"),
+            OptionSpec.of(EngineConfig.TRANSFER_TIMEOUT, Type.DURATION, "30s", "how long a task waits for a peer when the request sets no deadline"),
+            OptionSpec.of(EngineConfig.METRICS_PORT, Type.INT, "-1", "Prometheus endpoint port; -1 = none, 0 = a free port"),
+            OptionSpec.of(MACHINE_ID, Type.STRING, "", "override the detected machine id (boot id + machine id)"),
+            OptionSpec.of(BATCH_MAX_CAPACITY, Type.INT, "65536", "largest batch capacity accepted"));
+
+    private CoreKey() {
+    }
+}

@@ -1,0 +1,116 @@
+package org.tent4j.runtime.metadata;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.SegmentDescriptor;
+
+/**
+ * Segment descriptors as compact JSON, the form stored in metadata stores and sent over the control plane:
+ * <pre>{"name","machine_id","host","control_port","version","transports":[..],"transport_attrs":{id:{k:v}},
+ *  "buffers":[{"addr","length","location","permission","transports":[..],"attrs":{id:{k:v}}}]}</pre>
+ */
+public final class DescriptorCodec {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private DescriptorCodec() {
+    }
+
+    public static byte[] encode(SegmentDescriptor d) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("name", d.name());
+        root.put("machine_id", d.machineId());
+        root.put("host", d.host());
+        root.put("control_port", d.controlPort());
+        root.put("version", d.version());
+        ArrayNode ts = root.putArray("transports");
+        d.transports().forEach(ts::add);
+        root.set("transport_attrs", attrs(d.transportAttributes()));
+        ArrayNode bufs = root.putArray("buffers");
+        for (BufferDescriptor b : d.buffers()) {
+            ObjectNode n = bufs.addObject();
+            n.put("addr", b.address());
+            n.put("length", b.length());
+            n.put("location", b.location().toString());
+            n.put("permission", b.permission().name());
+            ArrayNode bt = n.putArray("transports");
+            b.transports().forEach(bt::add);
+            n.set("attrs", attrs(b.attributes()));
+        }
+        try {
+            return JSON.writeValueAsBytes(root);
+        } catch (IOException e) {
+            throw new TransferException(ErrorCode.INTERNAL, "cannot encode descriptor of " + d.name(), e);
+        }
+    }
+
+    public static SegmentDescriptor decode(byte[] json, String source) {
+        try {
+            JsonNode root = JSON.readTree(json);
+            List<BufferDescriptor> buffers = new ArrayList<>();
+            for (JsonNode n : required(root, "buffers", source)) {
+                buffers.add(new BufferDescriptor(required(n, "addr", source).asLong(), required(n, "length", source).asLong(),
+                        Location.parse(required(n, "location", source).asText()),
+                        Permission.valueOf(required(n, "permission", source).asText()),
+                        strings(n.get("transports")), attrs(n.get("attrs"))));
+            }
+            return new SegmentDescriptor(required(root, "name", source).asText(), root.path("machine_id").asText(""),
+                    required(root, "host", source).asText(), root.path("control_port").asInt(),
+                    strings(root.get("transports")), attrs(root.get("transport_attrs")), buffers, root.path("version").asLong());
+        } catch (IOException | IllegalArgumentException e) {
+            throw new TransferException(ErrorCode.PROTOCOL, "malformed segment descriptor from " + source + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static JsonNode required(JsonNode n, String field, String source) {
+        JsonNode v = n == null ? null : n.get(field);
+        if (v == null || v.isNull()) {
+            throw new IllegalArgumentException("field '" + field + "' is missing");
+        }
+        return v;
+    }
+
+    private static ObjectNode attrs(Map<String, Map<String, String>> m) {
+        ObjectNode o = JSON.createObjectNode();
+        m.forEach((id, kv) -> {
+            ObjectNode inner = o.putObject(id);
+            kv.forEach(inner::put);
+        });
+        return o;
+    }
+
+    private static Map<String, Map<String, String>> attrs(JsonNode n) {
+        Map<String, Map<String, String>> out = new LinkedHashMap<>();
+        if (n != null) {
+            for (Map.Entry<String, JsonNode> e : n.properties()) {
+                Map<String, String> kv = new LinkedHashMap<>();
+                for (Map.Entry<String, JsonNode> f : e.getValue().properties()) {
+                    kv.put(f.getKey(), f.getValue().asText());
+                }
+                out.put(e.getKey(), kv);
+            }
+        }
+        return out;
+    }
+
+    private static List<String> strings(JsonNode n) {
+        List<String> out = new ArrayList<>();
+        if (n != null) {
+            n.forEach(x -> out.add(x.asText()));
+        }
+        return out;
+    }
+}

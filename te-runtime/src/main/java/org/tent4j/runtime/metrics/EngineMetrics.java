@@ -1,0 +1,117 @@
+package org.tent4j.runtime.metrics;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import com.sun.net.httpserver.HttpServer;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.TransferException;
+
+/**
+ * The engine's metrics, with stable Prometheus names (all labelled {@code segment}):
+ * <ul>
+ * <li>{@code tent4j_transfer_bytes_total{transport,operation}} bytes of completed requests</li>
+ * <li>{@code tent4j_transfer_requests_total{transport,operation}} completed requests</li>
+ * <li>{@code tent4j_transfer_errors_total{transport,operation}} requests that ended other than COMPLETED</li>
+ * <li>{@code tent4j_transfer_latency_seconds{transport,operation}} submit → completion histogram</li>
+ * <li>{@code tent4j_transport_fallbacks_total{from,to}} requests carried by another transport than preferred</li>
+ * </ul>
+ * Meters are created up front per (transport, operation), so recording allocates nothing.
+ */
+public final class EngineMetrics implements AutoCloseable {
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final String segment;
+    private final List<String> transports;
+    private final Counter[] bytes;
+    private final Counter[] requests;
+    private final Counter[] errors;
+    private final Timer[] latency;
+    private HttpServer server;
+
+    public EngineMetrics(String segment, List<String> transports) {
+        this.segment = segment;
+        this.transports = List.copyOf(transports);
+        int n = (transports.size() + 1) * 2;
+        bytes = new Counter[n];
+        requests = new Counter[n];
+        errors = new Counter[n];
+        latency = new Timer[n];
+        for (int t = 0; t <= transports.size(); t++) {
+            String tid = t < transports.size() ? transports.get(t) : "none";
+            for (Opcode op : Opcode.values()) {
+                int i = t * 2 + op.ordinal();
+                String o = op.name().toLowerCase();
+                bytes[i] = Counter.builder("tent4j.transfer.bytes").baseUnit("bytes").tags("segment", segment, "transport", tid, "operation", o).register(registry);
+                requests[i] = Counter.builder("tent4j.transfer.requests").tags("segment", segment, "transport", tid, "operation", o).register(registry);
+                errors[i] = Counter.builder("tent4j.transfer.errors").tags("segment", segment, "transport", tid, "operation", o).register(registry);
+                latency[i] = Timer.builder("tent4j.transfer.latency").publishPercentileHistogram()
+                        .minimumExpectedValue(Duration.ofNanos(1000)).maximumExpectedValue(Duration.ofSeconds(30))
+                        .tags("segment", segment, "transport", tid, "operation", o).register(registry);
+            }
+        }
+    }
+
+    /** @param transportIndex index of the transport that carried the request, or -1 if none was chosen */
+    public void record(int transportIndex, Opcode op, boolean completed, long bytesMoved, long latencyNanos) {
+        int i = (transportIndex < 0 ? transports.size() : transportIndex) * 2 + op.ordinal();
+        if (completed) {
+            bytes[i].increment(bytesMoved);
+            requests[i].increment();
+            latency[i].record(latencyNanos, TimeUnit.NANOSECONDS);
+        } else {
+            errors[i].increment();
+        }
+    }
+
+    public void fallback(String from, String to) {
+        registry.counter("tent4j.transport.fallbacks", "segment", segment, "from", from, "to", to).increment();
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    public String scrape() {
+        return registry.scrape();
+    }
+
+    /** Serves {@code /metrics} on {@code host:port} (0 = a free port); returns the bound port. */
+    public synchronized int serve(String host, int port) {
+        try {
+            server = HttpServer.create(new InetSocketAddress(host, port), 16);
+        } catch (IOException e) {
+            throw new TransferException(ErrorCode.CONFIG, "cannot serve metrics on " + host + ":" + port + ": " + e.getMessage(), e);
+        }
+        server.createContext("/metrics", ex -> {
+            byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
+            ex.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+            ex.sendResponseHeaders(200, body.length);
+            try (OutputStream os = ex.getResponseBody()) {
+                os.write(body);
+            }
+        });
+        server.setExecutor(null);
+        server.start();
+        return server.getAddress().getPort();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (server != null) {
+            server.stop(0);
+        }
+        registry.close();
+    }
+
+}

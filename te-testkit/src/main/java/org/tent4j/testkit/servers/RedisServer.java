@@ -1,0 +1,230 @@
+package org.tent4j.testkit.servers;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A real Redis ({@code /usr/bin/redis-server}, Debian package {@code redis-server}) on a free loopback port.
+ * By default it persists nothing ({@code --save '' --appendonly no}), so {@link #restart()} loses every key, as the
+ * real server configured that way would; {@link Builder#appendOnly()} makes it keep data across restarts.
+ */
+public final class RedisServer implements AutoCloseable {
+    /** Debian package that provides {@code /usr/bin/redis-server}. */
+    public static final String APT_PACKAGE = "redis-server";
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(15);
+    private static final int BIND_ATTEMPTS = 3;
+
+    private final ServerProcess process;
+    private final String user;
+    private final String password;
+    private final boolean appendOnly;
+    private final boolean configCommandDisabled;
+    private int port;
+
+    private RedisServer(ServerProcess process, Builder b) {
+        this.process = process;
+        this.user = b.user;
+        this.password = b.password;
+        this.appendOnly = b.appendOnly;
+        this.configCommandDisabled = b.configCommandDisabled;
+    }
+
+    /** Starts a Redis without authentication and without persistence. */
+    public static RedisServer launch() {
+        return builder().launch();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    private void startProcess() {
+        List<String> args = new ArrayList<>(List.of(
+                "--bind", "127.0.0.1",
+                "--port", Integer.toString(port),
+                "--dir", process.workDir().toString(),
+                "--daemonize", "no",
+                "--protected-mode", "yes",
+                "--save", "",
+                "--logfile", "",
+                "--loglevel", "warning"));
+        if (appendOnly) {
+            args.addAll(List.of("--appendonly", "yes", "--appendfsync", "always"));
+        } else {
+            args.addAll(List.of("--appendonly", "no"));
+        }
+        if (user != null) {
+            // the named user gets everything; the default user is switched off so nothing works unauthenticated
+            args.addAll(List.of("--user", user, "on", ">" + password, "~*", "&*", "+@all"));
+            args.addAll(List.of("--user", "default", "off"));
+        } else if (password != null) {
+            args.addAll(List.of("--requirepass", password));
+        }
+        if (configCommandDisabled) {
+            // as managed Redis services do: clients cannot change server settings
+            args.addAll(List.of("--rename-command", "CONFIG", ""));
+        }
+        process.start(args, this::answersPing, READY_TIMEOUT);
+    }
+
+    /** Ready once it answers PING with PONG, or with NOAUTH when a password is required (it is not loading then). */
+    private boolean answersPing() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+            s.setSoTimeout(1000);
+            OutputStream out = s.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[64];
+            int n = in.read(buf);
+            if (n <= 0) {
+                return false;
+            }
+            String reply = new String(buf, 0, n, StandardCharsets.US_ASCII);
+            return reply.startsWith("+PONG") || reply.startsWith("-NOAUTH");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** {@code redis://127.0.0.1:<port>}, without credentials. */
+    public String uri() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    /**
+     * The URI with the credentials this server requires: {@code redis://user:password@127.0.0.1:<port>} or
+     * {@code redis://:password@127.0.0.1:<port>}; the same as {@link #uri()} without authentication.
+     */
+    public String uriWithCredentials() {
+        if (password == null) {
+            return uri();
+        }
+        String u = user == null ? "" : encode(user);
+        return "redis://" + u + ":" + encode(password) + "@127.0.0.1:" + port;
+    }
+
+    private static String encode(String s) {
+        return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** The user name clients authenticate as, or {@code null} for the default user. */
+    public String user() {
+        return user;
+    }
+
+    /** The password clients need, or {@code null}. */
+    public String password() {
+        return password;
+    }
+
+    public boolean isRunning() {
+        return process.isAlive();
+    }
+
+    /** Graceful stop (SIGTERM); the port is kept for {@link #restart()}. */
+    public void stop() {
+        process.stop(Duration.ofSeconds(10));
+    }
+
+    /** Crash (SIGKILL); the port is kept for {@link #restart()}. */
+    public void kill() {
+        process.kill();
+    }
+
+    /**
+     * Stops Redis if it runs and starts it again on the same port. Without {@link Builder#appendOnly()} every key is
+     * gone afterwards, and so is any {@code CONFIG SET} a client made.
+     */
+    public void restart() {
+        if (process.isAlive()) {
+            stop();
+        }
+        startProcess();
+    }
+
+    public String logTail(int lines) {
+        return process.logTail(lines);
+    }
+
+    /** Kills Redis and deletes its dir. */
+    @Override
+    public void close() {
+        process.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RedisServer[" + uri() + ", pid " + process.pid() + "]";
+    }
+
+    public static final class Builder {
+        private String user;
+        private String password;
+        private boolean appendOnly;
+        private boolean configCommandDisabled;
+
+        private Builder() {
+        }
+
+        /** Requires {@code AUTH password} (of the default user). */
+        public Builder password(String password) {
+            this.password = password;
+            this.user = null;
+            return this;
+        }
+
+        /** Requires {@code AUTH user password} (an ACL user with all permissions; the default user is off). */
+        public Builder user(String user, String password) {
+            this.user = user;
+            this.password = password;
+            return this;
+        }
+
+        /** Keeps data across {@link #restart()} with an append-only file fsynced on every write. */
+        public Builder appendOnly() {
+            this.appendOnly = true;
+            return this;
+        }
+
+        /** Renames CONFIG away, as managed Redis services do, so clients cannot enable keyspace notifications. */
+        public Builder configCommandDisabled() {
+            this.configCommandDisabled = true;
+            return this;
+        }
+
+        /** Starts Redis on a free port and waits until it answers (15 s at most). */
+        public RedisServer launch() {
+            RedisServer server = new RedisServer(ServerProcess.create("redis", "redis-server", APT_PACKAGE), this);
+            try {
+                for (int attempt = 1; ; attempt++) {
+                    server.port = LoopbackPorts.free();
+                    try {
+                        server.startProcess();
+                        return server;
+                    } catch (ServerProcess.ServerStartException e) {
+                        if (!e.portInUse() || attempt >= BIND_ATTEMPTS) {
+                            throw e;
+                        }
+                    }
+                }
+            } catch (RuntimeException e) {
+                server.close();
+                throw e;
+            }
+        }
+    }
+}

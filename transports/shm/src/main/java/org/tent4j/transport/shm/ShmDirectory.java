@@ -1,0 +1,160 @@
+package org.tent4j.transport.shm;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The directory shared-memory files live in (normally the tmpfs at {@code /dev/shm}): whether it is usable, how
+ * files in it are named, and removal of files whose owner died without cleaning up.
+ *
+ * <p>Files are named {@code tent4j-<pid>-<random>}. Peers only map files whose name has this shape, so a descriptor
+ * cannot point this process at an arbitrary file of its own (say {@code ~/.bashrc}) and have it overwritten.
+ */
+final class ShmDirectory {
+    private static final Logger LOG = LoggerFactory.getLogger(ShmDirectory.class);
+    private static final Pattern FILE_NAME = Pattern.compile("tent4j-(\\d{1,10})-([0-9a-f]{16})");
+    /**
+     * A file younger than this is never swept: its owner may have created it and not yet taken its lock.
+     */
+    static final Duration SWEEP_MIN_AGE = Duration.ofSeconds(60);
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path dir;
+
+    ShmDirectory(Path dir) {
+        this.dir = dir.toAbsolutePath().normalize();
+    }
+
+    Path path() {
+        return dir;
+    }
+
+    /**
+     * Checks that files can be created here; the exception message is the precise unavailability cause.
+     */
+    static void probe(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            throw new IOException("shm directory " + dir + " does not exist");
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new IOException("shm directory " + dir + " is not a directory");
+        }
+        if (!Files.isWritable(dir)) {
+            throw new IOException("shm directory " + dir + " is not writable by this process (user "
+                    + System.getProperty("user.name") + ")");
+        }
+        Path probe = dir.resolve("tent4j-probe-" + ProcessHandle.current().pid() + "-" + randomSuffix());
+        try {
+            Files.createFile(probe);
+        } catch (IOException e) {
+            throw new IOException("cannot create files in shm directory " + dir + ": " + e, e);
+        } finally {
+            Files.deleteIfExists(probe);
+        }
+    }
+
+    /** A fresh, unused file name for this process. */
+    Path newFilePath() {
+        return dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-" + randomSuffix());
+    }
+
+    /** Whether {@code path} names a file some tent4j allocator made (by shape: absolute, normalized, our name). */
+    static boolean isShmFilePath(Path path) {
+        if (!path.isAbsolute() || !path.equals(path.normalize()) || path.getFileName() == null) {
+            return false;
+        }
+        return FILE_NAME.matcher(path.getFileName().toString()).matches();
+    }
+
+    /**
+     * Deletes files left by processes that died without cleaning up (SIGKILL, OOM killer, power loss of a
+     * container). A file is stale only if all of these hold: its name has our shape, its pid is not a live process
+     * here, it is older than {@link #SWEEP_MIN_AGE}, and no one holds an {@code flock} on it (every live owner holds
+     * a shared one). The pid test alone is not enough: containers sharing a tmpfs see different pid namespaces.
+     *
+     * @return how many files were removed
+     */
+    int sweepStaleFiles() {
+        if (!LibC.isAvailable()) {
+            LOG.debug("not sweeping {}: without flock a live owner cannot be told from a dead one ({})", dir,
+                    LibC.unavailabilityCause());
+            return 0;
+        }
+        int removed = 0;
+        Instant cutoff = Instant.now().minus(SWEEP_MIN_AGE);
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, "tent4j-*")) {
+            for (Path file : entries) {
+                if (isStale(file, cutoff) && removeIfUnlocked(file)) {
+                    removed++;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("sweeping stale shm files in {} failed: {}", dir, e.toString());
+        }
+        if (removed > 0) {
+            LOG.info("removed {} stale shm file(s) left in {} by processes that are gone", removed, dir);
+        }
+        return removed;
+    }
+
+    private static boolean isStale(Path file, Instant cutoff) throws IOException {
+        Matcher m = FILE_NAME.matcher(file.getFileName().toString());
+        if (!m.matches()) {
+            return false;
+        }
+        long pid = Long.parseLong(m.group(1));
+        if (ProcessHandle.of(pid).isPresent()) {
+            return false;
+        }
+        BasicFileAttributes attrs;
+        try {
+            attrs = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException gone) {
+            return false;
+        }
+        return attrs.isRegularFile() && attrs.lastModifiedTime().toInstant().isBefore(cutoff);
+    }
+
+    private static boolean removeIfUnlocked(Path file) {
+        int fd;
+        try {
+            fd = LibC.open(file, LibC.O_RDWR | LibC.O_CLOEXEC, 0);
+        } catch (IOException notOurs) {
+            return false; // another user's file, or already gone
+        }
+        try {
+            if (!LibC.flock(fd, LibC.LOCK_EX | LibC.LOCK_NB, file)) {
+                return false;
+            }
+            // Holding the exclusive lock: no live owner can have it, and a racing sweeper waits or fails.
+            boolean deleted = Files.deleteIfExists(file);
+            if (deleted) {
+                LOG.debug("removed stale shm file {}", file);
+            }
+            return deleted;
+        } catch (IOException e) {
+            LOG.debug("could not remove stale shm file {}: {}", file, e.toString());
+            return false;
+        } finally {
+            LibC.closeQuietly(fd);
+        }
+    }
+
+    private static String randomSuffix() {
+        return HexFormat.of().toHexDigits(RANDOM.nextLong());
+    }
+}

@@ -1,0 +1,125 @@
+package org.tent4j.transport.shm;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.MemoryAllocator;
+import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportContext;
+
+/**
+ * The shm transport of one engine. It can serve only memory its own {@link ShmAllocator} made (a file peers map by
+ * path); as the initiator it copies between any local registered buffer and a peer's mapped file.
+ */
+final class ShmTransport implements Transport {
+    private static final Logger LOG = LoggerFactory.getLogger(ShmTransport.class);
+
+    /** Published offset of a registered buffer inside its file, for buffers that are a part of an allocation. */
+    static final String OFFSET = "offset";
+
+    private final TransportContext context;
+    private final ShmDirectory directory;
+    private final ShmAllocator allocator;
+    private final long copyThreshold;
+    private final int copyParallelism;
+    private final Set<ShmPeerConnection> connections = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
+
+    ShmTransport(TransportContext context, ShmDirectory directory, long copyThreshold, int copyParallelism) {
+        this.context = context;
+        this.directory = directory;
+        this.allocator = new ShmAllocator(directory);
+        this.copyThreshold = copyThreshold;
+        this.copyParallelism = copyParallelism;
+        directory.sweepStaleFiles();
+        LOG.debug("shm transport for segment '{}' in {} (inline copies up to {} bytes, {} copy worker(s) per peer)",
+                context.segmentName(), directory.path(), copyThreshold, copyParallelism);
+    }
+
+    @Override
+    public String id() {
+        return ShmTransportProvider.ID;
+    }
+
+    @Override
+    public Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
+        String path = buffer.backing().get(ShmAllocator.PATH);
+        ShmAllocator.ShmFile file = allocator.find(path);
+        if (file == null || file.isReleased()) {
+            return Optional.empty(); // memory shm did not allocate: peers have no file to map
+        }
+        long offset = buffer.address() - file.segment.address();
+        if (offset < 0 || offset > file.size - buffer.length()) {
+            LOG.warn("buffer {} claims shm file {} but [0x{}, +{}) is not inside its mapping; not publishing it for shm",
+                    buffer.id(), path, Long.toHexString(buffer.address()), buffer.length());
+            return Optional.empty();
+        }
+        return Optional.of(Map.of(ShmAllocator.PATH, path, ShmAllocator.SIZE, Long.toString(buffer.length()),
+                OFFSET, Long.toString(offset)));
+    }
+
+    @Override
+    public Optional<MemoryAllocator> allocator() {
+        return Optional.of(allocator);
+    }
+
+    @Override
+    public PeerConnection connect(SegmentDescriptor peer) {
+        if (closed) {
+            throw new TransferException(ErrorCode.ENGINE_CLOSED, "shm transport of segment '" + context.segmentName()
+                    + "' is closed; cannot connect to segment '" + peer.name() + "'");
+        }
+        if (!context.machineId().equals(peer.machineId())) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "shm cannot reach segment '" + peer.name()
+                    + "': it is on machine '" + peer.machineId() + "' and this engine ('" + context.segmentName()
+                    + "') is on machine '" + context.machineId() + "'; shm needs both on one machine");
+        }
+        ShmPeerConnection connection = new ShmPeerConnection(this, peer, context.workers(), copyThreshold,
+                copyParallelism);
+        connections.add(connection);
+        if (closed) { // close() ran concurrently and may have missed it
+            connection.close();
+            throw new TransferException(ErrorCode.ENGINE_CLOSED, "shm transport of segment '" + context.segmentName()
+                    + "' closed while connecting to segment '" + peer.name() + "'");
+        }
+        return connection;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (ShmPeerConnection c : connections) {
+            c.close();
+        }
+        allocator.closeAll();
+        LOG.debug("closed shm transport of segment '{}'", context.segmentName());
+    }
+
+    void connectionClosed(ShmPeerConnection connection) {
+        connections.remove(connection);
+    }
+
+    String machineId() {
+        return context.machineId();
+    }
+
+    ShmDirectory directory() {
+        return directory;
+    }
+
+    int openConnectionCount() {
+        return connections.size();
+    }
+}

@@ -1,0 +1,308 @@
+package org.tent4j.transport.tcp;
+
+import static org.tent4j.transport.tcp.WireProtocol.*;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.LocalMemory;
+
+/**
+ * The target side of one inbound connection: parses requests, checks each against the engine's registrations before
+ * touching memory, receives WRITE payloads straight into registered memory, and answers in request order.
+ *
+ * <p>A request that fails its check is answered with an error status and the connection goes on (a WRITE's payload is
+ * read and dropped first). A request that breaks the protocol closes this connection only, after an error frame that
+ * says why. Runs on the channel's event loop only.
+ */
+final class TargetConnection extends ChannelInboundHandlerAdapter implements LandingRecvAllocator.PayloadSink {
+    private static final Logger log = LoggerFactory.getLogger(TargetConnection.class);
+
+    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED }
+
+    private final String segmentName;
+    private final LocalMemory memory;
+    private final BufferPins pins;
+    private final long maxFrame;
+
+    private ChannelHandlerContext ctx;
+    private ByteBuf header;
+    private State state = State.HEADER;
+    private boolean flushPending;
+
+    private long requestId;
+    private int length;
+    /** WRITE in progress: the destination view and how many of its bytes are in place. */
+    private ByteBuf landing;
+    private int received;
+    /** Rejected WRITE: payload bytes still to drop, then the answer. */
+    private long discardRemaining;
+    private int discardStatus;
+    private String discardMessage;
+
+    TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame) {
+        this.segmentName = segmentName;
+        this.memory = memory;
+        this.pins = pins;
+        this.maxFrame = maxFrame;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        header = ctx.alloc().directBuffer(REQUEST_HEADER_BYTES, REQUEST_HEADER_BYTES);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        shutDown();
+        if (header != null) {
+            header.release();
+            header = null;
+        }
+    }
+
+    @Override
+    public ByteBuf payloadView() {
+        if (state != State.PAYLOAD) {
+            return null;
+        }
+        landing.retain();
+        return landing.setIndex(received, received);
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        try {
+            while (in.isReadable()) {
+                switch (state) {
+                    case HEADER -> {
+                        int n = Math.min(in.readableBytes(), header.writableBytes());
+                        header.writeBytes(in, n);
+                        if (!header.isWritable()) {
+                            onHeader();
+                        }
+                    }
+                    case PAYLOAD -> onPayload(in);
+                    case DISCARD -> {
+                        int n = (int) Math.min(in.readableBytes(), discardRemaining);
+                        in.skipBytes(n);
+                        discardRemaining -= n;
+                        if (discardRemaining == 0) {
+                            respondError(requestId, discardStatus, discardMessage);
+                            discardMessage = null;
+                            state = State.HEADER;
+                        }
+                    }
+                    case CLOSED -> in.skipBytes(in.readableBytes());
+                }
+            }
+        } finally {
+            in.release();
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        flushIfPending();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (ctx.channel().isWritable() && state != State.CLOSED) {
+            ctx.channel().config().setAutoRead(true);
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        shutDown();
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        log.debug("segment '{}': tcp connection from {} failed; closing it", segmentName, ctx.channel().remoteAddress(),
+                cause);
+        shutDown();
+        ctx.close();
+    }
+
+    private void onHeader() {
+        ByteBuf h = header;
+        int magic = h.getIntLE(0);
+        int version = h.getUnsignedByte(4);
+        int op = h.getUnsignedByte(5);
+        int flags = h.getUnsignedShortLE(6);
+        long id = h.getLongLE(8);
+        long address = h.getLongLE(16);
+        long len = h.getLongLE(24);
+        h.clear();
+        if (magic != REQUEST_MAGIC) {
+            violation(0, "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x"
+                    + Integer.toHexString(REQUEST_MAGIC) + ", \"T4JT\")");
+            return;
+        }
+        if (version != VERSION) {
+            violation(id, "unsupported protocol version " + version + " (this target speaks " + VERSION + ")");
+            return;
+        }
+        if (op != OP_READ && op != OP_WRITE) {
+            violation(id, "unknown opcode " + op);
+            return;
+        }
+        if (flags != 0) {
+            violation(id, "unknown flags 0x" + Integer.toHexString(flags));
+            return;
+        }
+        if (len <= 0 || len > maxFrame) { // a u64 length >= 2^63 reads as negative
+            violation(id, opcodeName(op) + " length " + Long.toUnsignedString(len) + " is outside [1, " + maxFrame
+                    + "] (max_frame)");
+            return;
+        }
+        if (Long.compareUnsigned(address + len, address) < 0) {
+            violation(id, opcodeName(op) + " of " + len + " bytes at 0x" + Long.toHexString(address)
+                    + ": address + length overflows");
+            return;
+        }
+        requestId = id;
+        length = (int) len;
+        Opcode opcode = op == OP_READ ? Opcode.READ : Opcode.WRITE;
+        LocalBuffer buffer;
+        try {
+            buffer = memory.checkRemoteAccess(address, len, opcode);
+        } catch (TransferException e) {
+            reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            return;
+        } catch (RuntimeException e) {
+            log.warn("segment '{}': access check of {} [0x{}, +{}) failed", segmentName, opcode,
+                    Long.toHexString(address), len, e);
+            reject(op, STATUS_INTERNAL, "segment '" + segmentName + "': access check failed: " + e);
+            return;
+        }
+        if (op == OP_WRITE && buffer.segment().isReadOnly()) {
+            reject(op, STATUS_PERMISSION_DENIED, "segment '" + segmentName + "': peer WRITE of [0x"
+                    + Long.toHexString(address) + ", +" + len + ") denied: registered memory is a read-only segment");
+            return;
+        }
+        BufferPins.Pin pin = pins.acquire(buffer, memory, address, len);
+        if (pin == null) {
+            reject(op, STATUS_ADDRESS_NOT_REGISTERED, "segment '" + segmentName + "': peer " + opcode + " of [0x"
+                    + Long.toHexString(address) + ", +" + len + "): buffer is being unregistered");
+            return;
+        }
+        long offset = address - buffer.address();
+        if (op == OP_READ) {
+            ByteBuf h2 = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+            writeOkResponse(h2, id);
+            ctx.write(h2, ctx.voidPromise());
+            ByteBuf view;
+            try {
+                view = MemoryRegionBufs.readable(buffer.segment(), offset, length, pin);
+            } catch (RuntimeException e) {
+                pin.release();
+                throw e;
+            }
+            ctx.write(view, ctx.voidPromise());
+            responded();
+        } else {
+            try {
+                landing = MemoryRegionBufs.landing(buffer.segment(), offset, length, pin);
+            } catch (RuntimeException e) {
+                pin.release();
+                throw e;
+            }
+            received = 0;
+            state = State.PAYLOAD;
+        }
+    }
+
+    private void onPayload(ByteBuf in) {
+        int n;
+        if (in == landing) {
+            n = in.readableBytes(); // the socket read straight into the destination
+        } else {
+            n = Math.min(in.readableBytes(), length - received);
+            landing.setBytes(received, in, in.readerIndex(), n);
+        }
+        in.skipBytes(n);
+        received += n;
+        if (received == length) {
+            // every byte is in memory: only now may the initiator hear that the WRITE is done
+            ByteBuf done = landing;
+            landing = null;
+            state = State.HEADER;
+            done.release();
+            ByteBuf ok = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+            writeOkResponse(ok, requestId);
+            ctx.write(ok, ctx.voidPromise());
+            responded();
+        }
+    }
+
+    private void reject(int op, int status, String message) {
+        if (op == OP_WRITE) {
+            discardRemaining = length;
+            discardStatus = status;
+            discardMessage = message;
+            state = State.DISCARD;
+        } else {
+            respondError(requestId, status, message);
+        }
+    }
+
+    private void respondError(long id, int status, String message) {
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
+        writeErrorResponse(frame, id, status, message);
+        ctx.write(frame, ctx.voidPromise());
+        responded();
+    }
+
+    private void responded() {
+        flushPending = true;
+        if (!ctx.channel().isWritable()) {
+            // the peer is not reading its answers: stop reading its requests until it does
+            flushIfPending();
+            ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    private void flushIfPending() {
+        if (flushPending) {
+            flushPending = false;
+            ctx.flush();
+        }
+    }
+
+    private void violation(long id, String reason) {
+        String message = "segment '" + segmentName + "': protocol violation from " + ctx.channel().remoteAddress()
+                + ": " + reason + "; closing the connection";
+        log.warn(message);
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
+        writeErrorResponse(frame, id, STATUS_PROTOCOL, message);
+        shutDown();
+        flushPending = false;
+        ctx.writeAndFlush(frame).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    /** Stops using memory: the landing view goes back (its pin with it) and further input is dropped. */
+    private void shutDown() {
+        state = State.CLOSED;
+        if (landing != null) {
+            ByteBuf l = landing;
+            landing = null;
+            l.release();
+        }
+        discardMessage = null;
+    }
+}
