@@ -273,6 +273,9 @@ final class InitiatorWorkload {
                 if (plan.checkConsistency() && plan.seedTarget() && plan.opcode() == Opcode.READ) {
                     seedTarget();
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                abort("worker " + index + " was interrupted while seeding the target");
             } catch (RuntimeException e) {
                 abort("seeding the target buffer failed: " + e);
             } finally {

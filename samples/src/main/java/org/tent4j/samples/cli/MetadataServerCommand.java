@@ -37,7 +37,7 @@ public final class MetadataServerCommand implements Callable<Integer> {
     }
 
     @Override
-    public Integer call() throws Throwable {
+    public Integer call() throws Exception {
         Method main;
         try {
             main = Class.forName(SERVER_CLASS).getMethod("main", String[].class);
@@ -54,7 +54,13 @@ public final class MetadataServerCommand implements Callable<Integer> {
             main.invoke(null, (Object) arguments.toArray(String[]::new));
             serverRunning = true;
         } catch (InvocationTargetException e) {
-            throw e.getCause();
+            if (e.getCause() instanceof Exception x) {
+                throw x;
+            }
+            if (e.getCause() instanceof Error x) {
+                throw x;
+            }
+            throw e;
         }
         return 0;
     }

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import org.slf4j.Logger;
@@ -51,7 +52,7 @@ public final class CudaPlatformProvider implements DevicePlatformProvider {
 
     static List<String> defaultCandidates() {
         List<String> out = new ArrayList<>(NativeLibrary.fromProperty(LIBRARY_PROPERTY));
-        out.addAll(NativeLibrary.candidates(LIBRARY_NAMES, List.of(
+        out.addAll(NativeLibrary.candidates(LIBRARY_NAMES, Arrays.asList(
                 dir(System.getenv("CUDA_HOME")), dir(System.getenv("CUDA_PATH")), "/usr/local/cuda/lib64")));
         return out;
     }

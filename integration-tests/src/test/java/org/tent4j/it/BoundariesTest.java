@@ -1,0 +1,81 @@
+package org.tent4j.it;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The module boundaries of DESIGN.md, checked on the compiled classes of every module so they hold without anyone
+ * remembering them: te-api depends on nothing, plugins only on te-api, the runtime never names a plugin, the store and
+ * the integrations use only the public API.
+ */
+class BoundariesTest {
+    private static final String[] PLUGINS = {"org.tent4j.transport..", "org.tent4j.platform..", "org.tent4j.metadata.."};
+    private static JavaClasses classes;
+
+    @BeforeAll
+    static void importClasses() {
+        classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .importPackages("org.tent4j");
+    }
+
+    @Test
+    void apiDependsOnTheJdkOnly() {
+        noClasses().that().resideInAnyPackage("org.tent4j.api..", "org.tent4j.spi..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.tent4j.api..", "org.tent4j.spi..")
+                .because("te-api depends on nothing but the JDK").check(classes);
+    }
+
+    @Test
+    void pluginsDependOnTheApiOnly() {
+        noClasses().that().resideInAnyPackage(PLUGINS)
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.samples..",
+                        "org.tent4j.store..", "org.tent4j.testkit..", "org.tent4j.integration..")
+                .because("a plugin depends on te-api only").check(classes);
+    }
+
+    @Test
+    void pluginsDoNotDependOnEachOther() {
+        String[][] families = {
+                {"org.tent4j.transport.tcp..", "tcp"}, {"org.tent4j.transport.shm..", "shm"}, {"org.tent4j.transport.rdma..", "rdma"},
+                {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"},
+                {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
+                {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
+        for (String[] self : families) {
+            for (String[] other : families) {
+                if (self != other) {
+                    noClasses().that().resideInAPackage(self[0]).should().dependOnClassesThat().resideInAPackage(other[0])
+                            .because(self[1] + " must reach " + other[1] + " only through the SPI (ServiceLoader)")
+                            .allowEmptyShould(true).check(classes);
+                }
+            }
+        }
+    }
+
+    @Test
+    void runtimeNeverNamesAConcretePlugin() {
+        noClasses().that().resideInAPackage("org.tent4j.runtime..")
+                .should().dependOnClassesThat().resideInAnyPackage(PLUGINS)
+                .because("the runtime finds plugins through ServiceLoader").check(classes);
+    }
+
+    @Test
+    void storeAndIntegrationsUseOnlyThePublicApi() {
+        noClasses().that().resideInAnyPackage("org.tent4j.store..", "org.tent4j.integration..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
+                        "org.tent4j.platform..", "org.tent4j.metadata..")
+                .because("the store and integrations are consumers of the public API like any other")
+                .allowEmptyShould(true).check(classes);
+    }
+
+    @Test
+    void testkitUsesOnlyTheApiAndSpi() {
+        noClasses().that().resideInAPackage("org.tent4j.testkit..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.transport..", "org.tent4j.samples..")
+                .because("the conformance kit is for any plugin vendor").check(classes);
+    }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tent4j's tests use, when any is missing:
+#   real servers for the metadata backends (etcd-server, redis-server),
+#   native libraries the FFM transports bind at run time, and their headers (struct layouts are checked against them),
+#   iperf3 for the baseline in docs/PERFORMANCE.md.
+set -euo pipefail
+packages=(etcd-server redis-server
+          libibverbs1 libibverbs-dev ibverbs-providers
+          libfabric1 libfabric-dev libfabric-bin
+          libamdhip64-5
+          iperf3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}" >&2
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
