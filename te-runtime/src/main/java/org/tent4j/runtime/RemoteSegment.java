@@ -14,6 +14,9 @@ final class RemoteSegment implements SegmentHandle {
     volatile SegmentDescriptor descriptor;
     final AtomicReferenceArray<PeerConnection> connections;
     volatile boolean closed;
+    /** The metadata store says the segment is gone (its engine closed, or its lease expired). */
+    volatile boolean gone;
+    AutoCloseable watch;
 
     RemoteSegment(int id, String name, boolean local, SegmentDescriptor descriptor, int transports) {
         this.id = id;
@@ -26,6 +29,16 @@ final class RemoteSegment implements SegmentHandle {
     @Override public String name() { return name; }
     @Override public int id() { return id; }
     @Override public boolean isLocal() { return local; }
+
+    void stopWatching() {
+        try {
+            if (watch != null) {
+                watch.close();
+            }
+        } catch (Exception e) {
+            // closing a watch on a store that is down cannot fail usefully
+        }
+    }
 
     void closeConnections() {
         for (int i = 0; i < connections.length(); i++) {

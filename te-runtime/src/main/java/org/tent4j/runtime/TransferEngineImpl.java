@@ -61,7 +61,6 @@ import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MemoryAllocator;
-import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
@@ -265,27 +264,22 @@ final class TransferEngineImpl implements TransferEngine {
         if (list.equals(List.of("p2p"))) {
             return new PeerToPeerDirectory(control, Duration.ofSeconds(5));
         }
-        List<MetadataStore> stores = new ArrayList<>();
-        try {
-            for (String u : list) {
-                URI uri;
-                try {
-                    uri = URI.create(u);
-                } catch (IllegalArgumentException e) {
-                    throw new ConfigException(EngineConfig.METADATA_URI, "malformed URI '" + u + "': " + e.getMessage());
-                }
-                String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
-                MetadataStoreProvider p = providers.stream().filter(x -> x.schemes().contains(scheme)).findFirst()
-                        .orElseThrow(() -> new ConfigException(EngineConfig.METADATA_URI, "no metadata store for '" + u
-                                + "' on the class path (schemes found: p2p, " + providers.stream().flatMap(x -> x.schemes().stream()).toList() + ")"));
-                p.availability().ensureAvailable("metadata store " + scheme);
-                stores.add(p.open(uri, config.rawUnder("metadata." + scheme + ".")));
+        List<StoreDirectory.Target> targets = new ArrayList<>();
+        for (String u : list) {
+            URI uri;
+            try {
+                uri = URI.create(u);
+            } catch (IllegalArgumentException e) {
+                throw new ConfigException(EngineConfig.METADATA_URI, "malformed URI '" + u + "': " + e.getMessage());
             }
-        } catch (RuntimeException e) {
-            stores.forEach(MetadataStore::close);
-            throw e;
+            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
+            MetadataStoreProvider p = providers.stream().filter(x -> x.schemes().contains(scheme)).findFirst()
+                    .orElseThrow(() -> new ConfigException(EngineConfig.METADATA_URI, "no metadata store for '" + u
+                            + "' on the class path (schemes found: p2p, " + providers.stream().flatMap(x -> x.schemes().stream()).toList() + ")"));
+            p.availability().ensureAvailable("metadata store " + scheme);
+            targets.add(new StoreDirectory.Target(uri, p, config.rawUnder("metadata." + scheme + ".")));
         }
-        return new StoreDirectory(stores, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL));
+        return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL));
     }
 
     private static Set<String> parseList(String s) {
@@ -353,7 +347,12 @@ final class TransferEngineImpl implements TransferEngine {
     private synchronized void republish() {
         descriptor = buildDescriptor();
         localSegment.descriptor = descriptor;
-        directory.publish(descriptor);
+        try {
+            directory.publish(descriptor);
+        } catch (TransferException e) {
+            // The keep-alive publishes again once a store answers; the registration itself stands.
+            log.warn("descriptor of '{}' (version {}) not published yet: {}", segmentName, descriptor.version(), e.getMessage());
+        }
     }
 
     private void refreshPublication() {
@@ -485,13 +484,18 @@ final class TransferEngineImpl implements TransferEngine {
         SegmentDescriptor d = directory.fetch(name);
         RemoteSegment fresh = new RemoteSegment(segmentIds.incrementAndGet(), name, false, d, transports.length);
         RemoteSegment prior = segments.putIfAbsent(name, fresh);
-        return prior == null ? fresh : prior;
+        if (prior != null) {
+            return prior;
+        }
+        fresh.watch = directory.watch(name, changed -> descriptorChanged(fresh, changed));
+        return fresh;
     }
 
     @Override
     public void closeSegment(SegmentHandle segment) {
         if (segment instanceof RemoteSegment s && !s.isLocal() && segments.remove(s.name(), s)) {
             s.closed = true;
+            s.stopWatching();
             s.closeConnections();
         }
     }
@@ -508,6 +512,30 @@ final class TransferEngineImpl implements TransferEngine {
         }
         throw new TransferException(ErrorCode.UNKNOWN_SEGMENT, "segment " + (segment == null ? "null" : "'" + segment.name() + "'")
                 + " is not open in engine '" + segmentName + "'");
+    }
+
+    /** A watched peer republished its descriptor, or it vanished ({@code null}: its engine closed or its lease expired). */
+    private void descriptorChanged(RemoteSegment s, SegmentDescriptor d) {
+        if (s.closed) {
+            return;
+        }
+        if (d == null) {
+            if (!s.gone) {
+                log.info("segment '{}' was removed from the metadata store; its open connections stay until they fail", s.name());
+            }
+            s.gone = true;
+            return;
+        }
+        s.gone = false;
+        if (d.version() != s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId())) {
+            s.descriptor = d;
+            for (int i = 0; i < s.connections.length(); i++) {
+                PeerConnection c = s.connections.get(i);
+                if (c != null) {
+                    c.descriptorChanged(d);
+                }
+            }
+        }
     }
 
     private SegmentDescriptor refresh(RemoteSegment s) {
@@ -581,6 +609,15 @@ final class TransferEngineImpl implements TransferEngine {
         if (!(r.target() instanceof RemoteSegment seg) || (seg != localSegment && segments.get(seg.name()) != seg)) {
             throw invalid(ErrorCode.UNKNOWN_SEGMENT, "target segment " + (r.target() == null ? "null" : "'" + r.target().name() + "'")
                     + " is not open in engine '" + segmentName + "'");
+        }
+        if (seg.gone) {
+            try {
+                refresh(seg);
+                seg.gone = false;
+            } catch (TransferException e) {
+                throw new TransferException(ErrorCode.PEER_FAILED, "segment '" + seg.name()
+                        + "' is gone: its descriptor was removed from the metadata store (" + e.getMessage() + ")");
+            }
         }
         SegmentDescriptor desc = seg.isLocal() ? descriptor : seg.descriptor;
         long target = r.targetOffset();
@@ -824,6 +861,7 @@ final class TransferEngineImpl implements TransferEngine {
         }
         directory.close();
         for (RemoteSegment s : segments.values()) {
+            s.stopWatching();
             s.closeConnections();
         }
         localSegment.closeConnections();

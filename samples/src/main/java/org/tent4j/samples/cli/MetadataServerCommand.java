@@ -23,6 +23,9 @@ import picocli.CommandLine.Unmatched;
 public final class MetadataServerCommand implements Callable<Integer> {
     static final String SERVER_CLASS = "org.tent4j.metadata.http.HttpMetadataServer";
 
+    /** The class whose main runs; tests point it elsewhere. */
+    static volatile String serverClass = SERVER_CLASS;
+
     @Spec
     CommandSpec spec;
 
@@ -40,14 +43,14 @@ public final class MetadataServerCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Method main;
         try {
-            main = Class.forName(SERVER_CLASS).getMethod("main", String[].class);
+            main = Class.forName(serverClass).getMethod("main", String[].class);
         } catch (ClassNotFoundException | NoSuchMethodException e) {
-            spec.commandLine().getErr().println("tent4j metadata-server: " + SERVER_CLASS
+            spec.commandLine().getErr().println("tent4j metadata-server: " + serverClass
                     + " (with public static void main(String[])) is not on the class path: add org.tent4j:metadata-http");
             return 3;
         }
         if (!Modifier.isStatic(main.getModifiers())) {
-            spec.commandLine().getErr().println("tent4j metadata-server: " + SERVER_CLASS + ".main is not static");
+            spec.commandLine().getErr().println("tent4j metadata-server: " + serverClass + ".main is not static");
             return 3;
         }
         try {

@@ -1,10 +1,12 @@
 package org.tent4j.runtime.metadata;
 
+import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.Set;
+import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,32 +14,113 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.MetadataStore;
+import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.SegmentDescriptor;
 
 /**
  * Descriptors in one or more metadata stores, under {@code tent4j/<cluster>/segments/<name>}. Publishing goes to every
  * store that answers; fetching asks them in order and takes the first answer. A store that fails is skipped with one
- * WARN line (and one INFO line once it answers again), so discovery survives a dead store without a restart.
+ * WARN line naming it and the cause (and one INFO line once it answers again), so discovery survives a dead store
+ * without a restart. A store that could not be opened is retried on later use, at most once a second.
+ *
+ * <p>With a single store, start-up fails if it cannot be reached; with several, at least one must answer.
  */
 public final class StoreDirectory implements SegmentDirectory {
     private static final Logger log = LoggerFactory.getLogger(StoreDirectory.class);
-    private final List<MetadataStore> stores;
+    private static final long REOPEN_INTERVAL_NANOS = 1_000_000_000L;
+
+    private final List<Slot> slots = new ArrayList<>();
     private final String prefix;
     private final Duration ttl;
-    private final Set<String> down = ConcurrentHashMap.newKeySet();
 
-    public StoreDirectory(List<MetadataStore> stores, String cluster, Duration ttl) {
-        this.stores = List.copyOf(stores);
+    /** A configured store: opened lazily, reopened after a failed open. */
+    private static final class Slot {
+        final URI uri;
+        final MetadataStoreProvider provider;
+        final Map<String, String> options;
+        volatile MetadataStore store;
+        volatile boolean down;
+        long lastOpenAttempt;
+        final List<Runnable> rewatch = new ArrayList<>();
+
+        Slot(URI uri, MetadataStoreProvider provider, Map<String, String> options) {
+            this.uri = uri;
+            this.provider = provider;
+            this.options = options;
+        }
+
+        String name() {
+            MetadataStore s = store;
+            return s != null ? s.uri() : masked(uri);
+        }
+    }
+
+    public record Target(URI uri, MetadataStoreProvider provider, Map<String, String> options) {
+    }
+
+    public StoreDirectory(List<Target> targets, String cluster, Duration ttl) {
         this.prefix = "tent4j/" + cluster + "/segments/";
         this.ttl = ttl;
+        TransferException first = null;
+        for (Target t : targets) {
+            Slot s = new Slot(t.uri(), t.provider(), t.options());
+            slots.add(s);
+            try {
+                open(s);
+            } catch (TransferException e) {
+                first = first == null ? e : first;
+                if (targets.size() > 1) {
+                    s.down = true;
+                    log.warn("metadata store {} skipped at start-up: {}", s.name(), e.getMessage());
+                }
+            }
+        }
+        if (first != null && (targets.size() == 1 || slots.stream().allMatch(s -> s.store == null))) {
+            close();
+            throw first;
+        }
+    }
+
+    private static String masked(URI uri) {
+        String ui = uri.getRawUserInfo();
+        return ui == null ? uri.toString() : uri.toString().replace(ui + "@", (ui.contains(":") ? ui.substring(0, ui.indexOf(':')) + ":***" : "***") + "@");
+    }
+
+    private MetadataStore open(Slot s) {
+        MetadataStore m = s.store;
+        if (m != null) {
+            return m;
+        }
+        synchronized (s) {
+            if (s.store == null) {
+                s.lastOpenAttempt = System.nanoTime();
+                s.store = s.provider.open(s.uri, s.options);
+                s.rewatch.forEach(Runnable::run);
+            }
+            return s.store;
+        }
+    }
+
+    /** The slot's store, reopening it if it never opened (rate-limited); {@code null} if it is not available now. */
+    private MetadataStore usable(Slot s) {
+        if (s.store != null) {
+            return s.store;
+        }
+        synchronized (s) {
+            if (System.nanoTime() - s.lastOpenAttempt < REOPEN_INTERVAL_NANOS) {
+                return null;
+            }
+        }
+        try {
+            return open(s);
+        } catch (TransferException e) {
+            skip(s, "open", e);
+            return null;
+        }
     }
 
     public String key(String segmentName) {
         return prefix + segmentName;
-    }
-
-    public List<MetadataStore> stores() {
-        return stores;
     }
 
     @Override
@@ -45,9 +128,13 @@ public final class StoreDirectory implements SegmentDirectory {
         byte[] value = DescriptorCodec.encode(descriptor);
         int ok = 0;
         TransferException last = null;
-        for (MetadataStore s : stores) {
+        for (Slot s : slots) {
+            MetadataStore m = usable(s);
+            if (m == null) {
+                continue;
+            }
             try {
-                s.put(key(descriptor.name()), value, ttl);
+                m.put(key(descriptor.name()), value, ttl);
                 up(s);
                 ok++;
             } catch (TransferException e) {
@@ -57,61 +144,111 @@ public final class StoreDirectory implements SegmentDirectory {
         }
         if (ok == 0) {
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "cannot publish segment '" + descriptor.name()
-                    + "': no metadata store answered (last: " + last.getMessage() + ")", last);
+                    + "': no metadata store answered" + (last == null ? "" : " (last: " + last.getMessage() + ")"), last);
         }
     }
 
     @Override
     public SegmentDescriptor fetch(String segmentName) {
         TransferException last = null;
-        for (MetadataStore s : stores) {
+        for (Slot s : slots) {
+            MetadataStore m = usable(s);
+            if (m == null) {
+                continue;
+            }
             try {
-                Optional<byte[]> v = s.get(key(segmentName));
+                Optional<byte[]> v = m.get(key(segmentName));
                 up(s);
                 if (v.isPresent()) {
-                    return DescriptorCodec.decode(v.get(), s.uri());
+                    return DescriptorCodec.decode(v.get(), m.uri());
                 }
             } catch (TransferException e) {
                 skip(s, "lookup", e);
                 last = e;
             }
         }
-        if (last != null && stores.size() == 1) {
-            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "cannot open segment '" + segmentName + "': "
-                    + last.getMessage(), last);
+        if (last != null && slots.size() == 1) {
+            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "cannot open segment '" + segmentName + "': " + last.getMessage(), last);
         }
         throw new TransferException(ErrorCode.UNKNOWN_SEGMENT, "segment '" + segmentName + "' is not published in "
-                + stores.stream().map(MetadataStore::uri).toList() + (last == null ? "" : " (some stores failed: " + last.getMessage() + ")"));
+                + slots.stream().map(Slot::name).toList() + (last == null ? "" : " (a store failed: " + last.getMessage() + ")"));
     }
 
-    private void skip(MetadataStore s, String what, TransferException e) {
-        if (down.add(s.uri())) {
-            log.warn("metadata store {} skipped for {}: {}", s.uri(), what, e.getMessage());
+    @Override
+    public AutoCloseable watch(String segmentName, Consumer<SegmentDescriptor> listener) {
+        List<MetadataStore.Watch> watches = new ArrayList<>();
+        MetadataStore.MetadataListener l = (key, value) -> {
+            try {
+                listener.accept(value == null ? null : DescriptorCodec.decode(value, "watch of " + key));
+            } catch (TransferException e) {
+                log.warn("ignoring a malformed descriptor of segment '{}': {}", segmentName, e.getMessage());
+            }
+        };
+        for (Slot s : slots) {
+            Runnable start = () -> {
+                try {
+                    MetadataStore m = s.store;
+                    if (m != null) {
+                        synchronized (watches) {
+                            watches.add(m.watch(key(segmentName), l));
+                        }
+                    }
+                } catch (TransferException e) {
+                    skip(s, "watch", e);
+                }
+            };
+            synchronized (s) {
+                if (s.store == null) {
+                    s.rewatch.add(start);
+                    continue;
+                }
+            }
+            start.run();
+        }
+        return () -> {
+            synchronized (watches) {
+                watches.forEach(MetadataStore.Watch::close);
+                watches.clear();
+            }
+        };
+    }
+
+    private void skip(Slot s, String what, TransferException e) {
+        if (!s.down) {
+            s.down = true;
+            log.warn("metadata store {} skipped for {}: {}", s.name(), what, e.getMessage());
         }
     }
 
-    private void up(MetadataStore s) {
-        if (!down.isEmpty() && down.remove(s.uri())) {
-            log.info("metadata store {} answers again", s.uri());
+    private void up(Slot s) {
+        if (s.down) {
+            s.down = false;
+            log.info("metadata store {} answers again", s.name());
         }
     }
 
     @Override
     public void unpublish(String segmentName) {
-        for (MetadataStore s : stores) {
+        for (Slot s : slots) {
+            MetadataStore m = s.store;
+            if (m == null) {
+                continue;
+            }
             try {
-                s.delete(key(segmentName));
+                m.delete(key(segmentName));
             } catch (TransferException e) {
-                log.debug("cannot remove {} from {}: {}", segmentName, s.uri(), e.getMessage());
+                log.debug("cannot remove {} from {}: {}", segmentName, s.name(), e.getMessage());
             }
         }
     }
 
     @Override
     public void close() {
-        for (MetadataStore s : stores) {
-            s.close();
+        for (Slot s : slots) {
+            MetadataStore m = s.store;
+            if (m != null) {
+                m.close();
+            }
         }
     }
-
 }

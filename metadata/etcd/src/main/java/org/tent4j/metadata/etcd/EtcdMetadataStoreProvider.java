@@ -1,0 +1,98 @@
+package org.tent4j.metadata.etcd;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.MetadataStore;
+import org.tent4j.spi.MetadataStoreProvider;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionValues;
+
+/**
+ * Metadata stores on etcd v3: {@code etcd://[user:password@]host1:port1[,host2:port2...]}. Endpoints may be
+ * separated by ',' or ';' as in Mooncake; the port defaults to 2379.
+ */
+public final class EtcdMetadataStoreProvider implements MetadataStoreProvider {
+    private static final Logger LOG = LoggerFactory.getLogger(EtcdMetadataStoreProvider.class);
+    static final String TIMEOUT = "timeout";
+    static final String CONNECT_TIMEOUT = "connect-timeout";
+    /** Mooncake's cap; etcd itself accepts requests up to 1.5 MiB unless started with --max-request-bytes. */
+    private static final int MAX_MESSAGE_BYTES = 32 << 20;
+
+    private static final List<OptionSpec> OPTIONS = List.of(
+            OptionSpec.of(TIMEOUT, OptionSpec.Type.DURATION, "5s",
+                    "how long one get, put, delete or lease call may take before it fails with METADATA_UNAVAILABLE"),
+            OptionSpec.of(CONNECT_TIMEOUT, OptionSpec.Type.DURATION, "3s",
+                    "how long open() waits for etcd to answer a probe read"));
+
+    @Override
+    public List<String> schemes() {
+        return List.of("etcd");
+    }
+
+    @Override
+    public String description() {
+        return "etcd v3 (jetcd): etcd://host:port[,host:port...]";
+    }
+
+    @Override
+    public List<OptionSpec> options() {
+        return OPTIONS;
+    }
+
+    @Override
+    public MetadataStore open(URI uri, Map<String, String> options) {
+        if (uri == null) {
+            throw new TransferException(ErrorCode.CONFIG, "etcd metadata URI is missing");
+        }
+        EtcdAddress address = EtcdAddress.parse(uri);
+        OptionValues values = OptionValues.parse("metadata.etcd.", OPTIONS, options == null ? Map.of() : options);
+        Duration timeout = positive(values.getDuration(TIMEOUT), TIMEOUT);
+        Duration connectTimeout = positive(values.getDuration(CONNECT_TIMEOUT), CONNECT_TIMEOUT);
+        ClientBuilder builder = Client.builder()
+                .endpoints(address.endpoints().toArray(String[]::new))
+                .connectTimeout(connectTimeout)
+                // jetcd retries retryable failures internally; bound it by the per-operation timeout we enforce
+                .retryMaxDuration(timeout)
+                .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+                .keepaliveTime(Duration.ofSeconds(10))
+                .keepaliveTimeout(Duration.ofSeconds(5));
+        if (address.user() != null) {
+            builder.user(ByteSequence.from(address.user().getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+                    .password(ByteSequence.from(address.password().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        }
+        Client client;
+        try {
+            client = builder.build();
+        } catch (RuntimeException e) {
+            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "etcd metadata store " + address.masked()
+                    + ": cannot create the client: " + EtcdMetadataStore.describe(e), e);
+        }
+        EtcdMetadataStore store = new EtcdMetadataStore(address, client, timeout);
+        try {
+            store.probe(connectTimeout);
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+        LOG.debug("opened etcd metadata store {}", address.masked());
+        return store;
+    }
+
+    private static Duration positive(Duration d, String name) {
+        if (d.isZero() || d.isNegative()) {
+            throw new org.tent4j.api.ConfigException("metadata.etcd." + name, "must be positive, got " + d);
+        }
+        return d;
+    }
+}

@@ -1,0 +1,135 @@
+package org.tent4j.transport.shm;
+
+import java.io.BufferedReader;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.testkit.transport.TestLocalMemory;
+import org.tent4j.testkit.transport.TestSlice;
+import org.tent4j.testkit.transport.TestTransportContext;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A second JVM owns the shm memory; this one maps it through the transport and reads and writes it. */
+class ShmCrossProcessTest {
+
+    @Test
+    void readsAndWritesAnotherProcesssSharedMemory(@TempDir Path stderr) throws Exception {
+        long size = (8L << 20) + 123; // odd size: the mapping must not round anything
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx96m",
+                "-cp", System.getProperty("java.class.path"), ShmChildProcess.class.getName(),
+                ShmTransportProvider.DEFAULT_DIR, Long.toString(size));
+        Path childErr = stderr.resolve("child.err");
+        pb.redirectError(childErr.toFile());
+        Process child = pb.start();
+        ShmTransportProvider provider = new ShmTransportProvider();
+        try (TestTransportContext ctx = ShmTransportTest.context("a", Map.of());
+             Arena arena = Arena.ofShared()) {
+            BufferedReader out = child.inputReader(StandardCharsets.US_ASCII);
+            String ready = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
+            assertNotNull(ready, () -> "child exited before READY: " + readQuietly(childErr));
+            String[] f = ready.split(" ");
+            assertEquals("READY", f[0], ready);
+            Path path = Path.of(f[1]);
+            assertTrue(Files.exists(path));
+            assertEquals(Long.toString(size), f[2]);
+            BufferDescriptor remote = new BufferDescriptor(Long.parseLong(f[4]), size, Location.CPU,
+                    Permission.READ_WRITE, List.of(ShmTransportProvider.ID), Map.of(ShmTransportProvider.ID,
+                    Map.of("path", f[1], "size", f[2], "offset", f[3])));
+            SegmentDescriptor segment = new SegmentDescriptor("child", ShmTransportTest.MACHINE, "127.0.0.1", 0,
+                    List.of(ShmTransportProvider.ID), Map.of(), List.of(remote), 1);
+
+            ShmTransport transport = (ShmTransport) provider.create(ctx);
+            try {
+                PeerConnection conn = transport.connect(segment);
+                TestLocalMemory.Buffer local = ctx.memory().register(arena.allocate(size + 16, 64),
+                        Permission.READ_WRITE);
+
+                // READ everything the child wrote, in 1 MiB slices (queued) plus the odd tail (inline)
+                transferInSlices(conn, Opcode.READ, local, 3, remote, 0, size);
+                assertEquals(Patterns.crcOfPattern(size, ShmChildProcess.PATTERN_SEED),
+                        Patterns.crc(local.segment(), 3, size), "bytes read from the child differ from its pattern");
+
+                // WRITE a new pattern into the child's memory past an untouched prefix; the child checks it
+                long writeOffset = 1001;
+                long writeLength = size - 3000;
+                Patterns.fill(local.segment(), 5, writeLength, 77);
+                transferInSlices(conn, Opcode.WRITE, local, 5, remote, writeOffset, writeLength);
+                long crc = Patterns.crc(local.segment(), 5, writeLength);
+                PrintWriter in = new PrintWriter(child.outputWriter(StandardCharsets.US_ASCII), true);
+                in.println("VERIFY " + writeOffset + " " + writeLength + " " + crc);
+
+                String verdict = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
+                assertEquals("VERIFIED", verdict, () -> "child stderr: " + readQuietly(childErr));
+                assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child did not exit");
+                assertEquals(0, child.exitValue(), () -> "child stderr: " + readQuietly(childErr));
+                assertFalse(Files.exists(path), "the child's shm file survived its transport close");
+
+                // the child is gone and its file unlinked: our mapping still holds the pages, new mappings fail
+                conn.descriptorChanged(new SegmentDescriptor("child", ShmTransportTest.MACHINE, "127.0.0.1", 0,
+                        List.of(ShmTransportProvider.ID), Map.of(), List.of(), 2));
+                TestSlice after = ShmTransportTest.slice(Opcode.READ, local, 0, remote, 0, 64);
+                conn.post(after);
+                assertEquals(org.tent4j.api.ErrorCode.PEER_FAILED, ShmTransportTest.failure(after));
+            } finally {
+                transport.close();
+            }
+        } finally {
+            child.destroyForcibly();
+            child.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void transferInSlices(PeerConnection conn, Opcode op, TestLocalMemory.Buffer local,
+                                         long localOffset, BufferDescriptor remote, long remoteOffset, long length)
+            throws Exception {
+        List<TestSlice> slices = new ArrayList<>();
+        long chunk = 1L << 20;
+        for (long at = 0; at < length; at += chunk) {
+            long n = Math.min(chunk, length - at);
+            TestSlice s = ShmTransportTest.slice(op, local, localOffset + at, remote, remoteOffset + at, n);
+            conn.post(s);
+            slices.add(s);
+        }
+        for (TestSlice s : slices) {
+            s.result().get(60, TimeUnit.SECONDS);
+            assertEquals(1, s.completions());
+        }
+    }
+
+    private static String readLine(BufferedReader r) {
+        try {
+            return r.readLine();
+        } catch (java.io.IOException e) {
+            return null;
+        }
+    }
+
+    private static String readQuietly(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (java.io.IOException e) {
+            return "(no stderr: " + e + ")";
+        }
+    }
+}

@@ -1,0 +1,285 @@
+package org.tent4j.transport.tcp;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportContext;
+
+/**
+ * The tcp transport of one engine: a data-port server (the target side) and {@link TcpPeerConnection}s to peers (the
+ * initiator side), all on one Netty event loop group of {@code io_threads} threads.
+ */
+public final class TcpTransport implements Transport {
+    private static final Logger log = LoggerFactory.getLogger(TcpTransport.class);
+
+    /** Published in {@link #segmentAttributes()}: the data port peers connect to. */
+    public static final String ATTR_PORT = "port";
+    /** Published in {@link #segmentAttributes()}: the largest slice this target accepts, so initiators check first. */
+    public static final String ATTR_MAX_FRAME = "max_frame";
+
+    private static final long SWEEP_PERIOD_MS = 50;
+
+    private final TransportContext context;
+    private final IoMode ioMode;
+    private final int lanes;
+    private final long maxFrame;
+    private final Duration connectTimeout;
+    private final EventLoopGroup group;
+    private final Channel server;
+    private final int port;
+    private final ChannelGroup inbound;
+    private final BufferPins pins = new BufferPins();
+    private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
+    private final ScheduledFuture<?> sweeper;
+    private volatile boolean closed;
+
+    private TcpTransport(TransportContext context) {
+        this.context = context;
+        OptionValues o = context.options();
+        this.lanes = o.getInt("lanes");
+        if (lanes < 1 || lanes > 64) {
+            throw new ConfigException("transports.tcp.lanes", "must be in [1, 64], got " + lanes);
+        }
+        int ioThreads = o.getInt("io_threads");
+        if (ioThreads < 1) {
+            throw new ConfigException("transports.tcp.io_threads", "must be >= 1, got " + ioThreads);
+        }
+        int wantedPort = o.getInt("port");
+        if (wantedPort < 0 || wantedPort > 65535) {
+            throw new ConfigException("transports.tcp.port", "must be in [0, 65535], got " + wantedPort);
+        }
+        this.maxFrame = o.getSize("max_frame");
+        if (maxFrame < 1 || maxFrame > WireProtocol.MAX_FRAME_LIMIT) {
+            throw new ConfigException("transports.tcp.max_frame", "must be in [1, " + WireProtocol.MAX_FRAME_LIMIT
+                    + "] bytes, got " + maxFrame);
+        }
+        this.connectTimeout = o.getDuration("connect_timeout");
+        if (connectTimeout.isNegative() || connectTimeout.isZero()) {
+            throw new ConfigException("transports.tcp.connect_timeout", "must be > 0, got " + connectTimeout);
+        }
+        this.ioMode = IoMode.resolve(o.getString("io_mode"));
+        this.group = new MultiThreadIoEventLoopGroup(ioThreads,
+                new DefaultThreadFactory("tent4j-tcp-" + context.segmentName(), true), ioMode.handlerFactory());
+        this.inbound = new DefaultChannelGroup("tcp-inbound-" + context.segmentName(), GlobalEventExecutor.INSTANCE);
+        try {
+            ServerBootstrap sb = new ServerBootstrap()
+                    .group(group, group)
+                    .channel(ioMode.serverChannel())
+                    .option(ChannelOption.SO_REUSEADDR, true)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    // answers are views of registered memory, so the queue costs no copies; the mark only decides
+                    // when to stop reading requests from a peer that does not read its answers
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(4 << 20, 16 << 20))
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            TargetConnection target = new TargetConnection(context.segmentName(),
+                                    context.localMemory(), pins, maxFrame);
+                            ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
+                            ch.pipeline().addLast(target);
+                            inbound.add(ch);
+                        }
+                    });
+            ChannelFuture bound = sb.bind(context.host(), wantedPort).awaitUninterruptibly();
+            if (!bound.isSuccess()) {
+                throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: cannot listen on "
+                        + context.host() + ":" + wantedPort + " for segment '" + context.segmentName() + "': "
+                        + bound.cause(), bound.cause());
+            }
+            this.server = bound.channel();
+            this.port = ((InetSocketAddress) server.localAddress()).getPort();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw e;
+        }
+        this.sweeper = context.scheduler().scheduleWithFixedDelay(this::sweep, SWEEP_PERIOD_MS, SWEEP_PERIOD_MS,
+                TimeUnit.MILLISECONDS);
+        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {})",
+                context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame);
+    }
+
+    static TcpTransport start(TransportContext context) {
+        return new TcpTransport(context);
+    }
+
+    @Override
+    public String id() {
+        return TcpTransportProvider.ID;
+    }
+
+    /** The bound data port. */
+    public int port() {
+        return port;
+    }
+
+    /** The Netty I/O engine in use: {@code epoll}, {@code io_uring} or {@code nio}. */
+    public String ioMode() {
+        return ioMode.name();
+    }
+
+    @Override
+    public Map<String, String> segmentAttributes() {
+        return Map.of(ATTR_PORT, Integer.toString(port), ATTR_MAX_FRAME, Long.toString(maxFrame));
+    }
+
+    @Override
+    public Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
+        // sockets reach host memory only; device memory would need a bounce buffer, which this transport leaves to
+        // transports that own a device platform
+        if (buffer.location().kind() != MemoryKind.CPU) {
+            return Optional.empty();
+        }
+        return Optional.of(Map.of());
+    }
+
+    /**
+     * Blocks until no peer request reads or writes {@code buffer} any more, so the engine may free it afterwards. A peer
+     * that holds it past the transfer timeout (for instance by not reading a READ answer) loses its connections.
+     */
+    @Override
+    public void unregisterBuffer(LocalBuffer buffer) {
+        boolean idle = pins.retire(buffer, context.transferTimeout(), () -> {
+            log.warn("segment '{}': peers still use buffer {} [0x{}, +{}) after {}; closing inbound tcp connections",
+                    context.segmentName(), buffer.id(), Long.toHexString(buffer.address()), buffer.length(),
+                    context.transferTimeout());
+            inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
+        });
+        if (!idle) {
+            log.error("segment '{}': buffer {} [0x{}, +{}) is still in use by a tcp socket after closing its "
+                            + "connections; freeing it now is unsafe", context.segmentName(), buffer.id(),
+                    Long.toHexString(buffer.address()), buffer.length());
+        }
+        pins.purge(context.localMemory());
+    }
+
+    @Override
+    public PeerConnection connect(SegmentDescriptor peer) {
+        if (closed) {
+            throw new TransferException(ErrorCode.ENGINE_CLOSED, "tcp transport of segment '" + context.segmentName()
+                    + "' is closed; cannot connect to segment '" + peer.name() + "'");
+        }
+        Map<String, String> attrs = peer.transportAttributes(TcpTransportProvider.ID);
+        String portText = attrs.get(ATTR_PORT);
+        if (portText == null) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: segment '" + peer.name()
+                    + "' publishes no tcp data port (tcp attributes: " + attrs + ")");
+        }
+        int peerPort;
+        long peerMaxFrame;
+        try {
+            peerPort = Integer.parseInt(portText.strip());
+            String mf = attrs.get(ATTR_MAX_FRAME);
+            peerMaxFrame = mf == null ? Long.MAX_VALUE : Long.parseLong(mf.strip());
+        } catch (NumberFormatException e) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: segment '" + peer.name()
+                    + "' publishes malformed tcp attributes " + attrs, e);
+        }
+        String endpoint = peer.host() + ":" + peerPort;
+        TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes);
+        ChannelFuture[] connecting = new ChannelFuture[lanes];
+        for (int i = 0; i < lanes; i++) {
+            InitiatorLane lane = connection.lane(i);
+            connecting[i] = new Bootstrap()
+                    .group(group)
+                    .channel(ioMode.socketChannel())
+                    .option(ChannelOption.TCP_NODELAY, true)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
+                            connectTimeout.toMillis()))
+                    .option(ChannelOption.RCVBUF_ALLOCATOR, new LandingRecvAllocator(lane))
+                    .handler(lane)
+                    .connect(peer.host(), peerPort);
+        }
+        for (int i = 0; i < lanes; i++) {
+            ChannelFuture f = connecting[i];
+            // Netty enforces CONNECT_TIMEOUT_MILLIS itself; the extra second only covers a stuck event loop
+            if (!f.awaitUninterruptibly(connectTimeout.toMillis() + 1000) || !f.isSuccess()) {
+                Throwable cause = f.isDone() ? f.cause() : null;
+                for (ChannelFuture other : connecting) {
+                    other.cancel(false);
+                    other.channel().close();
+                }
+                throw new TransferException(ErrorCode.PEER_UNREACHABLE, "tcp: cannot connect to segment '"
+                        + peer.name() + "' at " + endpoint + " (lane " + i + " of " + lanes + "): "
+                        + (cause != null ? cause : "no answer within " + connectTimeout), cause);
+            }
+        }
+        connections.add(connection);
+        if (closed) {
+            connection.close("tcp transport of segment '" + context.segmentName() + "' closed");
+        }
+        return connection;
+    }
+
+    void forget(TcpPeerConnection connection) {
+        connections.remove(connection);
+    }
+
+    boolean onEventLoop() {
+        for (var executor : group) {
+            if (executor.inEventLoop()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void sweep() {
+        try {
+            for (TcpPeerConnection c : connections) {
+                c.sweep();
+            }
+            pins.purge(context.localMemory());
+        } catch (RuntimeException e) {
+            log.warn("tcp deadline sweep failed", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        sweeper.cancel(false);
+        String reason = "tcp transport of segment '" + context.segmentName() + "' closed";
+        for (TcpPeerConnection c : connections) {
+            c.close(reason);
+        }
+        server.close().awaitUninterruptibly(connectTimeout.toMillis());
+        inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        log.info("tcp transport of segment '{}' closed", context.segmentName());
+    }
+}

@@ -1,0 +1,65 @@
+package org.tent4j.transport.tcp;
+
+import java.util.List;
+
+import org.tent4j.spi.Availability;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionSpec.Type;
+import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportCapabilities;
+import org.tent4j.spi.TransportContext;
+import org.tent4j.spi.TransportProvider;
+
+/**
+ * The tcp transport: host memory to host memory between any two engines that can reach each other over TCP. It is
+ * the fallback every engine has, so it is always available and ranked after the fabric transports.
+ */
+public final class TcpTransportProvider implements TransportProvider {
+    public static final String ID = "tcp";
+    public static final long MAX_SLICE_SIZE = 64L << 20;
+
+    private static final TransportCapabilities CAPABILITIES =
+            new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, 100);
+
+    private static final List<OptionSpec> OPTIONS = List.of(
+            OptionSpec.of("lanes", Type.INT, 4, "persistent connections per peer; slices spread over them by "
+                    + "outstanding bytes"),
+            OptionSpec.of("io_threads", Type.INT, 2, "Netty event loop threads for all tcp connections of the engine"),
+            OptionSpec.of("port", Type.INT, 0, "data port to listen on; 0 picks a free port"),
+            OptionSpec.of("io_mode", Type.STRING, "auto", "auto, epoll, io_uring or nio; auto = epoll if it loads, "
+                    + "else nio"),
+            OptionSpec.of("connect_timeout", Type.DURATION, "5s", "how long connecting to a peer may take"),
+            OptionSpec.of("max_frame", Type.SIZE, "64m", "largest slice a peer may request; a larger request is a "
+                    + "protocol error that closes its connection"));
+
+    @Override
+    public String id() {
+        return ID;
+    }
+
+    @Override
+    public String description() {
+        return "TCP over Netty, zero-copy into registered host memory; io_mode=auto uses " + IoMode.autoName()
+                + (MemoryRegionBufs.unsafeViews() ? "" : "; Netty runs without sun.misc.Unsafe");
+    }
+
+    @Override
+    public Availability availability() {
+        return Availability.available();
+    }
+
+    @Override
+    public TransportCapabilities capabilities() {
+        return CAPABILITIES;
+    }
+
+    @Override
+    public List<OptionSpec> options() {
+        return OPTIONS;
+    }
+
+    @Override
+    public Transport create(TransportContext context) {
+        return TcpTransport.start(context);
+    }
+}
