@@ -36,7 +36,7 @@ import picocli.CommandLine;
  * of other tests): one unavailable transport with options, one whose probe throws, one listed but missing class,
  * a device platform and a metadata store.
  */
-class DoctorTest {
+public class DoctorTest {
 
     @Test
     void reportsEveryProviderWithItsCauseAndOptions(@TempDir Path dir) throws IOException {

@@ -101,7 +101,6 @@ final class HipRuntime {
     }
 
     private final NativeLibrary library;
-    private final MethodHandle[] handles;
     private final MethodHandle runtimeGetVersion;
     private final MethodHandle getDeviceCount;
     private final MethodHandle deviceGetName;
@@ -128,7 +127,6 @@ final class HipRuntime {
 
     private HipRuntime(NativeLibrary library) throws Availability.UnavailableException {
         this.library = library;
-        this.handles = null;
         runtimeGetVersion = bind("hipRuntimeGetVersion");
         getDeviceCount = bind("hipGetDeviceCount");
         deviceGetName = bind("hipDeviceGetName");

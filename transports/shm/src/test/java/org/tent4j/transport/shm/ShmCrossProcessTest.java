@@ -95,8 +95,12 @@ class ShmCrossProcessTest {
                 transport.close();
             }
         } finally {
-            child.destroyForcibly();
-            child.waitFor(10, TimeUnit.SECONDS);
+            // SIGTERM first: the child's exit hook unlinks its file; SIGKILL only if it does not go
+            child.destroy();
+            if (!child.waitFor(10, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+                child.waitFor(10, TimeUnit.SECONDS);
+            }
         }
     }
 

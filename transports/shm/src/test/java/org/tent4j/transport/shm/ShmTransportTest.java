@@ -453,6 +453,80 @@ class ShmTransportTest {
         }
     }
 
+    @Test
+    void slicesRacingWithCloseEachFinishExactlyOnce() throws Exception {
+        Remote remote = remote(4 << 20, Permission.READ_WRITE);
+        TestLocalMemory.Buffer local = local(4 << 20);
+        PeerConnection conn = a.connect(segmentB(remote.descriptor));
+        ConcurrentLinkedQueue<TestSlice> posted = new ConcurrentLinkedQueue<>();
+        CountDownLatch halfway = new CountDownLatch(2);
+        ExecutorService posters = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                done.add(posters.submit(() -> {
+                    for (int i = 0; i < 400; i++) {
+                        long n = (i % 3 == 0) ? 300_000 : 1000;
+                        TestSlice s = slice(i % 2 == 0 ? Opcode.READ : Opcode.WRITE, local, 0, remote.descriptor,
+                                (i * 4096L) % (3 << 20), n);
+                        conn.post(s);
+                        posted.add(s);
+                        if (i == 200) {
+                            halfway.countDown();
+                        }
+                    }
+                }));
+            }
+            halfway.await(30, TimeUnit.SECONDS);
+            conn.close();
+            for (Future<?> f : done) {
+                f.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            posters.shutdownNow();
+        }
+        int failed = 0;
+        for (TestSlice s : posted) {
+            try {
+                s.result().get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                assertEquals(ErrorCode.PEER_FAILED, ((TransferException) e.getCause()).code(), e.getCause().getMessage());
+                failed++;
+            }
+            assertEquals(1, s.completions());
+        }
+        assertEquals(800, posted.size());
+        assertTrue(failed > 0, "slices posted after close must fail");
+    }
+
+    @Test
+    void inlinePathAllocatesNothingPerSlice() throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        Remote remote = remote(1 << 16, Permission.READ_WRITE);
+        TestLocalMemory.Buffer local = local(1 << 16);
+        PeerConnection conn = a.connect(segmentB(remote.descriptor));
+        int n = 20_000;
+        for (int round = 0; round < 3; round++) { // the last round runs JIT-compiled
+            TestSlice[] slices = new TestSlice[n];
+            for (int i = 0; i < n; i++) {
+                slices[i] = slice(i % 2 == 0 ? Opcode.READ : Opcode.WRITE, local, i % 1000, remote.descriptor,
+                        (i * 7) % 1000, 4096);
+            }
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (TestSlice s : slices) {
+                conn.post(s);
+            }
+            long perSlice = (threads.getCurrentThreadAllocatedBytes() - before) / n;
+            for (TestSlice s : slices) {
+                assertTrue(s.result().isDone() && !s.result().isCompletedExceptionally());
+            }
+            if (round == 2) {
+                // any object per slice is at least 16 bytes
+                assertTrue(perSlice < 16, "inline post allocated " + perSlice + " bytes per slice");
+            }
+        }
+    }
+
     // ------------------------------------------------------------------------------------------ registration, allocation
 
     @Test

@@ -1,0 +1,464 @@
+package org.tent4j.platform.rocm;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Location;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.platform.DeviceInfo;
+import org.tent4j.spi.platform.DevicePlatform;
+import org.tent4j.spi.platform.DeviceStream;
+import org.tent4j.spi.platform.PointerInfo;
+
+/**
+ * ROCm device memory through libcudart.
+ *
+ * <p>IPC handles this platform exports are {@code hipIpcMemHandle_t} (64 bytes) followed by the little-endian
+ * offset of the exported range inside its hipMalloc block (8 bytes): a CUDA handle always names the whole block and
+ * {@code hipIpcOpenMemHandle} returns the block's base, so without the offset an importer of a sub-range would land
+ * on the wrong bytes.
+ */
+final class RocmPlatform implements DevicePlatform {
+    private static final Logger LOG = LoggerFactory.getLogger(RocmPlatform.class);
+
+    static final int IPC_HANDLE_BYTES = HipRuntime.IPC_HANDLE_BYTES + Long.BYTES;
+
+    private final HipRuntime hip;
+    private final int deviceCount;
+    private volatile List<DeviceInfo> devices;
+    /** hipMalloc blocks made here: base address → block; ordered so an interior address finds its block. */
+    private final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
+    private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
+    private final Set<RocmStream> streams = ConcurrentHashMap.newKeySet();
+    /** Guards the two IPC maps; opening and closing mappings is rare and never on a data path. */
+    private final Object ipcLock = new Object();
+    /** Opened handles by (device, 64 handle bytes): CUDA maps a handle once per context, so repeats share it. */
+    private final Map<String, OpenedHandle> openedHandles = new HashMap<>();
+    /** Addresses handed out by {@link #openIpcHandle} → the handle they came from and how often handed out. */
+    private final Map<Long, Mapping> mappings = new HashMap<>();
+    private volatile boolean closed;
+
+    private record Block(long size, int device) {
+    }
+
+    private static final class OpenedHandle {
+        final long base;
+        final int device;
+        int references;
+
+        OpenedHandle(long base, int device) {
+            this.base = base;
+            this.device = device;
+        }
+    }
+
+    private static final class Mapping {
+        final String handleKey;
+        int references;
+
+        Mapping(String handleKey) {
+            this.handleKey = handleKey;
+        }
+    }
+
+    RocmPlatform(HipRuntime cuda, int deviceCount) {
+        this.hip = hip;
+        this.deviceCount = deviceCount;
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+        return MemoryKind.ROCM;
+    }
+
+    @Override
+    public List<DeviceInfo> devices() {
+        ensureOpen();
+        List<DeviceInfo> d = devices;
+        if (d == null) {
+            synchronized (this) {
+                if (devices == null) {
+                    devices = List.copyOf(probeDevices());
+                }
+                d = devices;
+            }
+        }
+        return d;
+    }
+
+    private List<DeviceInfo> probeDevices() {
+        List<DeviceInfo> out = new ArrayList<>(deviceCount);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment props = arena.allocate(HipRuntime.DEVICE_PROP_BYTES, 8);
+            MemorySegment pci = arena.allocate(64);
+            for (int i = 0; i < deviceCount; i++) {
+                props.fill((byte) 0);
+                hip.check(hip.getDeviceProperties(props, i), "cudaGetDeviceProperties(cuda:" + i + ")");
+                String name = props.asSlice(HipRuntime.DEVICE_PROP_NAME, HipRuntime.DEVICE_PROP_NAME_BYTES).getString(0);
+                long total = props.get(JAVA_LONG, HipRuntime.DEVICE_PROP_TOTAL_GLOBAL_MEM);
+                pci.fill((byte) 0);
+                int rc = hip.deviceGetPciBusId(pci, (int) pci.byteSize(), i);
+                String busId = "";
+                if (rc == HipRuntime.SUCCESS) {
+                    busId = pci.getString(0);
+                } else {
+                    LOG.debug("cudaDeviceGetPCIBusId(cuda:{}) failed: {}", i, hip.describe(rc));
+                    hip.clearLastError();
+                }
+                out.add(new DeviceInfo(i, name, total, busId));
+            }
+        }
+        return out;
+    }
+
+    /** A device attribute ({@code cudaDeviceAttr}), e.g. compute capability. */
+    int attribute(int attribute, int device) {
+        checkDevice(device);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment value = arena.allocate(JAVA_INT);
+            hip.check(hip.deviceGetAttribute(value, attribute, device),
+                    "cudaDeviceGetAttribute(attribute " + attribute + ", rocm:" + device + ")");
+            return value.get(JAVA_INT, 0);
+        }
+    }
+
+    @Override
+    public MemorySegment allocate(int device, long size) {
+        ensureOpen();
+        checkDevice(device);
+        checkSize(size);
+        try (Arena arena = Arena.ofConfined()) {
+            useDevice(device);
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = hip.malloc(out, size);
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipMalloc(" + size + " bytes on rocm:" + device + ")");
+            }
+            long address = out.get(ADDRESS, 0).address();
+            deviceBlocks.put(address, new Block(size, device));
+            return MemorySegment.ofAddress(address).reinterpret(size);
+        }
+    }
+
+    @Override
+    public void free(MemorySegment deviceMemory) {
+        ensureOpen();
+        long address = deviceMemory.address();
+        if (deviceBlocks.remove(address) == null) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipFree(0x" + Long.toHexString(address)
+                    + ") refused: not allocated by this rocm platform, or freed already");
+        }
+        int rc = hip.free(MemorySegment.ofAddress(address));
+        if (rc != HipRuntime.SUCCESS) {
+            throw hip.error(rc, "hipFree(0x" + Long.toHexString(address) + ")");
+        }
+    }
+
+    @Override
+    public MemorySegment allocateHost(long size) {
+        ensureOpen();
+        checkSize(size);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = hip.mallocHost(out, size);
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipHostMalloc(" + size + " bytes)");
+            }
+            long address = out.get(ADDRESS, 0).address();
+            hostBlocks.put(address, size);
+            return MemorySegment.ofAddress(address).reinterpret(size);
+        }
+    }
+
+    @Override
+    public void freeHost(MemorySegment hostMemory) {
+        ensureOpen();
+        long address = hostMemory.address();
+        if (hostBlocks.remove(address) == null) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipHostFree(0x" + Long.toHexString(address)
+                    + ") refused: not allocated by this rocm platform, or freed already");
+        }
+        int rc = hip.freeHost(MemorySegment.ofAddress(address));
+        if (rc != HipRuntime.SUCCESS) {
+            throw hip.error(rc, "hipHostFree(0x" + Long.toHexString(address) + ")");
+        }
+    }
+
+    @Override
+    public PointerInfo classify(long address) {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attributes = arena.allocate(HipRuntime.POINTER_ATTRIBUTES_BYTES, 8);
+            int rc = hip.pointerGetAttributes(attributes, MemorySegment.ofAddress(address));
+            if (rc == HipRuntime.ERROR_INVALID_VALUE) {
+                // CUDA before 11.0 reports memory it never saw (plain malloc) this way instead of "unregistered"
+                hip.clearLastError();
+                return new PointerInfo(Location.CPU, false);
+            }
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipPointerGetAttributes(0x" + Long.toHexString(address) + ")");
+            }
+            int type = attributes.get(JAVA_INT, HipRuntime.POINTER_ATTRIBUTES_TYPE);
+            int device = attributes.get(JAVA_INT, HipRuntime.POINTER_ATTRIBUTES_DEVICE);
+            return switch (type) {
+                case HipRuntime.MEMORY_TYPE_UNREGISTERED -> new PointerInfo(Location.CPU, false);
+                case HipRuntime.MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+                case HipRuntime.MEMORY_TYPE_DEVICE, HipRuntime.MEMORY_TYPE_MANAGED ->
+                        new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
+                default -> throw new TransferException(ErrorCode.INTERNAL, "hipPointerGetAttributes(0x"
+                        + Long.toHexString(address) + ") returned unknown memory type " + type);
+            };
+        }
+    }
+
+    @Override
+    public void copy(MemorySegment dst, MemorySegment src, long length) {
+        ensureOpen();
+        checkCopy(dst, src, length);
+        if (length == 0) {
+            return;
+        }
+        int rc = hip.memcpy(dst, src, length, HipRuntime.MEMCPY_DEFAULT);
+        if (rc != HipRuntime.SUCCESS) {
+            throw hip.error(rc, "hipMemcpy(dst=0x" + Long.toHexString(dst.address()) + ", src=0x"
+                    + Long.toHexString(src.address()) + ", " + length + " bytes)");
+        }
+    }
+
+    static void checkCopy(MemorySegment dst, MemorySegment src, long length) {
+        if (length < 0 || length > dst.byteSize() || length > src.byteSize()) {
+            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "copy of " + length + " bytes from 0x"
+                    + Long.toHexString(src.address()) + " (+" + src.byteSize() + ") to 0x"
+                    + Long.toHexString(dst.address()) + " (+" + dst.byteSize() + ") does not fit");
+        }
+        if (!dst.isNative() || !src.isNative()) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT,
+                    "device copies need native memory segments, not Java heap arrays");
+        }
+    }
+
+    @Override
+    public DeviceStream createStream(int device) {
+        ensureOpen();
+        checkDevice(device);
+        try (Arena arena = Arena.ofConfined()) {
+            useDevice(device);
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = hip.streamCreateWithFlags(out, HipRuntime.STREAM_NON_BLOCKING);
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipStreamCreateWithFlags(cuda:" + device + ", hipStreamNonBlocking)");
+            }
+            RocmStream stream = new RocmStream(hip, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            streams.add(stream);
+            return stream;
+        }
+    }
+
+    void forget(RocmStream stream) {
+        streams.remove(stream);
+    }
+
+    @Override
+    public byte[] exportIpcHandle(MemorySegment deviceMemory) {
+        ensureOpen();
+        long address = deviceMemory.address();
+        long length = deviceMemory.byteSize();
+        long base;
+        int device;
+        Map.Entry<Long, Block> own = deviceBlocks.floorEntry(address);
+        if (own != null && address - own.getKey() <= own.getValue().size() - length) {
+            base = own.getKey();
+            device = own.getValue().device();
+        } else {
+            PointerInfo where = classify(address);
+            if (where.location().kind() != MemoryKind.ROCM) {
+                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcGetMemHandle(0x"
+                        + Long.toHexString(address) + ") refused: memory is " + where.location() + ", not ROCm device memory");
+            }
+            device = where.location().index();
+            useDevice(device);
+            long[] range = hip.driverAddressRange(address);
+            if (range == null || address - range[0] > range[1] - length) {
+                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcGetMemHandle(0x"
+                        + Long.toHexString(address) + ", " + length + " bytes) refused: the memory was not allocated by"
+                        + " this platform and its hipMalloc block cannot be found (" + HipRuntime.DRIVER_ADDRESS_RANGE
+                        + " from libhip.so.1 " + (range == null ? "unavailable or failed" : "reports a smaller block") + ")");
+            }
+            base = range[0];
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment handle = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
+            int rc = hip.ipcGetMemHandle(handle, MemorySegment.ofAddress(base));
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipIpcGetMemHandle(0x" + Long.toHexString(base) + " on rocm:" + device + ")");
+            }
+            byte[] out = new byte[IPC_HANDLE_BYTES];
+            MemorySegment o = MemorySegment.ofArray(out);
+            o.copyFrom(handle);
+            o.set(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), HipRuntime.IPC_HANDLE_BYTES,
+                    address - base);
+            return out;
+        }
+    }
+
+    @Override
+    public MemorySegment openIpcHandle(byte[] handle, long size, int device) {
+        ensureOpen();
+        checkDevice(device);
+        checkSize(size);
+        if (handle == null || handle.length != IPC_HANDLE_BYTES) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cuda IPC handle must be " + IPC_HANDLE_BYTES
+                    + " bytes (hipIpcMemHandle_t + offset), got " + (handle == null ? "null" : handle.length));
+        }
+        MemorySegment h = MemorySegment.ofArray(handle);
+        long offset = h.get(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), HipRuntime.IPC_HANDLE_BYTES);
+        String key = device + ":" + HexFormat.of().formatHex(handle, 0, HipRuntime.IPC_HANDLE_BYTES);
+        synchronized (ipcLock) {
+            OpenedHandle opened = openedHandles.get(key);
+            if (opened == null) {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment byValue = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
+                    byValue.copyFrom(h.asSlice(0, HipRuntime.IPC_HANDLE_BYTES));
+                    MemorySegment out = arena.allocate(ADDRESS);
+                    useDevice(device);
+                    int rc = hip.ipcOpenMemHandle(out, byValue, HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+                    if (rc != HipRuntime.SUCCESS) {
+                        throw hip.error(rc, "hipIpcOpenMemHandle(on rocm:" + device + ", " + size + " bytes at offset "
+                                + offset + ")");
+                    }
+                    opened = new OpenedHandle(out.get(ADDRESS, 0).address(), device);
+                    openedHandles.put(key, opened);
+                }
+            }
+            opened.references++;
+            long address = opened.base + offset;
+            mappings.computeIfAbsent(address, a -> new Mapping(key)).references++;
+            return MemorySegment.ofAddress(address).reinterpret(size);
+        }
+    }
+
+    @Override
+    public void closeIpcMapping(MemorySegment mapped) {
+        ensureOpen();
+        long address = mapped.address();
+        synchronized (ipcLock) {
+            Mapping mapping = mappings.get(address);
+            if (mapping == null) {
+                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcCloseMemHandle(0x"
+                        + Long.toHexString(address) + ") refused: not an IPC mapping opened by this rocm platform");
+            }
+            if (--mapping.references == 0) {
+                mappings.remove(address);
+            }
+            release(mapping.handleKey);
+        }
+    }
+
+    private void release(String handleKey) {
+        OpenedHandle opened = openedHandles.get(handleKey);
+        if (--opened.references == 0) {
+            openedHandles.remove(handleKey);
+            useDevice(opened.device);
+            int rc = hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")");
+            }
+        }
+    }
+
+    /** Live allocations and mappings, for tests and diagnostics. */
+    int liveAllocations() {
+        return deviceBlocks.size() + hostBlocks.size();
+    }
+
+    int liveIpcMappings() {
+        synchronized (ipcLock) {
+            return openedHandles.size();
+        }
+    }
+
+    private void useDevice(int device) {
+        int rc = hip.setDevice(device);
+        if (rc != HipRuntime.SUCCESS) {
+            throw hip.error(rc, "hipSetDevice(" + device + ")");
+        }
+    }
+
+    private void checkDevice(int device) {
+        if (device < 0 || device >= deviceCount) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "device rocm:" + device + " does not exist ("
+                    + deviceCount + " ROCm device" + (deviceCount == 1 ? "" : "s") + ")");
+        }
+    }
+
+    private static void checkSize(long size) {
+        if (size <= 0) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "size must be > 0, got " + size);
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new TransferException(ErrorCode.ENGINE_CLOSED, "rocm platform is closed");
+        }
+    }
+
+    /** Releases what this platform still holds: streams, IPC mappings, then allocations (with a warning). */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (RocmStream s : List.copyOf(streams)) {
+            quietly(s::close, "stream");
+        }
+        synchronized (ipcLock) {
+            for (OpenedHandle opened : openedHandles.values()) {
+                quietly(() -> hip.check(hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base)),
+                        "hipIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")"), "IPC mapping");
+            }
+            openedHandles.clear();
+            mappings.clear();
+        }
+        if (!deviceBlocks.isEmpty() || !hostBlocks.isEmpty()) {
+            LOG.warn("rocm platform closed with {} device and {} host allocations still live; freeing them",
+                    deviceBlocks.size(), hostBlocks.size());
+        }
+        for (Long address : List.copyOf(deviceBlocks.keySet())) {
+            deviceBlocks.remove(address);
+            quietly(() -> hip.check(hip.free(MemorySegment.ofAddress(address)),
+                    "hipFree(0x" + Long.toHexString(address) + ")"), "device allocation");
+        }
+        for (Long address : List.copyOf(hostBlocks.keySet())) {
+            hostBlocks.remove(address);
+            quietly(() -> hip.check(hip.freeHost(MemorySegment.ofAddress(address)),
+                    "hipHostFree(0x" + Long.toHexString(address) + ")"), "host allocation");
+        }
+    }
+
+    private static void quietly(Runnable action, String what) {
+        try {
+            action.run();
+        } catch (RuntimeException e) {
+            LOG.warn("releasing {} on close failed: {}", what, e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,147 @@
+package org.tent4j.platform.rocm;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.spi.Availability;
+import org.tent4j.spi.platform.DevicePlatform;
+import org.tent4j.spi.platform.DevicePlatformProvider;
+
+/**
+ * CUDA through libcudart, found by {@link java.util.ServiceLoader}. Discovery loads nothing; the first
+ * {@link #availability()} or {@link #create()} opens the library and counts devices, once per JVM.
+ *
+ * <p>Library search: the system property {@value #LIBRARY_PROPERTY} (comma-separated names or paths), then
+ * {@code libcudart.so.13}, {@code .12}, {@code .11} through the dynamic linker, then the same names under
+ * {@code $CUDA_HOME/lib64}, {@code $CUDA_PATH/lib64} and {@code /usr/local/cuda/lib64}.
+ */
+public final class RocmPlatformProvider implements DevicePlatformProvider {
+    private static final Logger LOG = LoggerFactory.getLogger(RocmPlatformProvider.class);
+
+    public static final String ID = "cuda";
+    /** Extra library names or paths to try first, comma-separated. */
+    public static final String LIBRARY_PROPERTY = "tent4j.hip.library";
+    static final List<String> LIBRARY_NAMES = List.of("libcudart.so.13", "libcudart.so.12", "libcudart.so.11");
+    static final String LIBRARY_DISPLAY = "libcudart.so.13/.12/.11";
+
+    private static volatile Probe defaultProbe;
+
+    private final List<String> candidates;
+    private volatile Probe probe;
+
+    /** The outcome of opening the runtime and counting devices. */
+    record Probe(HipRuntime runtime, int deviceCount, Availability availability) {
+    }
+
+    public RocmPlatformProvider() {
+        this.candidates = null;
+    }
+
+    /** A provider that searches only {@code candidates} and probes on its own (tests, custom installs). */
+    RocmPlatformProvider(List<String> candidates) {
+        this.candidates = List.copyOf(candidates);
+    }
+
+    static List<String> defaultCandidates() {
+        List<String> out = new ArrayList<>(NativeLibrary.fromProperty(LIBRARY_PROPERTY));
+        out.addAll(NativeLibrary.candidates(LIBRARY_NAMES, Arrays.asList(
+                dir(System.getenv("CUDA_HOME")), dir(System.getenv("CUDA_PATH")), "/usr/local/cuda/lib64")));
+        return out;
+    }
+
+    private static String dir(String home) {
+        return home == null || home.isBlank() ? null : home + "/lib64";
+    }
+
+    @Override
+    public String id() {
+        return ID;
+    }
+
+    @Override
+    public MemoryKind memoryKind() {
+        return MemoryKind.ROCM;
+    }
+
+    @Override
+    public String description() {
+        return "ROCm device memory through libcudart (FFM): hipMalloc, cudaMemcpy, CUDA IPC handles";
+    }
+
+    @Override
+    public Availability availability() {
+        return probe().availability();
+    }
+
+    @Override
+    public DevicePlatform create() {
+        Probe p = probe();
+        p.availability().ensureAvailable("rocm platform");
+        return new RocmPlatform(p.runtime(), p.deviceCount());
+    }
+
+    Probe probe() {
+        if (candidates == null) {
+            Probe p = defaultProbe;
+            if (p == null) {
+                synchronized (RocmPlatformProvider.class) {
+                    if (defaultProbe == null) {
+                        defaultProbe = run(defaultCandidates());
+                    }
+                    p = defaultProbe;
+                }
+            }
+            return p;
+        }
+        Probe p = probe;
+        if (p == null) {
+            synchronized (this) {
+                if (probe == null) {
+                    probe = run(candidates);
+                }
+                p = probe;
+            }
+        }
+        return p;
+    }
+
+    private static Probe run(List<String> candidates) {
+        HipRuntime cuda;
+        try {
+            cuda = HipRuntime.load(LIBRARY_DISPLAY, candidates);
+        } catch (Availability.UnavailableException e) {
+            LOG.debug("cuda unavailable: {}", e.getMessage());
+            return new Probe(null, 0, Availability.unavailable(e));
+        } catch (RuntimeException | LinkageError e) {
+            LOG.debug("cuda unavailable", e);
+            return new Probe(null, 0, Availability.unavailable(e));
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_INT);
+            MemorySegment version = arena.allocate(JAVA_INT);
+            int rc = hip.getDeviceCount(count);
+            if (rc != HipRuntime.SUCCESS) {
+                String cause = "cudaGetDeviceCount failed: " + hip.describe(rc);
+                hip.clearLastError();
+                LOG.debug("cuda unavailable ({}): {}", hip.openedFrom(), cause);
+                return new Probe(hip, 0, Availability.unavailable(cause));
+            }
+            int devices = count.get(JAVA_INT, 0);
+            if (devices < 1) {
+                return new Probe(hip, 0, Availability.unavailable(
+                        "no ROCm device: cudaGetDeviceCount returned " + devices));
+            }
+            int runtimeVersion = hip.runtimeGetVersion(version) == HipRuntime.SUCCESS ? version.get(JAVA_INT, 0) : -1;
+            LOG.info("cuda available: {} device(s), runtime {} from {}", devices, runtimeVersion, hip.openedFrom());
+            return new Probe(hip, devices, Availability.available());
+        }
+    }
+}
