@@ -46,7 +46,7 @@ public final class CudaPlatformProvider implements DevicePlatformProvider {
     }
 
     /** A provider that searches only {@code candidates} and probes on its own (tests, custom installs). */
-    CudaPlatformProvider(List<String> candidates) {
+    public CudaPlatformProvider(List<String> candidates) {
         this.candidates = List.copyOf(candidates);
     }
 

@@ -28,10 +28,10 @@ import org.tent4j.spi.platform.DeviceStream;
 import org.tent4j.spi.platform.PointerInfo;
 
 /**
- * ROCm device memory through libcudart.
+ * ROCm device memory through libamdhip64.
  *
  * <p>IPC handles this platform exports are {@code hipIpcMemHandle_t} (64 bytes) followed by the little-endian
- * offset of the exported range inside its hipMalloc block (8 bytes): a CUDA handle always names the whole block and
+ * offset of the exported range inside its hipMalloc block (8 bytes): a HIP handle names the whole block and
  * {@code hipIpcOpenMemHandle} returns the block's base, so without the offset an importer of a sub-range would land
  * on the wrong bytes.
  */
@@ -49,7 +49,7 @@ final class RocmPlatform implements DevicePlatform {
     private final Set<RocmStream> streams = ConcurrentHashMap.newKeySet();
     /** Guards the two IPC maps; opening and closing mappings is rare and never on a data path. */
     private final Object ipcLock = new Object();
-    /** Opened handles by (device, 64 handle bytes): CUDA maps a handle once per context, so repeats share it. */
+    /** Opened handles by (device, 64 handle bytes): a handle is mapped once per process and device; repeats share it. */
     private final Map<String, OpenedHandle> openedHandles = new HashMap<>();
     /** Addresses handed out by {@link #openIpcHandle} → the handle they came from and how often handed out. */
     private final Map<Long, Mapping> mappings = new HashMap<>();
@@ -78,9 +78,12 @@ final class RocmPlatform implements DevicePlatform {
         }
     }
 
-    RocmPlatform(HipRuntime cuda, int deviceCount) {
+    private final int runtimeMajor;
+
+    RocmPlatform(HipRuntime hip, int deviceCount, int runtimeVersion) {
         this.hip = hip;
         this.deviceCount = deviceCount;
+        this.runtimeMajor = HipRuntime.majorVersion(runtimeVersion);
     }
 
     @Override
@@ -106,37 +109,26 @@ final class RocmPlatform implements DevicePlatform {
     private List<DeviceInfo> probeDevices() {
         List<DeviceInfo> out = new ArrayList<>(deviceCount);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment props = arena.allocate(HipRuntime.DEVICE_PROP_BYTES, 8);
+            MemorySegment name = arena.allocate(256);
+            MemorySegment total = arena.allocate(JAVA_LONG);
             MemorySegment pci = arena.allocate(64);
             for (int i = 0; i < deviceCount; i++) {
-                props.fill((byte) 0);
-                hip.check(hip.getDeviceProperties(props, i), "cudaGetDeviceProperties(cuda:" + i + ")");
-                String name = props.asSlice(HipRuntime.DEVICE_PROP_NAME, HipRuntime.DEVICE_PROP_NAME_BYTES).getString(0);
-                long total = props.get(JAVA_LONG, HipRuntime.DEVICE_PROP_TOTAL_GLOBAL_MEM);
+                name.fill((byte) 0);
+                hip.check(hip.deviceGetName(name, (int) name.byteSize(), i), "hipDeviceGetName(rocm:" + i + ")");
+                hip.check(hip.deviceTotalMem(total, i), "hipDeviceTotalMem(rocm:" + i + ")");
                 pci.fill((byte) 0);
                 int rc = hip.deviceGetPciBusId(pci, (int) pci.byteSize(), i);
                 String busId = "";
                 if (rc == HipRuntime.SUCCESS) {
                     busId = pci.getString(0);
                 } else {
-                    LOG.debug("cudaDeviceGetPCIBusId(cuda:{}) failed: {}", i, hip.describe(rc));
+                    LOG.debug("hipDeviceGetPCIBusId(rocm:{}) failed: {}", i, hip.describe(rc));
                     hip.clearLastError();
                 }
-                out.add(new DeviceInfo(i, name, total, busId));
+                out.add(new DeviceInfo(i, name.getString(0), total.get(JAVA_LONG, 0), busId));
             }
         }
         return out;
-    }
-
-    /** A device attribute ({@code cudaDeviceAttr}), e.g. compute capability. */
-    int attribute(int attribute, int device) {
-        checkDevice(device);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment value = arena.allocate(JAVA_INT);
-            hip.check(hip.deviceGetAttribute(value, attribute, device),
-                    "cudaDeviceGetAttribute(attribute " + attribute + ", rocm:" + device + ")");
-            return value.get(JAVA_INT, 0);
-        }
     }
 
     @Override
@@ -177,7 +169,7 @@ final class RocmPlatform implements DevicePlatform {
         checkSize(size);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = hip.mallocHost(out, size);
+            int rc = hip.hostMalloc(out, size, HipRuntime.HOST_MALLOC_DEFAULT);
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipHostMalloc(" + size + " bytes)");
             }
@@ -195,7 +187,7 @@ final class RocmPlatform implements DevicePlatform {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipHostFree(0x" + Long.toHexString(address)
                     + ") refused: not allocated by this rocm platform, or freed already");
         }
-        int rc = hip.freeHost(MemorySegment.ofAddress(address));
+        int rc = hip.hostFree(MemorySegment.ofAddress(address));
         if (rc != HipRuntime.SUCCESS) {
             throw hip.error(rc, "hipHostFree(0x" + Long.toHexString(address) + ")");
         }
@@ -208,7 +200,7 @@ final class RocmPlatform implements DevicePlatform {
             MemorySegment attributes = arena.allocate(HipRuntime.POINTER_ATTRIBUTES_BYTES, 8);
             int rc = hip.pointerGetAttributes(attributes, MemorySegment.ofAddress(address));
             if (rc == HipRuntime.ERROR_INVALID_VALUE) {
-                // CUDA before 11.0 reports memory it never saw (plain malloc) this way instead of "unregistered"
+                // ROCm 5 (and some 6.x) report memory HIP never saw (plain malloc) this way, not as "unregistered"
                 hip.clearLastError();
                 return new PointerInfo(Location.CPU, false);
             }
@@ -217,15 +209,32 @@ final class RocmPlatform implements DevicePlatform {
             }
             int type = attributes.get(JAVA_INT, HipRuntime.POINTER_ATTRIBUTES_TYPE);
             int device = attributes.get(JAVA_INT, HipRuntime.POINTER_ATTRIBUTES_DEVICE);
-            return switch (type) {
-                case HipRuntime.MEMORY_TYPE_UNREGISTERED -> new PointerInfo(Location.CPU, false);
-                case HipRuntime.MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
-                case HipRuntime.MEMORY_TYPE_DEVICE, HipRuntime.MEMORY_TYPE_MANAGED ->
-                        new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
-                default -> throw new TransferException(ErrorCode.INTERNAL, "hipPointerGetAttributes(0x"
-                        + Long.toHexString(address) + ") returned unknown memory type " + type);
-            };
+            PointerInfo info = runtimeMajor >= 6 ? classifyV6(type, device) : classifyV5(type, device);
+            if (info == null) {
+                throw new TransferException(ErrorCode.INTERNAL, "hipPointerGetAttributes(0x" + Long.toHexString(address)
+                        + ") returned unknown memory type " + type + " (ROCm " + runtimeMajor + ")");
+            }
+            return info;
         }
+    }
+
+    static PointerInfo classifyV5(int type, int device) {
+        return switch (type) {
+            case HipRuntime.V5_MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+            case HipRuntime.V5_MEMORY_TYPE_DEVICE, HipRuntime.V5_MEMORY_TYPE_ARRAY, HipRuntime.V5_MEMORY_TYPE_UNIFIED ->
+                    new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
+            default -> null;
+        };
+    }
+
+    static PointerInfo classifyV6(int type, int device) {
+        return switch (type) {
+            case HipRuntime.V6_MEMORY_TYPE_UNREGISTERED -> new PointerInfo(Location.CPU, false);
+            case HipRuntime.V6_MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+            case HipRuntime.V6_MEMORY_TYPE_DEVICE, HipRuntime.V6_MEMORY_TYPE_MANAGED, HipRuntime.V6_MEMORY_TYPE_ARRAY,
+                 HipRuntime.V6_MEMORY_TYPE_UNIFIED -> new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
+            default -> null;
+        };
     }
 
     @Override
@@ -263,7 +272,7 @@ final class RocmPlatform implements DevicePlatform {
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = hip.streamCreateWithFlags(out, HipRuntime.STREAM_NON_BLOCKING);
             if (rc != HipRuntime.SUCCESS) {
-                throw hip.error(rc, "hipStreamCreateWithFlags(cuda:" + device + ", hipStreamNonBlocking)");
+                throw hip.error(rc, "hipStreamCreateWithFlags(rocm:" + device + ", hipStreamNonBlocking)");
             }
             RocmStream stream = new RocmStream(hip, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
             streams.add(stream);
@@ -293,15 +302,7 @@ final class RocmPlatform implements DevicePlatform {
                         + Long.toHexString(address) + ") refused: memory is " + where.location() + ", not ROCm device memory");
             }
             device = where.location().index();
-            useDevice(device);
-            long[] range = hip.driverAddressRange(address);
-            if (range == null || address - range[0] > range[1] - length) {
-                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcGetMemHandle(0x"
-                        + Long.toHexString(address) + ", " + length + " bytes) refused: the memory was not allocated by"
-                        + " this platform and its hipMalloc block cannot be found (" + HipRuntime.DRIVER_ADDRESS_RANGE
-                        + " from libhip.so.1 " + (range == null ? "unavailable or failed" : "reports a smaller block") + ")");
-            }
-            base = range[0];
+            base = blockBase(address, length);
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
@@ -318,13 +319,32 @@ final class RocmPlatform implements DevicePlatform {
         }
     }
 
+    /** The hipMalloc block holding memory this platform did not allocate, through {@code hipMemGetAddressRange}. */
+    private long blockBase(long address, long length) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment base = arena.allocate(ADDRESS);
+            MemorySegment size = arena.allocate(JAVA_LONG);
+            int rc = hip.memGetAddressRange(base, size, MemorySegment.ofAddress(address));
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipMemGetAddressRange(0x" + Long.toHexString(address) + ")");
+            }
+            long b = base.get(ADDRESS, 0).address();
+            if (address - b > size.get(JAVA_LONG, 0) - length) {
+                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcGetMemHandle(0x" + Long.toHexString(address)
+                        + ", " + length + " bytes) refused: range runs past its hipMalloc block [0x" + Long.toHexString(b)
+                        + ", +" + size.get(JAVA_LONG, 0) + ")");
+            }
+            return b;
+        }
+    }
+
     @Override
     public MemorySegment openIpcHandle(byte[] handle, long size, int device) {
         ensureOpen();
         checkDevice(device);
         checkSize(size);
         if (handle == null || handle.length != IPC_HANDLE_BYTES) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cuda IPC handle must be " + IPC_HANDLE_BYTES
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "rocm IPC handle must be " + IPC_HANDLE_BYTES
                     + " bytes (hipIpcMemHandle_t + offset), got " + (handle == null ? "null" : handle.length));
         }
         MemorySegment h = MemorySegment.ofArray(handle);
@@ -338,7 +358,8 @@ final class RocmPlatform implements DevicePlatform {
                     byValue.copyFrom(h.asSlice(0, HipRuntime.IPC_HANDLE_BYTES));
                     MemorySegment out = arena.allocate(ADDRESS);
                     useDevice(device);
-                    int rc = hip.ipcOpenMemHandle(out, byValue, HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+                    int rc = hip.ipcOpenMemHandle(out, byValue, runtimeMajor >= 6
+                            ? HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V6 : HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5);
                     if (rc != HipRuntime.SUCCESS) {
                         throw hip.error(rc, "hipIpcOpenMemHandle(on rocm:" + device + ", " + size + " bytes at offset "
                                 + offset + ")");
@@ -449,7 +470,7 @@ final class RocmPlatform implements DevicePlatform {
         }
         for (Long address : List.copyOf(hostBlocks.keySet())) {
             hostBlocks.remove(address);
-            quietly(() -> hip.check(hip.freeHost(MemorySegment.ofAddress(address)),
+            quietly(() -> hip.check(hip.hostFree(MemorySegment.ofAddress(address)),
                     "hipHostFree(0x" + Long.toHexString(address) + ")"), "host allocation");
         }
     }

@@ -16,21 +16,21 @@ import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 
 /**
- * CUDA through libcudart, found by {@link java.util.ServiceLoader}. Discovery loads nothing; the first
+ * ROCm through libamdhip64, found by {@link java.util.ServiceLoader}. Discovery loads nothing; the first
  * {@link #availability()} or {@link #create()} opens the library and counts devices, once per JVM.
  *
  * <p>Library search: the system property {@value #LIBRARY_PROPERTY} (comma-separated names or paths), then
- * {@code libcudart.so.13}, {@code .12}, {@code .11} through the dynamic linker, then the same names under
- * {@code $CUDA_HOME/lib64}, {@code $CUDA_PATH/lib64} and {@code /usr/local/cuda/lib64}.
+ * {@code libamdhip64.so.6} and {@code .5} through the dynamic linker, then under {@code $ROCM_PATH/lib} and
+ * {@code /opt/rocm/lib}, then the unversioned development symlink {@code libamdhip64.so}.
  */
 public final class RocmPlatformProvider implements DevicePlatformProvider {
     private static final Logger LOG = LoggerFactory.getLogger(RocmPlatformProvider.class);
 
-    public static final String ID = "cuda";
+    public static final String ID = "rocm";
     /** Extra library names or paths to try first, comma-separated. */
-    public static final String LIBRARY_PROPERTY = "tent4j.hip.library";
-    static final List<String> LIBRARY_NAMES = List.of("libcudart.so.13", "libcudart.so.12", "libcudart.so.11");
-    static final String LIBRARY_DISPLAY = "libcudart.so.13/.12/.11";
+    public static final String LIBRARY_PROPERTY = "tent4j.rocm.library";
+    static final List<String> LIBRARY_NAMES = List.of("libamdhip64.so.6", "libamdhip64.so.5");
+    static final String LIBRARY_DISPLAY = "libamdhip64.so.6/.5";
 
     private static volatile Probe defaultProbe;
 
@@ -38,7 +38,7 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     private volatile Probe probe;
 
     /** The outcome of opening the runtime and counting devices. */
-    record Probe(HipRuntime runtime, int deviceCount, Availability availability) {
+    record Probe(HipRuntime runtime, int deviceCount, int runtimeVersion, Availability availability) {
     }
 
     public RocmPlatformProvider() {
@@ -46,19 +46,17 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     }
 
     /** A provider that searches only {@code candidates} and probes on its own (tests, custom installs). */
-    RocmPlatformProvider(List<String> candidates) {
+    public RocmPlatformProvider(List<String> candidates) {
         this.candidates = List.copyOf(candidates);
     }
 
     static List<String> defaultCandidates() {
         List<String> out = new ArrayList<>(NativeLibrary.fromProperty(LIBRARY_PROPERTY));
+        String rocmPath = System.getenv("ROCM_PATH");
         out.addAll(NativeLibrary.candidates(LIBRARY_NAMES, Arrays.asList(
-                dir(System.getenv("CUDA_HOME")), dir(System.getenv("CUDA_PATH")), "/usr/local/cuda/lib64")));
+                rocmPath == null || rocmPath.isBlank() ? null : rocmPath + "/lib", "/opt/rocm/lib")));
+        out.add("libamdhip64.so");
         return out;
-    }
-
-    private static String dir(String home) {
-        return home == null || home.isBlank() ? null : home + "/lib64";
     }
 
     @Override
@@ -73,7 +71,7 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
 
     @Override
     public String description() {
-        return "ROCm device memory through libcudart (FFM): hipMalloc, cudaMemcpy, CUDA IPC handles";
+        return "ROCm device memory through libamdhip64 (FFM): hipMalloc, hipMemcpy, HIP IPC handles";
     }
 
     @Override
@@ -85,7 +83,7 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     public DevicePlatform create() {
         Probe p = probe();
         p.availability().ensureAvailable("rocm platform");
-        return new RocmPlatform(p.runtime(), p.deviceCount());
+        return new RocmPlatform(p.runtime(), p.deviceCount(), p.runtimeVersion());
     }
 
     Probe probe() {
@@ -114,34 +112,34 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     }
 
     private static Probe run(List<String> candidates) {
-        HipRuntime cuda;
+        HipRuntime hip;
         try {
-            cuda = HipRuntime.load(LIBRARY_DISPLAY, candidates);
+            hip = HipRuntime.load(LIBRARY_DISPLAY, candidates);
         } catch (Availability.UnavailableException e) {
-            LOG.debug("cuda unavailable: {}", e.getMessage());
-            return new Probe(null, 0, Availability.unavailable(e));
+            LOG.debug("rocm unavailable: {}", e.getMessage());
+            return new Probe(null, 0, 0, Availability.unavailable(e));
         } catch (RuntimeException | LinkageError e) {
-            LOG.debug("cuda unavailable", e);
-            return new Probe(null, 0, Availability.unavailable(e));
+            LOG.debug("rocm unavailable", e);
+            return new Probe(null, 0, 0, Availability.unavailable(e));
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment count = arena.allocate(JAVA_INT);
             MemorySegment version = arena.allocate(JAVA_INT);
+            int runtimeVersion = hip.runtimeGetVersion(version) == HipRuntime.SUCCESS ? version.get(JAVA_INT, 0) : 0;
+            MemorySegment count = arena.allocate(JAVA_INT);
             int rc = hip.getDeviceCount(count);
             if (rc != HipRuntime.SUCCESS) {
-                String cause = "cudaGetDeviceCount failed: " + hip.describe(rc);
+                String cause = "hipGetDeviceCount failed: " + hip.describe(rc);
                 hip.clearLastError();
-                LOG.debug("cuda unavailable ({}): {}", hip.openedFrom(), cause);
-                return new Probe(hip, 0, Availability.unavailable(cause));
+                LOG.debug("rocm unavailable ({}): {}", hip.openedFrom(), cause);
+                return new Probe(hip, 0, runtimeVersion, Availability.unavailable(cause));
             }
             int devices = count.get(JAVA_INT, 0);
             if (devices < 1) {
-                return new Probe(hip, 0, Availability.unavailable(
-                        "no ROCm device: cudaGetDeviceCount returned " + devices));
+                return new Probe(hip, 0, runtimeVersion,
+                        Availability.unavailable("no ROCm device: hipGetDeviceCount returned " + devices));
             }
-            int runtimeVersion = hip.runtimeGetVersion(version) == HipRuntime.SUCCESS ? version.get(JAVA_INT, 0) : -1;
-            LOG.info("cuda available: {} device(s), runtime {} from {}", devices, runtimeVersion, hip.openedFrom());
-            return new Probe(hip, devices, Availability.available());
+            LOG.info("rocm available: {} device(s), HIP runtime {} from {}", devices, runtimeVersion, hip.openedFrom());
+            return new Probe(hip, devices, runtimeVersion, Availability.available());
         }
     }
 }

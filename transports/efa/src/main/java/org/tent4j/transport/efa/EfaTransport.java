@@ -155,7 +155,7 @@ final class EfaTransport implements Transport {
                 }
             }
         }
-        if (removed != null && !closed) {
+        if (removed != null) {
             int rc = fabric.close(removed.region());
             if (rc != 0) {
                 LOG.warn("efa: closing the memory region of buffer {} failed: {}", buffer.id(),
@@ -239,14 +239,8 @@ final class EfaTransport implements Transport {
         for (EfaPeerConnection c : cs) {
             c.close();
         }
-        for (LocalRegion r : regions) {
-            int rc = fabric.close(r.region());
-            if (rc != 0) {
-                LOG.warn("efa: closing the memory region of buffer {} failed: {}", r.buffer().id(),
-                        fabric.lib().describe("fi_close(mr)", rc));
-            }
-        }
         regions = new LocalRegion[0];
+        // endpoints first, then the regions still registered, then the rest
         fabric.close();
         progress.freeContexts();
         info.close();

@@ -8,7 +8,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,8 +29,10 @@ final class Fabric implements AutoCloseable {
     private final LibFabric lib;
     private final FabricInfo info;
     private final Arena arena = Arena.ofShared();
-    /** Objects to fi_close, in opening order; closed in reverse. */
+    /** Objects to fi_close, in opening order; closed in reverse, endpoints first. */
     private final List<Closable> opened = new ArrayList<>();
+    /** Open memory regions; closed after the endpoints and before the domain. */
+    private final Set<MemoryRegion> regions = new HashSet<>();
 
     private final MemorySegment domain;
     private final MemorySegment mrRegFn;
@@ -204,7 +208,16 @@ final class Fabric implements AutoCloseable {
             }
             MemorySegment mr = out.get(ADDRESS, 0).reinterpret(FiAbi.FID_MR.byteSize());
             MemorySegment closeFn = LibFabric.slot(mr, FiAbi.FID_OPS, FiAbi.OPS_CLOSE, "fi_close(mr)");
-            return new MemoryRegion(mr, mr.get(JAVA_LONG, FiAbi.MR_KEY), mr.get(ADDRESS, FiAbi.MR_MEM_DESC), closeFn);
+            MemoryRegion region = new MemoryRegion(mr, mr.get(JAVA_LONG, FiAbi.MR_KEY),
+                    mr.get(ADDRESS, FiAbi.MR_MEM_DESC), closeFn);
+            synchronized (this) {
+                if (closed) {
+                    int ignored = (int) LibFabric.OPS_CLOSE.invokeExact(closeFn, mr);
+                    throw new FabricException(-FiAbi.FI_ECANCELED, "the fabric was closed during fi_mr_reg");
+                }
+                regions.add(region);
+            }
+            return region;
         } catch (FabricException e) {
             throw e;
         } catch (Throwable t) {
@@ -212,8 +225,17 @@ final class Fabric implements AutoCloseable {
         }
     }
 
-    /** fi_close of a memory region; returns libfabric's code (0 on success). */
+    /** fi_close of a memory region; returns libfabric's code (0 on success, also when it is already closed). */
     int close(MemoryRegion region) {
+        synchronized (this) {
+            if (!regions.remove(region)) {
+                return 0;
+            }
+        }
+        return closeRegion(region);
+    }
+
+    private static int closeRegion(MemoryRegion region) {
         try {
             return (int) LibFabric.OPS_CLOSE.invokeExact(region.closeFn(), region.mr());
         } catch (Throwable t) {
@@ -284,7 +306,10 @@ final class Fabric implements AutoCloseable {
         }
     }
 
-    /** Closes endpoints, CQ, AV, domain and fabric (reverse order), then frees the attribute memory. */
+    /**
+     * Closes the endpoints, then the memory regions still open, then CQ, AV, domain and fabric (libfabric refuses to
+     * close a domain that still has objects), then frees the attribute memory.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
@@ -296,7 +321,28 @@ final class Fabric implements AutoCloseable {
     }
 
     private void closeOpened() {
-        for (int i = opened.size() - 1; i >= 0; i--) {
+        int firstEndpoint = opened.size();
+        while (firstEndpoint > 0 && opened.get(firstEndpoint - 1).what().startsWith("endpoint")) {
+            firstEndpoint--;
+        }
+        closeRange(firstEndpoint, opened.size());
+        for (MemoryRegion r : regions) {
+            try {
+                int rc = closeRegion(r);
+                if (rc != 0) {
+                    LOG.warn("fi_close(mr) of {}: {}", info.provider, lib.describe("fi_close", rc));
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("fi_close(mr) of {} failed", info.provider, e);
+            }
+        }
+        regions.clear();
+        closeRange(0, firstEndpoint);
+        opened.clear();
+    }
+
+    private void closeRange(int from, int to) {
+        for (int i = to - 1; i >= from; i--) {
             Closable c = opened.get(i);
             try {
                 int rc = (int) LibFabric.OPS_CLOSE.invokeExact(c.closeFn(), c.fid());
@@ -307,7 +353,6 @@ final class Fabric implements AutoCloseable {
                 LOG.warn("fi_close({}) of {} failed", c.what(), info.provider, t);
             }
         }
-        opened.clear();
     }
 
     /** A libfabric call failed; {@link #rc} is its (negative) return code. */

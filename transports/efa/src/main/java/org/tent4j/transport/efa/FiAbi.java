@@ -107,14 +107,14 @@ final class FiAbi {
             u64("err_data_size"));
 
     /** What a provider may use per operation when it asks for {@code FI_CONTEXT} / {@code FI_CONTEXT2}. */
-    static final StructLayout FI_CONTEXT2 = struct("fi_context2", MemoryLayout.sequenceLayout(8, ADDRESS)
+    static final StructLayout FI_CONTEXT2_LAYOUT = struct("fi_context2", MemoryLayout.sequenceLayout(8, ADDRESS)
             .withName("internal"));
 
     /** Every layout above, for the header check. */
     static final List<StructLayout> ALL = List.of(FID, FI_INFO, FI_TX_ATTR, FI_EP_ATTR, FI_DOMAIN_ATTR,
             FI_FABRIC_ATTR, FI_OPS, FID_FABRIC, FI_OPS_FABRIC, FID_DOMAIN, FI_OPS_DOMAIN, FI_OPS_MR, FID_MR, FID_EP,
             FI_OPS_EP, FI_OPS_CM, FI_OPS_RMA, FID_AV, FI_OPS_AV, FI_AV_ATTR, FID_CQ, FI_OPS_CQ, FI_CQ_ATTR,
-            FI_CQ_DATA_ENTRY, FI_CQ_ERR_ENTRY, FI_CONTEXT2);
+            FI_CQ_DATA_ENTRY, FI_CQ_ERR_ENTRY, FI_CONTEXT2_LAYOUT);
 
 
     // ---- offsets used by the bindings ----------------------------------------------------------------------------
@@ -187,7 +187,7 @@ final class FiAbi {
      * provider built against them may write past the 1.17 size.
      */
     static final long ERR_ENTRY_ALLOC = 256;
-    static final long CONTEXT_SIZE = FI_CONTEXT2.byteSize();
+    static final long CONTEXT_SIZE = FI_CONTEXT2_LAYOUT.byteSize();
 
     // ---- constants (fabric.h, fi_errno.h) ------------------------------------------------------------------------
 

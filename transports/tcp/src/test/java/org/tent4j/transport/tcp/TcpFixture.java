@@ -8,7 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -94,24 +93,10 @@ final class TcpFixture implements AutoCloseable {
                 System.nanoTime() + TimeUnit.SECONDS.toNanos(60));
     }
 
-    static TestSlice sliceAt(Op op, TestLocalMemory.Buffer local, long localOffset, TestLocalMemory.Buffer remote,
-                             long remoteAddress, long length, long deadline) {
-        return sliceAt(op.opcode, local, localOffset, remote, remoteAddress, length, deadline);
-    }
-
     static TestSlice sliceAt(Opcode op, TestLocalMemory.Buffer local, long localOffset, TestLocalMemory.Buffer remote,
                              long remoteAddress, long length, long deadline) {
         return new TestSlice(op, local, localOffset, remote == null ? null : remote.describe("tcp", Map.of()),
                 remoteAddress, length, deadline);
-    }
-
-    enum Op {
-        READ(Opcode.READ), WRITE(Opcode.WRITE);
-        final Opcode opcode;
-
-        Op(Opcode opcode) {
-            this.opcode = opcode;
-        }
     }
 
     /** Waits for success; fails the test with the slice's error otherwise. */
@@ -194,12 +179,6 @@ final class TcpFixture implements AutoCloseable {
         long afterAddress() {
             return whole.address() + guard + middle.byteSize() + 8;
         }
-    }
-
-    Map<String, String> merged(Map<String, String> base, String key, String value) {
-        Map<String, String> m = new HashMap<>(base);
-        m.put(key, value);
-        return m;
     }
 
     @Override
