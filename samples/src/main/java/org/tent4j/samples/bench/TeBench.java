@@ -37,10 +37,9 @@ import picocli.CommandLine.Spec;
  * 3 if setting up failed (engine, transport, segment, memory).
  */
 @Command(name = "te-bench", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
-        description = {
-                "Measures throughput and latency of a tent4j transport between two engines.",
-                "Run a target (prints --segment_id=...), then an initiator with that --segment_id;",
-                "or run both in one process with --mode=loopback."},
+        description = "Measures throughput and latency of a tent4j transport between two engines. Run a target "
+                + "(it prints --segment_id=...), then an initiator with that --segment_id; or run both in one process "
+                + "with --mode=loopback.",
         footer = {"", "Exit status: 0 ok, 1 run aborted or errors under --check_consistency, 2 bad flags, 3 setup failed."})
 public final class TeBench implements Callable<Integer> {
     static final int EXIT_RUN_FAILED = 1;

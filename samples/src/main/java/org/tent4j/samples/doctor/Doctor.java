@@ -104,7 +104,7 @@ public final class Doctor implements Callable<Integer> {
     private void printTransport(PrintWriter out, TransportProvider p) {
         String id = safely(p::id, p.getClass().getName());
         String rank = safely(() -> Integer.toString(p.capabilities().rank()), "?");
-        out.printf(Locale.ROOT, "  %-8s rank %-4s %s%n", id, rank, safely(p::description, ""));
+        out.printf(Locale.ROOT, "  %-8s rank %-4s %s%n", id, rank, describedBeyond(id, safely(p::description, "")));
         printAvailability(out, safelyProbe(p::availability));
         TransportCapabilities caps = safely(p::capabilities, null);
         if (caps != null) {
@@ -122,8 +122,8 @@ public final class Doctor implements Callable<Integer> {
 
     private void printPlatform(PrintWriter out, DevicePlatformProvider p) {
         String kind = safely(() -> p.memoryKind().prefix(), "?");
-        out.printf(Locale.ROOT, "  %-8s memory %-5s %s%n", safely(p::id, p.getClass().getName()), kind,
-                safely(p::description, ""));
+        String id = safely(p::id, p.getClass().getName());
+        out.printf(Locale.ROOT, "  %-8s memory %-5s %s%n", id, kind, describedBeyond(id, safely(p::description, "")));
         printAvailability(out, safelyProbe(p::availability));
         printSpiVersion(out, safely(p::spiVersion, -1), DevicePlatformProvider.SPI_VERSION);
         out.printf(Locale.ROOT, "           from %s%n", source(p).strip());
@@ -132,7 +132,7 @@ public final class Doctor implements Callable<Integer> {
     private void printStore(PrintWriter out, MetadataStoreProvider p) {
         List<String> schemes = safely(p::schemes, List.of());
         out.printf(Locale.ROOT, "  %-8s %s%n", schemes.stream().map(s -> s + "://").collect(Collectors.joining(" ")),
-                safely(p::description, ""));
+                describedBeyond(String.join(",", schemes), safely(p::description, "")));
         printAvailability(out, safelyProbe(p::availability));
         printSpiVersion(out, safely(p::spiVersion, -1), MetadataStoreProvider.SPI_VERSION);
         if (!hideOptions) {
@@ -149,8 +149,12 @@ public final class Doctor implements Callable<Integer> {
         }
         out.println("           UNAVAILABLE: " + a.reason());
         Throwable cause = a.unavailabilityCause();
-        if (cause != null && !(cause instanceof Availability.UnavailableException)) {
+        if (cause instanceof ProbeFailure) {
+            cause = cause.getCause();
+        } else if (cause != null && !(cause instanceof Availability.UnavailableException)) {
             out.println("             (" + cause.getClass().getName() + ")");
+        }
+        if (cause != null) {
             for (Throwable c = cause.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
                 out.println("             caused by " + c);
             }
@@ -214,8 +218,20 @@ public final class Doctor implements Callable<Integer> {
             Availability a = probe.get();
             return a == null ? Availability.unavailable("availability() returned null") : a;
         } catch (Throwable t) {
-            return Availability.unavailable(new IllegalStateException("availability() threw " + t, t));
+            return Availability.unavailable(new ProbeFailure(t));
         }
+    }
+
+    /** The provider's own probe threw instead of answering. */
+    private static final class ProbeFailure extends Exception {
+        ProbeFailure(Throwable thrown) {
+            super("availability() threw " + thrown, thrown);
+        }
+    }
+
+    /** The default description is the id itself; saying it twice tells nothing. */
+    private static String describedBeyond(String id, String description) {
+        return description == null || description.equals(id) ? "" : description;
     }
 
     @FunctionalInterface

@@ -185,9 +185,7 @@ final class ShmPeerConnection implements PeerConnection {
     }
 
     /** Copies and completes or fails the slice, exactly once. Allocation-free when the mapping is cached. */
-    volatile Object leak;
     private void copyAndFinish(Slice slice) {
-        leak = new long[]{slice.length()};
         ErrorCode code = null;
         String message = null;
         if (closed) {
