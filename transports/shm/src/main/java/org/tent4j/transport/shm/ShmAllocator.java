@@ -83,10 +83,6 @@ final class ShmAllocator implements MemoryAllocator {
         return path == null ? null : files.get(path);
     }
 
-    int liveFileCount() {
-        return files.size();
-    }
-
     private void release(ShmFile file) {
         files.remove(file.path.toString(), file);
         file.release();

@@ -144,10 +144,6 @@ final class ShmPeerConnection implements PeerConnection {
         LOG.debug("closed shm connection to segment '{}'", segmentName);
     }
 
-    String segmentName() {
-        return segmentName;
-    }
-
     int mappedBufferCount() {
         return mappings.length;
     }

@@ -27,7 +27,6 @@ final class ShmTransport implements Transport {
     static final String OFFSET = "offset";
 
     private final TransportContext context;
-    private final ShmDirectory directory;
     private final ShmAllocator allocator;
     private final long copyThreshold;
     private final int copyParallelism;
@@ -36,7 +35,6 @@ final class ShmTransport implements Transport {
 
     ShmTransport(TransportContext context, ShmDirectory directory, long copyThreshold, int copyParallelism) {
         this.context = context;
-        this.directory = directory;
         this.allocator = new ShmAllocator(directory);
         this.copyThreshold = copyThreshold;
         this.copyParallelism = copyParallelism;
@@ -113,10 +111,6 @@ final class ShmTransport implements Transport {
 
     String machineId() {
         return context.machineId();
-    }
-
-    ShmDirectory directory() {
-        return directory;
     }
 
     int openConnectionCount() {

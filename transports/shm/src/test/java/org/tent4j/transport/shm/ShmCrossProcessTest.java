@@ -34,14 +34,9 @@ class ShmCrossProcessTest {
 
     @Test
     void readsAndWritesAnotherProcesssSharedMemory(@TempDir Path stderr) throws Exception {
-        long size = (8L << 20) + 123; // odd size: the mapping must not round anything
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx96m",
-                "-cp", System.getProperty("java.class.path"), ShmChildProcess.class.getName(),
-                ShmTransportProvider.DEFAULT_DIR, Long.toString(size));
+        long size = (4L << 20) + 123; // odd size: the mapping must not round anything
         Path childErr = stderr.resolve("child.err");
-        pb.redirectError(childErr.toFile());
-        Process child = pb.start();
+        Process child = startChild(size, childErr);
         ShmTransportProvider provider = new ShmTransportProvider();
         try (TestTransportContext ctx = ShmTransportTest.context("a", Map.of());
              Arena arena = Arena.ofShared()) {
@@ -102,6 +97,33 @@ class ShmCrossProcessTest {
                 child.waitFor(10, TimeUnit.SECONDS);
             }
         }
+    }
+
+    @Test
+    void childKilledWithSigtermLeavesNoFile(@TempDir Path stderr) throws Exception {
+        Process child = startChild(4096, stderr.resolve("child.err"));
+        try {
+            BufferedReader out = child.inputReader(StandardCharsets.US_ASCII);
+            String ready = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
+            assertNotNull(ready, () -> "child exited before READY: " + readQuietly(stderr.resolve("child.err")));
+            Path path = Path.of(ready.split(" ")[1]);
+            assertTrue(Files.exists(path));
+            child.destroy(); // SIGTERM: the transport is never closed, only the JVM exit hook runs
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child ignored SIGTERM");
+            assertFalse(Files.exists(path), "the exit hook did not delete " + path);
+        } finally {
+            child.destroyForcibly();
+            child.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static Process startChild(long size, Path stderr) throws java.io.IOException {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx96m",
+                "-cp", System.getProperty("java.class.path"), ShmChildProcess.class.getName(),
+                ShmTransportProvider.DEFAULT_DIR, Long.toString(size));
+        pb.redirectError(stderr.toFile());
+        return pb.start();
     }
 
     private static void transferInSlices(PeerConnection conn, Opcode op, TestLocalMemory.Buffer local,

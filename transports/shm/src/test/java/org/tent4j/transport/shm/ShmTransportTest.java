@@ -18,6 +18,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -52,6 +53,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Two engines' shm transports in one JVM ("a" initiates, "b" owns shm memory), driven slice by slice. The memory
@@ -422,6 +424,51 @@ class ShmTransportTest {
     }
 
     @Test
+    void deadlinePassingWhileQueuedFailsWithTimeout() throws Exception {
+        HeldWorkers held = new HeldWorkers();
+        try (TestTransportContext base = context("c", Map.of())) {
+            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base, held));
+            try {
+                Remote remote = remote(1 << 20, Permission.READ_WRITE);
+                TestLocalMemory.Buffer local = local(1 << 20);
+                PeerConnection conn = c.connect(segmentB(remote.descriptor));
+                TestSlice s = new TestSlice(Opcode.READ, local, 0, remote.descriptor, remote.descriptor.address(),
+                        1 << 20, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1));
+                conn.post(s);
+                assertFalse(s.result().isDone());
+                Thread.sleep(5);
+                held.runAll();
+                assertEquals(ErrorCode.TIMEOUT, failure(s));
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void rejectedWorkersFailQueuedSlicesAsEngineClosed() throws Exception {
+        try (TestTransportContext base = context("c", Map.of())) {
+            Executor shutDown = command -> {
+                throw new RejectedExecutionException("shut down");
+            };
+            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base, shutDown));
+            try {
+                Remote remote = remote(1 << 20, Permission.READ_WRITE);
+                TestLocalMemory.Buffer local = local(1 << 20);
+                PeerConnection conn = c.connect(segmentB(remote.descriptor));
+                TestSlice big = slice(Opcode.READ, local, 0, remote.descriptor, 0, 1 << 20);
+                conn.post(big);
+                assertEquals(ErrorCode.ENGINE_CLOSED, failure(big));
+                TestSlice small = slice(Opcode.READ, local, 0, remote.descriptor, 0, 100);
+                conn.post(small);
+                small.result().get(10, TimeUnit.SECONDS); // inline copies need no worker
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    @Test
     void fullRingOverflowsToWorkersAndEverySliceLandsOnce() throws Exception {
         HeldWorkers held = new HeldWorkers();
         int count = ShmPeerConnection.QUEUE_CAPACITY + 50;
@@ -465,12 +512,18 @@ class ShmTransportTest {
             List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < 2; t++) {
                 done.add(posters.submit(() -> {
-                    for (int i = 0; i < 400; i++) {
+                    // keep posting through close, and a while after it
+                    int afterClose = 0;
+                    for (int i = 0; afterClose < 50 && i < 1_000_000; i++) {
                         long n = (i % 3 == 0) ? 300_000 : 1000;
                         TestSlice s = slice(i % 2 == 0 ? Opcode.READ : Opcode.WRITE, local, 0, remote.descriptor,
                                 (i * 4096L) % (3 << 20), n);
+                        boolean closedBefore = !conn.isOpen();
                         conn.post(s);
                         posted.add(s);
+                        if (closedBefore) {
+                            afterClose++;
+                        }
                         if (i == 200) {
                             halfway.countDown();
                         }
@@ -495,8 +548,7 @@ class ShmTransportTest {
             }
             assertEquals(1, s.completions());
         }
-        assertEquals(800, posted.size());
-        assertTrue(failed > 0, "slices posted after close must fail");
+        assertTrue(failed >= 100, "slices posted after close must fail; failed " + failed);
     }
 
     @Test
@@ -577,6 +629,22 @@ class ShmTransportTest {
         TransferException e = assertThrows(TransferException.class,
                 () -> b.allocator().orElseThrow().allocate(4096, Location.CPU));
         assertEquals(ErrorCode.ENGINE_CLOSED, e.code());
+    }
+
+    @Test
+    void allocationLargerThanTheTmpfsFailsCleanlyWithTheCause() throws Exception {
+        assumeTrue(LibC.isAvailable(), "needs posix_fallocate: " + LibC.unavailabilityCause());
+        long before;
+        try (var files = Files.list(Path.of(ShmTransportProvider.DEFAULT_DIR))) {
+            before = files.count();
+        }
+        // tmpfs refuses a range beyond its size limit up front (before touching a page), so this is safe to try
+        TransferException e = assertThrows(TransferException.class,
+                () -> b.allocator().orElseThrow().allocate(1L << 44, Location.CPU));
+        assertTrue(e.getMessage().contains("ENOSPC"), e.getMessage());
+        try (var files = Files.list(Path.of(ShmTransportProvider.DEFAULT_DIR))) {
+            assertEquals(before, files.count(), "a failed allocation left its file behind");
+        }
     }
 
     @Test
