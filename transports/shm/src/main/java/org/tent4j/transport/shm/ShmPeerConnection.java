@@ -1,6 +1,9 @@
 package org.tent4j.transport.shm;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -8,6 +11,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,6 +41,8 @@ final class ShmPeerConnection implements PeerConnection {
     /** After this many copies a drain re-queues itself, so engine workers are not held by one busy peer. */
     private static final int DRAIN_BATCH = 64;
     private static final RemoteMapping[] NO_MAPPINGS = {};
+    /** How often a poster checks that the peer still holds its files: a killed peer's mapping stays writable. */
+    private static final long LIVENESS_INTERVAL_NANOS = 50_000_000L;
 
     private final ShmTransport transport;
     private final String segmentName;
@@ -51,6 +57,7 @@ final class ShmPeerConnection implements PeerConnection {
     /** Sorted by address; replaced, never modified, so the hot path reads it without locking. */
     private volatile RemoteMapping[] mappings = NO_MAPPINGS;
     private volatile boolean closed;
+    private final AtomicLong lastLivenessCheck = new AtomicLong(System.nanoTime());
 
     ShmPeerConnection(ShmTransport transport, SegmentDescriptor peer, Executor workers, long inlineThreshold,
                       int copyParallelism) {
@@ -68,6 +75,14 @@ final class ShmPeerConnection implements PeerConnection {
             return;
         }
         if (rejectIfInvalid(slice)) {
+            return;
+        }
+        long now = System.nanoTime();
+        long last = lastLivenessCheck.get();
+        if (now - last > LIVENESS_INTERVAL_NANOS && lastLivenessCheck.compareAndSet(last, now) && ownerGone()) {
+            LOG.warn("segment '{}' is gone: no process holds its shm files any more; closing its shm connection", segmentName);
+            close();
+            slice.fail(ErrorCode.PEER_FAILED, describe(slice) + ": the process owning segment '" + segmentName + "' is gone");
             return;
         }
         if (slice.length() <= inlineThreshold) {
@@ -142,6 +157,31 @@ final class ShmPeerConnection implements PeerConnection {
         }
         transport.connectionClosed(this);
         LOG.debug("closed shm connection to segment '{}'", segmentName);
+    }
+
+    /**
+     * Whether the owner of this peer's buffers has exited: every live owner holds a shared {@code flock} on each file it
+     * allocated, so an exclusive non-blocking lock succeeds only when the owner is gone (or the file was deleted).
+     */
+    private boolean ownerGone() {
+        RemoteMapping[] ms = mappings;
+        if (ms.length == 0 || !LibC.isAvailable()) {
+            return false;
+        }
+        Path file = Path.of(ms[0].path);
+        int fd;
+        try {
+            fd = LibC.open(file, LibC.O_RDWR | LibC.O_CLOEXEC, 0);
+        } catch (IOException e) {
+            return !Files.exists(file);
+        }
+        try {
+            return LibC.flock(fd, LibC.LOCK_EX | LibC.LOCK_NB, file);
+        } catch (IOException e) {
+            return false;
+        } finally {
+            LibC.closeQuietly(fd);
+        }
     }
 
     int mappedBufferCount() {
