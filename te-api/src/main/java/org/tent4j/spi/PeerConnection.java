@@ -4,7 +4,20 @@ package org.tent4j.spi;
 public interface PeerConnection extends AutoCloseable {
 
     /**
-     * Starts moving a slice. Must not block for the data to move (queue it, or hand it to a worker); completion is
+     * Independent routes to this peer (TCP lanes, NICs, rails, devices). The runtime spreads slices over them by
+     * predicted completion time, tracks each one's health, and says in {@link Slice#path()} which one to use.
+     */
+    default int pathCount() {
+        return 1;
+    }
+
+    /** A short name of a path for logs and metrics, e.g. {@code lane-2} or {@code mlx5_0}. */
+    default String pathName(int path) {
+        return Integer.toString(path);
+    }
+
+    /**
+     * Starts moving a slice on path {@link Slice#path()}. Must not block for the data to move (queue it, or hand it to a worker); completion is
      * reported through the slice. A slice that cannot even be started is failed through the slice, not thrown.
      */
     void post(Slice slice);

@@ -28,6 +28,11 @@ public interface Slice {
 
     long length();
 
+    /** The path of the connection to move this slice on, in {@code [0, pathCount())}. */
+    default int path() {
+        return 0;
+    }
+
     /** Absolute {@link System#nanoTime()} by which the slice must be done; the transport fails it with TIMEOUT after. */
     long deadlineNanos();
 
