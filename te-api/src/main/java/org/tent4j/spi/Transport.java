@@ -12,6 +12,14 @@ public interface Transport extends AutoCloseable {
     String id();
 
     /**
+     * This instance's capabilities when they depend on its options (a wrapper reports its delegate's); empty means
+     * the provider's {@link TransportProvider#capabilities()}.
+     */
+    default Optional<TransportCapabilities> capabilities() {
+        return Optional.empty();
+    }
+
+    /**
      * Attributes the transport publishes for the whole segment (e.g. a data port). Called after {@code create}, and
      * again whenever the engine republishes its descriptor.
      */
