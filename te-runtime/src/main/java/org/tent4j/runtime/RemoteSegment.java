@@ -3,7 +3,6 @@ package org.tent4j.runtime;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import org.tent4j.api.SegmentHandle;
-import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 
 /** An opened segment: its cached descriptor and one lazily opened connection per transport. */
@@ -12,7 +11,7 @@ final class RemoteSegment implements SegmentHandle {
     private final String name;
     private final boolean local;
     volatile SegmentDescriptor descriptor;
-    final AtomicReferenceArray<PeerConnection> connections;
+    final AtomicReferenceArray<PathGroup> groups;
     volatile boolean closed;
     /** The metadata store says the segment is gone (its engine closed, or its lease expired). */
     volatile boolean gone;
@@ -23,7 +22,7 @@ final class RemoteSegment implements SegmentHandle {
         this.name = name;
         this.local = local;
         this.descriptor = descriptor;
-        this.connections = new AtomicReferenceArray<>(Math.max(1, transports));
+        this.groups = new AtomicReferenceArray<>(Math.max(1, transports));
     }
 
     @Override public String name() { return name; }
@@ -41,10 +40,10 @@ final class RemoteSegment implements SegmentHandle {
     }
 
     void closeConnections() {
-        for (int i = 0; i < connections.length(); i++) {
-            PeerConnection c = connections.getAndSet(i, null);
-            if (c != null) {
-                c.close();
+        for (int i = 0; i < groups.length(); i++) {
+            PathGroup g = groups.getAndSet(i, null);
+            if (g != null) {
+                g.connection.close();
             }
         }
     }

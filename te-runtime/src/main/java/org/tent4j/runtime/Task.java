@@ -28,6 +28,14 @@ final class Task {
     private volatile CompletableFuture<TransferStatus> future;
     volatile TransportSlot transport;
     BatchImpl.NotificationHook hook;
+    /** What rerouting a failed slice needs: set once the request passed validation. */
+    org.tent4j.api.TransferRequest request;
+    RegisteredBuffer local;
+    RemoteSegment segment;
+    org.tent4j.spi.SegmentDescriptor descriptor;
+    org.tent4j.spi.BufferDescriptor remote;
+    /** Transports this task gave up on (bit = transport index). */
+    private final AtomicLong excluded = new AtomicLong();
 
     Task(BatchImpl batch, int id, Opcode opcode, long length, boolean explicitDeadline, String target) {
         this.batch = batch;
@@ -36,6 +44,14 @@ final class Task {
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
+    }
+
+    long excluded() {
+        return excluded.get();
+    }
+
+    void exclude(int transportIndex) {
+        excluded.getAndUpdate(m -> m | (1L << transportIndex));
     }
 
     void expectSlices(int n) {

@@ -107,6 +107,14 @@ final class TransferEngineImpl implements TransferEngine {
     private final Set<String> warnedFallbacks = ConcurrentHashMap.newKeySet();
     private final AtomicLong version = new AtomicLong();
     private final ScheduledFuture<?> keepAlive;
+    private final ScheduledFuture<?> sweeper;
+    private final int maxAttempts;
+    private final int maxInflight;
+    private final long maxInflightBytes;
+    private final long cooldownNanos;
+    private final long maxCooldownNanos;
+    private final long agingNanos;
+    private final Map<String, long[]> failoverLog = new ConcurrentHashMap<>();
     private volatile SegmentDescriptor descriptor;
     private volatile boolean closed;
 
@@ -141,6 +149,15 @@ final class TransferEngineImpl implements TransferEngine {
             throw new ConfigException(EngineConfig.TRANSFER_TIMEOUT, "must be positive");
         }
         this.maxBatch = core.getInt(CoreKey.BATCH_MAX_CAPACITY);
+        this.maxAttempts = core.getInt(CoreKey.FAILOVER_MAX_ATTEMPTS);
+        this.maxInflight = core.getInt(CoreKey.PATHS_MAX_INFLIGHT);
+        if (maxInflight < 1) {
+            throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT, "must be >= 1, got " + maxInflight);
+        }
+        this.maxInflightBytes = core.getSize(CoreKey.PATHS_MAX_INFLIGHT_BYTES);
+        this.cooldownNanos = core.getDuration(CoreKey.PATHS_COOLDOWN).toNanos();
+        this.maxCooldownNanos = Math.max(cooldownNanos, core.getDuration(CoreKey.PATHS_MAX_COOLDOWN).toNanos());
+        this.agingNanos = core.getDuration(CoreKey.QOS_AGING).toNanos();
         this.fallback = core.getBoolean(EngineConfig.TRANSPORTS_FALLBACK);
         String configuredMachine = core.getString(CoreKey.MACHINE_ID);
         this.machineId = configuredMachine.isEmpty() ? HostIdentity.machineId() : configuredMachine;
@@ -187,7 +204,7 @@ final class TransferEngineImpl implements TransferEngine {
                 }
                 try {
                     Transport t = p.create(new Context(config.plugin("transports." + p.id() + ".", p.options())));
-                    slots.add(new TransportSlot(slots.size(), p.id(), p, p.capabilities(), t));
+                    slots.add(new TransportSlot(slots.size(), p.id(), p, t.capabilities().orElse(p.capabilities()), t));
                     built.add(t);
                     infos.add(new TransportInfo(p.id(), true, null, true));
                 } catch (ConfigException e) {
@@ -243,6 +260,7 @@ final class TransferEngineImpl implements TransferEngine {
             } else {
                 keepAlive = null;
             }
+            sweeper = scheduler.scheduleWithFixedDelay(this::sweep, 50, 50, TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
             for (int i = built.size() - 1; i >= 0; i--) {
                 try {
@@ -529,10 +547,10 @@ final class TransferEngineImpl implements TransferEngine {
         s.gone = false;
         if (d.version() != s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId())) {
             s.descriptor = d;
-            for (int i = 0; i < s.connections.length(); i++) {
-                PeerConnection c = s.connections.get(i);
-                if (c != null) {
-                    c.descriptorChanged(d);
+            for (int i = 0; i < s.groups.length(); i++) {
+                PathGroup g = s.groups.get(i);
+                if (g != null) {
+                    g.connection.descriptorChanged(d);
                 }
             }
         }
@@ -541,10 +559,10 @@ final class TransferEngineImpl implements TransferEngine {
     private SegmentDescriptor refresh(RemoteSegment s) {
         SegmentDescriptor d = directory.fetch(s.name());
         s.descriptor = d;
-        for (int i = 0; i < s.connections.length(); i++) {
-            PeerConnection c = s.connections.get(i);
-            if (c != null) {
-                c.descriptorChanged(d);
+        for (int i = 0; i < s.groups.length(); i++) {
+            PathGroup g = s.groups.get(i);
+            if (g != null) {
+                g.connection.descriptorChanged(d);
             }
         }
         return d;
@@ -639,36 +657,62 @@ final class TransferEngineImpl implements TransferEngine {
             throw invalid(ErrorCode.PERMISSION_DENIED, r.opcode() + " of [0x" + Long.toHexString(target) + ", +" + length
                     + ") denied: buffer of segment '" + seg.name() + "' is " + remote.permission());
         }
-        TransportSlot slot = select(r, local, seg, desc, remote);
-        task.transport = slot;
+        task.request = r;
+        task.local = local;
+        task.segment = seg;
+        task.descriptor = desc;
+        task.remote = remote;
         long deadline = r.deadlineNanos() != 0 ? r.deadlineNanos() : System.nanoTime() + transferTimeout.toNanos();
         if (r.deadlineNanos() != 0 && deadline - System.nanoTime() <= 0) {
             task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id + ": deadline passed before submission"));
             return;
         }
-        PeerConnection conn = connection(seg, slot, desc);
+        TransportSlot slot = select(task, 0, false);
+        PathGroup group;
+        for (;;) {
+            try {
+                group = group(seg, slot, desc);
+                break;
+            } catch (TransferException e) {
+                // A transport that cannot even connect fails over like one that fails later.
+                task.exclude(slot.index());
+                TransportSlot next;
+                try {
+                    next = select(task, 0, true);
+                } catch (TransferException none) {
+                    throw new TransferException(e.code(), e.getMessage() + "; no other transport: " + none.getMessage(), e);
+                }
+                logFailover(seg, slot.id() + "/connect", next.id(), e.getMessage());
+                metrics.failover(slot.id(), next.id());
+                slot = next;
+            }
+        }
+        task.transport = slot;
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
         task.expectSlices(n);
         long localOffset = localMem.address() - local.address();
+        int priority = r.priority().ordinal();
         for (int i = 0; i < n; i++) {
-            if (task.isTerminal()) {
-                break;
-            }
             long off = i * step;
             RuntimeSlice s = slicePool.take();
-            s.arm(task, slot, r.opcode(), local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline);
-            try {
-                conn.post(s);
-            } catch (RuntimeException e) {
-                s.fail(ErrorCode.INTERNAL, "transport '" + slot.id() + "' threw from post: " + e);
-            }
+            s.init(task, r.opcode(), local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
+            s.group = group;
+            group.enqueue(s, false);
         }
     }
 
-    /** Picks the transport for one request: hint first, then the preference order; logs each fallback once. */
-    private TransportSlot select(TransferRequest r, RegisteredBuffer local, RemoteSegment seg, SegmentDescriptor desc,
-                                 BufferDescriptor remote) {
+    /**
+     * Picks the transport for a task: hint first, then the preference order, skipping transports the task gave up on
+     * and, on failover, those whose slices are smaller than the task's. Logs each fallback from a preference once.
+     */
+    private TransportSlot select(Task task, long sliceLength, boolean failover) {
+        TransferRequest r = task.request;
+        RegisteredBuffer local = task.local;
+        RemoteSegment seg = task.segment;
+        SegmentDescriptor desc = task.descriptor;
+        BufferDescriptor remote = task.remote;
+        long excluded = task.excluded();
         MemoryKind lk = local.location().kindOrCpu();
         MemoryKind rk = remote.location().kindOrCpu();
         boolean sameHost = desc.machineId().equals(machineId);
@@ -678,7 +722,8 @@ final class TransferEngineImpl implements TransferEngine {
         if (hint != null) {
             int h = indexOf(hint);
             hintProblem = h < 0 ? "this engine does not run it (running: " + List.of(transports).stream().map(TransportSlot::id).toList() + ")"
-                    : unusable(transports[h], local, desc, remote, lk, rk, sameHost);
+                    : (excluded & (1L << h)) != 0 ? "it failed for this task"
+                    : unusable(transports[h], local, desc, remote, lk, rk, sameHost, sliceLength);
             if (hintProblem == null) {
                 return transports[h];
             }
@@ -690,17 +735,22 @@ final class TransferEngineImpl implements TransferEngine {
         StringBuilder why = null;
         for (int idx : preference) {
             TransportSlot s = transports[idx];
-            String problem = unusable(s, local, desc, remote, lk, rk, sameHost);
+            String problem = (excluded & (1L << idx)) != 0 ? "it failed for this task"
+                    : unusable(s, local, desc, remote, lk, rk, sameHost, sliceLength);
             if (problem == null) {
+                if (failover) {
+                    return s;
+                }
                 if (hint != null) {
                     warnFallback(seg, hint, s.id(), hintProblem);
                 } else if (explicitPreference && idx != preference[0]) {
                     TransportSlot first = transports[preference[0]];
+                    String firstProblem = unusable(first, local, desc, remote, lk, rk, sameHost, sliceLength);
                     if (!fallback) {
                         throw invalid(ErrorCode.NO_TRANSPORT, "preferred transport '" + first.id() + "' cannot carry " + r.opcode()
-                                + " to segment '" + seg.name() + "' and fallback is off: " + unusable(first, local, desc, remote, lk, rk, sameHost));
+                                + " to segment '" + seg.name() + "' and fallback is off: " + firstProblem);
                     }
-                    warnFallback(seg, first.id(), s.id(), unusable(first, local, desc, remote, lk, rk, sameHost));
+                    warnFallback(seg, first.id(), s.id(), firstProblem);
                 }
                 return s;
             }
@@ -711,7 +761,7 @@ final class TransferEngineImpl implements TransferEngine {
     }
 
     private String unusable(TransportSlot s, RegisteredBuffer local, SegmentDescriptor desc, BufferDescriptor remote,
-                            MemoryKind lk, MemoryKind rk, boolean sameHost) {
+                            MemoryKind lk, MemoryKind rk, boolean sameHost, long sliceLength) {
         if (!s.capabilities().supports(lk, rk)) {
             return "it cannot move " + lk.prefix() + "->" + rk.prefix();
         }
@@ -727,6 +777,9 @@ final class TransferEngineImpl implements TransferEngine {
         if (!local.registeredWith(s.index())) {
             return "the local buffer is not registered with it";
         }
+        if (sliceLength > s.capabilities().maxSliceSize()) {
+            return "its slices are at most " + s.capabilities().maxSliceSize() + " bytes";
+        }
         return null;
     }
 
@@ -737,22 +790,174 @@ final class TransferEngineImpl implements TransferEngine {
         }
     }
 
-    private PeerConnection connection(RemoteSegment seg, TransportSlot slot, SegmentDescriptor desc) {
-        PeerConnection c = seg.connections.get(slot.index());
-        if (c != null && c.isOpen()) {
-            return c;
+    /** The path group of (segment, transport), connecting (blocking) when there is none or its connection closed. */
+    private PathGroup group(RemoteSegment seg, TransportSlot slot, SegmentDescriptor desc) {
+        PathGroup g = seg.groups.get(slot.index());
+        if (g != null && g.connection.isOpen()) {
+            return g;
         }
         synchronized (seg) {
-            c = seg.connections.get(slot.index());
-            if (c != null && c.isOpen()) {
-                return c;
+            g = seg.groups.get(slot.index());
+            if (g != null && g.connection.isOpen()) {
+                return g;
             }
-            if (c != null) {
-                c.close();
+            if (g != null) {
+                g.connection.close();
             }
-            c = slot.transport().connect(desc);
-            seg.connections.set(slot.index(), c);
-            return c;
+            PeerConnection c = slot.transport().connect(desc);
+            PathGroup fresh = new PathGroup(this, seg, slot, c, maxInflight, maxInflightBytes, agingNanos, cooldownNanos, maxCooldownNanos);
+            metrics.paths(seg.name(), slot.id(), List.of(fresh.paths));
+            seg.groups.set(slot.index(), fresh);
+            if (g != null) {
+                // Slices still waiting on the dead connection move to the new one.
+                for (RuntimeSlice s : g.takeAll()) {
+                    s.group = fresh;
+                    fresh.enqueue(s, true);
+                }
+            }
+            return fresh;
+        }
+    }
+
+    // ---------------------------------------------------------------- paths, health, failover
+
+    void pathCompleted(PathGroup g, int path, long length, long postNanos) {
+        if (g.paths[path].completed(length, postNanos, System.nanoTime())) {
+            log.info("path {} to segment '{}' recovered: re-admitted after a success", g.describe(path), g.segment.name());
+        }
+    }
+
+    void pathFailed(PathGroup g, int path, long length, ErrorCode code, String message) {
+        if (path < 0) {
+            return;
+        }
+        long cooldown = g.paths[path].failed(length, System.nanoTime());
+        if (cooldown > 0) {
+            log.warn("path {} to segment '{}' paused for {} ms after {} failures in a row: {} ({})", g.describe(path),
+                    g.segment.name(), cooldown / 1_000_000, PathState.PAUSE_AFTER, code, message);
+        }
+    }
+
+    /**
+     * A slice failed on {@code fromPath} of {@code from}: retry it on another path of the same connection while one is
+     * eligible, else move it to the next transport of the ranked list; give up when the code says a retry cannot
+     * help or the task's failover budget is spent.
+     */
+    void reroute(RuntimeSlice s, PathGroup from, int fromPath, ErrorCode code, String message) {
+        Task t = s.task();
+        if (t.isTerminal()) {
+            s.discard();
+            return;
+        }
+        boolean retry = !closed && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline)
+                && ++s.retries <= maxAttempts;
+        if (!retry) {
+            s.giveUp(code, message);
+            return;
+        }
+        if (from.connection.isOpen() && !from.allPathsPaused(System.nanoTime())) {
+            s.avoidPath = fromPath;
+            if (from.paths.length > 1) {
+                logFailover(from.segment, from.describe(fromPath), from.transport.id() + "/another path", message);
+            }
+            from.enqueue(s, true);
+            return;
+        }
+        try {
+            workers.execute(() -> moveToAnotherTransport(s, from, fromPath, code, message));
+        } catch (RejectedExecutionException e) {
+            s.giveUp(ErrorCode.ENGINE_CLOSED, "engine '" + segmentName + "' closed while rerouting: " + message);
+        }
+    }
+
+    /** On a worker, because reconnecting may block: the same transport if it reconnects, else the next one. */
+    private void moveToAnotherTransport(RuntimeSlice s, PathGroup from, int fromPath, ErrorCode code, String message) {
+        Task t = s.task();
+        if (t.isTerminal()) {
+            s.discard();
+            return;
+        }
+        TransportSlot slot = from.transport;
+        if (!from.connection.isOpen()) {
+            try {
+                PathGroup again = group(t.segment, slot, t.segment.isLocal() ? descriptor : t.segment.descriptor);
+                if (!again.allPathsPaused(System.nanoTime())) {
+                    s.group = again;
+                    again.enqueue(s, true);
+                    return;
+                }
+            } catch (TransferException e) {
+                message = message + "; reconnect failed: " + e.getMessage();
+            }
+        }
+        t.exclude(slot.index());
+        for (;;) {
+            TransportSlot next;
+            try {
+                next = select(t, s.length(), true);
+            } catch (TransferException e) {
+                s.giveUp(code, message + "; failover found no other transport: " + e.getMessage());
+                return;
+            }
+            try {
+                PathGroup g = group(t.segment, next, t.segment.isLocal() ? descriptor : t.segment.descriptor);
+                logFailover(t.segment, from.describe(fromPath), next.id(), message);
+                metrics.failover(slot.id(), next.id());
+                s.group = g;
+                s.avoidPath = -1;
+                g.enqueue(s, true);
+                return;
+            } catch (TransferException e) {
+                t.exclude(next.index());
+                message = message + "; " + next.id() + ": " + e.getMessage();
+            }
+        }
+    }
+
+    /** One WARN line per (peer, from, to) per second, counting the ones folded into it. */
+    private void logFailover(RemoteSegment seg, String from, String to, String cause) {
+        long now = System.nanoTime();
+        long[] state = failoverLog.computeIfAbsent(seg.name() + '\0' + from + '\0' + to, k -> new long[]{now - 2_000_000_000L, 0});
+        synchronized (state) {
+            if (now - state[0] >= 1_000_000_000L) {
+                long folded = state[1];
+                state[0] = now;
+                state[1] = 0;
+                log.warn("failover to segment '{}': from {} to {} because {}{}", seg.name(), from, to, cause,
+                        folded > 0 ? " (" + folded + " more in the last second)" : "");
+            } else {
+                state[1]++;
+            }
+        }
+    }
+
+    /** Every 50 ms: revive groups whose cooldowns ended, and move queues off groups whose paths are all paused. */
+    private void sweep() {
+        try {
+            long now = System.nanoTime();
+            sweep(localSegment, now);
+            for (RemoteSegment seg : segments.values()) {
+                sweep(seg, now);
+            }
+        } catch (RuntimeException e) {
+            log.error("scheduler sweep failed", e);
+        }
+    }
+
+    private void sweep(RemoteSegment seg, long now) {
+        for (int i = 0; i < seg.groups.length(); i++) {
+            PathGroup g = seg.groups.get(i);
+            if (g == null || g.queued() == 0) {
+                continue;
+            }
+            if (g.allPathsPaused(now) || !g.connection.isOpen()) {
+                for (RuntimeSlice s : g.takeAll()) {
+                    reroute(s, g, -1, ErrorCode.PEER_FAILED, "every path of " + g.transport.id() + " to segment '"
+                            + seg.name() + "' is paused or closed");
+                }
+            } else {
+                g.drain();
+            }
         }
     }
 
@@ -804,7 +1009,7 @@ final class TransferEngineImpl implements TransferEngine {
     }
 
     private void deliver(Notification n) {
-        notifications.add(n);
+        // Listeners first: whoever waits on the queue may assume they have seen it.
         for (Consumer<Notification> l : listeners) {
             try {
                 l.accept(n);
@@ -812,6 +1017,7 @@ final class TransferEngineImpl implements TransferEngine {
                 log.warn("notification listener failed: {}", e.toString());
             }
         }
+        notifications.add(n);
     }
 
     @Override
@@ -854,6 +1060,7 @@ final class TransferEngineImpl implements TransferEngine {
         if (keepAlive != null) {
             keepAlive.cancel(false);
         }
+        sweeper.cancel(false);
         try {
             directory.unpublish(segmentName);
         } catch (RuntimeException e) {

@@ -191,7 +191,7 @@ class EngineTest {
     @Test
     void failedSliceFailsTheTaskAndTheBatchReportsTheWorstState() throws Exception {
         TransferEngine target = engine(cfg());
-        TransferEngine initiator = engine(cfg().set("transports.inproc.fail_after", 0));
+        TransferEngine initiator = engine(cfg().set("transports.inproc.fail_after", 0).set(EngineConfig.TRANSPORTS_ENABLED, "inproc"));
         RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         SegmentHandle seg = initiator.openSegment(target.segmentName());
@@ -201,7 +201,8 @@ class EngineTest {
             TransferStatus all = b.await(Duration.ofSeconds(10));
             assertEquals(TransferState.FAILED, all.state(), String.valueOf(all));
             assertEquals(ErrorCode.PEER_FAILED, b.status(0).error());
-            assertTrue(b.status(0).message().contains("inproc"), b.status(0).message());
+            assertTrue(b.status(0).message().contains("injected failure"), b.status(0).message());
+            assertTrue(b.status(0).message().contains("no other transport"), b.status(0).message());
             assertEquals(TransferState.INVALID, b.status(1).state());
         }
     }

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.tent4j.api.ErrorCode;
@@ -12,6 +13,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
@@ -22,46 +24,65 @@ import org.tent4j.spi.TransportProvider;
 
 /**
  * A transport for engines of one JVM that copies on a worker thread, checking the target's registrations exactly as a
- * network target would. It exists so runtime tests exercise slicing, selection and completion without sockets.
- * Option {@code fail_after} makes slices fail once that many have been posted (for failure tests).
+ * network target would. It exists so runtime tests exercise slicing, selection, scheduling and failover without
+ * sockets. Options shape its paths: {@code paths}, {@code slow_path} + {@code slow_delay}, {@code fail_path},
+ * {@code fail_after} (every slice after that many posted fails).
  */
-public final class InProcessTransportProvider implements TransportProvider {
+public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
-    static final AtomicLong POSTED = new AtomicLong();
 
     @Override public String id() { return "inproc"; }
+
+    protected int rank() {
+        return 50;
+    }
+
     @Override public Availability availability() { return Availability.available(); }
 
     @Override
     public TransportCapabilities capabilities() {
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 256 << 10, 50);
+        return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 256 << 10, rank());
     }
 
     @Override
     public List<OptionSpec> options() {
-        return List.of(OptionSpec.of("fail_after", OptionSpec.Type.LONG, -1, "fail every slice after this many were posted"));
+        return List.of(OptionSpec.of("fail_after", OptionSpec.Type.LONG, -1, "fail every slice after this many were posted"),
+                OptionSpec.of("paths", OptionSpec.Type.INT, 1, "paths per connection"),
+                OptionSpec.of("slow_path", OptionSpec.Type.INT, -1, "path whose slices are delayed"),
+                OptionSpec.of("slow_delay", OptionSpec.Type.DURATION, "0ms", "delay of each slice on the slow path (all paths when slow_path is -1)"),
+                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"));
     }
 
     @Override
     public Transport create(TransportContext context) {
-        TARGETS.put(context.segmentName(), context);
-        long failAfter = context.options().getLong("fail_after");
+        TARGETS.put(id() + "@" + context.segmentName(), context);
+        OptionValues o = context.options();
+        long failAfter = o.getLong("fail_after");
+        int paths = o.getInt("paths");
+        int slowPath = o.getInt("slow_path");
+        long slowNanos = o.getDuration("slow_delay").toNanos();
+        int failPath = o.getInt("fail_path");
+        AtomicLong posted = new AtomicLong();
+        String id = id();
         return new Transport() {
-            @Override public String id() { return "inproc"; }
+            @Override public String id() { return id; }
 
             @Override
             public PeerConnection connect(SegmentDescriptor peer) {
-                TransportContext target = TARGETS.get(peer.name());
+                TransportContext target = TARGETS.get(id + "@" + peer.name());
                 if (target == null) {
                     throw new TransferException(ErrorCode.PEER_UNREACHABLE, "no in-process engine '" + peer.name() + "'");
                 }
                 return new PeerConnection() {
+                    @Override public int pathCount() { return paths; }
+                    @Override public String pathName(int p) { return "p" + p; }
+
                     @Override
                     public void post(Slice s) {
-                        long n = POSTED.incrementAndGet();
-                        context.workers().execute(() -> {
-                            if (failAfter >= 0 && n > failAfter) {
-                                s.fail(ErrorCode.PEER_FAILED, "injected failure");
+                        long n = posted.incrementAndGet();
+                        Runnable copy = () -> {
+                            if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
+                                s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
                                 return;
                             }
                             try {
@@ -78,7 +99,12 @@ public final class InProcessTransportProvider implements TransportProvider {
                             } catch (TransferException e) {
                                 s.fail(e.code(), e.getMessage());
                             }
-                        });
+                        };
+                        if (slowNanos > 0 && (slowPath < 0 || s.path() == slowPath)) {
+                            context.scheduler().schedule(() -> context.workers().execute(copy), slowNanos, TimeUnit.NANOSECONDS);
+                        } else {
+                            context.workers().execute(copy);
+                        }
                     }
 
                     @Override public boolean isOpen() { return true; }
@@ -88,8 +114,18 @@ public final class InProcessTransportProvider implements TransportProvider {
 
             @Override
             public void close() {
-                TARGETS.remove(context.segmentName(), context);
+                TARGETS.remove(id + "@" + context.segmentName(), context);
             }
         };
+    }
+
+    /** A second, lower-ranked instance, for failover between transports. */
+    public static final class Backup extends InProcessTransportProvider {
+        @Override public String id() { return "inproc-b"; }
+
+        @Override
+        protected int rank() {
+            return 60;
+        }
     }
 }

@@ -14,6 +14,12 @@ public final class CoreKey {
     public static final String METADATA_CLUSTER = "metadata.cluster";
     /** Lifetime of a published descriptor in a metadata store; the engine refreshes it well before it ends. */
     public static final String METADATA_TTL = "metadata.ttl";
+    public static final String FAILOVER_MAX_ATTEMPTS = "failover.max_attempts";
+    public static final String PATHS_MAX_INFLIGHT = "paths.max_inflight";
+    public static final String PATHS_MAX_INFLIGHT_BYTES = "paths.max_inflight_bytes";
+    public static final String PATHS_COOLDOWN = "paths.cooldown";
+    public static final String PATHS_MAX_COOLDOWN = "paths.max_cooldown";
+    public static final String QOS_AGING = "qos.aging";
     /** How many tasks a batch may hold at most. */
     public static final String BATCH_MAX_CAPACITY = "batch.max_capacity";
 
@@ -32,7 +38,13 @@ public final class CoreKey {
             OptionSpec.of(EngineConfig.TRANSFER_TIMEOUT, Type.DURATION, "30s", "how long a task waits for a peer when the request sets no deadline"),
             OptionSpec.of(EngineConfig.METRICS_PORT, Type.INT, "-1", "Prometheus endpoint port; -1 = none, 0 = a free port"),
             OptionSpec.of(MACHINE_ID, Type.STRING, "", "override the detected machine id (boot id + machine id)"),
-            OptionSpec.of(BATCH_MAX_CAPACITY, Type.INT, "65536", "largest batch capacity accepted"));
+            OptionSpec.of(BATCH_MAX_CAPACITY, Type.INT, "65536", "largest batch capacity accepted"),
+            OptionSpec.of(FAILOVER_MAX_ATTEMPTS, Type.INT, "4", "times each slice of a task may be retried on another path or transport before the task fails"),
+            OptionSpec.of(PATHS_MAX_INFLIGHT, Type.INT, "32", "slices in flight on one path at most; the rest wait in priority queues"),
+            OptionSpec.of(PATHS_MAX_INFLIGHT_BYTES, Type.SIZE, "64m", "bytes in flight on one path at most (one slice always fits)"),
+            OptionSpec.of(PATHS_COOLDOWN, Type.DURATION, "100ms", "first pause of a path that failed 3 times in a row; doubles on each further failure"),
+            OptionSpec.of(PATHS_MAX_COOLDOWN, Type.DURATION, "10s", "longest pause of a failing path"),
+            OptionSpec.of(QOS_AGING, Type.DURATION, "5ms", "a MEDIUM slice waiting this long (LOW: twice) is served before HIGH ones"));
 
     private CoreKey() {
     }

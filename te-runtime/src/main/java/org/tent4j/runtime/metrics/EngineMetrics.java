@@ -5,11 +5,18 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.DoubleSupplier;
 
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -26,6 +33,11 @@ import org.tent4j.api.TransferException;
  * <li>{@code tent4j_transfer_errors_total{transport,operation}} requests that ended other than COMPLETED</li>
  * <li>{@code tent4j_transfer_latency_seconds{transport,operation}} submit → completion histogram</li>
  * <li>{@code tent4j_transport_fallbacks_total{from,to}} requests carried by another transport than preferred</li>
+ * <li>{@code tent4j_transport_failovers_total{from,to}} slices moved to another transport after a failure</li>
+ * <li>{@code tent4j_path_bandwidth_bytes_per_second{peer,transport,path}} EWMA of each path's delivered bandwidth</li>
+ * <li>{@code tent4j_path_inflight_bytes{peer,transport,path}} bytes posted and not yet settled</li>
+ * <li>{@code tent4j_path_paused{peer,transport,path}} 1 while a failing path cools down</li>
+ * <li>{@code tent4j_path_slices_total{peer,transport,path,outcome}} slices completed / failed per path</li>
  * </ul>
  * Meters are created up front per (transport, operation), so recording allocates nothing.
  */
@@ -37,6 +49,7 @@ public final class EngineMetrics implements AutoCloseable {
     private final Counter[] requests;
     private final Counter[] errors;
     private final Timer[] latency;
+    private final Map<String, List<Meter>> pathMeters = new ConcurrentHashMap<>();
     private HttpServer server;
 
     public EngineMetrics(String segment, List<String> transports) {
@@ -76,6 +89,47 @@ public final class EngineMetrics implements AutoCloseable {
 
     public void fallback(String from, String to) {
         registry.counter("tent4j.transport.fallbacks", "segment", segment, "from", from, "to", to).increment();
+    }
+
+    public void failover(String from, String to) {
+        registry.counter("tent4j.transport.failovers", "segment", segment, "from", from, "to", to).increment();
+    }
+
+    /** What the scheduler knows of one path. */
+    public interface PathView {
+        String name();
+
+        double bandwidthBytesPerSecond();
+
+        double inflightBytes();
+
+        boolean paused();
+
+        double completedSlices();
+
+        double failedSlices();
+    }
+
+    /** (Re)registers the gauges of every path to {@code peer} over {@code transport}, replacing those of an older connection. */
+    public void paths(String peer, String transport, List<? extends PathView> paths) {
+        List<Meter> meters = new ArrayList<>();
+        for (PathView p : paths) {
+            String[] tags = {"segment", segment, "peer", peer, "transport", transport, "path", p.name()};
+            meters.add(Gauge.builder("tent4j.path.bandwidth", p, PathView::bandwidthBytesPerSecond).baseUnit("bytes.per.second").tags(tags).register(registry));
+            meters.add(Gauge.builder("tent4j.path.inflight", p, PathView::inflightBytes).baseUnit("bytes").tags(tags).register(registry));
+            meters.add(Gauge.builder("tent4j.path.paused", p, v -> v.paused() ? 1 : 0).tags(tags).register(registry));
+            meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::completedSlices).tags(tags).tag("outcome", "completed").register(registry));
+            meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::failedSlices).tags(tags).tag("outcome", "failed").register(registry));
+        }
+        List<Meter> old = pathMeters.put(peer + '\0' + transport, meters);
+        if (old != null) {
+            // An older connection's meters share names and tags; drop them so the new paths are the ones read.
+            for (Meter m : old) {
+                if (!meters.contains(m)) {
+                    registry.remove(m);
+                }
+            }
+        }
     }
 
     public PrometheusMeterRegistry registry() {

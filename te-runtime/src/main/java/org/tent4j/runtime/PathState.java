@@ -1,0 +1,128 @@
+package org.tent4j.runtime;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One path of a connection as the scheduler sees it: how fast it has been (EWMA of delivered bytes per nanosecond,
+ * measured between completions while busy so pipelining does not hide its speed), what is in flight on it, and its
+ * health. A path that fails {@link #PAUSE_AFTER} times in a row is paused with exponential cooldown; it is tried again
+ * when the cooldown ends and re-admitted on its first success.
+ */
+final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathView {
+    static final int PAUSE_AFTER = 3;
+    private static final double ALPHA = 0.2;
+    /** Assumed speed before the first measurement: 1 byte/ns = 1 GB/s. */
+    private static final double INITIAL_BANDWIDTH = 1.0;
+
+    final int index;
+    final String name;
+    final AtomicLong inflightBytes = new AtomicLong();
+    final AtomicInteger inflightSlices = new AtomicInteger();
+    final AtomicLong completedSlices = new AtomicLong();
+    final AtomicLong failedSlices = new AtomicLong();
+    private final long baseCooldownNanos;
+    private final long maxCooldownNanos;
+    private double bandwidth = INITIAL_BANDWIDTH;
+    private long lastCompletionNanos;
+    private int consecutiveFailures;
+    private long cooldownNanos;
+    private volatile long pausedUntilNanos;
+    private volatile boolean paused;
+
+    PathState(int index, String name, long baseCooldownNanos, long maxCooldownNanos) {
+        this.index = index;
+        this.name = name;
+        this.baseCooldownNanos = baseCooldownNanos;
+        this.maxCooldownNanos = maxCooldownNanos;
+    }
+
+    /** Whether slices may go here now (a paused path becomes eligible again, on probation, once its cooldown ends). */
+    boolean eligible(long now) {
+        return !paused || now - pausedUntilNanos >= 0;
+    }
+
+    @Override
+    public boolean paused() {
+        return paused;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public double inflightBytes() {
+        return inflightBytes.get();
+    }
+
+    @Override
+    public double completedSlices() {
+        return completedSlices.get();
+    }
+
+    @Override
+    public double failedSlices() {
+        return failedSlices.get();
+    }
+
+    /** Predicted nanoseconds until a slice of {@code length} posted now would complete here. */
+    synchronized double predictedNanos(long length) {
+        return (inflightBytes.get() + length) / bandwidth;
+    }
+
+    @Override
+    public synchronized double bandwidthBytesPerSecond() {
+        return bandwidth * 1e9;
+    }
+
+    void posted(long length) {
+        inflightBytes.addAndGet(length);
+        inflightSlices.incrementAndGet();
+    }
+
+    /** Records a success; returns whether this re-admitted a paused path. */
+    boolean completed(long length, long postNanos, long now) {
+        inflightBytes.addAndGet(-length);
+        inflightSlices.decrementAndGet();
+        completedSlices.incrementAndGet();
+        synchronized (this) {
+            long start = Math.max(postNanos, lastCompletionNanos);
+            long took = Math.max(1, now - start);
+            lastCompletionNanos = now;
+            double sample = (double) length / took;
+            bandwidth = bandwidth * (1 - ALPHA) + sample * ALPHA;
+            consecutiveFailures = 0;
+            cooldownNanos = 0;
+            if (paused) {
+                paused = false;
+                return true;
+            }
+            return false;
+        }
+    }
+
+    /** Records a failure; returns the cooldown in nanoseconds if this paused the path, else 0. */
+    long failed(long length, long now) {
+        inflightBytes.addAndGet(-length);
+        inflightSlices.decrementAndGet();
+        failedSlices.incrementAndGet();
+        synchronized (this) {
+            consecutiveFailures++;
+            if (consecutiveFailures < PAUSE_AFTER && !paused) {
+                return 0;
+            }
+            cooldownNanos = cooldownNanos == 0 ? baseCooldownNanos : Math.min(maxCooldownNanos, cooldownNanos * 2);
+            pausedUntilNanos = now + cooldownNanos;
+            paused = true;
+            return cooldownNanos;
+        }
+    }
+
+    /** A slice was taken back before it moved (canceled or rerouted). */
+    void withdrawn(long length) {
+        inflightBytes.addAndGet(-length);
+        inflightSlices.decrementAndGet();
+    }
+}

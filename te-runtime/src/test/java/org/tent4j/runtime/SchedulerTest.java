@@ -1,0 +1,169 @@
+package org.tent4j.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import org.tent4j.api.Batch;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.Priority;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+
+/** Spraying over paths, path health, failover between paths and transports, priorities, cancel and deadlines. */
+class SchedulerTest {
+    private final List<TransferEngine> engines = new ArrayList<>();
+
+    @AfterEach
+    void close() {
+        engines.forEach(TransferEngine::close);
+    }
+
+    private TransferEngine engine(Map<String, Object> settings) {
+        EngineConfig.Builder b = EngineTest.cfg();
+        settings.forEach(b::set);
+        TransferEngine e = TransferEngine.create(b.build());
+        engines.add(e);
+        return e;
+    }
+
+    private record Pair(TransferEngine initiator, RegisteredMemory local, RegisteredMemory remote, SegmentHandle seg) {
+    }
+
+    private Pair pair(long size, Map<String, Object> initiatorSettings) {
+        TransferEngine target = engine(Map.of());
+        TransferEngine initiator = engine(initiatorSettings);
+        RegisteredMemory remote = target.allocate(size, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate(size, Location.CPU, Permission.READ_WRITE);
+        EngineTest.fill(local.segment(), 17);
+        return new Pair(initiator, local, remote, initiator.openSegment(target.segmentName()));
+    }
+
+    private static PathGroup group(Pair p, String transport) {
+        TransferEngineImpl e = (TransferEngineImpl) p.initiator;
+        RemoteSegment s = (RemoteSegment) p.seg;
+        for (int i = 0; i < s.groups.length(); i++) {
+            PathGroup g = s.groups.get(i);
+            if (g != null && g.transport.id().equals(transport)) {
+                return g;
+            }
+        }
+        throw new AssertionError("no path group over " + transport + " in " + e);
+    }
+
+    @Test
+    void aFailingPathIsPausedAndEveryTaskStillCompletesIntact() {
+        Pair p = pair(8 << 20, Map.of("transports.inproc.paths", 3, "transports.inproc.fail_path", 1));
+        TransferStatus s = p.initiator.transfer(TransferRequest.builder(Opcode.WRITE, p.local.segment(), p.seg, p.remote.address())
+                .require("inproc").build());
+        assertEquals(TransferState.COMPLETED, s.state(), s.message());
+        assertEquals(8 << 20, s.bytesTransferred());
+        assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
+        PathGroup g = group(p, "inproc");
+        assertTrue(g.paths[1].paused(), "the failing path was not paused");
+        assertEquals(0, g.paths[1].completedSlices.get());
+        assertEquals(128, g.paths[0].completedSlices.get() + g.paths[2].completedSlices.get(), "a slice was counted twice or lost");
+        String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
+        assertTrue(scrape.contains("tent4j_path_paused{path=\"p1\""), scrape);
+    }
+
+    @Test
+    void aSlowPathGetsFewerSlices() {
+        Pair p = pair(16 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_path", 1,
+                "transports.inproc.slow_delay", "20ms", "paths.max_inflight", 4));
+        for (int i = 0; i < 4; i++) {
+            TransferStatus s = p.initiator.transfer(TransferRequest.write(p.local.segment(), p.seg, p.remote.address()));
+            assertEquals(TransferState.COMPLETED, s.state(), s.message());
+        }
+        PathGroup g = group(p, "inproc");
+        long fast = g.paths[0].completedSlices.get();
+        long slow = g.paths[1].completedSlices.get();
+        assertEquals(4 * 256, fast + slow); // 16 MiB in 64 KiB slices, four times
+        assertTrue(slow * 4 < fast, "slow path got " + slow + " slices, fast path " + fast);
+    }
+
+    @Test
+    void aTransportThatFailsHandsItsSlicesToTheNextOneCountedOnce() {
+        Pair p = pair(4 << 20, Map.of("transports.inproc.fail_after", 0));
+        TransferStatus s = p.initiator.transfer(TransferRequest.write(p.local.segment(), p.seg, p.remote.address()));
+        assertEquals(TransferState.COMPLETED, s.state(), s.message());
+        assertEquals(4 << 20, s.bytesTransferred());
+        assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
+        assertEquals(64, group(p, "inproc-b").paths[0].completedSlices.get());
+        String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
+        assertTrue(scrape.contains("tent4j_transport_failovers_total{from=\"inproc\""), scrape);
+    }
+
+    @Test
+    void requiringATransportForbidsFailoverAndTheBudgetEndsTheTask() {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.fail_after", 0));
+        TransferStatus s = p.initiator.transfer(TransferRequest.builder(Opcode.WRITE, p.local.segment(), p.seg, p.remote.address())
+                .require("inproc").build());
+        assertEquals(TransferState.FAILED, s.state());
+        assertEquals(ErrorCode.PEER_FAILED, s.error());
+        assertTrue(s.message().contains("injected failure"), s.message());
+    }
+
+    @Test
+    void lowPriorityIsNotStarvedByAFloodOfHighPriority() throws Exception {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.slow_delay", "3ms", "paths.max_inflight", 1, "qos.aging", "5ms"));
+        try (Batch b = p.initiator.allocateBatch(101)) {
+            List<TransferRequest> reqs = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                reqs.add(TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(i * 4096L, 4096), p.seg, p.remote.address() + i * 4096L)
+                        .require("inproc").build());
+            }
+            reqs.add(50, TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(900_000, 4096), p.seg, p.remote.address() + 900_000)
+                    .priority(Priority.LOW).require("inproc").build());
+            b.submit(reqs);
+            assertEquals(TransferState.COMPLETED, b.completion(50).get().state());
+            int highDone = 0;
+            for (int i = 0; i < 101; i++) {
+                if (i != 50 && b.status(i).state() == TransferState.COMPLETED) {
+                    highDone++;
+                }
+            }
+            assertTrue(highDone < 50, "the LOW task waited for " + highDone + " HIGH tasks");
+            assertEquals(TransferState.COMPLETED, b.await(Duration.ofSeconds(20)).state());
+        }
+    }
+
+    @Test
+    void cancelStopsWhatHasNotBeenPostedAndDeadlinesEndQueuedTasks() throws Exception {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.slow_delay", "5ms", "paths.max_inflight", 1));
+        MemorySegment untouched = p.remote.segment().asSlice(512 << 10, 256 << 10);
+        long before = EngineTest.crc(untouched);
+        try (Batch b = p.initiator.allocateBatch(3)) {
+            b.submit(List.of(
+                    TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(0, 256 << 10), p.seg, p.remote.address()).require("inproc").build(),
+                    TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(512 << 10, 256 << 10), p.seg, p.remote.address() + (512 << 10))
+                            .require("inproc").build(),
+                    TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(256 << 10, 4096), p.seg, p.remote.address() + (256 << 10))
+                            .require("inproc").timeout(Duration.ofMillis(2)).build()));
+            assertTrue(b.cancel(1));
+            TransferStatus all = b.await(Duration.ofSeconds(10));
+            assertEquals(TransferState.COMPLETED, b.status(0).state());
+            assertEquals(TransferState.CANCELED, b.status(1).state());
+            assertEquals(TransferState.TIMEOUT, b.status(2).state(), String.valueOf(b.status(2)));
+            assertEquals(TransferState.TIMEOUT, all.state());
+        }
+        Thread.sleep(50);
+        assertEquals(before, EngineTest.crc(untouched), "a canceled task's queued slices still moved");
+    }
+}
