@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(etcd-server redis-server
           libibverbs1 libibverbs-dev ibverbs-providers
           libfabric1 libfabric-dev libfabric-bin
-          libamdhip64-5
+          libamdhip64-5 libamdhip64-dev
           iperf3)
 missing=()
 for p in "${packages[@]}"; do

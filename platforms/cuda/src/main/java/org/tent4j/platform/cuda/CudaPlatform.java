@@ -43,8 +43,10 @@ final class CudaPlatform implements DevicePlatform {
     private final CudaRuntime cuda;
     private final int deviceCount;
     private volatile List<DeviceInfo> devices;
-    /** cudaMalloc blocks made here: base address → block; ordered so an interior address finds its block. */
-    private final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
+    /** The runtime's registry of blocks made through tent4j; ordered so an interior address finds its block. */
+    private final ConcurrentSkipListMap<Long, CudaRuntime.Block> deviceBlocks;
+    /** Device blocks this instance allocated, freed by {@link #close} if still live. */
+    private final Set<Long> ownedBlocks = ConcurrentHashMap.newKeySet();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
     private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
     /** Guards the two IPC maps; opening and closing mappings is rare and never on a data path. */
@@ -54,9 +56,6 @@ final class CudaPlatform implements DevicePlatform {
     /** Addresses handed out by {@link #openIpcHandle} → the handle they came from and how often handed out. */
     private final Map<Long, Mapping> mappings = new HashMap<>();
     private volatile boolean closed;
-
-    private record Block(long size, int device) {
-    }
 
     private static final class OpenedHandle {
         final long base;
@@ -81,6 +80,7 @@ final class CudaPlatform implements DevicePlatform {
     CudaPlatform(CudaRuntime cuda, int deviceCount) {
         this.cuda = cuda;
         this.deviceCount = deviceCount;
+        this.deviceBlocks = cuda.deviceBlocks;
     }
 
     @Override
@@ -144,16 +144,19 @@ final class CudaPlatform implements DevicePlatform {
         ensureOpen();
         checkDevice(device);
         checkSize(size);
+        int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
-            useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = cuda.malloc(out, size);
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaMalloc(" + size + " bytes on cuda:" + device + ")");
             }
             long address = out.get(ADDRESS, 0).address();
-            deviceBlocks.put(address, new Block(size, device));
+            deviceBlocks.put(address, new CudaRuntime.Block(size, device));
+            ownedBlocks.add(address);
             return MemorySegment.ofAddress(address).reinterpret(size);
+        } finally {
+            restore(previous, device);
         }
     }
 
@@ -165,6 +168,7 @@ final class CudaPlatform implements DevicePlatform {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cudaFree(0x" + Long.toHexString(address)
                     + ") refused: not allocated by this cuda platform, or freed already");
         }
+        ownedBlocks.remove(address);
         int rc = cuda.free(MemorySegment.ofAddress(address));
         if (rc != CudaRuntime.SUCCESS) {
             throw cuda.error(rc, "cudaFree(0x" + Long.toHexString(address) + ")");
@@ -258,8 +262,8 @@ final class CudaPlatform implements DevicePlatform {
     public DeviceStream createStream(int device) {
         ensureOpen();
         checkDevice(device);
+        int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
-            useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = cuda.streamCreateWithFlags(out, CudaRuntime.STREAM_NON_BLOCKING);
             if (rc != CudaRuntime.SUCCESS) {
@@ -268,6 +272,8 @@ final class CudaPlatform implements DevicePlatform {
             CudaStream stream = new CudaStream(cuda, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
             streams.add(stream);
             return stream;
+        } finally {
+            restore(previous, device);
         }
     }
 
@@ -282,7 +288,7 @@ final class CudaPlatform implements DevicePlatform {
         long length = deviceMemory.byteSize();
         long base;
         int device;
-        Map.Entry<Long, Block> own = deviceBlocks.floorEntry(address);
+        Map.Entry<Long, CudaRuntime.Block> own = deviceBlocks.floorEntry(address);
         if (own != null && address - own.getKey() <= own.getValue().size() - length) {
             base = own.getKey();
             device = own.getValue().device();
@@ -293,8 +299,13 @@ final class CudaPlatform implements DevicePlatform {
                         + Long.toHexString(address) + ") refused: memory is " + where.location() + ", not CUDA device memory");
             }
             device = where.location().index();
-            useDevice(device);
-            long[] range = cuda.driverAddressRange(address);
+            int previous = switchTo(device);
+            long[] range;
+            try {
+                range = cuda.driverAddressRange(address);
+            } finally {
+                restore(previous, device);
+            }
             if (range == null || address - range[0] > range[1] - length) {
                 throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cudaIpcGetMemHandle(0x"
                         + Long.toHexString(address) + ", " + length + " bytes) refused: the memory was not allocated by"
@@ -337,8 +348,13 @@ final class CudaPlatform implements DevicePlatform {
                     MemorySegment byValue = arena.allocate(CudaRuntime.IPC_MEM_HANDLE);
                     byValue.copyFrom(h.asSlice(0, CudaRuntime.IPC_HANDLE_BYTES));
                     MemorySegment out = arena.allocate(ADDRESS);
-                    useDevice(device);
-                    int rc = cuda.ipcOpenMemHandle(out, byValue, CudaRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+                    int previous = switchTo(device);
+                    int rc;
+                    try {
+                        rc = cuda.ipcOpenMemHandle(out, byValue, CudaRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+                    } finally {
+                        restore(previous, device);
+                    }
                     if (rc != CudaRuntime.SUCCESS) {
                         throw cuda.error(rc, "cudaIpcOpenMemHandle(on cuda:" + device + ", " + size + " bytes at offset "
                                 + offset + ")");
@@ -375,8 +391,13 @@ final class CudaPlatform implements DevicePlatform {
         OpenedHandle opened = openedHandles.get(handleKey);
         if (--opened.references == 0) {
             openedHandles.remove(handleKey);
-            useDevice(opened.device);
-            int rc = cuda.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
+            int previous = switchTo(opened.device);
+            int rc;
+            try {
+                rc = cuda.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
+            } finally {
+                restore(previous, opened.device);
+            }
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")");
             }
@@ -385,7 +406,7 @@ final class CudaPlatform implements DevicePlatform {
 
     /** Live allocations and mappings, for tests and diagnostics. */
     int liveAllocations() {
-        return deviceBlocks.size() + hostBlocks.size();
+        return ownedBlocks.size() + hostBlocks.size();
     }
 
     int liveIpcMappings() {
@@ -398,6 +419,27 @@ final class CudaPlatform implements DevicePlatform {
         int rc = cuda.setDevice(device);
         if (rc != CudaRuntime.SUCCESS) {
             throw cuda.error(rc, "cudaSetDevice(" + device + ")");
+        }
+    }
+
+    /**
+     * Makes {@code device} current on this thread and returns the device that was, so the caller can put it back:
+     * the current device is per-thread state that other CUDA code on the application's threads relies on.
+     */
+    private int switchTo(int device) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            int previous = cuda.getDevice(out) == CudaRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
+            if (previous != device) {
+                useDevice(device);
+            }
+            return previous;
+        }
+    }
+
+    private void restore(int previous, int device) {
+        if (previous >= 0 && previous != device && cuda.setDevice(previous) != CudaRuntime.SUCCESS) {
+            cuda.clearLastError();
         }
     }
 
@@ -438,12 +480,15 @@ final class CudaPlatform implements DevicePlatform {
             openedHandles.clear();
             mappings.clear();
         }
-        if (!deviceBlocks.isEmpty() || !hostBlocks.isEmpty()) {
+        if (!ownedBlocks.isEmpty() || !hostBlocks.isEmpty()) {
             LOG.warn("cuda platform closed with {} device and {} host allocations still live; freeing them",
-                    deviceBlocks.size(), hostBlocks.size());
+                    ownedBlocks.size(), hostBlocks.size());
         }
-        for (Long address : List.copyOf(deviceBlocks.keySet())) {
-            deviceBlocks.remove(address);
+        for (Long address : List.copyOf(ownedBlocks)) {
+            ownedBlocks.remove(address);
+            if (deviceBlocks.remove(address) == null) {
+                continue;
+            }
             quietly(() -> cuda.check(cuda.free(MemorySegment.ofAddress(address)),
                     "cudaFree(0x" + Long.toHexString(address) + ")"), "device allocation");
         }

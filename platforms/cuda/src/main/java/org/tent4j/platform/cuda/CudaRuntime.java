@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
@@ -139,6 +140,14 @@ final class CudaRuntime {
     private final MethodHandle getErrorString;
     private volatile MethodHandle driverAddressRange;
     private volatile boolean driverLookedUp;
+    /**
+     * cudaMalloc blocks made through tent4j in this process, base address → block, shared by every platform opened
+     * on this runtime: CUDA memory belongs to the process, so one platform may export what another allocated.
+     */
+    final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
+
+    record Block(long size, int device) {
+    }
 
     private CudaRuntime(NativeLibrary library) throws Availability.UnavailableException {
         this.library = library;
@@ -439,12 +448,17 @@ final class CudaRuntime {
         if (!driverLookedUp) {
             synchronized (this) {
                 if (!driverLookedUp) {
-                    try {
-                        NativeLibrary driver = NativeLibrary.open("libcuda.so.1", DRIVER_LIBRARIES);
-                        driverAddressRange = driver.bindOptional(DRIVER_ADDRESS_RANGE, DRIVER_ADDRESS_RANGE_DESCRIPTOR)
-                                .orElse(null);
-                    } catch (Availability.UnavailableException e) {
-                        driverAddressRange = null;
+                    // a runtime library never exports driver functions; a test stand-in for both may
+                    driverAddressRange = library.bindOptional(DRIVER_ADDRESS_RANGE, DRIVER_ADDRESS_RANGE_DESCRIPTOR)
+                            .orElse(null);
+                    if (driverAddressRange == null) {
+                        try {
+                            NativeLibrary driver = NativeLibrary.open("libcuda.so.1", DRIVER_LIBRARIES);
+                            driverAddressRange = driver.bindOptional(DRIVER_ADDRESS_RANGE, DRIVER_ADDRESS_RANGE_DESCRIPTOR)
+                                    .orElse(null);
+                        } catch (Availability.UnavailableException e) {
+                            driverAddressRange = null;
+                        }
                     }
                     driverLookedUp = true;
                 }

@@ -80,6 +80,7 @@ final class HipRuntime {
         f.put("hipDeviceTotalMem", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
         f.put("hipDeviceGetPCIBusId", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
         f.put("hipSetDevice", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        f.put("hipGetDevice", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         f.put("hipMalloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
         f.put("hipFree", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         f.put("hipHostMalloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
@@ -107,6 +108,7 @@ final class HipRuntime {
     private final MethodHandle deviceTotalMem;
     private final MethodHandle deviceGetPciBusId;
     private final MethodHandle setDevice;
+    private final MethodHandle getDevice;
     private final MethodHandle malloc;
     private final MethodHandle free;
     private final MethodHandle hostMalloc;
@@ -133,6 +135,7 @@ final class HipRuntime {
         deviceTotalMem = bind("hipDeviceTotalMem");
         deviceGetPciBusId = bind("hipDeviceGetPCIBusId");
         setDevice = bind("hipSetDevice");
+        getDevice = bind("hipGetDevice");
         malloc = bind("hipMalloc");
         free = bind("hipFree");
         hostMalloc = bind("hipHostMalloc");
@@ -266,6 +269,14 @@ final class HipRuntime {
             return (int) setDevice.invokeExact(device);
         } catch (Throwable t) {
             throw callFailed("hipSetDevice", t);
+        }
+    }
+
+    int getDevice(MemorySegment device) {
+        try {
+            return (int) getDevice.invokeExact(device);
+        } catch (Throwable t) {
+            throw callFailed("hipGetDevice", t);
         }
     }
 

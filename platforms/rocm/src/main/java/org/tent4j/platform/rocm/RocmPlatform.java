@@ -136,8 +136,8 @@ final class RocmPlatform implements DevicePlatform {
         ensureOpen();
         checkDevice(device);
         checkSize(size);
+        int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
-            useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = hip.malloc(out, size);
             if (rc != HipRuntime.SUCCESS) {
@@ -146,6 +146,8 @@ final class RocmPlatform implements DevicePlatform {
             long address = out.get(ADDRESS, 0).address();
             deviceBlocks.put(address, new Block(size, device));
             return MemorySegment.ofAddress(address).reinterpret(size);
+        } finally {
+            restore(previous, device);
         }
     }
 
@@ -267,8 +269,8 @@ final class RocmPlatform implements DevicePlatform {
     public DeviceStream createStream(int device) {
         ensureOpen();
         checkDevice(device);
+        int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
-            useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = hip.streamCreateWithFlags(out, HipRuntime.STREAM_NON_BLOCKING);
             if (rc != HipRuntime.SUCCESS) {
@@ -277,6 +279,8 @@ final class RocmPlatform implements DevicePlatform {
             RocmStream stream = new RocmStream(hip, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
             streams.add(stream);
             return stream;
+        } finally {
+            restore(previous, device);
         }
     }
 
@@ -357,9 +361,14 @@ final class RocmPlatform implements DevicePlatform {
                     MemorySegment byValue = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
                     byValue.copyFrom(h.asSlice(0, HipRuntime.IPC_HANDLE_BYTES));
                     MemorySegment out = arena.allocate(ADDRESS);
-                    useDevice(device);
-                    int rc = hip.ipcOpenMemHandle(out, byValue, runtimeMajor >= 6
-                            ? HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V6 : HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5);
+                    int previous = switchTo(device);
+                    int rc;
+                    try {
+                        rc = hip.ipcOpenMemHandle(out, byValue, runtimeMajor >= 6
+                                ? HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V6 : HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5);
+                    } finally {
+                        restore(previous, device);
+                    }
                     if (rc != HipRuntime.SUCCESS) {
                         throw hip.error(rc, "hipIpcOpenMemHandle(on rocm:" + device + ", " + size + " bytes at offset "
                                 + offset + ")");
@@ -396,8 +405,13 @@ final class RocmPlatform implements DevicePlatform {
         OpenedHandle opened = openedHandles.get(handleKey);
         if (--opened.references == 0) {
             openedHandles.remove(handleKey);
-            useDevice(opened.device);
-            int rc = hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
+            int previous = switchTo(opened.device);
+            int rc;
+            try {
+                rc = hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
+            } finally {
+                restore(previous, opened.device);
+            }
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")");
             }
@@ -419,6 +433,27 @@ final class RocmPlatform implements DevicePlatform {
         int rc = hip.setDevice(device);
         if (rc != HipRuntime.SUCCESS) {
             throw hip.error(rc, "hipSetDevice(" + device + ")");
+        }
+    }
+
+    /**
+     * Makes {@code device} current on this thread and returns the device that was, so the caller can put it back:
+     * the current device is per-thread state that other HIP code on the application's threads relies on.
+     */
+    private int switchTo(int device) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            int previous = hip.getDevice(out) == HipRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
+            if (previous != device) {
+                useDevice(device);
+            }
+            return previous;
+        }
+    }
+
+    private void restore(int previous, int device) {
+        if (previous >= 0 && previous != device && hip.setDevice(previous) != HipRuntime.SUCCESS) {
+            hip.clearLastError();
         }
     }
 

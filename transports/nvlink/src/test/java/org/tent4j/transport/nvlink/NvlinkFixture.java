@@ -1,0 +1,55 @@
+package org.tent4j.transport.nvlink;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.tent4j.api.Opcode;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.platform.DevicePlatformProvider;
+import org.tent4j.testkit.transport.TestSlice;
+import org.tent4j.testkit.transport.TestTransportContext;
+
+/** One engine's worth of nvlink under test: a context, the transport, and what it published. */
+final class NvlinkFixture implements AutoCloseable {
+    final TestTransportContext context;
+    final NvlinkTransport transport;
+    final List<BufferDescriptor> published = new ArrayList<>();
+
+    NvlinkFixture(String segment, String machine, List<DevicePlatformProvider> platforms, Map<String, String> options) {
+        NvlinkTransportProvider provider = new NvlinkTransportProvider(() -> platforms);
+        context = new TestTransportContext(segment, machine, NvlinkTransportProvider.ID, provider.options(), options,
+                Duration.ofSeconds(10));
+        transport = (NvlinkTransport) provider.create(context);
+    }
+
+    /** Registers {@code buffer} with nvlink and records what peers would see. */
+    BufferDescriptor register(DeviceBuffer buffer) {
+        Map<String, String> attributes = transport.registerBuffer(buffer).orElseThrow();
+        BufferDescriptor d = buffer.describe(attributes);
+        published.add(d);
+        return d;
+    }
+
+    SegmentDescriptor descriptor(long version) {
+        return new SegmentDescriptor(context.segmentName(), context.machineId(), "127.0.0.1", 0,
+                List.of(NvlinkTransportProvider.ID), Map.of(NvlinkTransportProvider.ID, transport.segmentAttributes()),
+                published, version);
+    }
+
+    static TestSlice slice(Opcode op, LocalBuffer local, long localOffset, BufferDescriptor remote, long remoteOffset,
+                           long length) {
+        return new TestSlice(op, local, localOffset, remote, remote.address() + remoteOffset, length,
+                System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+    }
+
+    @Override
+    public void close() {
+        transport.close();
+        context.close();
+    }
+}
