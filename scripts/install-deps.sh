@@ -5,7 +5,7 @@
 #   iperf3 for the baseline in docs/PERFORMANCE.md.
 set -euo pipefail
 packages=(etcd-server redis-server
-          libibverbs1 libibverbs-dev ibverbs-providers
+          libibverbs1 libibverbs-dev ibverbs-providers ibverbs-utils rdma-core
           libfabric1 libfabric-dev libfabric-bin
           libamdhip64-5 libamdhip64-dev
           iperf3)

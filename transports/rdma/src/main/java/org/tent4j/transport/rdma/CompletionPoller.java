@@ -25,7 +25,7 @@ final class CompletionPoller implements Runnable {
     private static final int SPIN_POLLS = 200;
     private static final int YIELD_POLLS = 200;
     private static final long MIN_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
-    private static final long MAX_BUSY_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
+    private static final long MAX_BUSY_PARK_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
 
     private final String device;
     private final CompletionSource source;
@@ -81,6 +81,11 @@ final class CompletionPoller implements Runnable {
         }
     }
 
+    /** Whether the calling thread is this poller's (which must not wait for its own completions). */
+    boolean isPollerThread() {
+        return Thread.currentThread() == thread;
+    }
+
     /** Set when the completion queue itself failed; nothing on this device can complete after that. */
     String queueFailure() {
         return queueFailure;
@@ -113,7 +118,10 @@ final class CompletionPoller implements Runnable {
             } else if (idle <= SPIN_POLLS + YIELD_POLLS) {
                 Thread.yield();
             } else if (slots.occupied() > 0) {
+                // work is in flight but quiet: sleep briefly, growing; a new post wakes us at once
+                parked = true;
                 LockSupport.parkNanos(this, park);
+                parked = false;
                 park = Math.min(park * 2, MAX_BUSY_PARK_NANOS);
             } else {
                 parked = true;

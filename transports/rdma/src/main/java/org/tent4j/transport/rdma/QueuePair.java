@@ -1,12 +1,10 @@
 package org.tent4j.transport.rdma;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One RC queue pair: its verbs handle, the post_send function read from its context once, the credit count that keeps
- * posts within its send-queue depth, and whether it broke.
+ * One RC queue pair: its verbs, the credit count that keeps posts within its send-queue depth, whether it broke, and
+ * the connection it belongs to.
  */
 final class QueuePair implements Lane {
     /** Who is told when credit frees up or the QP breaks (the connection the QP belongs to). */
@@ -20,8 +18,7 @@ final class QueuePair implements Lane {
     }
 
     private final RdmaDevice device;
-    private final MemorySegment handle;
-    private final MemorySegment postSendFunction;
+    private final QueuePairVerbs verbs;
     private final int qpNum;
     private final int psn;
     private final int remoteDevice;
@@ -32,11 +29,10 @@ final class QueuePair implements Lane {
     private volatile String remote = "unconnected";
     private boolean destroyed;
 
-    QueuePair(RdmaDevice device, MemorySegment handle, int qpNum, int psn, int remoteDevice, int depth) {
+    QueuePair(RdmaDevice device, QueuePairVerbs verbs, int psn, int remoteDevice, int depth) {
         this.device = device;
-        this.handle = handle;
-        this.postSendFunction = VerbsLibrary.postSendFunction(handle);
-        this.qpNum = qpNum;
+        this.verbs = verbs;
+        this.qpNum = verbs.qpNum();
         this.psn = psn;
         this.remoteDevice = remoteDevice;
         this.depth = depth;
@@ -46,12 +42,8 @@ final class QueuePair implements Lane {
         return device;
     }
 
-    MemorySegment handle() {
-        return handle;
-    }
-
-    MemorySegment postSendFunction() {
-        return postSendFunction;
+    QueuePairVerbs verbs() {
+        return verbs;
     }
 
     int qpNum() {
@@ -91,16 +83,12 @@ final class QueuePair implements Lane {
     }
 
     private void modify(QpTransitions.QpModify m, String step) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment attr = a.allocate(Verbs.IBV_QP_ATTR);
-            m.writeTo(attr);
-            int rc = device.verbs().modifyQp(handle, attr, m.mask());
-            if (rc != 0) {
-                int errno = rc > 0 ? rc : -rc;
-                throw new VerbsException("ibv_modify_qp(" + device.name() + " qp 0x" + Integer.toHexString(qpNum)
-                        + " -> " + step + ", mask 0x" + Integer.toHexString(m.mask()) + ") failed: "
-                        + device.verbs().describeErrno(errno), errno);
-            }
+        int rc = verbs.modify(m);
+        if (rc != 0) {
+            int errno = rc > 0 ? rc : -rc;
+            throw new VerbsException("ibv_modify_qp(" + device.name() + " qp 0x" + Integer.toHexString(qpNum) + " -> "
+                    + step + ", mask 0x" + Integer.toHexString(m.mask()) + ") failed: " + Errno.describe(errno),
+                    errno);
         }
     }
 
@@ -112,7 +100,7 @@ final class QueuePair implements Lane {
     synchronized void destroy() {
         if (!destroyed) {
             destroyed = true;
-            RdmaDevice.quietly(() -> device.verbs().destroyQp(handle));
+            RdmaDevice.quietly(verbs::destroy);
         }
     }
 

@@ -30,17 +30,10 @@ final class RdmaDevice implements AutoCloseable {
     static final int NO_ROOM = 1;
     static final int FAILED = 2;
 
-    private final VerbsLibrary verbs;
+    private final DeviceVerbs verbs;
     private final String name;
     private final int index;
-    private final MemorySegment context;
-    private final MemorySegment pd;
-    private final MemorySegment cq;
-    private final Arena arena;
-    private final int port;
     private final int lid;
-    private final int linkLayer;
-    private final int gidIndex;
     private final byte[] gid;
     private final int mtu;
     private final long maxMessageSize;
@@ -51,32 +44,32 @@ final class RdmaDevice implements AutoCloseable {
     private final SlotTable slots;
     private final WorkRequests requests;
     private final CompletionPoller poller;
+    private final Runnable onClose;
 
-    private RdmaDevice(VerbsLibrary verbs, String name, int index, MemorySegment context, MemorySegment pd,
-                       MemorySegment cq, Arena arena, PortInfo portInfo, DeviceLimits limits, RdmaOptions options,
-                       int cqEntries, Runnable periodic) {
+    /**
+     * @param completions where this device's completions are polled from
+     * @param cqEntries   completion-queue size, and so the slot count
+     * @param periodic    run on every poller sweep
+     * @param onClose     releases what the opener allocated beyond {@code verbs} (may be null)
+     */
+    RdmaDevice(String name, int index, DeviceVerbs verbs, CompletionSource completions, PortInfo portInfo,
+               DeviceLimits limits, RdmaOptions options, int cqEntries, Runnable periodic, Runnable onClose) {
         this.verbs = verbs;
         this.name = name;
         this.index = index;
-        this.context = context;
-        this.pd = pd;
-        this.cq = cq;
-        this.arena = arena;
-        this.port = options.port();
         this.lid = portInfo.lid();
-        this.linkLayer = portInfo.linkLayer();
-        this.gidIndex = portInfo.gidIndex();
         this.gid = portInfo.gid();
         this.mtu = Math.min(options.pathMtuEnum(), portInfo.activeMtu());
         this.maxMessageSize = portInfo.maxMessageSize();
         this.maxMrSize = limits.maxMrSize();
         this.sendQueueDepth = Math.min(options.maxQpWr(), limits.maxQpWr());
         this.maxSge = Math.min(options.maxSge(), limits.maxSge());
-        this.path = QpTransitions.pathSettings(options, gidIndex, limits.maxQpRdAtom(), limits.maxQpInitRdAtom());
+        this.path = QpTransitions.pathSettings(options, portInfo.gidIndex(), limits.maxQpRdAtom(),
+                limits.maxQpInitRdAtom());
         this.slots = new SlotTable(cqEntries);
         this.requests = new WorkRequests(cqEntries);
-        this.poller = new CompletionPoller(name, new VerbsCompletionQueue(verbs, cq, POLL_BATCH, arena), slots,
-                POLL_BATCH, periodic);
+        this.poller = new CompletionPoller(name, completions, slots, POLL_BATCH, periodic);
+        this.onClose = onClose;
     }
 
     record PortInfo(int state, int activeMtu, int lid, int linkLayer, int gidTableLength, long maxMessageSize,
@@ -112,9 +105,10 @@ final class RdmaDevice implements AutoCloseable {
             pd = verbs.allocPd(context, name);
             int cqEntries = Math.min(options.cqSize(), limits.maxCqe());
             cq = verbs.createCq(context, cqEntries, name);
-            RdmaDevice d = new RdmaDevice(verbs, name, index, context, pd, cq, arena, portInfo, limits, options,
-                    cqEntries, periodic);
-            d.poller.start();
+            RdmaDevice d = new RdmaDevice(name, index, new NativeDeviceVerbs(verbs, name, context, pd, cq),
+                    new VerbsCompletionQueue(verbs, cq, POLL_BATCH, arena), portInfo, limits, options, cqEntries,
+                    periodic, arena::close);
+            d.start();
             LOG.info("rdma: opened {} port {} ({}, lid {}, gid[{}] {}, mtu {}, cq {}, sq depth {})", name,
                     options.port(), portInfo.linkLayer() == Verbs.IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
                     portInfo.lid(), portInfo.gidIndex(), Verbs.gidToString(portInfo.gid()), Verbs.mtuBytes(d.mtu),
@@ -122,7 +116,8 @@ final class RdmaDevice implements AutoCloseable {
             return d;
         } catch (RuntimeException e) {
             if (cq != null) {
-                quietly(() -> verbs.destroyCq(cq));
+                MemorySegment c = cq;
+                quietly(() -> verbs.destroyCq(c));
             }
             if (pd != null) {
                 MemorySegment p = pd;
@@ -132,6 +127,12 @@ final class RdmaDevice implements AutoCloseable {
             arena.close();
             throw e;
         }
+    }
+
+    /** Starts the completion poller. */
+    RdmaDevice start() {
+        poller.start();
+        return this;
     }
 
     static DeviceLimits queryLimits(VerbsLibrary verbs, MemorySegment context, String name) {
@@ -246,12 +247,8 @@ final class RdmaDevice implements AutoCloseable {
         return poller;
     }
 
-    VerbsLibrary verbs() {
+    DeviceVerbs verbs() {
         return verbs;
-    }
-
-    boolean isEthernet() {
-        return linkLayer == Verbs.IBV_LINK_LAYER_ETHERNET;
     }
 
     /** Registers {@code [address, address + length)} in this device's PD. */
@@ -260,36 +257,23 @@ final class RdmaDevice implements AutoCloseable {
             throw new VerbsException("buffer of " + length + " bytes exceeds " + name + "'s max_mr_size "
                     + maxMrSize, 0);
         }
-        MemorySegment mr = verbs.regMr(pd, address, length, access, name + ", 0x" + Long.toHexString(address)
-                + " +" + length + ", access 0x" + Integer.toHexString(access));
-        return new MemoryRegion(mr, mr.get(JAVA_INT, Verbs.MR_LKEY), mr.get(JAVA_INT, Verbs.MR_RKEY));
+        return verbs.register(address, length, access, name + ", 0x" + Long.toHexString(address) + " +" + length
+                + ", access 0x" + Integer.toHexString(access));
     }
 
     void deregister(MemoryRegion region) {
-        verbs.deregMr(region.handle());
+        verbs.deregister(region);
     }
 
-    /** A registered region: the {@code ibv_mr} and its keys. */
+    /** A registered region: the {@code ibv_mr} (NULL for a test double) and its keys. */
     record MemoryRegion(MemorySegment handle, int lkey, int rkey) {
     }
 
     /** Creates an RC QP on this device's PD and CQ, in RESET, with a random first PSN. */
     QueuePair createQueuePair(int remoteDevice) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment init = a.allocate(Verbs.IBV_QP_INIT_ATTR);
-            init.set(java.lang.foreign.ValueLayout.ADDRESS, Verbs.QP_INIT_ATTR_SEND_CQ, cq);
-            init.set(java.lang.foreign.ValueLayout.ADDRESS, Verbs.QP_INIT_ATTR_RECV_CQ, cq);
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_MAX_SEND_WR, sendQueueDepth);
-            // one-sided only: nothing is ever received, but providers reject a zero-depth receive queue
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_MAX_RECV_WR, 1);
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_MAX_SEND_SGE, maxSge);
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_MAX_RECV_SGE, 1);
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_QP_TYPE, Verbs.IBV_QPT_RC);
-            init.set(JAVA_INT, Verbs.QP_INIT_ATTR_SQ_SIG_ALL, 0);
-            MemorySegment qp = verbs.createQp(pd, init, name);
-            int psn = ThreadLocalRandom.current().nextInt(1 << 24);
-            return new QueuePair(this, qp, qp.get(JAVA_INT, Verbs.QP_QP_NUM), psn, remoteDevice, sendQueueDepth);
-        }
+        QueuePairVerbs qp = verbs.createQueuePair(sendQueueDepth, maxSge);
+        int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+        return new QueuePair(this, qp, psn, remoteDevice, sendQueueDepth);
     }
 
     /**
@@ -311,12 +295,12 @@ final class RdmaDevice implements AutoCloseable {
         int i = SlotTable.index(wrId);
         MemorySegment wr = requests.fill(i, wrId, opcode, localAddress, (int) slice.length(), lkey, remoteAddress,
                 rkey);
-        int rc = verbs.postSend(qp.postSendFunction(), qp.handle(), wr, requests.badRequest(i));
+        int rc = qp.verbs().postSend(wr, requests.badRequest(i));
         if (rc != 0) {
             Slice mine = slots.take(wrId);
             slots.free(wrId);
             qp.release();
-            String cause = "ibv_post_send failed: " + verbs.describeErrno(rc);
+            String cause = "ibv_post_send failed: " + Errno.describe(rc > 0 ? rc : -rc);
             qp.broken(cause);
             if (mine != null) {
                 mine.fail(ErrorCode.PEER_FAILED, CompletionPoller.describe(mine, qp) + ": " + cause);
@@ -330,11 +314,11 @@ final class RdmaDevice implements AutoCloseable {
     @Override
     public void close() {
         poller.stop();
-        quietly(() -> verbs.destroyCq(cq));
-        quietly(() -> verbs.deallocPd(pd));
-        quietly(() -> verbs.closeDevice(context));
+        verbs.close();
         requests.close();
-        arena.close();
+        if (onClose != null) {
+            onClose.run();
+        }
     }
 
     static void quietly(Runnable r) {

@@ -103,12 +103,13 @@ final class SlotTable {
      */
     Slice take(long wrId) {
         int i = index(wrId);
-        if (wrId < 0 || i >= capacity || !state.compareAndSet(i, wrId, wrId | DETACHED)) {
+        if (wrId < 0 || i >= capacity || state.get(i) != wrId) {
             return null;
         }
+        // read before detaching: once detached, the poller may free the slot and a poster refill it at any moment.
+        // If the CAS below succeeds the state never left wrId, so this is still the slice posted under wrId.
         Slice s = slices[i];
-        slices[i] = null;
-        return s;
+        return state.compareAndSet(i, wrId, wrId | DETACHED) ? s : null;
     }
 
     /**

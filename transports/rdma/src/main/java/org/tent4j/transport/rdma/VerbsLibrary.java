@@ -34,7 +34,7 @@ final class VerbsLibrary {
     private static final VarHandle ERRNO = CAPTURE.varHandle(PathElement.groupElement("errno"));
     private static final Linker.Option ERRNO_OPTION = Linker.Option.captureCallState("errno");
 
-    private static final Object INSTANCE = loadOnce();
+    private static final Object INSTANCE = tryLoad(LIBRARY);
 
     private final MethodHandle getDeviceList;
     private final MethodHandle freeDeviceList;
@@ -54,7 +54,6 @@ final class VerbsLibrary {
     private final MethodHandle createQp;
     private final MethodHandle modifyQp;
     private final MethodHandle destroyQp;
-    private final MethodHandle strerror;
 
     // calls through function pointers read from the context's tables; the first argument is the function address
     private final MethodHandle queryPortOp;
@@ -85,8 +84,6 @@ final class VerbsLibrary {
         createQp = bind(lib, "ibv_create_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), ERRNO_OPTION);
         modifyQp = bind(lib, "ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         destroyQp = bind(lib, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        strerror = LINKER.downcallHandle(LINKER.defaultLookup().find("strerror").orElseThrow(),
-                FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
         queryPortOp = LINKER.downcallHandle(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG));
         // the data path: short, non-blocking provider calls, so no thread-state transition
@@ -109,12 +106,13 @@ final class VerbsLibrary {
         throw (VerbsException) INSTANCE;
     }
 
-    private static Object loadOnce() {
+    /** The bound library, or the {@link VerbsException} saying why {@code library} cannot be used. */
+    static Object tryLoad(String library) {
         SymbolLookup lookup;
         try {
-            lookup = SymbolLookup.libraryLookup(LIBRARY, Arena.global());
+            lookup = SymbolLookup.libraryLookup(library, Arena.global());
         } catch (IllegalArgumentException e) {
-            return new VerbsException(LIBRARY + " not found", 0);
+            return new VerbsException(library + " not found", 0);
         }
         try {
             return new VerbsLibrary(lookup);
@@ -383,16 +381,7 @@ final class VerbsLibrary {
 
     /** "errno 38 (Function not implemented)". */
     String describeErrno(int errno) {
-        return "errno " + errno + " (" + strerror(errno) + ")";
-    }
-
-    synchronized String strerror(int errno) {
-        try {
-            MemorySegment text = (MemorySegment) strerror.invokeExact(errno);
-            return text.equals(MemorySegment.NULL) ? "unknown error" : text.reinterpret(Long.MAX_VALUE).getString(0);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return Errno.describe(errno);
     }
 
     private void check(int rc, String call) {
