@@ -5,8 +5,9 @@ import java.util.Optional;
 
 /**
  * A key-value store engines publish segment descriptors into. Keys are '/'-separated strings; values are opaque bytes
- * (the runtime stores compact JSON). Thread-safe. Every failure is a
- * {@link org.tent4j.api.TransferException} with code METADATA_UNAVAILABLE whose message names {@link #uri()}.
+ * (the runtime stores compact JSON). Thread-safe. A store that cannot be reached fails with a
+ * {@link org.tent4j.api.TransferException} with code METADATA_UNAVAILABLE whose message names {@link #uri()};
+ * bad arguments fail with INVALID_ARGUMENT.
  */
 public interface MetadataStore extends AutoCloseable {
 
@@ -17,7 +18,8 @@ public interface MetadataStore extends AutoCloseable {
 
     /**
      * Stores a value. With a positive {@code ttl} the key disappears by itself unless {@code put} is called again
-     * (or the lease kept alive) within {@code ttl}; {@link Duration#ZERO} stores it with no expiry.
+     * (or the lease kept alive) within {@code ttl}; {@link Duration#ZERO} stores it with no expiry. A backend may round
+     * the TTL up to its own granularity (etcd: whole seconds, at least 2 s).
      */
     void put(String key, byte[] value, Duration ttl);
 
@@ -26,7 +28,8 @@ public interface MetadataStore extends AutoCloseable {
 
     /**
      * Calls {@code listener} for every change of {@code key} (put, delete, or expiry) until the returned handle is
-     * closed. Delivery is at least once and in order per key; the listener runs on a store thread.
+     * closed. Delivery is at least once and in order per key; a put that leaves the value unchanged (a TTL refresh)
+     * need not be reported. The listener runs on a store thread.
      */
     Watch watch(String key, MetadataListener listener);
 

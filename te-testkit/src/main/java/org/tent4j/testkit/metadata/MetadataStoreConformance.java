@@ -224,6 +224,9 @@ public abstract class MetadataStoreConformance {
         }
         assertEquals(List.of(new WatchRecorder.Event(k, bytes("v1")), new WatchRecorder.Event(k, bytes("v2")),
                 new WatchRecorder.Event(k, null)), rec.distinctInOrder());
+        String caller = Thread.currentThread().getName();
+        assertFalse(rec.threadNames().contains(caller), "the listener must run on a store thread, not the writer's: "
+                + rec.threadNames());
     }
 
     private byte[] write(String k, String value) {
@@ -312,7 +315,7 @@ public abstract class MetadataStoreConformance {
         store.put(kept, bytes("alive"), TTL);
         store.put(made, bytes("ttl first"), TTL);
         store.put(made, bytes("permanent now"), Duration.ZERO);
-        long interval = TTL.toMillis() / 3;
+        long interval = TTL.toMillis() / 4;
         // re-put well before each expiry, as a publisher keeping its descriptor alive would, for over twice the TTL
         long end = System.nanoTime() + TTL.toNanos() * 2 + TimeUnit.MILLISECONDS.toNanos(500);
         int rounds = 0;

@@ -51,8 +51,8 @@ final class ServerProcess {
     }
 
     /**
-     * Finds {@code binaryName} (system property {@code tent4j.<name>.binary}, then /usr/bin, then PATH) and creates a
-     * temp work dir. A missing binary fails with the apt package that provides it.
+     * Finds {@code binaryName} (the system property {@code tent4j.<name>.binary} if set, else /usr/bin, then PATH) and
+     * creates a temp work dir. A missing binary fails with the apt package that provides it.
      */
     static ServerProcess create(String name, String binaryName, String aptPackage) {
         Path binary = locate(name, binaryName, aptPackage);
@@ -68,10 +68,15 @@ final class ServerProcess {
 
     private static Path locate(String name, String binaryName, String aptPackage) {
         String override = System.getProperty("tent4j." + name + ".binary");
-        List<Path> tried = new ArrayList<>();
         if (override != null && !override.isBlank()) {
-            tried.add(Paths.get(override));
+            Path p = Paths.get(override);
+            if (Files.isRegularFile(p) && Files.isExecutable(p)) {
+                return p;
+            }
+            throw new IllegalStateException(binaryName + " not found at " + p + " (set by -Dtent4j." + name
+                    + ".binary); install it with: apt-get install -y --no-install-recommends " + aptPackage);
         }
+        List<Path> tried = new ArrayList<>();
         tried.add(Paths.get("/usr/bin", binaryName));
         String path = System.getenv("PATH");
         if (path != null) {

@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
@@ -61,6 +62,9 @@ final class EtcdMetadataStore implements MetadataStore {
     private final ReentrantLock[] stripes = new ReentrantLock[LOCK_STRIPES];
     private final Set<EtcdWatch> watches = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService rewatcher;
+    private final ChannelReconnect reconnect;
+    /** Whether the last call failed, so the next one should not wait out gRPC's reconnect backoff. */
+    private volatile boolean failing;
     private volatile boolean closed;
 
     EtcdMetadataStore(EtcdAddress address, Client client, Duration timeout) {
@@ -70,6 +74,7 @@ final class EtcdMetadataStore implements MetadataStore {
         this.leases = client.getLeaseClient();
         this.watchClient = client.getWatchClient();
         this.timeout = timeout;
+        this.reconnect = ChannelReconnect.of(client, address.masked());
         for (int i = 0; i < stripes.length; i++) {
             stripes[i] = new ReentrantLock();
         }
@@ -82,7 +87,7 @@ final class EtcdMetadataStore implements MetadataStore {
 
     /** Reads a probe key within {@code probeTimeout}; fails with METADATA_UNAVAILABLE if etcd does not answer. */
     void probe(Duration probeTimeout) {
-        await(kv.get(bytes("tent4j/probe")), probeTimeout, "probe read of", "tent4j/probe");
+        await(() -> kv.get(bytes("tent4j/probe")), probeTimeout, "probe read of", "tent4j/probe");
     }
 
     @Override
@@ -94,7 +99,7 @@ final class EtcdMetadataStore implements MetadataStore {
     public Optional<byte[]> get(String key) {
         checkKey(key);
         ensureOpen();
-        GetResponse r = await(kv.get(bytes(key)), timeout, "get", key);
+        GetResponse r = await(() -> kv.get(bytes(key)), timeout, "get", key);
         List<KeyValue> kvs = r.getKvs();
         return kvs.isEmpty() ? Optional.empty() : Optional.of(kvs.getFirst().getValue().getBytes());
     }
@@ -119,13 +124,14 @@ final class EtcdMetadataStore implements MetadataStore {
         try {
             Long replaced;
             if (ttl.isZero()) {
-                await(kv.put(k, v), timeout, "put", key);
+                await(() -> kv.put(k, v), timeout, "put", key);
                 replaced = leaseByKey.remove(key);
             } else {
                 long seconds = Math.max(1, (ttl.toMillis() + 999) / 1000);
-                long leaseId = await(leases.grant(seconds), timeout, "lease grant for", key).getID();
+                long leaseId = await(() -> leases.grant(seconds), timeout, "lease grant for", key).getID();
                 try {
-                    await(kv.put(k, v, PutOption.builder().withLeaseId(leaseId).build()), timeout, "put", key);
+                    PutOption withLease = PutOption.builder().withLeaseId(leaseId).build();
+                    await(() -> kv.put(k, v, withLease), timeout, "put", key);
                 } catch (TransferException e) {
                     revokeQuietly(leaseId, key);
                     throw e;
@@ -148,7 +154,7 @@ final class EtcdMetadataStore implements MetadataStore {
         ReentrantLock lock = stripe(key);
         lock.lock();
         try {
-            long deleted = await(kv.delete(bytes(key)), timeout, "delete", key).getDeleted();
+            long deleted = await(() -> kv.delete(bytes(key)), timeout, "delete", key).getDeleted();
             Long lease = leaseByKey.remove(key);
             if (lease != null) {
                 revokeQuietly(lease, key);
@@ -168,14 +174,22 @@ final class EtcdMetadataStore implements MetadataStore {
         }
         ensureOpen();
         EtcdWatch w = new EtcdWatch(key, listener);
-        GetResponse current = await(kv.get(w.etcdKey), timeout, "watch read of", key);
+        GetResponse current = await(() -> kv.get(w.etcdKey), timeout, "watch read of", key);
         w.baseline(current);
         watches.add(w);
         if (closed) {
             w.close();
             ensureOpen();
         }
-        w.startAt(current.getHeader().getRevision() + 1);
+        try {
+            w.startAt(current.getHeader().getRevision() + 1);
+        } catch (RuntimeException e) {
+            // jetcd refuses new watches once its client is closing
+            w.close();
+            ensureOpen();
+            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "etcd metadata store " + uri()
+                    + ": watch of '" + key + "' failed: " + describe(e), e);
+        }
         return w;
     }
 
@@ -231,16 +245,28 @@ final class EtcdMetadataStore implements MetadataStore {
         return ByteSequence.from(key, StandardCharsets.UTF_8);
     }
 
-    private <T> T await(CompletableFuture<T> future, Duration limit, String op, String key) {
+    /**
+     * Runs one etcd call and waits at most {@code limit}. After a failure the next calls first cut gRPC's reconnect
+     * backoff short, so the store works again as soon as etcd does.
+     */
+    private <T> T await(Supplier<CompletableFuture<T>> call, Duration limit, String op, String key) {
+        if (failing) {
+            reconnect.resetBackoff();
+        }
+        CompletableFuture<T> future = call.get();
         try {
-            return future.get(limit.toMillis(), TimeUnit.MILLISECONDS);
+            T result = future.get(limit.toMillis(), TimeUnit.MILLISECONDS);
+            failing = false;
+            return result;
         } catch (TimeoutException e) {
             future.cancel(true);
+            failed();
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "etcd metadata store " + uri() + ": " + op
                     + " '" + key + "' got no answer within " + limit.toMillis() + " ms (is etcd at "
                     + address.endpoints() + " running?)", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
+            failed();
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "etcd metadata store " + uri() + ": " + op
                     + " '" + key + "' failed: " + describe(cause), cause);
         } catch (InterruptedException e) {
@@ -249,6 +275,11 @@ final class EtcdMetadataStore implements MetadataStore {
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "etcd metadata store " + uri() + ": " + op
                     + " '" + key + "' was interrupted", e);
         }
+    }
+
+    private void failed() {
+        failing = true;
+        reconnect.resetBackoff();
     }
 
     /** The exception and its root cause in one line (jetcd wraps gRPC status errors). */
@@ -336,7 +367,7 @@ final class EtcdMetadataStore implements MetadataStore {
                 return;
             }
             try {
-                GetResponse current = await(kv.get(etcdKey), timeout, "watch re-read of", key);
+                GetResponse current = await(() -> kv.get(etcdKey), timeout, "watch re-read of", key);
                 byte[] value = current.getKvs().isEmpty() ? null : current.getKvs().getFirst().getValue().getBytes();
                 deliver(value);
                 retryDelayMs = 250;

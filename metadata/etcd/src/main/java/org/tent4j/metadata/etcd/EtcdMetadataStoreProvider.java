@@ -32,8 +32,8 @@ public final class EtcdMetadataStoreProvider implements MetadataStoreProvider {
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of(TIMEOUT, OptionSpec.Type.DURATION, "5s",
                     "how long one get, put, delete or lease call may take before it fails with METADATA_UNAVAILABLE"),
-            OptionSpec.of(CONNECT_TIMEOUT, OptionSpec.Type.DURATION, "3s",
-                    "how long open() waits for etcd to answer a probe read"));
+            OptionSpec.of(CONNECT_TIMEOUT, OptionSpec.Type.DURATION, "5s",
+                    "how long open() waits for etcd to answer a probe read (Mooncake dials etcd for 5 s)"));
 
     @Override
     public List<String> schemes() {
@@ -62,8 +62,10 @@ public final class EtcdMetadataStoreProvider implements MetadataStoreProvider {
         ClientBuilder builder = Client.builder()
                 .endpoints(address.endpoints().toArray(String[]::new))
                 .connectTimeout(connectTimeout)
-                // jetcd retries retryable failures internally; bound it by the per-operation timeout we enforce
+                // no hidden retries: a call this store reported as failed must not be applied later
+                .retryMaxAttempts(0)
                 .retryMaxDuration(timeout)
+                .interceptor(new UnaryDeadline(timeout))
                 .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                 .keepaliveTime(Duration.ofSeconds(10))
                 .keepaliveTimeout(Duration.ofSeconds(5));

@@ -17,6 +17,15 @@ class EtcdMetadataStoreConformanceTest extends MetadataStoreConformance {
     @BeforeAll
     static void startEtcd() {
         etcd = EtcdServer.launch();
+        warmUp(etcd);
+    }
+
+    /**
+     * Loads gRPC, Netty and Vert.x once with a generous probe timeout, so the first timed open of a test does not pay
+     * for class loading on a busy machine.
+     */
+    static void warmUp(EtcdServer server) {
+        new EtcdMetadataStoreProvider().open(URI.create(server.uri()), Map.of("connect-timeout", "60s")).close();
     }
 
     @AfterAll

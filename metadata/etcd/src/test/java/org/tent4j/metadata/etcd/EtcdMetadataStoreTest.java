@@ -40,6 +40,7 @@ class EtcdMetadataStoreTest {
     @BeforeAll
     static void startEtcd() {
         etcd = EtcdServer.launch();
+        EtcdMetadataStoreConformanceTest.warmUp(etcd);
     }
 
     @AfterAll
@@ -55,7 +56,7 @@ class EtcdMetadataStoreTest {
 
     @Test
     void malformedUrisAreConfigErrorsWithThePasswordMasked() {
-        for (String bad : List.of("etcd://127.0.0.1:notaport", "etcd://", "etcd://h:1,,h:2", "etcd://h:70000",
+        for (String bad : List.of("etcd://127.0.0.1:notaport", "etcd:///", "etcd://h:1,,h:2", "etcd://h:70000",
                 "etcd://h:1/some/path", "etcd://h:1?x=y", "http://h:1")) {
             TransferException e = assertThrows(TransferException.class, () -> provider.open(URI.create(bad), Map.of()),
                     bad);
@@ -71,9 +72,10 @@ class EtcdMetadataStoreTest {
 
     @Test
     void addressParsingAcceptsMooncakeForms() {
-        EtcdAddress a = EtcdAddress.parse(URI.create("etcd://10.0.0.1:2379;10.0.0.2,[::1]:2380/"));
-        assertEquals(List.of("http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://[::1]:2380"), a.endpoints());
-        assertEquals("etcd://10.0.0.1:2379;10.0.0.2,[::1]:2380", a.masked());
+        EtcdAddress a = EtcdAddress.parse(URI.create("etcd://10.0.0.1:2379;10.0.0.2,h3:2380/"));
+        assertEquals(List.of("http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://h3:2380"), a.endpoints());
+        assertEquals("etcd://10.0.0.1:2379;10.0.0.2,h3:2380", a.masked());
+        assertEquals(List.of("http://[::1]:2380"), EtcdAddress.parse(URI.create("etcd://[::1]:2380")).endpoints());
         EtcdAddress auth = EtcdAddress.parse(URI.create("etcd://user:p%40ss@h:1"));
         assertEquals("user", auth.user());
         assertEquals("p@ss", auth.password());
@@ -136,7 +138,7 @@ class EtcdMetadataStoreTest {
 
     @Test
     void etcdDownMeansMetadataUnavailableAndTheSameStoreWorksAfterRestart() throws Exception {
-        try (MetadataStore store = provider.open(URI.create(etcd.uri()), Map.of("timeout", "2s"))) {
+        try (MetadataStore store = provider.open(URI.create(etcd.uri()), Map.of("timeout", "1s"))) {
             store.put("restart/k", bytes("before"), Duration.ZERO);
             WatchRecorder rec = new WatchRecorder();
             MetadataStore.Watch watch = store.watch("restart/k", rec);
@@ -154,7 +156,8 @@ class EtcdMetadataStoreTest {
 
             etcd.restart();
             byte[] value = retryUntilAnswered(() -> store.get("restart/k").orElse(null));
-            assertArrayEquals(bytes("before"), value, "etcd keeps its data across a restart");
+            assertArrayEquals(bytes("before"), value,
+                    "etcd keeps its data across a restart, and the put that failed while it was down is not applied late");
             store.put("restart/k", bytes("after"), Duration.ZERO);
             rec.await("restart/k", bytes("after"), EVENT_TIMEOUT);
             watch.close();
@@ -190,6 +193,35 @@ class EtcdMetadataStoreTest {
                 }
                 Thread.sleep(200);
             }
+        }
+    }
+
+    @Test
+    void authenticatedEtcdWorksWithTheRightPasswordAndFailsMaskedWithAWrongOne() throws Exception {
+        try (EtcdServer secured = EtcdServer.launch()) {
+            try (Client raw = Client.builder().endpoints(secured.clientUrl()).build()) {
+                ByteSequence root = ByteSequence.from("root", StandardCharsets.UTF_8);
+                raw.getAuthClient().userAdd(root, ByteSequence.from("s3cret", StandardCharsets.UTF_8))
+                        .get(5, TimeUnit.SECONDS);
+                raw.getAuthClient().roleAdd(root).get(5, TimeUnit.SECONDS);
+                raw.getAuthClient().userGrantRole(root, root).get(5, TimeUnit.SECONDS);
+                raw.getAuthClient().authEnable().get(5, TimeUnit.SECONDS);
+            }
+            String good = "etcd://root:s3cret@127.0.0.1:" + secured.port();
+            try (MetadataStore store = provider.open(URI.create(good), Map.of())) {
+                assertEquals("etcd://root:***@127.0.0.1:" + secured.port(), store.uri());
+                store.put("auth/k", bytes("v"), Duration.ZERO);
+                assertArrayEquals(bytes("v"), store.get("auth/k").orElseThrow());
+            }
+            String bad = "etcd://root:wrong-pw@127.0.0.1:" + secured.port();
+            TransferException e = assertThrows(TransferException.class,
+                    () -> provider.open(URI.create(bad), Map.of("connect-timeout", "2s")));
+            assertEquals(ErrorCode.METADATA_UNAVAILABLE, e.code(), e::toString);
+            assertTrue(e.getMessage().contains("etcd://root:***@127.0.0.1:" + secured.port()), e::getMessage);
+            assertFalse(e.getMessage().contains("wrong-pw"), e::getMessage);
+            TransferException anonymous = assertThrows(TransferException.class,
+                    () -> provider.open(URI.create(secured.uri()), Map.of("connect-timeout", "2s")));
+            assertEquals(ErrorCode.METADATA_UNAVAILABLE, anonymous.code(), anonymous::toString);
         }
     }
 

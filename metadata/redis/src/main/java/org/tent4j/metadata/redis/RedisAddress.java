@@ -1,0 +1,104 @@
+package org.tent4j.metadata.redis;
+
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+
+/**
+ * A parsed {@code redis://[[user]:password@]host[:port][/db]} URI. As in the Redis URI scheme, a user info without ':'
+ * is taken as the password of the default user. Port 6379 and database 0 are the defaults.
+ *
+ * @param masked the URI with the password replaced by {@code ***}, for messages and logs
+ */
+record RedisAddress(String host, int port, String user, String password, int database, String masked) {
+    static final int DEFAULT_PORT = 6379;
+
+    @Override
+    public String toString() {
+        return masked;
+    }
+
+    static RedisAddress parse(URI uri) {
+        String raw = uri.toString();
+        String maskedRaw = mask(raw);
+        if (!"redis".equalsIgnoreCase(uri.getScheme())) {
+            throw malformed(maskedRaw, "expected redis://[user:password@]host:port[/db]");
+        }
+        String host = uri.getHost();
+        if (host == null || host.isEmpty()) {
+            throw malformed(maskedRaw, "no host (a host name with '_' or a list of hosts is not supported)");
+        }
+        int port = uri.getPort() < 0 ? DEFAULT_PORT : uri.getPort();
+        String user = null;
+        String password = null;
+        String rawUserInfo = uri.getRawUserInfo();
+        if (rawUserInfo != null) {
+            int colon = rawUserInfo.indexOf(':');
+            if (colon < 0) {
+                password = decode(rawUserInfo);
+            } else {
+                String u = decode(rawUserInfo.substring(0, colon));
+                user = u.isEmpty() ? null : u;
+                password = decode(rawUserInfo.substring(colon + 1));
+            }
+        }
+        int database = 0;
+        String path = uri.getRawPath();
+        if (path != null && !path.isEmpty() && !path.equals("/")) {
+            String db = path.substring(1);
+            try {
+                database = Integer.parseInt(db);
+            } catch (NumberFormatException e) {
+                throw malformed(maskedRaw, "database '" + db + "' is not a number");
+            }
+            if (database < 0) {
+                throw malformed(maskedRaw, "database " + database + " is negative");
+            }
+        }
+        if (uri.getRawQuery() != null || uri.getRawFragment() != null) {
+            throw malformed(maskedRaw, "redis URIs take no query or fragment; options go under metadata.redis.*");
+        }
+        String hostPart = host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
+        StringBuilder m = new StringBuilder("redis://");
+        if (password != null) {
+            m.append(user == null ? "" : user).append(":***@");
+        }
+        m.append(hostPart).append(':').append(port);
+        if (database != 0) {
+            m.append('/').append(database);
+        }
+        return new RedisAddress(host, port, user, password, database, m.toString());
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+
+    /** Replaces the password of a URI text by {@code ***}, keeping the user name. */
+    static String mask(String raw) {
+        int schemeEnd = raw.indexOf("://");
+        int start = schemeEnd < 0 ? 0 : schemeEnd + 3;
+        int end = raw.length();
+        for (char c : new char[] {'/', '?', '#'}) {
+            int i = raw.indexOf(c, start);
+            if (i >= 0 && i < end) {
+                end = i;
+            }
+        }
+        int at = raw.lastIndexOf('@', end - 1);
+        if (at < start) {
+            return raw;
+        }
+        String userInfo = raw.substring(start, at);
+        int colon = userInfo.indexOf(':');
+        String shown = colon < 0 ? ":***" : userInfo.substring(0, colon) + ":***";
+        return raw.substring(0, start) + shown + raw.substring(at);
+    }
+
+    private static TransferException malformed(String masked, String why) {
+        return new TransferException(ErrorCode.CONFIG, "malformed redis metadata URI '" + masked + "': " + why);
+    }
+}
