@@ -28,6 +28,14 @@ public interface TransportProvider {
     /** Whether the transport can run here, with a precise cause if not. Probed once and cached by the provider. */
     Availability availability();
 
+    /**
+     * Whether the transport can run here with these options (a configured device, provider or directory); the
+     * runtime asks this one. Defaults to {@link #availability()}.
+     */
+    default Availability availability(OptionValues options) {
+        return availability();
+    }
+
     TransportCapabilities capabilities();
 
     /** Options accepted under {@code transports.<id>.}; the runtime rejects any other key there. */

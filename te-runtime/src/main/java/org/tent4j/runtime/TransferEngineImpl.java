@@ -187,7 +187,8 @@ final class TransferEngineImpl implements TransferEngine {
             List<TransportInfo> infos = new ArrayList<>();
             for (TransportProvider p : providers) {
                 boolean wanted = enabled.contains("*") || enabled.contains(p.id());
-                var availability = p.availability();
+                OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
+                var availability = p.availability(options);
                 if (!availability.isAvailable()) {
                     infos.add(new TransportInfo(p.id(), false, availability.reason(), false));
                     if (wanted) {
@@ -203,7 +204,7 @@ final class TransferEngineImpl implements TransferEngine {
                     throw new ConfigException(EngineConfig.TRANSPORTS_ENABLED, "at most 64 transports can run in one engine");
                 }
                 try {
-                    Transport t = p.create(new Context(config.plugin("transports." + p.id() + ".", p.options())));
+                    Transport t = p.create(new Context(options));
                     slots.add(new TransportSlot(slots.size(), p.id(), p, t.capabilities().orElse(p.capabilities()), t));
                     built.add(t);
                     infos.add(new TransportInfo(p.id(), true, null, true));

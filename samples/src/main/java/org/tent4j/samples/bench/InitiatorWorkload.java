@@ -165,7 +165,7 @@ final class InitiatorWorkload {
             }
             double dt = (now - lastTick) / 1e9;
             progress.printf(Locale.ROOT, "\r%6.1f s%s %9.3f GB/s %11.0f ops/s  errors %d   ",
-                    (now - start) / 1e9, now < recordFromNanos ? " warm-up" : "        ",
+                    (now - start) / 1e9, lastTick < recordFromNanos ? " warm-up" : "        ",
                     (bytes - lastBytes) / dt / 1e9, (ops - lastOps) / dt, errors);
             progress.flush();
             printed = true;

@@ -21,6 +21,7 @@ import org.tent4j.api.SegmentInfo;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransportInfo;
+import org.tent4j.samples.cli.ConciseUsageErrors;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -139,14 +140,22 @@ public final class TeBench implements Callable<Integer> {
     private final CountDownLatch stopRequested = new CountDownLatch(1);
 
     public static void main(String[] args) {
-        TeBench bench = new TeBench();
-        bench.handleSignals = true;
-        System.exit(commandLine(bench).execute(args));
+        System.exit(commandLine(new TeBench().handlingTerminationSignals()).execute(args));
+    }
+
+    /**
+     * Makes a target turn SIGINT/SIGTERM into an orderly stop with exit status 0. For a process's main command only:
+     * the handlers are process-wide.
+     */
+    public TeBench handlingTerminationSignals() {
+        handleSignals = true;
+        return this;
     }
 
     /** A command line for {@code bench}, parsing enums case-insensitively. */
     public static CommandLine commandLine(TeBench bench) {
-        return new CommandLine(bench).setCaseInsensitiveEnumValuesAllowed(true);
+        return new CommandLine(bench).setCaseInsensitiveEnumValuesAllowed(true)
+                .setParameterExceptionHandler(new ConciseUsageErrors());
     }
 
     /** Makes a running target return (as SIGTERM does). */
@@ -310,6 +319,8 @@ public final class TeBench implements Callable<Integer> {
         }
         RegisteredMemory local = allocate(engine, working);
         try {
+            // fault the pages in now, or the first pass over the buffer measures the kernel's page faults
+            local.segment().fill((byte) 0);
             out.printf(Locale.ROOT, "te-bench initiator: %s over %s, %d B blocks, batch %d, %d thread(s), "
                             + "segment '%s' buffer 0x%x (%d of %d bytes used), %.1f s + %.1f s warm-up%s%n",
                     operation.name().toLowerCase(Locale.ROOT), protocol, blockSize, batchSize, threads, info.name(),

@@ -16,7 +16,7 @@ final class TerminationSignals {
     private TerminationSignals() {
     }
 
-    /** Returns whether the handlers were installed. */
+    /** Returns whether a handler was installed for at least one of the two signals. */
     static boolean install(Runnable onStop) {
         try {
             Class<?> signalClass = Class.forName("sun.misc.Signal");
@@ -41,10 +41,16 @@ final class TerminationSignals {
             Object proxy = Proxy.newProxyInstance(handlerClass.getClassLoader(), new Class<?>[]{handlerClass}, handler);
             var handle = signalClass.getMethod("handle", signalClass, handlerClass);
             var constructor = signalClass.getConstructor(String.class);
+            boolean any = false;
             for (String name : new String[]{"INT", "TERM"}) {
-                handle.invoke(null, constructor.newInstance(name), proxy);
+                try {
+                    handle.invoke(null, constructor.newInstance(name), proxy);
+                    any = true;
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    // a signal the shell set to "ignore" (SIGINT of a background job) cannot be handled; keep the other
+                }
             }
-            return true;
+            return any;
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
             return false;
         }

@@ -20,7 +20,9 @@ public final class Tent4jCommand implements Callable<Integer> {
     CommandSpec spec;
 
     public static void main(String[] args) {
-        int status = commandLine().execute(args);
+        CommandLine cl = commandLine();
+        ((TeBench) cl.getSubcommands().get("te-bench").getCommand()).handlingTerminationSignals();
+        int status = cl.execute(args);
         if (status == 0 && MetadataServerCommand.serverRunning()) {
             // the server's main may return after starting its threads; System.exit would stop it
             return;
@@ -29,7 +31,8 @@ public final class Tent4jCommand implements Callable<Integer> {
     }
 
     public static CommandLine commandLine() {
-        return new CommandLine(new Tent4jCommand()).setCaseInsensitiveEnumValuesAllowed(true);
+        return new CommandLine(new Tent4jCommand()).setCaseInsensitiveEnumValuesAllowed(true)
+                .setParameterExceptionHandler(new ConciseUsageErrors());
     }
 
     @Override

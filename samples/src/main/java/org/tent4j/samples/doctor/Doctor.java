@@ -10,6 +10,7 @@ import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
+import org.tent4j.samples.cli.ConciseUsageErrors;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.EngineFactory;
 import org.tent4j.spi.MetadataStoreProvider;
@@ -44,7 +45,7 @@ public final class Doctor implements Callable<Integer> {
     boolean hideOptions;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new Doctor()).execute(args));
+        System.exit(new CommandLine(new Doctor()).setParameterExceptionHandler(new ConciseUsageErrors()).execute(args));
     }
 
     @Override
@@ -67,8 +68,7 @@ public final class Doctor implements Callable<Integer> {
         if (runtimes.providers.isEmpty()) {
             out.println("runtime: NONE on the class path: TransferEngine.create fails (add org.tent4j:te-runtime)");
         } else {
-            out.println("runtime: " + runtimes.providers.stream().map(p -> p.getClass().getName() + source(p))
-                    .collect(Collectors.joining(", ")));
+            out.println("runtime: " + runtimes.providers.stream().map(Doctor::source).collect(Collectors.joining(", ")));
         }
         runtimes.printProblems(out);
 
@@ -117,7 +117,7 @@ public final class Doctor implements Callable<Integer> {
         if (!hideOptions) {
             printOptions(out, "transports." + id + ".", safely(p::options, List.of()));
         }
-        out.printf(Locale.ROOT, "           from %s%n", source(p).strip());
+        out.printf(Locale.ROOT, "           from %s%n", source(p));
     }
 
     private void printPlatform(PrintWriter out, DevicePlatformProvider p) {
@@ -126,7 +126,7 @@ public final class Doctor implements Callable<Integer> {
         out.printf(Locale.ROOT, "  %-8s memory %-5s %s%n", id, kind, describedBeyond(id, safely(p::description, "")));
         printAvailability(out, safelyProbe(p::availability));
         printSpiVersion(out, safely(p::spiVersion, -1), DevicePlatformProvider.SPI_VERSION);
-        out.printf(Locale.ROOT, "           from %s%n", source(p).strip());
+        out.printf(Locale.ROOT, "           from %s%n", source(p));
     }
 
     private void printStore(PrintWriter out, MetadataStoreProvider p) {
@@ -139,7 +139,7 @@ public final class Doctor implements Callable<Integer> {
             String prefix = schemes.isEmpty() ? "metadata.?." : "metadata." + schemes.get(0) + ".";
             printOptions(out, prefix, safely(p::options, List.of()));
         }
-        out.printf(Locale.ROOT, "           from %s%n", source(p).strip());
+        out.printf(Locale.ROOT, "           from %s%n", source(p));
     }
 
     private void printAvailability(PrintWriter out, Availability a) {
@@ -201,7 +201,7 @@ public final class Doctor implements Callable<Integer> {
         var cs = provider.getClass().getProtectionDomain().getCodeSource();
         String where = cs == null || cs.getLocation() == null ? "?" : cs.getLocation().getPath();
         int slash = where.lastIndexOf('/', where.endsWith("/") ? where.length() - 2 : where.length());
-        return " (" + provider.getClass().getName() + " in " + (slash >= 0 ? where.substring(slash + 1) : where) + ")";
+        return provider.getClass().getName() + " in " + (slash >= 0 ? where.substring(slash + 1) : where);
     }
 
     /** Provider calls may throw (a broken plugin must not hide the others). */

@@ -92,8 +92,16 @@ class TeBenchOptionsTest {
     void unknownFlagIsAUsageErrorNamingIt() {
         Run r = run("--bogus=1");
         assertEquals(2, r.status());
-        assertTrue(r.err().contains("Unknown option: '--bogus=1'"), r.err());
-        assertTrue(r.err().contains("Usage: te-bench"), r.err());
+        assertTrue(r.err().startsWith("te-bench: Unknown option: '--bogus=1'"), r.err());
+        assertTrue(r.err().contains("Run 'te-bench --help' for the flags."), r.err());
+        assertTrue(r.err().lines().count() <= 4, "no wall of usage text: " + r.err());
+    }
+
+    @Test
+    void misspelledFlagGetsASuggestion() {
+        Run r = run("--block_sise=4k");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("--block_size"), "suggests the flag meant: " + r.err());
     }
 
     @Test

@@ -177,6 +177,7 @@ final class EfaPeerConnection implements PeerConnection {
         if (open) {
             open = false;
             progress.closeConnection(this);
+            transport.forget(this);
         }
     }
 }

@@ -50,11 +50,21 @@ final class EfaTransport implements Transport {
     record LocalRegion(LocalBuffer buffer, Fabric.MemoryRegion region, boolean published) {
     }
 
+    /**
+     * @param maxOpBytes largest single fi_write / fi_read; longer slices are moved as consecutive chunks. The
+     *                   provider's {@code max_msg_size} in production; tests pass less to exercise chunking.
+     */
     EfaTransport(String segmentName, LibFabric lib, FabricInfo info, int endpointCount, int cqSize,
-                 Duration progressInterval) {
+                 Duration progressInterval, long maxOpBytes) {
         this.segmentName = segmentName;
         this.info = info;
         this.mrMode = new MrMode(info.mrMode);
+        if ((info.txOpFlags & FiAbi.FI_DELIVERY_COMPLETE) == 0) {
+            // without it a WRITE could be reported complete before its bytes are visible at the target
+            info.close();
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport: provider '" + info.provider
+                    + "' did not grant FI_DELIVERY_COMPLETE as the default transmit flag");
+        }
         if (mrMode.unsupported() != 0) {
             info.close();
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport: provider '" + info.provider
@@ -68,8 +78,7 @@ final class EfaTransport implements Transport {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport for segment '" + segmentName
                     + "': " + e.getMessage(), e);
         }
-        long maxOp = info.maxMsgSize < 0 ? Long.MAX_VALUE : Math.max(1, info.maxMsgSize);
-        this.progress = new FabricProgress(fabric, segmentName, cqSize, maxOp, progressInterval);
+        this.progress = new FabricProgress(fabric, segmentName, cqSize, maxOpBytes, progressInterval);
         byte[][] names = new byte[endpointCount][];
         for (int i = 0; i < endpointCount; i++) {
             names[i] = fabric.name(i);
@@ -83,6 +92,10 @@ final class EfaTransport implements Transport {
     @Override
     public String id() {
         return EfaTransportProvider.ID;
+    }
+
+    FabricInfo fabricInfo() {
+        return info;
     }
 
     String providerName() {
@@ -204,6 +217,12 @@ final class EfaTransport implements Transport {
             connections.add(c);
         }
         return c;
+    }
+
+    void forget(EfaPeerConnection c) {
+        synchronized (connections) {
+            connections.remove(c);
+        }
     }
 
     private long[] insert(String addr) {

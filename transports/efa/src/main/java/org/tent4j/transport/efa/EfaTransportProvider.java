@@ -36,7 +36,8 @@ public final class EfaTransportProvider implements TransportProvider {
     static final String OPT_PROGRESS_INTERVAL = "progress_interval";
 
     private volatile Availability availability;
-    private volatile long probedMaxMsgSize = -1;
+    /** max_msg_size of the provider probed by {@link #availability()}; {@code null} until one was found. */
+    private volatile Long probedMaxMsgSize;
 
     /** The provider used when none is configured: {@code FI_PROVIDER} if set, else {@code efa}. */
     static String defaultProvider() {
@@ -61,7 +62,8 @@ public final class EfaTransportProvider implements TransportProvider {
             synchronized (this) {
                 a = availability;
                 if (a == null) {
-                    a = probe(defaultProvider());
+                    String provider = defaultProvider();
+                    a = Availability.probe(() -> probedMaxMsgSize = maxMsgSize(provider));
                     availability = a;
                 }
             }
@@ -71,22 +73,30 @@ public final class EfaTransportProvider implements TransportProvider {
 
     /**
      * Whether libfabric loads and {@code fi_getinfo} offers an RDM + RMA endpoint of {@code provider}. The transport's
-     * {@code provider} option may name another provider than the one probed here; {@link #create} checks that one.
+     * {@code provider} option may name another provider than the one {@link #availability()} probes;
+     * {@link #create} checks that one.
      */
-    Availability probe(String provider) {
-        return Availability.probe(() -> {
-            LibFabric lib = LibFabric.load();
-            try (FabricInfo info = FabricInfo.query(lib, provider)) {
-                probedMaxMsgSize = info.maxMsgSize;
-            }
-        });
+    static Availability probe(String provider) {
+        return Availability.probe(() -> maxMsgSize(provider));
+    }
+
+    private static long maxMsgSize(String provider) throws Exception {
+        LibFabric lib = LibFabric.load();
+        try (FabricInfo info = FabricInfo.query(lib, provider)) {
+            return info.maxMsgSize;
+        }
     }
 
     @Override
     public TransportCapabilities capabilities() {
-        long max = probedMaxMsgSize;
-        long slice = max > 0 ? Math.min(max, MAX_SLICE) : MAX_SLICE;
+        Long max = probedMaxMsgSize;
+        long slice = max == null ? MAX_SLICE : Math.min(maxOpBytes(max), MAX_SLICE);
         return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, slice, RANK);
+    }
+
+    /** The provider's max_msg_size (an unsigned size_t) as the largest single operation. */
+    static long maxOpBytes(long maxMsgSize) {
+        return maxMsgSize < 0 ? Long.MAX_VALUE : Math.max(1, maxMsgSize);
     }
 
     @Override
@@ -134,6 +144,7 @@ public final class EfaTransportProvider implements TransportProvider {
         } catch (FabricInfo.NoEndpointException e) {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport: " + e.getMessage(), e);
         }
-        return new EfaTransport(context.segmentName(), lib, info, endpoints, cqSize, interval);
+        return new EfaTransport(context.segmentName(), lib, info, endpoints, cqSize, interval,
+                maxOpBytes(info.maxMsgSize));
     }
 }

@@ -33,6 +33,8 @@ final class FabricInfo implements AutoCloseable {
     final long maxMsgSize;
     final int dataProgress;
     final long txSize;
+    /** The endpoint's default transmit flags; must include FI_DELIVERY_COMPLETE, as the hints asked. */
+    final long txOpFlags;
     final long mrKeySize;
     final int apiVersion;
     private boolean closed;
@@ -54,6 +56,7 @@ final class FabricInfo implements AutoCloseable {
         dataProgress = domain.get(JAVA_INT, FiAbi.DOMAIN_DATA_PROGRESS);
         maxMsgSize = ep.get(JAVA_LONG, FiAbi.EP_MAX_MSG_SIZE);
         txSize = tx.get(JAVA_LONG, FiAbi.TX_SIZE);
+        txOpFlags = tx.get(JAVA_LONG, FiAbi.TX_OP_FLAGS);
     }
 
     private MemorySegment attr(long field, long size) {

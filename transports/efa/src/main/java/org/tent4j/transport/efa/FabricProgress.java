@@ -27,7 +27,8 @@ import org.tent4j.spi.Slice;
  *
  * <p>Idle behaviour: after activity it polls a few dozen times, then parks with a doubling pause, capped at 50 us
  * while operations are in flight and at {@code progress_interval} when there are none, so an idle engine costs a few
- * thousand wake-ups a second rather than a core. A post wakes it at once.
+ * thousand wake-ups a second rather than a core. A post wakes it at once. Peers' one-sided operations leave no trace
+ * in the target's CQ, so a CQ poll that took long (the provider moved data inside it) also counts as activity.
  */
 final class FabricProgress implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(FabricProgress.class);
@@ -36,6 +37,9 @@ final class FabricProgress implements Runnable {
     private static final long MIN_PARK_NANOS = 1_000;
     private static final long ACTIVE_PARK_CAP_NANOS = 50_000;
     private static final long DEADLINE_SCAN_NANOS = 1_000_000;
+    private static final int MAX_CONSECUTIVE_REFUSALS = 4;
+    /** An idle fi_cq_read takes well under a microsecond; one that copies data takes far longer. */
+    private static final long BUSY_POLL_NANOS = 20_000;
 
     private static final int POSTED = 0;
     private static final int AGAIN = 1;
@@ -212,8 +216,17 @@ final class FabricProgress implements Runnable {
 
     private int pollCompletions() {
         int handled = 0;
+        long start = System.nanoTime();
+        long first = fabric.readCompletions(cqEntries, CQ_BATCH);
+        if (System.nanoTime() - start > BUSY_POLL_NANOS) {
+            // a poll that took this long moved data inside the provider: on the target side of a manual-progress
+            // provider that is the only sign of a peer's READs and WRITEs, which produce no completions here
+            handled++;
+        }
+        boolean firstRound = true;
         while (true) {
-            long n = fabric.readCompletions(cqEntries, CQ_BATCH);
+            long n = firstRound ? first : fabric.readCompletions(cqEntries, CQ_BATCH);
+            firstRound = false;
             if (n > 0) {
                 for (int i = 0; i < n; i++) {
                     long ctx = cqEntries.get(ADDRESS, i * FiAbi.CQE_SIZE + FiAbi.CQE_OP_CONTEXT).address();
@@ -249,6 +262,9 @@ final class FabricProgress implements Runnable {
     }
 
     private void completed(OpSlot slot) {
+        if (!providerOwns(slot)) {
+            return;
+        }
         inFlight--;
         if (slot.state == OpSlot.ABANDONED) {
             release(slot);
@@ -287,6 +303,9 @@ final class FabricProgress implements Runnable {
                     fabric.lib().strerror(err), provErrno);
             return;
         }
+        if (!providerOwns(slot)) {
+            return;
+        }
         inFlight--;
         if (slot.state == OpSlot.ABANDONED) {
             release(slot);
@@ -296,8 +315,19 @@ final class FabricProgress implements Runnable {
         String provider = fabric.providerError(provErrno, errData, errText);
         String message = slot.connection.describe(slot.slice) + " failed: fi_cq_readerr err " + err + " ("
                 + fabric.lib().strerror(err) + "), prov_errno " + provErrno
-                + (provider.isEmpty() ? "" : " (" + provider + ")");
+                + (provider.isEmpty() ? "" : " (" + provider + ")") + FabricErrors.hint(err);
         failAndRelease(slot, FabricErrors.code(err), message);
+    }
+
+    /** Whether a completion for {@code slot} is expected; a second one for the same operation is logged and dropped. */
+    private boolean providerOwns(OpSlot slot) {
+        int state = slot.state;
+        if (state == OpSlot.POSTED || state == OpSlot.ABANDONED) {
+            return true;
+        }
+        LOG.warn("{}: completion for operation slot {} which the provider does not hold (state {})", transportName,
+                slot.index, state);
+        return false;
     }
 
     /** Posts the slot's next chunk. Failures other than -FI_EAGAIN fail the slice and release the slot. */
@@ -328,15 +358,24 @@ final class FabricProgress implements Runnable {
         return FAILED;
     }
 
+    /**
+     * Reissues refused operations in order. Stops after a few consecutive refusals (the endpoint's queue is full;
+     * polling the CQ comes first) but rotates those to the back, so one peer that keeps refusing does not hold up the
+     * others.
+     */
     private int reissue() {
         int n = 0;
-        while (!retry.isEmpty()) {
-            OpSlot slot = retry.peekFirst();
+        int refusals = 0;
+        for (int i = retry.size(); i > 0 && refusals < MAX_CONSECUTIVE_REFUSALS; i--) {
+            OpSlot slot = retry.pollFirst();
             if (issue(slot) == AGAIN) {
-                break;
+                slot.state = OpSlot.QUEUED;
+                retry.addLast(slot);
+                refusals++;
+            } else {
+                n++;
+                refusals = 0;
             }
-            retry.pollFirst();
-            n++;
         }
         return n;
     }
@@ -346,7 +385,7 @@ final class FabricProgress implements Runnable {
         OpSlot slot;
         while ((slot = submitted.poll()) != null) {
             n++;
-            if (!retry.isEmpty() || issue(slot) == AGAIN) {
+            if (issue(slot) == AGAIN) {
                 slot.state = OpSlot.QUEUED;
                 retry.addLast(slot);
             }
@@ -369,7 +408,7 @@ final class FabricProgress implements Runnable {
             n++;
             if (d.connection().prepare(slot, d.slice())) {
                 slot.state = OpSlot.READY;
-                if (!retry.isEmpty() || issue(slot) == AGAIN) {
+                if (issue(slot) == AGAIN) {
                     slot.state = OpSlot.QUEUED;
                     retry.addLast(slot);
                 }

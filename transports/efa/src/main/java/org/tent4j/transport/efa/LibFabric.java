@@ -11,6 +11,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
+import org.slf4j.LoggerFactory;
+
 /**
  * libfabric through java.lang.foreign, with no C shim. The few functions libfabric really exports ({@code fi_getinfo},
  * {@code fi_dupinfo}, {@code fi_freeinfo}, {@code fi_fabric}, {@code fi_strerror}, {@code fi_version}) are bound by
@@ -86,7 +88,7 @@ final class LibFabric {
 
     private static MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor fd) {
         MemorySegment sym = lookup.find(name).orElseThrow(() -> new UnsatisfiedLinkError(
-                LIBRARY + " does not export " + name));
+                "it does not export " + name));
         return LINKER.downcallHandle(sym, fd);
     }
 
@@ -104,13 +106,9 @@ final class LibFabric {
             LibFabric lib = null;
             LibraryMissingException failure = null;
             try {
-                // a global arena: the library stays mapped for the life of the JVM, like any JNI library
-                lib = new LibFabric(SymbolLookup.libraryLookup(LIBRARY, Arena.global()));
-            } catch (IllegalArgumentException e) {
-                failure = new LibraryMissingException(LIBRARY + " not found (install libfabric1, or the EFA "
-                        + "installer's libfabric, and make it visible to dlopen): " + e.getMessage(), e);
-            } catch (UnsatisfiedLinkError | IllegalStateException | IllegalCallerException e) {
-                failure = new LibraryMissingException(LIBRARY + " cannot be used: " + e.getMessage(), e);
+                lib = open(LIBRARY);
+            } catch (LibraryMissingException e) {
+                failure = e;
             }
             INSTANCE = lib;
             FAILURE = failure;
@@ -120,6 +118,25 @@ final class LibFabric {
             if (FAILURE != null) {
                 throw FAILURE;
             }
+        }
+    }
+
+    /** dlopens {@code library} (a soname) for the life of the JVM, keeping the JVM's signal handlers. */
+    static LibFabric open(String library) throws LibraryMissingException {
+        try {
+            SignalHandlers.Restored<SymbolLookup> loaded = SignalHandlers.preserving(
+                    () -> SymbolLookup.libraryLookup(library, Arena.global()));
+            if (!loaded.signals().isEmpty()) {
+                LoggerFactory.getLogger(LibFabric.class).info("loading {} replaced the JVM's handlers of signals {} "
+                        + "(libpsm2's backtrace handlers); the JVM's handlers were put back", library,
+                        loaded.signals());
+            }
+            return new LibFabric(loaded.value());
+        } catch (IllegalArgumentException e) {
+            throw new LibraryMissingException(library + " not found (install libfabric1, or the EFA installer's "
+                    + "libfabric, and make it visible to dlopen): " + e.getMessage(), e);
+        } catch (UnsatisfiedLinkError | IllegalStateException | IllegalCallerException e) {
+            throw new LibraryMissingException(library + " cannot be used: " + e.getMessage(), e);
         }
     }
 
@@ -140,13 +157,25 @@ final class LibFabric {
 
     // ---- exported functions --------------------------------------------------------------------------------------
 
+    /**
+     * {@code fi_getinfo}. The first call initialises every provider built into the library, and a provider library may
+     * install signal handlers then as well, so the JVM's handlers are kept across it too (a few hundred nanoseconds
+     * per signal; getinfo runs only when a transport is probed or created).
+     */
     int getinfo(int version, MemorySegment node, MemorySegment service, long flags, MemorySegment hints,
                 MemorySegment infoOut) {
-        try {
-            return (int) fiGetinfo.invokeExact(version, node, service, flags, hints, infoOut);
-        } catch (Throwable t) {
-            throw rethrow(t);
+        SignalHandlers.Restored<Integer> rc = SignalHandlers.preserving(() -> {
+            try {
+                return (int) fiGetinfo.invokeExact(version, node, service, flags, hints, infoOut);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+        });
+        if (!rc.signals().isEmpty()) {
+            LoggerFactory.getLogger(LibFabric.class).info("fi_getinfo replaced the JVM's handlers of signals {}; "
+                    + "the JVM's handlers were put back", rc.signals());
         }
+        return rc.value();
     }
 
     void freeinfo(MemorySegment info) {
