@@ -71,6 +71,13 @@ public final class EfaTransportProvider implements TransportProvider {
         return a;
     }
 
+    /** Probes the configured provider, so {@code transports.efa.provider=tcp;ofi_rxm} works without FI_PROVIDER. */
+    @Override
+    public Availability availability(OptionValues options) {
+        String provider = options.getString("provider");
+        return provider.equals(defaultProvider()) ? availability() : probe(provider);
+    }
+
     /**
      * Whether libfabric loads and {@code fi_getinfo} offers an RDM + RMA endpoint of {@code provider}. The transport's
      * {@code provider} option may name another provider than the one {@link #availability()} probes;

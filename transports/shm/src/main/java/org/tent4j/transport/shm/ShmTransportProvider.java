@@ -58,11 +58,23 @@ public final class ShmTransportProvider implements TransportProvider {
     public Availability availability() {
         Availability a = availability;
         if (a == null) {
-            // The SPI probes without options, so this checks the default directory; create() checks the configured one.
             a = availability(Path.of(DEFAULT_DIR));
             availability = a;
         }
         return a;
+    }
+
+    @Override
+    public Availability availability(OptionValues options) {
+        String dir = options.getString("dir");
+        if (dir.equals(DEFAULT_DIR)) {
+            return availability();
+        }
+        try {
+            return availability(Path.of(dir));
+        } catch (InvalidPathException e) {
+            return Availability.unavailable("transports.shm.dir '" + dir + "' is not a path: " + e.getMessage());
+        }
     }
 
     /** Whether shm can work with files in {@code dir}, with the precise reason if not. */
