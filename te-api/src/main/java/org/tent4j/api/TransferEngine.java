@@ -70,6 +70,9 @@ public interface TransferEngine extends AutoCloseable {
     /** Submits one request; the future completes with its terminal status (never exceptionally). */
     CompletableFuture<TransferStatus> submit(TransferRequest request);
 
+    /** How the engine would carry {@code request} (policy, transport choice with reasons, slicing); moves nothing. */
+    TransferPlan explain(TransferRequest request);
+
     /** Submits one request and waits for its terminal status. */
     default TransferStatus transfer(TransferRequest request) {
         return submit(request).join();

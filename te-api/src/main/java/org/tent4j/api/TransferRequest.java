@@ -17,10 +17,12 @@ import java.util.Objects;
  * @param priority      scheduling class
  * @param transport     transport id hint, or {@code null} to let the engine choose
  * @param transportMode whether the hint is a preference or a requirement
+ * @param policy        name of a configured policy to use instead of the first matching one, or {@code null}
  * @param deadlineNanos absolute {@link System#nanoTime()} deadline, or 0 for the engine's default timeout
  */
 public record TransferRequest(Opcode opcode, MemorySegment local, SegmentHandle target, long targetOffset, long length,
-                              Priority priority, String transport, TransportMode transportMode, long deadlineNanos) {
+                              Priority priority, String transport, TransportMode transportMode, String policy,
+                              long deadlineNanos) {
 
     public TransferRequest {
         Objects.requireNonNull(opcode, "opcode");
@@ -53,6 +55,7 @@ public record TransferRequest(Opcode opcode, MemorySegment local, SegmentHandle 
         private Priority priority = Priority.HIGH;
         private String transport;
         private TransportMode mode = TransportMode.PREFER;
+        private String policy;
         private long deadlineNanos;
 
         private Builder(Opcode opcode, MemorySegment local, SegmentHandle target, long targetOffset) {
@@ -87,6 +90,12 @@ public record TransferRequest(Opcode opcode, MemorySegment local, SegmentHandle 
             return this;
         }
 
+        /** Uses the configured policy of this name instead of the first rule that matches. */
+        public Builder policy(String policyName) {
+            this.policy = policyName;
+            return this;
+        }
+
         public Builder deadlineNanos(long deadlineNanos) {
             this.deadlineNanos = deadlineNanos;
             return this;
@@ -99,7 +108,7 @@ public record TransferRequest(Opcode opcode, MemorySegment local, SegmentHandle 
         }
 
         public TransferRequest build() {
-            return new TransferRequest(opcode, local, target, targetOffset, length, priority, transport, mode, deadlineNanos);
+            return new TransferRequest(opcode, local, target, targetOffset, length, priority, transport, mode, policy, deadlineNanos);
         }
     }
 }

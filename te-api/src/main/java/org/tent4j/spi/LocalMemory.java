@@ -21,30 +21,33 @@ public interface LocalMemory {
      *                           (zero, negative or overflowing length), with a message naming address and length
      */
     default LocalBuffer checkRemoteAccess(long address, long length, Opcode remoteOp) {
-        String range = "[0x" + Long.toHexString(address) + ", +" + length + ")";
         if (length <= 0) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "peer " + remoteOp + " of " + range
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "peer " + remoteOp + " of " + range(address, length)
                     + ": length must be > 0");
         }
         if (address + length < address) {
-            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range
+            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range(address, length)
                     + ": address + length overflows");
         }
         LocalBuffer buffer = find(address, length);
         if (buffer == null) {
             LocalBuffer start = find(address, 1);
             if (start != null) {
-                throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range
-                        + " runs past the end of registered buffer [0x" + Long.toHexString(start.address()) + ", +"
-                        + start.length() + ")");
+                throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "peer " + remoteOp + " of " + range(address, length)
+                        + " runs past the end of registered buffer " + range(start.address(), start.length()));
             }
-            throw new TransferException(ErrorCode.ADDRESS_NOT_REGISTERED, "peer " + remoteOp + " of " + range
+            throw new TransferException(ErrorCode.ADDRESS_NOT_REGISTERED, "peer " + remoteOp + " of " + range(address, length)
                     + ": address is not in any registered buffer");
         }
         if (!buffer.permission().allowsRemote(remoteOp)) {
-            throw new TransferException(ErrorCode.PERMISSION_DENIED, "peer " + remoteOp + " of " + range
+            throw new TransferException(ErrorCode.PERMISSION_DENIED, "peer " + remoteOp + " of " + range(address, length)
                     + " denied: buffer is " + buffer.permission());
         }
         return buffer;
+    }
+
+    /** {@code [0xADDRESS, +LENGTH)}, built only for messages so the success path allocates nothing. */
+    private static String range(long address, long length) {
+        return "[0x" + Long.toHexString(address) + ", +" + length + ")";
     }
 }

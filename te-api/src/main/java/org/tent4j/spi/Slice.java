@@ -10,6 +10,7 @@ import org.tent4j.api.Opcode;
  * <p>Contract: after {@link PeerConnection#post} the transport calls exactly one of {@link #complete()} or
  * {@link #fail} exactly once, from any thread, and does not touch the slice afterwards (it may be reused at once).
  * {@code complete()} for a WRITE means the bytes are visible in the target's memory; for a READ, in local memory.
+ * Both may be called on a transport I/O thread; the runtime never blocks in them.
  */
 public interface Slice {
     Opcode opcode();

@@ -35,7 +35,11 @@ public interface Transport extends AutoCloseable {
         return Optional.of(Map.of());
     }
 
-    /** A buffer is about to be unregistered; release what {@link #registerBuffer} set up. */
+    /**
+     * A buffer is being unregistered; release what {@link #registerBuffer} set up. May block until no I/O touches the
+     * buffer: once this returns the transport must never touch its memory again. The buffer is already gone from
+     * {@link LocalMemory}, so new peer requests for it fail.
+     */
     default void unregisterBuffer(LocalBuffer buffer) {
     }
 

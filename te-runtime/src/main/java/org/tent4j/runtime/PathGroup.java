@@ -148,16 +148,28 @@ final class PathGroup {
     }
 
     private int choosePath(RuntimeSlice s, long now) {
-        int best = pick(s, now, s.avoidPath);
-        return best >= 0 || s.avoidPath < 0 ? best : pick(s, now, -1);
+        Policy policy = s.task().policy;
+        java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(policy.devices()) ? null : policy.devices();
+        int best = pick(s, now, s.avoidPath, allowed);
+        return best >= 0 || s.avoidPath < 0 ? best : pick(s, now, -1, allowed);
     }
 
-    private int pick(RuntimeSlice s, long now, int avoid) {
+    /** Whether a policy's device list names any path of this group (if none, the restriction cannot apply here). */
+    private boolean anyAllowed(java.util.Set<String> devices) {
+        for (PathState p : paths) {
+            if (devices.contains(p.name)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private int pick(RuntimeSlice s, long now, int avoid, java.util.Set<String> allowed) {
         int best = -1;
         double bestTime = Double.MAX_VALUE;
         for (PathState p : paths) {
             if (p.index == avoid || !p.eligible(now) || p.inflightSlices.get() >= maxInflightSlices
-                    || p.inflightBytes.get() >= maxInflightBytes) {
+                    || p.inflightBytes.get() >= maxInflightBytes || (allowed != null && !allowed.contains(p.name))) {
                 continue;
             }
             double t = p.predictedNanos(s.length());

@@ -34,6 +34,8 @@ final class Task {
     RemoteSegment segment;
     org.tent4j.spi.SegmentDescriptor descriptor;
     org.tent4j.spi.BufferDescriptor remote;
+    /** The policy rule that orders this task's transports, or {@code null} for the default order. */
+    Policy policy;
     /** Transports this task gave up on (bit = transport index). */
     private final AtomicLong excluded = new AtomicLong();
 

@@ -44,6 +44,7 @@ import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.SegmentInfo;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferException;
+import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
@@ -115,6 +116,8 @@ final class TransferEngineImpl implements TransferEngine {
     private final long maxCooldownNanos;
     private final long agingNanos;
     private final Map<String, long[]> failoverLog = new ConcurrentHashMap<>();
+    private final List<Policy> policies;
+    private final Map<String, Policy> policiesByName;
     private volatile SegmentDescriptor descriptor;
     private volatile boolean closed;
 
@@ -238,6 +241,9 @@ final class TransferEngineImpl implements TransferEngine {
                 }
             }
             this.preference = order.stream().mapToInt(Integer::intValue).toArray();
+            this.policies = Policy.parse(core.getString(Policy.KEY),
+                    providers.stream().map(TransportProvider::id).collect(java.util.stream.Collectors.toSet()), this::indexOf);
+            this.policiesByName = Policy.byName(policies);
 
             this.metrics = new EngineMetrics(segmentName, List.of(transports).stream().map(TransportSlot::id).toList());
             built.add(metrics);
@@ -587,6 +593,29 @@ final class TransferEngineImpl implements TransferEngine {
         return b.completion(0);
     }
 
+    @Override
+    public TransferPlan explain(TransferRequest r) {
+        Task t = new Task(null, -1, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name());
+        try {
+            resolve(t, r);
+        } catch (TransferException e) {
+            return new TransferPlan(null, List.of(), null, null, 0, 0, e.getMessage());
+        }
+        List<TransferPlan.Candidate> trace = new ArrayList<>();
+        TransportSlot chosen;
+        try {
+            chosen = select(t, 0, false, trace);
+        } catch (TransferException e) {
+            return new TransferPlan(t.policy == null ? null : t.policy.name(), trace, null, null, 0, 0, e.getMessage());
+        }
+        long step = Math.min(sliceSize, chosen.capabilities().maxSliceSize());
+        TransferPlan plan = new TransferPlan(t.policy == null ? null : t.policy.name(), trace, chosen.id(),
+                t.policy == null || t.policy.devices() == null ? null : List.copyOf(t.policy.devices()), step,
+                (int) ((r.length() + step - 1) / step), null);
+        log.debug("explain {} of {} bytes to '{}': {}", r.opcode(), r.length(), r.target().name(), plan);
+        return plan;
+    }
+
     /** Validates, selects, slices and posts one task; every failure ends the task rather than throwing. */
     void start(Task task, TransferRequest r) {
         try {
@@ -605,7 +634,8 @@ final class TransferEngineImpl implements TransferEngine {
         return new TransferException(code, message);
     }
 
-    private void post(Task task, TransferRequest r) {
+    /** Checks a request against local registrations and the target's descriptor; fills in what the task needs. */
+    private void resolve(Task task, TransferRequest r) {
         if (closed) {
             throw invalid(ErrorCode.ENGINE_CLOSED, "engine '" + segmentName + "' is closed");
         }
@@ -663,6 +693,17 @@ final class TransferEngineImpl implements TransferEngine {
         task.segment = seg;
         task.descriptor = desc;
         task.remote = remote;
+    }
+
+    private void post(Task task, TransferRequest r) {
+        resolve(task, r);
+        long length = r.length();
+        MemorySegment localMem = r.local();
+        RegisteredBuffer local = task.local;
+        RemoteSegment seg = task.segment;
+        SegmentDescriptor desc = task.descriptor;
+        BufferDescriptor remote = task.remote;
+        long target = r.targetOffset();
         long deadline = r.deadlineNanos() != 0 ? r.deadlineNanos() : System.nanoTime() + transferTimeout.toNanos();
         if (r.deadlineNanos() != 0 && deadline - System.nanoTime() <= 0) {
             task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id + ": deadline passed before submission"));
@@ -708,6 +749,29 @@ final class TransferEngineImpl implements TransferEngine {
      * and, on failover, those whose slices are smaller than the task's. Logs each fallback from a preference once.
      */
     private TransportSlot select(Task task, long sliceLength, boolean failover) {
+        return select(task, sliceLength, failover, null);
+    }
+
+    /** The policy deciding a task's transport order: the one it names, else the first rule that matches, else none. */
+    private Policy policyFor(Task task, MemoryKind lk, MemoryKind rk, boolean sameHost) {
+        TransferRequest r = task.request;
+        if (r.policy() != null) {
+            Policy p = policiesByName.get(r.policy());
+            if (p == null) {
+                throw invalid(ErrorCode.INVALID_ARGUMENT, "no policy named '" + r.policy() + "' (configured: "
+                        + policies.stream().map(Policy::name).toList() + ")");
+            }
+            return p;
+        }
+        for (Policy p : policies) {
+            if (p.matches(r, lk, rk, sameHost)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    private TransportSlot select(Task task, long sliceLength, boolean failover, List<TransferPlan.Candidate> trace) {
         TransferRequest r = task.request;
         RegisteredBuffer local = task.local;
         RemoteSegment seg = task.segment;
@@ -717,6 +781,11 @@ final class TransferEngineImpl implements TransferEngine {
         MemoryKind lk = local.location().kindOrCpu();
         MemoryKind rk = remote.location().kindOrCpu();
         boolean sameHost = desc.machineId().equals(machineId);
+        if (!failover) {
+            task.policy = policyFor(task, lk, rk, sameHost);
+        }
+        int[] order = task.policy == null ? preference : task.policy.order();
+        boolean ordered = explicitPreference || task.policy != null;
         String hint = r.transport();
         boolean require = hint != null && r.transportMode() == TransportMode.REQUIRE;
         String hintProblem = null;
@@ -725,6 +794,9 @@ final class TransferEngineImpl implements TransferEngine {
             hintProblem = h < 0 ? "this engine does not run it (running: " + List.of(transports).stream().map(TransportSlot::id).toList() + ")"
                     : (excluded & (1L << h)) != 0 ? "it failed for this task"
                     : unusable(transports[h], local, desc, remote, lk, rk, sameHost, sliceLength);
+            if (trace != null) {
+                trace.add(new TransferPlan.Candidate(hint, hintProblem == null, hintProblem));
+            }
             if (hintProblem == null) {
                 return transports[h];
             }
@@ -734,18 +806,28 @@ final class TransferEngineImpl implements TransferEngine {
             }
         }
         StringBuilder why = null;
-        for (int idx : preference) {
+        TransportSlot chosen = null;
+        for (int idx : order) {
             TransportSlot s = transports[idx];
             String problem = (excluded & (1L << idx)) != 0 ? "it failed for this task"
                     : unusable(s, local, desc, remote, lk, rk, sameHost, sliceLength);
+            if (trace != null) {
+                if (hint == null || !hint.equals(s.id())) {
+                    trace.add(new TransferPlan.Candidate(s.id(), problem == null, problem));
+                }
+                if (problem == null && chosen == null) {
+                    chosen = s;
+                }
+                continue;
+            }
             if (problem == null) {
                 if (failover) {
                     return s;
                 }
                 if (hint != null) {
                     warnFallback(seg, hint, s.id(), hintProblem);
-                } else if (explicitPreference && idx != preference[0]) {
-                    TransportSlot first = transports[preference[0]];
+                } else if (ordered && idx != order[0]) {
+                    TransportSlot first = transports[order[0]];
                     String firstProblem = unusable(first, local, desc, remote, lk, rk, sameHost, sliceLength);
                     if (!fallback) {
                         throw invalid(ErrorCode.NO_TRANSPORT, "preferred transport '" + first.id() + "' cannot carry " + r.opcode()
@@ -757,8 +839,12 @@ final class TransferEngineImpl implements TransferEngine {
             }
             why = (why == null ? new StringBuilder() : why.append("; ")).append(s.id()).append(": ").append(problem);
         }
+        if (chosen != null) {
+            return chosen;
+        }
         throw invalid(ErrorCode.NO_TRANSPORT, "no transport can carry " + r.opcode() + " " + lk.prefix() + "->" + rk.prefix()
-                + " to segment '" + seg.name() + "'" + (why == null ? ": no transport is running" : " (" + why + ")"));
+                + " to segment '" + seg.name() + "'" + (task.policy == null ? "" : " under policy '" + task.policy.name() + "'")
+                + (why == null ? ": no transport is running" : " (" + why + ")"));
     }
 
     private String unusable(TransportSlot s, RegisteredBuffer local, SegmentDescriptor desc, BufferDescriptor remote,

@@ -44,6 +44,7 @@ public final class CoreKey {
             OptionSpec.of(PATHS_MAX_INFLIGHT_BYTES, Type.SIZE, "64m", "bytes in flight on one path at most (one slice always fits)"),
             OptionSpec.of(PATHS_COOLDOWN, Type.DURATION, "100ms", "first pause of a path that failed 3 times in a row; doubles on each further failure"),
             OptionSpec.of(PATHS_MAX_COOLDOWN, Type.DURATION, "10s", "longest pause of a failing path"),
+            OptionSpec.of("policy", Type.STRING, "", "JSON array of policy rules, evaluated in order (see docs/ARCHITECTURE.md)"),
             OptionSpec.of(QOS_AGING, Type.DURATION, "5ms", "a MEDIUM slice waiting this long (LOW: twice) is served before HIGH ones"));
 
     private CoreKey() {

@@ -152,6 +152,9 @@ public final class ResolvedConfig {
             for (Map.Entry<String, JsonNode> e : node.properties()) {
                 flatten(prefix.isEmpty() ? e.getKey() : prefix + "." + e.getKey(), e.getValue(), out);
             }
+        } else if (node.isArray() && node.size() > 0 && node.get(0).isContainerNode()) {
+            // A list of objects (policy rules) stays JSON text for the key that parses it.
+            out.put(prefix, node.toString());
         } else if (node.isArray()) {
             StringBuilder sb = new StringBuilder();
             for (JsonNode n : node) {

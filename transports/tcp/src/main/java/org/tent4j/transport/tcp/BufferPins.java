@@ -1,6 +1,8 @@
 package org.tent4j.transport.tcp;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -19,16 +21,24 @@ import org.tent4j.spi.LocalMemory;
  * orders in which an engine may unregister (remove from {@link LocalMemory} first, or call the transport first).
  */
 final class BufferPins {
-    private final ConcurrentHashMap<LocalBuffer, Pin> pins = new ConcurrentHashMap<>();
+    /** Keyed by identity: a registration is one object for its life, and value hashing may allocate. */
+    private final ConcurrentHashMap<Key, Pin> pins = new ConcurrentHashMap<>();
+    /** Retired pins not yet forgotten; the periodic purge looks only at these. */
+    private final Set<Pin> retired = ConcurrentHashMap.newKeySet();
 
     /** A buffer's pin count; one per registered buffer, not per request. */
     static final class Pin {
         final LocalBuffer buffer;
+        /** The whole registration as one ByteBuffer, so each view is a single slice of it; null if it cannot be. */
+        final ByteBuffer whole;
+        private final Key key;
         private final AtomicInteger holders = new AtomicInteger();
         private volatile boolean retired;
 
-        Pin(LocalBuffer buffer) {
-            this.buffer = buffer;
+        private Pin(Key key) {
+            this.key = key;
+            this.buffer = key.buffer;
+            this.whole = MemoryRegionBufs.wholeOf(buffer.segment());
         }
 
         void release() {
@@ -44,11 +54,8 @@ final class BufferPins {
      * Pins {@code buffer} for one access of {@code [address, address + length)}; {@code null} if the buffer is being
      * or has been unregistered (the caller answers ADDRESS_NOT_REGISTERED). Allocation-free once the buffer has a pin.
      */
-    Pin acquire(LocalBuffer buffer, LocalMemory memory, long address, long length) {
-        Pin pin = pins.get(buffer);
-        if (pin == null) {
-            pin = pins.computeIfAbsent(buffer, Pin::new);
-        }
+    Pin acquire(LocalBuffer buffer, Pin hint, LocalMemory memory, long address, long length) {
+        Pin pin = hint != null && hint.buffer == buffer ? hint : pins.computeIfAbsent(new Key(buffer), Pin::new);
         pin.holders.incrementAndGet();
         if (pin.retired || memory.find(address, length) != buffer) {
             pin.release();
@@ -64,8 +71,9 @@ final class BufferPins {
      * @return whether the buffer is idle
      */
     boolean retire(LocalBuffer buffer, Duration patience, Runnable breakHolders) {
-        Pin pin = pins.computeIfAbsent(buffer, Pin::new);
+        Pin pin = pins.computeIfAbsent(new Key(buffer), Pin::new);
         pin.retired = true;
+        retired.add(pin);
         boolean idle = awaitIdle(pin, patience);
         if (!idle) {
             breakHolders.run();
@@ -74,18 +82,39 @@ final class BufferPins {
         return idle;
     }
 
-    /** Forgets idle pins of buffers the engine no longer knows; retired pins stay until then so late requests fail. */
+    /**
+     * Forgets retired pins once the engine no longer finds their buffer; until then they stay, so that a request that
+     * passed its access check just before the buffer went still finds the pin retired.
+     */
     void purge(LocalMemory memory) {
-        for (Pin pin : pins.values()) {
+        if (retired.isEmpty()) {
+            return;
+        }
+        for (Pin pin : retired) {
             LocalBuffer b = pin.buffer;
             if (pin.idle() && memory.find(b.address(), Math.max(1, b.length())) != b) {
-                pins.remove(b, pin);
+                pins.remove(pin.key, pin);
+                retired.remove(pin);
             }
         }
     }
 
-    int size() {
-        return pins.size();
+    /** How many accesses hold {@code buffer} right now (for tests and diagnostics). */
+    int holders(LocalBuffer buffer) {
+        Pin pin = pins.get(new Key(buffer));
+        return pin == null ? 0 : pin.holders.get();
+    }
+
+    private record Key(LocalBuffer buffer) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && k.buffer == buffer;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(buffer);
+        }
     }
 
     private static boolean awaitIdle(Pin pin, Duration patience) {

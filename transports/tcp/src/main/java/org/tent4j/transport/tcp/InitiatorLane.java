@@ -2,6 +2,7 @@ package org.tent4j.transport.tcp;
 
 import static org.tent4j.transport.tcp.WireProtocol.*;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Queue;
@@ -20,6 +21,7 @@ import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
+import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.Slice;
 
 /**
@@ -37,6 +39,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
 
     private final TcpPeerConnection owner;
     private final int index;
+    private final PayloadCounters counters;
 
     /** Posted, not yet written; multi-producer, drained by the event loop alone. */
     private final Queue<Slice> posted = PlatformDependent.newMpscQueue();
@@ -55,6 +58,10 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     private final ArrayDeque<Slice> inflight = new ArrayDeque<>();
     private long nextRequestId = 1;
 
+    /** The local buffer of the last slice and its whole ByteBuffer, so each view is one slice of it. */
+    private LocalBuffer lastLocal;
+    private ByteBuffer lastLocalWhole;
+
     private ByteBuf header;
     private ByteBuf errorText;
     private State state = State.HEADER;
@@ -63,8 +70,9 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     private int errorStatus;
     private int errorLength;
 
-    InitiatorLane(TcpPeerConnection owner, int index) {
+    InitiatorLane(TcpPeerConnection owner, int index, PayloadCounters counters) {
         this.owner = owner;
+        this.counters = counters;
         this.index = index;
     }
 
@@ -146,6 +154,9 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (deathReason != null) {
+            return; // writes still queued at close fail one by one; the lane already reported why it died
+        }
         log.debug("tcp lane {} to {} failed", index, owner.describePeer(), cause);
         die(String.valueOf(cause), false);
     }
@@ -185,8 +196,9 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         inflight.addLast(s);
         ctx.write(h, ctx.voidPromise());
         if (op == OP_WRITE) {
-            ctx.write(MemoryRegionBufs.readable(s.localBuffer().segment(), s.localOffset(), (int) s.length(), null),
-                    ctx.voidPromise());
+            LocalBuffer local = s.localBuffer();
+            ctx.write(MemoryRegionBufs.readable(wholeOf(local), local.segment(), s.localOffset(), (int) s.length(),
+                    null), ctx.voidPromise());
         }
     }
 
@@ -234,6 +246,14 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         }
     }
 
+    private ByteBuffer wholeOf(LocalBuffer local) {
+        if (local != lastLocal) {
+            lastLocalWhole = MemoryRegionBufs.wholeOf(local.segment());
+            lastLocal = local;
+        }
+        return lastLocalWhole;
+    }
+
     private static boolean fill(ByteBuf acc, ByteBuf in, int need) {
         int n = Math.min(in.readableBytes(), need - acc.writerIndex());
         acc.writeBytes(in, n);
@@ -268,7 +288,8 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         }
         if (status == STATUS_OK) {
             if (head.opcode() == Opcode.READ) {
-                landing = MemoryRegionBufs.landing(head.localBuffer().segment(), head.localOffset(),
+                LocalBuffer local = head.localBuffer();
+                landing = MemoryRegionBufs.landing(wholeOf(local), local.segment(), head.localOffset(),
                         (int) head.length(), null);
                 received = 0;
                 state = State.PAYLOAD;
@@ -286,9 +307,11 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         int n;
         if (in == landing) {
             n = in.readableBytes();
+            counters.landed.add(n);
         } else {
             n = Math.min(in.readableBytes(), length - received);
             landing.setBytes(received, in, in.readerIndex(), n);
+            counters.copied.add(n);
         }
         in.skipBytes(n);
         received += n;
@@ -315,22 +338,23 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         Slice s = inflight.pollFirst();
         state = State.HEADER;
         outstandingBytes.addAndGet(-s.length());
-        finish(s, code, "tcp: " + owner.describePeer() + " rejected " + describe(s) + ": " + targetMessage);
         if (code == ErrorCode.PROTOCOL) {
-            // the target closes after a protocol error; the lane's other slices are lost with it
+            // the target closes after a protocol error; the lane's other slices are lost with it. The lane dies
+            // before the slice hears of it, so whoever the failure wakes sees the connection closed.
             die("target reported a protocol violation: " + targetMessage, false);
         }
+        finish(s, code, "tcp: " + owner.describePeer() + " rejected " + describe(s) + ": " + targetMessage);
     }
 
     private void violation(String reason) {
         log.warn("tcp lane {} to {}: protocol violation by the peer: {}", index, owner.describePeer(), reason);
         Slice head = inflight.pollFirst();
+        die("protocol violation by the peer: " + reason, false);
         if (head != null) {
             outstandingBytes.addAndGet(-head.length());
             finish(head, ErrorCode.PROTOCOL, "tcp: protocol violation by " + owner.describePeer() + " while "
                     + describe(head) + " was outstanding: " + reason);
         }
-        die("protocol violation by the peer: " + reason, false);
     }
 
     private void sweep() {

@@ -36,7 +36,7 @@ final class LandingRecvAllocator extends DefaultMaxMessagesRecvByteBufAllocator 
     }
 
     @Override
-    public Handle newHandle() {
+    public MaxMessageHandle newHandle() {
         return new MaxMessageHandle() {
             @Override
             public ByteBuf allocate(ByteBufAllocator alloc) {

@@ -19,7 +19,8 @@ import io.netty.util.internal.PlatformDependent;
  * that release is the moment the socket can no longer touch the memory (for io_uring it may come after the channel
  * closed, when the cancelled kernel read completes).
  *
- * <p>Per view this allocates the view object, a slice of the segment and its {@code ByteBuffer}; nothing per byte.
+ * <p>Per view this allocates the view object, its reference count and one {@code ByteBuffer} slice of the
+ * registration (cached whole per registration); nothing per byte.
  */
 final class MemoryRegionBufs {
     private static final boolean UNSAFE = PlatformDependent.hasUnsafe();
@@ -27,14 +28,30 @@ final class MemoryRegionBufs {
     private MemoryRegionBufs() {
     }
 
-    /** A readable view of {@code length} bytes at {@code offset} of {@code memory} (what a socket sends). */
-    static ByteBuf readable(MemorySegment memory, long offset, int length, BufferPins.Pin pin) {
-        return view(byteBuffer(memory, offset, length), pin);
+    /**
+     * {@code memory} as one ByteBuffer to slice views from, or {@code null} when it cannot be one (over 2 GiB, or
+     * read-only); views of such memory are built from segment slices instead.
+     */
+    static ByteBuffer wholeOf(MemorySegment memory) {
+        if (memory.byteSize() > Integer.MAX_VALUE || memory.isReadOnly()) {
+            return null;
+        }
+        return memory.asByteBuffer();
+    }
+
+    /**
+     * A readable view of {@code length} bytes at {@code offset} of {@code memory} (what a socket sends);
+     * {@code whole} is {@link #wholeOf}{@code (memory)} if the caller has it, else {@code null}.
+     */
+    static ByteBuf readable(ByteBuffer whole, MemorySegment memory, long offset, int length, BufferPins.Pin pin) {
+        return view(whole != null ? whole.slice((int) offset, length) : byteBuffer(memory, offset, length), pin);
     }
 
     /** An empty view with room for exactly {@code length} bytes at {@code offset} (where a socket receives). */
-    static ByteBuf landing(MemorySegment memory, long offset, int length, BufferPins.Pin pin) {
-        return view(memory.asSlice(offset, length).asByteBuffer(), pin).clear();
+    static ByteBuf landing(ByteBuffer whole, MemorySegment memory, long offset, int length, BufferPins.Pin pin) {
+        ByteBuffer bytes = whole != null ? whole.slice((int) offset, length)
+                : memory.asSlice(offset, length).asByteBuffer();
+        return view(bytes, pin).clear();
     }
 
     /** Whether the process uses Unsafe-backed views (for the report in {@code description()}). */

@@ -3,7 +3,6 @@ package org.tent4j.transport.tcp;
 import static org.tent4j.transport.tcp.WireProtocol.*;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.slf4j.Logger;
@@ -32,8 +31,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private final LocalMemory memory;
     private final BufferPins pins;
     private final long maxFrame;
+    private final PayloadCounters counters;
 
     private ChannelHandlerContext ctx;
+    /** The pin of the buffer this connection used last; consecutive requests mostly hit the same buffer. */
+    private BufferPins.Pin lastPin;
     private ByteBuf header;
     private State state = State.HEADER;
     private boolean flushPending;
@@ -48,8 +50,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private int discardStatus;
     private String discardMessage;
 
-    TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame) {
+    TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
+                     PayloadCounters counters) {
         this.segmentName = segmentName;
+        this.counters = counters;
         this.memory = memory;
         this.pins = pins;
         this.maxFrame = maxFrame;
@@ -90,6 +94,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                         header.writeBytes(in, n);
                         if (!header.isWritable()) {
                             onHeader();
+                        } else if (header.writerIndex() >= 4 && header.getIntLE(0) != REQUEST_MAGIC) {
+                            // reject a foreign protocol (an HTTP probe, say) without waiting for 32 bytes
+                            // that may never come
+                            violation(0, badMagic(header.getIntLE(0)));
                         }
                     }
                     case PAYLOAD -> onPayload(in);
@@ -132,6 +140,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (state == State.CLOSED) {
+            // every answer still queued at close fails its void promise and lands here; one report is enough
+            return;
+        }
         log.debug("segment '{}': tcp connection from {} failed; closing it", segmentName, ctx.channel().remoteAddress(),
                 cause);
         shutDown();
@@ -149,8 +161,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         long len = h.getLongLE(24);
         h.clear();
         if (magic != REQUEST_MAGIC) {
-            violation(0, "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x"
-                    + Integer.toHexString(REQUEST_MAGIC) + ", \"T4JT\")");
+            violation(0, badMagic(magic));
             return;
         }
         if (version != VERSION) {
@@ -195,29 +206,30 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                     + Long.toHexString(address) + ", +" + len + ") denied: registered memory is a read-only segment");
             return;
         }
-        BufferPins.Pin pin = pins.acquire(buffer, memory, address, len);
+        BufferPins.Pin pin = pins.acquire(buffer, lastPin, memory, address, len);
         if (pin == null) {
             reject(op, STATUS_ADDRESS_NOT_REGISTERED, "segment '" + segmentName + "': peer " + opcode + " of [0x"
                     + Long.toHexString(address) + ", +" + len + "): buffer is being unregistered");
             return;
         }
+        lastPin = pin;
         long offset = address - buffer.address();
         if (op == OP_READ) {
-            ByteBuf h2 = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
-            writeOkResponse(h2, id);
-            ctx.write(h2, ctx.voidPromise());
             ByteBuf view;
             try {
-                view = MemoryRegionBufs.readable(buffer.segment(), offset, length, pin);
+                view = MemoryRegionBufs.readable(pin.whole, buffer.segment(), offset, length, pin);
             } catch (RuntimeException e) {
                 pin.release();
                 throw e;
             }
+            ByteBuf ok = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+            writeOkResponse(ok, id);
+            ctx.write(ok, ctx.voidPromise());
             ctx.write(view, ctx.voidPromise());
             responded();
         } else {
             try {
-                landing = MemoryRegionBufs.landing(buffer.segment(), offset, length, pin);
+                landing = MemoryRegionBufs.landing(pin.whole, buffer.segment(), offset, length, pin);
             } catch (RuntimeException e) {
                 pin.release();
                 throw e;
@@ -227,13 +239,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
+    private static String badMagic(int magic) {
+        return "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x" + Integer.toHexString(REQUEST_MAGIC)
+                + ", \"T4JT\")";
+    }
+
     private void onPayload(ByteBuf in) {
         int n;
         if (in == landing) {
             n = in.readableBytes(); // the socket read straight into the destination
+            counters.landed.add(n);
         } else {
             n = Math.min(in.readableBytes(), length - received);
             landing.setBytes(received, in, in.readerIndex(), n);
+            counters.copied.add(n);
         }
         in.skipBytes(n);
         received += n;
@@ -271,9 +290,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private void responded() {
         flushPending = true;
         if (!ctx.channel().isWritable()) {
-            // the peer is not reading its answers: stop reading its requests until it does
-            flushIfPending();
+            // the peer is not reading its answers fast enough: stop reading its requests until it does. Reading
+            // stops before the flush, because the flush may drain the queue and fire channelWritabilityChanged,
+            // whose restart must not be undone afterwards (that would stop this connection for good).
             ctx.channel().config().setAutoRead(false);
+            flushIfPending();
+            if (ctx.channel().isWritable() && state != State.CLOSED) {
+                ctx.channel().config().setAutoRead(true);
+            }
         }
     }
 
@@ -292,7 +316,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         writeErrorResponse(frame, id, STATUS_PROTOCOL, message);
         shutDown();
         flushPending = false;
-        ctx.writeAndFlush(frame).addListener(ChannelFutureListener.CLOSE);
+        // close at once rather than after the frame is written: a peer that does not read must not keep this
+        // connection alive; the frame normally fits the socket buffer and goes out before the FIN
+        ctx.writeAndFlush(frame, ctx.voidPromise());
+        ctx.close();
     }
 
     /** Stops using memory: the landing view goes back (its pin with it) and further input is dropped. */

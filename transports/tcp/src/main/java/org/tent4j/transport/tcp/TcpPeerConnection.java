@@ -30,14 +30,15 @@ final class TcpPeerConnection implements PeerConnection {
     private final AtomicInteger rotation = new AtomicInteger();
     private volatile boolean closed;
 
-    TcpPeerConnection(TcpTransport transport, String peerName, String endpoint, long peerMaxFrame, int laneCount) {
+    TcpPeerConnection(TcpTransport transport, String peerName, String endpoint, long peerMaxFrame, int laneCount,
+                      PayloadCounters counters) {
         this.transport = transport;
         this.peerName = peerName;
         this.endpoint = endpoint;
         this.peerMaxFrame = peerMaxFrame;
         this.lanes = new InitiatorLane[laneCount];
         for (int i = 0; i < laneCount; i++) {
-            lanes[i] = new InitiatorLane(this, i);
+            lanes[i] = new InitiatorLane(this, i, counters);
         }
     }
 

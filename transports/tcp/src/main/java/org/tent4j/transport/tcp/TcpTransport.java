@@ -61,6 +61,7 @@ public final class TcpTransport implements Transport {
     private final int port;
     private final ChannelGroup inbound;
     private final BufferPins pins = new BufferPins();
+    private final PayloadCounters counters = new PayloadCounters();
     private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
     private final ScheduledFuture<?> sweeper;
     private volatile boolean closed;
@@ -106,7 +107,7 @@ public final class TcpTransport implements Transport {
                         @Override
                         protected void initChannel(SocketChannel ch) {
                             TargetConnection target = new TargetConnection(context.segmentName(),
-                                    context.localMemory(), pins, maxFrame);
+                                    context.localMemory(), pins, maxFrame, counters);
                             ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
@@ -120,12 +121,13 @@ public final class TcpTransport implements Transport {
             }
             this.server = bound.channel();
             this.port = ((InetSocketAddress) server.localAddress()).getPort();
+            // deadlines are enforced to this granularity
+            this.sweeper = context.scheduler().scheduleWithFixedDelay(this::sweep, SWEEP_PERIOD_MS, SWEEP_PERIOD_MS,
+                    TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS); // also closes a bound server channel
             throw e;
         }
-        this.sweeper = context.scheduler().scheduleWithFixedDelay(this::sweep, SWEEP_PERIOD_MS, SWEEP_PERIOD_MS,
-                TimeUnit.MILLISECONDS);
         log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {})",
                 context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame);
     }
@@ -147,6 +149,16 @@ public final class TcpTransport implements Transport {
     /** The Netty I/O engine in use: {@code epoll}, {@code io_uring} or {@code nio}. */
     public String ioMode() {
         return ioMode.name();
+    }
+
+    /** Payload bytes (WRITEs received as target, READ answers as initiator) the kernel read straight into memory. */
+    public long payloadBytesLanded() {
+        return counters.landed.sum();
+    }
+
+    /** Payload bytes that arrived in a read buffer together with a header and were copied into memory. */
+    public long payloadBytesCopied() {
+        return counters.copied.sum();
     }
 
     @Override
@@ -207,7 +219,8 @@ public final class TcpTransport implements Transport {
                     + "' publishes malformed tcp attributes " + attrs, e);
         }
         String endpoint = peer.host() + ":" + peerPort;
-        TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes);
+        TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes,
+                counters);
         ChannelFuture[] connecting = new ChannelFuture[lanes];
         for (int i = 0; i < lanes; i++) {
             InitiatorLane lane = connection.lane(i);
@@ -217,7 +230,7 @@ public final class TcpTransport implements Transport {
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
                             connectTimeout.toMillis()))
-                    .option(ChannelOption.RCVBUF_ALLOCATOR, new LandingRecvAllocator(lane))
+                    .option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane))
                     .handler(lane)
                     .connect(peer.host(), peerPort);
         }
@@ -240,6 +253,11 @@ public final class TcpTransport implements Transport {
             connection.close("tcp transport of segment '" + context.segmentName() + "' closed");
         }
         return connection;
+    }
+
+    /** How many peer accesses hold {@code buffer} right now; 0 once no socket can touch it. */
+    int pinsHeld(LocalBuffer buffer) {
+        return pins.holders(buffer);
     }
 
     void forget(TcpPeerConnection connection) {

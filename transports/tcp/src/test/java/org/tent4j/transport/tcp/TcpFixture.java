@@ -47,8 +47,13 @@ final class TcpFixture implements AutoCloseable {
     }
 
     TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB) {
+        this(optionsA, optionsB, Duration.ofSeconds(10));
+    }
+
+    TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout) {
         contextA = context("a", optionsA);
-        contextB = context("b", optionsB);
+        contextB = new TestTransportContext("b", "machine-b", "tcp", PROVIDER.options(), optionsB,
+                targetTransferTimeout);
         a = (TcpTransport) PROVIDER.create(contextA);
         b = (TcpTransport) PROVIDER.create(contextB);
     }
@@ -122,6 +127,18 @@ final class TcpFixture implements AutoCloseable {
             fail("slice did not finish: " + e);
         }
         return fail("slice succeeded but should have failed");
+    }
+
+    /** Waits for the slice to finish either way; whether it failed. */
+    static boolean finishedWithFailure(TestSlice s) {
+        try {
+            s.result().get(AWAIT_SECONDS, TimeUnit.SECONDS);
+            return false;
+        } catch (ExecutionException e) {
+            return true;
+        } catch (InterruptedException | TimeoutException e) {
+            return fail("slice did not finish: " + e);
+        }
     }
 
     static ErrorCode awaitCode(TestSlice s) {

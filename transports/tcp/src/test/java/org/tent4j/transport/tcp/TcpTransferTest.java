@@ -100,6 +100,13 @@ class TcpTransferTest {
             awaitDone(read);
         }
         assertEquals(sourceCrc, crc(local.segment().asSlice(size + 33, size)), "CRC32 after READ back");
+        // zero copy on receive: at most the bytes that shared a read with their header were copied
+        assertEquals(size, f.b.payloadBytesLanded() + f.b.payloadBytesCopied(), "WRITE payload bytes at the target");
+        assertEquals(size, f.a.payloadBytesLanded() + f.a.payloadBytesCopied(), "READ payload bytes at the initiator");
+        assertTrue(f.b.payloadBytesCopied() <= LandingRecvAllocator.HEADER_READ_BYTES, "target copied "
+                + f.b.payloadBytesCopied() + " of " + size + " payload bytes");
+        assertTrue(f.a.payloadBytesCopied() <= LandingRecvAllocator.HEADER_READ_BYTES, "initiator copied "
+                + f.a.payloadBytesCopied() + " of " + size + " payload bytes");
     }
 
     @Test
@@ -271,6 +278,18 @@ class TcpTransferTest {
             conn.post(ok);
             awaitDone(ok);
         }
+    }
+
+    @Test
+    void memoryViewsFollowNettysUnsafeMode() {
+        // the build runs this class twice: with Unsafe allowed, and as Java 25 ships (Netty then has no Unsafe)
+        boolean expectUnsafe = Boolean.parseBoolean(System.getProperty("tent4j.test.nettyUnsafe", "true"));
+        assertEquals(expectUnsafe, io.netty.util.internal.PlatformDependent.hasUnsafe());
+        assertEquals(expectUnsafe, MemoryRegionBufs.unsafeViews());
+        io.netty.buffer.ByteBuf view = MemoryRegionBufs.landing(null, f.arena.allocate(64), 8, 16, null);
+        assertEquals(expectUnsafe, view instanceof io.netty.buffer.UnpooledUnsafeDirectByteBuf);
+        assertEquals(16, view.writableBytes());
+        view.release();
     }
 
     @Test

@@ -1,0 +1,101 @@
+package org.tent4j.transport.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.Location;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.Permission;
+import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.TransportCapabilities;
+import org.tent4j.spi.TransportProvider;
+import org.tent4j.testkit.transport.TestTransportContext;
+
+class TcpTransportProviderTest {
+    private final TcpTransportProvider provider = new TcpTransportProvider();
+
+    @Test
+    void foundThroughServiceLoader() {
+        Optional<TransportProvider> tcp = ServiceLoader.load(TransportProvider.class).stream()
+                .map(ServiceLoader.Provider::get).filter(p -> p.id().equals("tcp")).findFirst();
+        assertTrue(tcp.isPresent());
+        assertTrue(tcp.get() instanceof TcpTransportProvider);
+    }
+
+    @Test
+    void declaresHostOnlyCapabilitiesAndIsAlwaysAvailable() {
+        TransportCapabilities c = provider.capabilities();
+        assertEquals(TransportCapabilities.hostOnly(), c.memoryPaths());
+        assertTrue(c.supports(MemoryKind.CPU, MemoryKind.CPU));
+        assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CUDA));
+        assertFalse(c.sameHostOnly());
+        assertFalse(c.cancellation());
+        assertEquals(64L << 20, c.maxSliceSize());
+        assertEquals(100, c.rank());
+        assertTrue(provider.availability().isAvailable());
+        assertTrue(provider.description().contains("epoll") || provider.description().contains("nio"),
+                provider.description());
+    }
+
+    @Test
+    void declaresItsOptionsWithDefaults() {
+        Map<String, OptionSpec> o = provider.options().stream()
+                .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
+        assertEquals(Map.of("lanes", "4", "io_threads", "2", "port", "0", "io_mode", "auto",
+                        "connect_timeout", "5s", "max_frame", "64m"),
+                o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
+        assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
+        assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());
+        assertEquals(OptionSpec.Type.INT, o.get("port").type());
+        assertEquals(OptionSpec.Type.STRING, o.get("io_mode").type());
+        assertEquals(OptionSpec.Type.DURATION, o.get("connect_timeout").type());
+        assertEquals(OptionSpec.Type.SIZE, o.get("max_frame").type());
+    }
+
+    @Test
+    void publishesItsPortAndServesOnlyHostMemory() throws Exception {
+        try (TestTransportContext ctx = TcpFixture.context("a", Map.of());
+             TcpTransport t = (TcpTransport) provider.create(ctx);
+             java.net.Socket probe = new java.net.Socket("127.0.0.1", t.port())) {
+            assertEquals("tcp", t.id());
+            assertEquals(Integer.toString(t.port()), t.segmentAttributes().get("port"));
+            assertEquals(Long.toString(64L << 20), t.segmentAttributes().get("max_frame"));
+            assertTrue(probe.isConnected());
+            LocalBuffer host = ctx.memory().register(java.lang.foreign.Arena.global().allocate(64), Permission.READ_WRITE);
+            assertEquals(Optional.of(Map.of()), t.registerBuffer(host));
+            LocalBuffer device = new DeviceBuffer(host);
+            assertEquals(Optional.empty(), t.registerBuffer(device));
+        }
+    }
+
+    @Test
+    void rejectsBadOptionValues() {
+        for (var bad : Map.of("lanes", "0", "io_threads", "0", "max_frame", "2g", "port", "70000").entrySet()) {
+            try (TestTransportContext ctx = TcpFixture.context("a", Map.of(bad.getKey(), bad.getValue()))) {
+                ConfigException e = assertThrows(ConfigException.class, () -> provider.create(ctx));
+                assertEquals("transports.tcp." + bad.getKey(), e.key());
+            }
+        }
+    }
+
+    /** The same memory claimed to be on a GPU, to see the transport decline it. */
+    private record DeviceBuffer(LocalBuffer host) implements LocalBuffer {
+        @Override public int id() { return 99; }
+        @Override public java.lang.foreign.MemorySegment segment() { return host.segment(); }
+        @Override public Location location() { return Location.device(MemoryKind.CUDA, 0); }
+        @Override public Permission permission() { return Permission.READ_WRITE; }
+        @Override public Map<String, String> backing() { return Map.of(); }
+    }
+}

@@ -1,0 +1,91 @@
+package org.tent4j.transport.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.transport.tcp.TcpFixture.awaitFailure;
+import static org.tent4j.transport.tcp.TcpFixture.fillRandom;
+import static org.tent4j.transport.tcp.TcpFixture.finishedWithFailure;
+import static org.tent4j.transport.tcp.TcpFixture.slice;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.PeerConnection;
+import org.tent4j.testkit.transport.TestLocalMemory;
+import org.tent4j.testkit.transport.TestSlice;
+
+/**
+ * After {@code unregisterBuffer} returns the engine may free the memory, so by then no socket may read from or write
+ * into it any more, whatever the peers are doing.
+ */
+class UnregisterTest {
+
+    @Test
+    void unregisterWaitsUntilInFlightAccessesAreDoneAndLaterOnesAreRefused() {
+        try (TcpFixture f = new TcpFixture()) {
+            int size = 8 << 20;
+            TestLocalMemory.Buffer local = f.registerAtInitiator(f.arena.allocate(size, 64));
+            TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate(size, 64), Permission.READ_WRITE);
+            fillRandom(remote.segment(), 8);
+            List<TestSlice> slices = new ArrayList<>();
+            try (PeerConnection conn = f.connect(remote)) {
+                for (int i = 0; i < 32; i++) {
+                    TestSlice s = slice(i % 4 == 0 ? Opcode.WRITE : Opcode.READ, local, 0, remote, 0, size);
+                    slices.add(s);
+                    conn.post(s);
+                }
+                f.b.unregisterBuffer(remote);
+                assertEquals(0, f.b.pinsHeld(remote), "unregisterBuffer returned while a socket still held the buffer");
+                f.contextB.memory().unregister(remote);
+                for (TestSlice s : slices) {
+                    if (finishedWithFailure(s)) {
+                        TransferException e = awaitFailure(s);
+                        assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, e.code(), e.getMessage());
+                    }
+                }
+                TestSlice late = slice(Opcode.READ, local, 0, remote, 0, 4096);
+                conn.post(late);
+                assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, awaitFailure(late).code());
+                assertTrue(conn.isOpen(), "refused accesses do not break the connection");
+            }
+        }
+    }
+
+    @Test
+    void peerThatStopsReadingItsAnswersLosesItsConnectionWhenTheBufferGoes() throws IOException {
+        try (TcpFixture f = new TcpFixture(Map.of(), Map.of(), Duration.ofMillis(300))) {
+            int size = 1 << 20;
+            TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate(size, 64), Permission.READ_WRITE);
+            try (RawClient c = new RawClient(f.b.port())) {
+                // 256 MiB of READ answers that this client never reads; the kernel takes a few MiB of them, the
+                // rest wait in the target's send queue as views of the buffer until the connection goes
+                byte[] requests = new byte[256 * 32];
+                for (int i = 0; i < 256; i++) {
+                    System.arraycopy(RawClient.header(RawClient.MAGIC, 1, 1, 0, i + 1, remote.address(), size), 0,
+                            requests, i * 32, 32);
+                }
+                c.send(requests);
+                long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+                while (f.b.pinsHeld(remote) < 200 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                assertTrue(f.b.pinsHeld(remote) >= 200, "the target should be holding unsent answers, holds "
+                        + f.b.pinsHeld(remote));
+                f.b.unregisterBuffer(remote);
+                assertEquals(0, f.b.pinsHeld(remote));
+                // the client is cut off: it gets what was already sent, then the end of the stream
+                long drained = c.drainToEnd();
+                assertTrue(drained < 256L * (size + 16), "the connection was closed before everything was sent");
+            }
+        }
+    }
+}
