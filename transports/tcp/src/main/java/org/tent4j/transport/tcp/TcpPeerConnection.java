@@ -15,8 +15,9 @@ import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
 
 /**
- * {@code lanes} persistent connections to one peer segment. A slice goes to the live lane with the fewest outstanding
- * bytes, so one large slice does not hold up small ones queued behind it on the same socket.
+ * {@code lanes} persistent connections to one peer segment, each a path of the runtime's scheduler: a slice goes to
+ * the lane {@link Slice#path()} names, so the runtime's bandwidth estimates and health apply per socket. A slice whose
+ * lane is dead (or that names none) goes to the live lane with the fewest outstanding bytes.
  */
 final class TcpPeerConnection implements PeerConnection {
     private static final Logger log = LoggerFactory.getLogger(TcpPeerConnection.class);
@@ -67,7 +68,8 @@ final class TcpPeerConnection implements PeerConnection {
                     "tcp: " + InitiatorLane.describe(slice) + " to " + describePeer() + ": " + invalid);
             return;
         }
-        InitiatorLane lane = pickLane();
+        int path = slice.path();
+        InitiatorLane lane = path >= 0 && path < lanes.length && lanes[path].alive() ? lanes[path] : pickLane();
         if (lane == null) {
             fail(slice, ErrorCode.PEER_FAILED, "tcp: no live connection to " + describePeer() + " ("
                     + lanes[0].deathReason() + "); " + InitiatorLane.describe(slice) + " was not sent");
@@ -123,6 +125,16 @@ final class TcpPeerConnection implements PeerConnection {
             }
         }
         return best;
+    }
+
+    @Override
+    public int pathCount() {
+        return lanes.length;
+    }
+
+    @Override
+    public String pathName(int path) {
+        return "lane-" + path;
     }
 
     @Override
