@@ -1,0 +1,113 @@
+package org.tent4j.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferPlan;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+
+class PolicyTest {
+    private static final String RULES = """
+            [{"name": "bulk", "min_size": "1m", "transports": ["inproc-b", "inproc"]},
+             {"name": "pinned", "priority": "low", "transports": ["inproc"], "devices": ["p2"]},
+             {"name": "small", "max_size": 65535, "priority": "high", "transports": ["inproc"]}]
+            """;
+    private final List<TransferEngine> engines = new ArrayList<>();
+
+    @AfterEach
+    void close() {
+        engines.forEach(TransferEngine::close);
+    }
+
+    private TransferEngine engine(EngineConfig.Builder b) {
+        TransferEngine e = TransferEngine.create(b.build());
+        engines.add(e);
+        return e;
+    }
+
+    @Test
+    void rulesMatchInOrderANamedPolicyOverridesAndExplainTellsWhy(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("engine.json");
+        Files.writeString(file, "{\"policy\": " + RULES + ", \"transports\": {\"inproc\": {\"paths\": 4}}}");
+        TransferEngine target = engine(EngineTest.cfg());
+        TransferEngine initiator = engine(EngineTest.cfg().file(file));
+        RegisteredMemory remote = target.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
+        SegmentHandle seg = initiator.openSegment(target.segmentName());
+
+        TransferRequest big = TransferRequest.write(local.segment(), seg, remote.address());
+        TransferPlan bulk = initiator.explain(big);
+        assertEquals("bulk", bulk.policy(), bulk.toString());
+        assertEquals("inproc-b", bulk.transport());
+        assertEquals(List.of("inproc-b", "inproc"), bulk.candidates().stream().map(TransferPlan.Candidate::transport).toList());
+        assertEquals(64, bulk.slices());
+        assertNull(bulk.error());
+
+        TransferPlan small = initiator.explain(TransferRequest.write(local.segment().asSlice(0, 4096), seg, remote.address()));
+        assertEquals("small", small.policy());
+        assertEquals("inproc", small.transport());
+
+        TransferPlan none = initiator.explain(TransferRequest.write(local.segment().asSlice(0, 100_000), seg, remote.address()));
+        assertNull(none.policy(), "a 100 kB request matches no rule: " + none);
+
+        TransferRequest pinned = TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address()).policy("pinned").build();
+        TransferPlan p = initiator.explain(pinned);
+        assertEquals("pinned", p.policy());
+        assertEquals(List.of("p2"), p.paths());
+        TransferStatus s = initiator.transfer(pinned);
+        assertEquals(TransferState.COMPLETED, s.state(), s.message());
+        PathGroup g = ((RemoteSegment) seg).groups.get(0).transport.id().equals("inproc")
+                ? ((RemoteSegment) seg).groups.get(0) : ((RemoteSegment) seg).groups.get(1);
+        assertEquals(64, g.paths[2].completedSlices.get(), "the policy's devices did not restrict the paths");
+        assertEquals(0, g.paths[0].completedSlices.get() + g.paths[1].completedSlices.get() + g.paths[3].completedSlices.get());
+
+        TransferStatus unknown = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address())
+                .policy("nope").build());
+        assertEquals(TransferState.INVALID, unknown.state());
+        assertEquals(ErrorCode.INVALID_ARGUMENT, unknown.error());
+        assertTrue(unknown.message().contains("no policy named 'nope'"), unknown.message());
+
+        TransferPlan bad = initiator.explain(TransferRequest.write(local.segment(), seg, 0x10));
+        assertFalse(bad.error() == null, bad.toString());
+        assertTrue(bad.error().contains("0x10"), bad.error());
+    }
+
+    @Test
+    void badRulesAreRejectedNamingTheRule() {
+        for (String[] c : new String[][]{
+                {"[{\"name\": \"x\", \"transports\": [\"inproc\"], \"colour\": \"red\"}]", "unknown field 'colour'"},
+                {"[{\"transports\": [\"inproc\"]}]", "'name' is required"},
+                {"[{\"name\": \"x\", \"transports\": [\"warp\"]}]", "no transport 'warp'"},
+                {"[{\"name\": \"x\", \"transports\": []}]", "at least one transport"},
+                {"[{\"name\": \"x\", \"transports\": [\"inproc\"], \"priority\": \"urgent\"}]", "priority"},
+                {"{\"name\": \"x\"}", "JSON array"},
+                {"[{", "not valid JSON"}}) {
+            ConfigException e = assertThrows(ConfigException.class, () -> engine(EngineTest.cfg().set("policy", c[0])), c[0]);
+            assertEquals("policy", e.key());
+            assertTrue(e.getMessage().contains(c[1]), e.getMessage());
+        }
+    }
+}
