@@ -31,6 +31,7 @@ import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.SegmentInfo;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
@@ -305,6 +306,11 @@ class InitiatorWorkloadTest {
         @Override
         public void onNotification(Consumer<Notification> listener) {
             throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public TransferPlan explain(TransferRequest request) {
+            return new TransferPlan(null, List.of(), "copy", null, request.length(), 1, null);
         }
 
         @Override

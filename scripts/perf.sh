@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Measurements for docs/PERFORMANCE.md, each pair side by side in one run. Builds first. Prints one line per figure:
+#   figure-name value [unit]
+# Usage: scripts/perf.sh [seconds per run, default 5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/jdk.sh
+D=${1:-5}
+./mvnw -B -q -ntp -DskipTests package
+out=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+
+json() { # extracts "key":value from te-bench's JSON line
+  sed -n 's/.*"'"$2"'":\([0-9.eE+-]*\).*/\1/p' "$1" | tail -n1
+}
+target() { # starts a te-bench target; sets TARGET_PID and SEG
+  bin/te-bench --mode=target --buffer_size=512m "$@" >"$out/target.log" 2>&1 &
+  TARGET_PID=$!
+  SEG=""
+  for _ in $(seq 1 150); do
+    SEG=$(grep -o -- '--segment_id=[^ ]*' "$out/target.log" | head -n1 || true)
+    [ -n "$SEG" ] && return 0
+    sleep 0.2
+  done
+  cat "$out/target.log" >&2
+  return 1
+}
+stop_target() { kill "$TARGET_PID"; wait "$TARGET_PID" 2>/dev/null || true; }
+bench() { # name, te-bench initiator args...
+  local name=$1; shift
+  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --duration="$D" --json "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
+  echo "$name gbps=$(json "$out/$name.json" gbps) ops_per_sec=$(json "$out/$name.json" ops_per_sec) p50_us=$(json "$out/$name.json" p50_us) p99_us=$(json "$out/$name.json" p99_us) p999_us=$(json "$out/$name.json" p999_us) errors=$(json "$out/$name.json" errors)"
+}
+
+echo "# issue 2: baselines"
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+iperf3 -s -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+IPERF=$!
+sleep 0.5
+echo "iperf3_1stream gbps=$(iperf3 -c 127.0.0.1 -p "$port" -t "$D" -J | python3 -c 'import json,sys;print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e9,3))')"
+kill "$IPERF"; wait "$IPERF" 2>/dev/null || true
+gcc -O2 -o "$out/memcpy" scripts/perf/memcpy.c
+echo "memcpy_1MiB_1thread gbps=$("$out/memcpy" $((1<<20)) "$D")"
+
+echo "# issue 2: two processes, 1 MiB blocks, batch 32, 2 threads"
+target
+for p in tcp shm; do
+  for op in read write; do
+    bench "${p}_${op}_1MiB" --protocol=$p --operation=$op --block_size=1m --batch_size=32 --threads=2
+  done
+done
+echo "# issue 2: 4 KiB requests, batch 32, 2 threads"
+for p in tcp shm; do
+  for op in read write; do
+    bench "${p}_${op}_4KiB" --protocol=$p --operation=$op --block_size=4k --batch_size=32 --threads=2
+  done
+done
+stop_target
+
+if [ "${FI_PROVIDER:-tcp;ofi_rxm}" != none ]; then
+  echo "# issue 5: efa transport over libfabric provider ${FI_PROVIDER:-tcp;ofi_rxm}, two processes, 1 MiB, batch 32, 2 threads"
+  export FI_PROVIDER="${FI_PROVIDER:-tcp;ofi_rxm}"
+  target
+  for op in read write; do
+    bench "efa_${op}_1MiB" --protocol=efa --operation=$op --block_size=1m --batch_size=32 --threads=2
+    bench "tcp_${op}_1MiB_same_run" --protocol=tcp --operation=$op --block_size=1m --batch_size=32 --threads=2
+  done
+  stop_target
+fi
+
+echo "# issue 3: metadata publish and open times (medians), side by side"
+data=$out/md; mkdir -p "$data"
+ep=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+pp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+rp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+hp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+etcd --name n1 --data-dir "$data/etcd" --listen-client-urls "http://127.0.0.1:$ep" --advertise-client-urls "http://127.0.0.1:$ep" \
+  --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+  --initial-cluster "n1=http://127.0.0.1:$pp" --initial-cluster-state new --logger=zap --log-level=error >/dev/null 2>&1 &
+redis-server --bind 127.0.0.1 --port "$rp" --save '' --appendonly no --dir "$data" >/dev/null 2>&1 &
+bin/tent4j metadata-server --host 127.0.0.1 --port "$hp" >/dev/null 2>&1 &
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$ep/health" >/dev/null && redis-cli -p "$rp" ping >/dev/null 2>&1 \
+    && curl -s -o /dev/null "http://127.0.0.1:$hp/metadata?key=x" && break
+  sleep 0.2
+done
+. bin/samples-classpath.sh
+"$JAVA_HOME/bin/java" $TENT4J_JAVA_FLAGS -cp "$TENT4J_CP" org.tent4j.samples.bench.MetadataBench \
+  p2p "etcd://127.0.0.1:$ep" "redis://127.0.0.1:$rp" "http://127.0.0.1:$hp/metadata" 2>/dev/null
