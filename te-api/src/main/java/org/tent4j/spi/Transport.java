@@ -55,7 +55,10 @@ public interface Transport extends AutoCloseable {
      */
     PeerConnection connect(SegmentDescriptor peer);
 
-    /** Closes every connection and listener and fails what is still in flight. */
+    /**
+     * Closes every connection and listener and fails what is still in flight. When it returns, no thread of the
+     * transport touches registered memory any more.
+     */
     @Override
     void close();
 }

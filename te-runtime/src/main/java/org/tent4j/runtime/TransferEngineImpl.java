@@ -918,6 +918,11 @@ final class TransferEngineImpl implements TransferEngine {
         if (path < 0) {
             return;
         }
+        if (!code.retryable()) {
+            // Bad input (a stale descriptor, a denied permission) says nothing about the path's health.
+            g.paths[path].withdrawn(length);
+            return;
+        }
         long cooldown = g.paths[path].failed(length, System.nanoTime());
         if (cooldown > 0) {
             log.warn("path {} to segment '{}' paused for {} ms after {} failures in a row: {} ({})", g.describe(path),
@@ -936,8 +941,9 @@ final class TransferEngineImpl implements TransferEngine {
             s.discard();
             return;
         }
+        // A slice that never left its queue (fromPath < 0) spent no attempt.
         boolean retry = !closed && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline)
-                && ++s.retries <= maxAttempts;
+                && (fromPath < 0 || ++s.retries <= maxAttempts);
         if (!retry) {
             s.giveUp(code, message);
             return;

@@ -42,7 +42,7 @@ final class ShmPeerConnection implements PeerConnection {
     private static final int DRAIN_BATCH = 64;
     private static final RemoteMapping[] NO_MAPPINGS = {};
     /** How often a poster checks that the peer still holds its files: a killed peer's mapping stays writable. */
-    private static final long LIVENESS_INTERVAL_NANOS = 50_000_000L;
+    private static final long LIVENESS_INTERVAL_NANOS = 20_000_000L;
 
     private final ShmTransport transport;
     private final String segmentName;

@@ -68,6 +68,11 @@ final class TcpPeerConnection implements PeerConnection {
                     "tcp: " + InitiatorLane.describe(slice) + " to " + describePeer() + ": " + invalid);
             return;
         }
+        if (System.nanoTime() - slice.deadlineNanos() > 0) {
+            fail(slice, ErrorCode.TIMEOUT, "tcp: " + InitiatorLane.describe(slice) + " to " + describePeer()
+                    + ": deadline passed before it was sent");
+            return;
+        }
         int path = slice.path();
         InitiatorLane lane = path >= 0 && path < lanes.length && lanes[path].alive() ? lanes[path] : pickLane();
         if (lane == null) {

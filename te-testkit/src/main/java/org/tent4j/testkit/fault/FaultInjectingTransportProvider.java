@@ -1,0 +1,157 @@
+package org.tent4j.testkit.fault;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.ServiceLoader;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.spi.Availability;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.OptionSpec.Type;
+import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportCapabilities;
+import org.tent4j.spi.TransportContext;
+import org.tent4j.spi.TransportProvider;
+
+/**
+ * Transport {@value #ID}: wraps another transport (option {@code wraps}) and injects failures, delays, slow or dead
+ * paths, corrupted statuses and dropped connections into its slices, so the runtime's retries, failover and path
+ * health can be tested against a real data path. Found through {@code META-INF/services} wherever te-testkit is on
+ * the class path.
+ *
+ * <p>With {@code wraps} empty (the default) it is inert: it registers no buffer, so the runtime never selects it.
+ *
+ * <p>The wrapped transport runs with its own defaults: its options cannot be given through {@code transports.faulty.*}
+ * (option names are declared, not wildcards), so it is created with {@code OptionValues.parse("transports.<id>.",
+ * delegate.options(), Map.of())}. A test that needs other delegate options wraps the delegate's provider in code.
+ *
+ * <p>Rank {@value #RANK}: after every real transport, so it carries traffic only when preferred or required
+ * ({@code transports.preference=faulty}, or {@code TransportMode.REQUIRE}).
+ */
+public final class FaultInjectingTransportProvider implements TransportProvider {
+    public static final String ID = "faulty";
+    public static final int RANK = 1000;
+
+    private static final List<OptionSpec> OPTIONS = List.of(
+            OptionSpec.of("wraps", Type.STRING, "", "id of the transport to wrap (found through ServiceLoader); empty = inert"),
+            OptionSpec.of("fail_percent", Type.INT, 0, "percent of slices failed with PEER_FAILED instead of posted"),
+            OptionSpec.of("delay", Type.DURATION, "0ms", "added before every slice is handed to the wrapped transport"),
+            OptionSpec.of("fail_after", Type.LONG, -1, "every slice after this many posted fails; -1 = never"),
+            OptionSpec.of("corrupt_status", Type.BOOLEAN, false,
+                    "report the wrapped transport's successes as PEER_FAILED (the bytes did land)"),
+            OptionSpec.of("drop_peer_after", Type.LONG, -1,
+                    "after this many slices close the wrapped connection (in-flight slices fail, isOpen() turns false); -1 = never"),
+            OptionSpec.of("slow_path", Type.INT, -1, "path whose slices complete slow_factor times slower; -1 = none"),
+            OptionSpec.of("slow_factor", Type.INT, 1, "how many times slower slow_path is than the wrapped transport"),
+            OptionSpec.of("fail_path", Type.INT, -1, "path that dies after fail_path_after slices on it; -1 = none"),
+            OptionSpec.of("fail_path_after", Type.LONG, 0, "slices fail_path carries before it dies"),
+            OptionSpec.of("seed", Type.LONG, 0, "seed of the fail_percent draws; 0 = a different one every run"));
+
+    /** What the runtime sorts by; the live transport reports its delegate's (see {@link Transport#capabilities()}). */
+    private static final TransportCapabilities INERT = new TransportCapabilities(TransportCapabilities.hostOnly(),
+            false, false, Long.MAX_VALUE, RANK);
+
+    @Override
+    public String id() {
+        return ID;
+    }
+
+    @Override
+    public String description() {
+        return "fault injector for tests: wraps the transport named by transports.faulty.wraps";
+    }
+
+    /** Inert and harmless, so always available; see {@link #availability(OptionValues)}. */
+    @Override
+    public Availability availability() {
+        return Availability.available();
+    }
+
+    /** Available when inert; otherwise exactly as available as the wrapped transport with its default options. */
+    @Override
+    public Availability availability(OptionValues options) {
+        String wraps = options.getString("wraps");
+        if (wraps.isEmpty()) {
+            return Availability.available();
+        }
+        Optional<TransportProvider> delegate;
+        try {
+            delegate = Optional.of(delegate(wraps));
+        } catch (ConfigException e) {
+            return Availability.unavailable(e.getMessage());
+        }
+        Availability a = delegate.get().availability(delegateOptions(delegate.get()));
+        return a.isAvailable() ? a : Availability.unavailable(new IllegalStateException(
+                "faulty wraps '" + wraps + "', which is unavailable: " + a.reason(), a.unavailabilityCause()));
+    }
+
+    @Override
+    public TransportCapabilities capabilities() {
+        return INERT;
+    }
+
+    @Override
+    public List<OptionSpec> options() {
+        return OPTIONS;
+    }
+
+    @Override
+    public Transport create(TransportContext context) {
+        FaultPlan plan = FaultPlan.from(context.options());
+        if (plan.wraps().isEmpty()) {
+            return new InertTransport();
+        }
+        TransportProvider provider = delegate(plan.wraps());
+        OptionValues delegateOptions = delegateOptions(provider);
+        provider.availability(delegateOptions).ensureAvailable("transport '" + plan.wraps() + "' wrapped by faulty");
+        Transport delegate = provider.create(new DelegateContext(context, delegateOptions, plan.wraps()));
+        return new FaultInjectingTransport(context, plan, provider, delegate);
+    }
+
+    static OptionValues delegateOptions(TransportProvider delegate) {
+        return OptionValues.parse("transports." + delegate.id() + ".", delegate.options(), Map.of());
+    }
+
+    static TransportProvider delegate(String id) {
+        if (id.equals(ID)) {
+            throw new ConfigException("transports.faulty.wraps", "faulty cannot wrap itself");
+        }
+        List<String> found = new ArrayList<>();
+        for (TransportProvider p : ServiceLoader.load(TransportProvider.class)) {
+            if (p.id().equals(id)) {
+                return p;
+            }
+            found.add(p.id());
+        }
+        throw new ConfigException("transports.faulty.wraps", "no transport '" + id + "' on the class path (found: "
+                + found + ")");
+    }
+
+    /** With nothing to wrap: registers nothing, so no slice can ever reach it. */
+    private static final class InertTransport implements Transport {
+        @Override
+        public String id() {
+            return ID;
+        }
+
+        @Override
+        public Optional<Map<String, String>> registerBuffer(org.tent4j.spi.LocalBuffer buffer) {
+            return Optional.empty();
+        }
+
+        @Override
+        public org.tent4j.spi.PeerConnection connect(org.tent4j.spi.SegmentDescriptor peer) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "faulty wraps no transport "
+                    + "(set transports.faulty.wraps); cannot connect to segment '" + peer.name() + "'");
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package org.tent4j.testkit.fault;
+
+import java.time.Duration;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.spi.OptionValues;
+
+/**
+ * The faults one faulty transport injects, from its {@code transports.faulty.*} options. Counts are of slices posted
+ * on one connection; {@code -1} turns a fault off.
+ */
+record FaultPlan(String wraps, int failPercent, Duration delay, long failAfter, boolean corruptStatus,
+                 long dropPeerAfter, int slowPath, int slowFactor, int failPath, long failPathAfter, long seed) {
+
+    static FaultPlan from(OptionValues o) {
+        FaultPlan p = new FaultPlan(o.getString("wraps").strip(), o.getInt("fail_percent"), o.getDuration("delay"),
+                o.getLong("fail_after"), o.getBoolean("corrupt_status"), o.getLong("drop_peer_after"),
+                o.getInt("slow_path"), o.getInt("slow_factor"), o.getInt("fail_path"), o.getLong("fail_path_after"),
+                o.getLong("seed"));
+        if (p.failPercent < 0 || p.failPercent > 100) {
+            throw new ConfigException("transports.faulty.fail_percent", "must be in [0, 100], got " + p.failPercent);
+        }
+        if (p.delay.isNegative()) {
+            throw new ConfigException("transports.faulty.delay", "must not be negative, got " + p.delay);
+        }
+        if (p.slowFactor < 1) {
+            throw new ConfigException("transports.faulty.slow_factor", "must be >= 1, got " + p.slowFactor);
+        }
+        if (p.failPathAfter < 0) {
+            throw new ConfigException("transports.faulty.fail_path_after", "must be >= 0, got " + p.failPathAfter);
+        }
+        return p;
+    }
+
+    /** Whether completions of slices on {@code path} are held back. */
+    boolean slows(int path) {
+        return slowPath >= 0 && path == slowPath && slowFactor > 1;
+    }
+}
