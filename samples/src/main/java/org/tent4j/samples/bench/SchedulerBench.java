@@ -39,6 +39,7 @@ import org.tent4j.api.TransferStatus;
  *     the failover shows in the path metrics;</li>
  * <li>{@code overhead}: 4 KiB WRITEs over plain tcp with 1 path versus 4 paths.</li>
  * </ul>
+ * Each scenario first runs one unmeasured second (as te-bench's warm-up), so every path has a bandwidth estimate.
  * Argument: seconds per scenario (default 5).
  */
 public final class SchedulerBench {
@@ -88,10 +89,18 @@ public final class SchedulerBench {
             SegmentHandle seg = initiator.openSegment(target.segmentName());
             long requests = 0;
             long failed = 0;
-            long start = System.nanoTime();
+            long warmEnd = System.nanoTime() + 1_000_000_000L;
+            long start = warmEnd;
             long end = start + (long) (seconds * 1e9);
+            boolean warm = true;
             int round = 0;
             while (System.nanoTime() < end) {
+                if (warm && System.nanoTime() >= warmEnd) {
+                    warm = false;
+                    requests = 0;
+                    start = System.nanoTime();
+                    end = start + (long) (seconds * 1e9);
+                }
                 try (Batch b = initiator.allocateBatch(BATCH)) {
                     List<TransferRequest> reqs = new ArrayList<>(BATCH);
                     long base0 = (round++ % 2) * BLOCK * BATCH;
