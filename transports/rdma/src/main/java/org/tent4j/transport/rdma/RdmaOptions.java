@@ -25,10 +25,11 @@ import org.tent4j.spi.OptionValues;
  * @param rnrRetry     RNR retry count (7 = infinite)
  * @param serviceLevel IB service level ({@code MC_IB_SL})
  * @param trafficClass GRH traffic class ({@code MC_IB_TC})
+ * @param gpuDirect    register device memory with ibv_reg_mr through peer memory (nvidia-peermem, amdgpu)
  */
 record RdmaOptions(List<String> devices, int port, int gidIndex, int maxQpWr, int maxSge, int pathMtu,
                    int qpsPerPeer, int cqSize, int timeout, int retryCount, int rnrRetry, int serviceLevel,
-                   int trafficClass) {
+                   int trafficClass, boolean gpuDirect) {
     static final String PREFIX = "transports.rdma.";
 
     static final List<OptionSpec> SPECS = List.of(
@@ -46,7 +47,9 @@ record RdmaOptions(List<String> devices, int port, int gidIndex, int maxQpWr, in
             OptionSpec.of("retry_cnt", Type.INT, 7, "transport retries before a work request fails (0..7)"),
             OptionSpec.of("rnr_retry", Type.INT, 7, "receiver-not-ready retries (0..7, 7 = infinite)"),
             OptionSpec.of("service_level", Type.INT, 0, "InfiniBand service level (0..15)"),
-            OptionSpec.of("traffic_class", Type.INT, 0, "GRH traffic class (0..255)"));
+            OptionSpec.of("traffic_class", Type.INT, 0, "GRH traffic class (0..255)"),
+            OptionSpec.of("gpu_direct", Type.BOOLEAN, true, "register device memory (cuda:N, rocm:N) directly on the NICs "
+                    + "through the kernel's peer-memory support (nvidia-peermem, amdgpu); false serves host memory only"));
 
     static RdmaOptions from(OptionValues v) {
         List<String> devices = Arrays.stream(v.getString("devices").split(",")).map(String::strip)
@@ -63,7 +66,8 @@ record RdmaOptions(List<String> devices, int port, int gidIndex, int maxQpWr, in
                 range(v, "retry_cnt", 0, 7),
                 range(v, "rnr_retry", 0, 7),
                 range(v, "service_level", 0, 15),
-                range(v, "traffic_class", 0, 255));
+                range(v, "traffic_class", 0, 255),
+                v.getBoolean("gpu_direct"));
         try {
             Verbs.mtuEnum(o.pathMtu());
         } catch (IllegalArgumentException e) {

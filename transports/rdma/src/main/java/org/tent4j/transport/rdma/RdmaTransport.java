@@ -156,8 +156,8 @@ final class RdmaTransport implements Transport {
                 max = Math.min(max, d.maxMessageSize());
             }
         }
-        return Optional.of(new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, max,
-                RdmaTransportProvider.RANK));
+        return Optional.of(new TransportCapabilities(options.gpuDirect() ? GPU_DIRECT_PATHS : TransportCapabilities.hostOnly(),
+                false, false, max, RdmaTransportProvider.RANK));
     }
 
     @Override
@@ -175,10 +175,24 @@ final class RdmaTransport implements Transport {
         };
     }
 
+    /** Host and device memory in any combination: with peer memory a NIC reads and writes GPU memory directly. */
+    private static final java.util.Set<org.tent4j.spi.MemoryPath> GPU_DIRECT_PATHS = gpuDirectPaths();
+
+    private static java.util.Set<org.tent4j.spi.MemoryPath> gpuDirectPaths() {
+        java.util.Set<org.tent4j.spi.MemoryPath> paths = new java.util.HashSet<>();
+        List<MemoryKind> kinds = List.of(MemoryKind.CPU, MemoryKind.CUDA, MemoryKind.ROCM);
+        for (MemoryKind a : kinds) {
+            for (MemoryKind b : kinds) {
+                paths.add(org.tent4j.spi.MemoryPath.of(a, b));
+            }
+        }
+        return java.util.Set.copyOf(paths);
+    }
+
     @Override
     public Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
-        if (buffer.location().kindOrCpu() != MemoryKind.CPU) {
-            // device memory needs dmabuf / peer-memory registration, which this transport does not do
+        boolean device = buffer.location().kindOrCpu() != MemoryKind.CPU;
+        if (device && (!options.gpuDirect() || buffer.location().kindOrCpu() == MemoryKind.NPU)) {
             return Optional.empty();
         }
         int access = accessFlags(buffer.permission());
@@ -195,8 +209,9 @@ final class RdmaTransport implements Transport {
                     RdmaDevice.quietly(() -> d.deregister(regions[d.index()]));
                 }
             }
-            LOG.warn("rdma: not serving buffer 0x{} +{}: {}{}", Long.toHexString(buffer.address()), buffer.length(),
-                    e.getMessage(), e.errno() == 12 ? " (check the locked-memory limit, ulimit -l)" : "");
+            LOG.warn("rdma: not serving buffer 0x{} +{} at {}: {}{}", Long.toHexString(buffer.address()), buffer.length(),
+                    buffer.location(), e.getMessage(), e.errno() == 12 ? " (check the locked-memory limit, ulimit -l)"
+                            : device ? " (device memory needs the kernel's peer-memory module: nvidia-peermem or amdgpu)" : "");
             return Optional.empty();
         }
         LocalRegistration reg = new LocalRegistration(buffer, buffer.address(), buffer.length(), regions);

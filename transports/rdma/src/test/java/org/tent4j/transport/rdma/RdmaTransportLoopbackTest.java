@@ -436,11 +436,23 @@ class RdmaTransportLoopbackTest {
     }
 
     @Test
-    void deviceMemoryAndUnregisteredBuffersAreNotServed() {
+    void deviceMemoryIsRegisteredThroughPeerMemoryUnlessGpuDirectIsOff() {
         start(Map.of(), "mlx5_0");
+        TestLocalMemory.Buffer cuda = new TestLocalMemory.Buffer(98, arena.allocate(4096),
+                Location.device(MemoryKind.CUDA, 0), Permission.READ_WRITE, Map.of());
+        assertTrue(ta.registerBuffer(cuda).isPresent(), "gpu_direct (default) registers device memory with ibv_reg_mr");
+        assertTrue(ta.capabilities().orElseThrow().supports(MemoryKind.CUDA, MemoryKind.CPU));
+        assertTrue(ta.capabilities().orElseThrow().supports(MemoryKind.CPU, MemoryKind.ROCM));
+        ta.unregisterBuffer(cuda);
+    }
+
+    @Test
+    void deviceMemoryAndUnregisteredBuffersAreNotServed() {
+        start(Map.of("gpu_direct", "false"), "mlx5_0");
         TestLocalMemory.Buffer cuda = new TestLocalMemory.Buffer(99, arena.allocate(4096),
                 Location.device(MemoryKind.CUDA, 0), Permission.READ_WRITE, Map.of());
         assertTrue(ta.registerBuffer(cuda).isEmpty());
+        assertFalse(ta.capabilities().orElseThrow().supports(MemoryKind.CUDA, MemoryKind.CPU));
         TestLocalMemory.Buffer host = register(ca, ta, 4096, Permission.READ_ONLY, false);
         assertSame(host, ta.localRegistration(host.address() + 100, 10).buffer());
         ta.unregisterBuffer(host);

@@ -43,7 +43,7 @@ class RdmaTransportProviderTest {
         assertEquals(20, caps.rank());
         assertFalse(caps.sameHostOnly());
         assertTrue(caps.supports(MemoryKind.CPU, MemoryKind.CPU));
-        assertFalse(caps.supports(MemoryKind.CUDA, MemoryKind.CPU), "no dmabuf registration, so no device memory");
+        assertFalse(caps.supports(MemoryKind.CUDA, MemoryKind.CPU), "the provider declares host memory; an instance with gpu_direct adds device memory");
         assertFalse(caps.supports(MemoryKind.CPU, MemoryKind.CUDA));
         assertEquals(1, caps.memoryPaths().size());
         assertEquals(1L << 30, caps.maxSliceSize());
@@ -58,7 +58,7 @@ class RdmaTransportProviderTest {
                 Map.entry("max_qp_wr", "256"), Map.entry("max_sge", "4"), Map.entry("path_mtu", "4096"),
                 Map.entry("qps_per_peer", "2"), Map.entry("cq_size", "4096"), Map.entry("timeout", "14"),
                 Map.entry("retry_cnt", "7"), Map.entry("rnr_retry", "7"), Map.entry("service_level", "0"),
-                Map.entry("traffic_class", "0")), defaults);
+                Map.entry("traffic_class", "0"), Map.entry("gpu_direct", "true")), defaults);
         RdmaOptions o = RdmaOptions.from(OptionValues.parse(RdmaOptions.PREFIX, provider.options(), Map.of()));
         assertEquals(List.of(), o.devices());
         assertTrue(o.allows("mlx5_3"));
