@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.spi.NativeLibrary;
 
 /**
  * The AscendCL runtime ({@code libascendcl.so}) functions this platform calls, bound through FFM.

@@ -12,6 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.spi.Availability;
+import org.tent4j.spi.NativeLibrary;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 

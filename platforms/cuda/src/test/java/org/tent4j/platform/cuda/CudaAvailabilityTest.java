@@ -15,6 +15,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.spi.NativeLibrary;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 
 class CudaAvailabilityTest {

@@ -18,6 +18,7 @@ import java.util.Map;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.spi.NativeLibrary;
 
 /**
  * The HIP runtime ({@code libamdhip64}) functions this platform calls, bound through FFM.

@@ -26,6 +26,7 @@ import org.tent4j.api.Location;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.spi.NativeLibrary;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 import org.tent4j.spi.platform.PointerInfo;
 

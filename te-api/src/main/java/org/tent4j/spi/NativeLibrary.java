@@ -1,4 +1,4 @@
-package org.tent4j.platform.ascend;
+package org.tent4j.spi;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -12,16 +12,15 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 
-import org.tent4j.spi.Availability;
 
 /**
  * A shared library opened from the first candidate that loads, and its functions bound as downcall handles.
  *
- * <p>Plugins may depend only on te-api, so each platform module carries its own copy of this small class.
- * Libraries are opened in the global arena: device runtimes keep process-wide state (contexts, IPC mappings) and
+ * <p>Here in te-api because every native plugin (device platforms, transports) needs it and plugins may depend on
+ * te-api only. Libraries are opened in the global arena: device runtimes keep process-wide state (contexts, IPC mappings) and
  * must never be unloaded while the JVM runs.
  */
-final class NativeLibrary {
+public final class NativeLibrary {
     private static final Linker LINKER = Linker.nativeLinker();
 
     private final String openedFrom;
@@ -36,11 +35,11 @@ final class NativeLibrary {
      * Opens the first candidate that loads. A bare file name goes through the dynamic linker's search
      * ({@code LD_LIBRARY_PATH}, ldconfig); a name with a slash is a file path.
      *
-     * @param what       how the library is named in the cause, e.g. {@code libascendcl.so}
+     * @param what       how the library is named in the cause, e.g. {@code libcudart.so.13/.12/.11}
      * @param candidates names and paths, tried in order
      * @throws Availability.UnavailableException "{@code <what>} not found (searched: ...)" when none loads
      */
-    static NativeLibrary open(String what, List<String> candidates) throws Availability.UnavailableException {
+    public static NativeLibrary open(String what, List<String> candidates) throws Availability.UnavailableException {
         List<String> searched = new ArrayList<>();
         for (String candidate : new LinkedHashSet<>(candidates)) {
             if (candidate == null || candidate.isBlank()) {
@@ -61,27 +60,27 @@ final class NativeLibrary {
     }
 
     /** The candidate that loaded. */
-    String openedFrom() {
+    public String openedFrom() {
         return openedFrom;
     }
 
-    boolean has(String symbol) {
+    public boolean has(String symbol) {
         return symbols.find(symbol).isPresent();
     }
 
     /** Binds a function the platform cannot work without. */
-    MethodHandle bind(String symbol, FunctionDescriptor descriptor) throws Availability.UnavailableException {
+    public MethodHandle bind(String symbol, FunctionDescriptor descriptor) throws Availability.UnavailableException {
         return bindOptional(symbol, descriptor).orElseThrow(() -> new Availability.UnavailableException(
                 openedFrom + " has no symbol " + symbol + " (runtime too old?)"));
     }
 
-    Optional<MethodHandle> bindOptional(String symbol, FunctionDescriptor descriptor) {
+    public Optional<MethodHandle> bindOptional(String symbol, FunctionDescriptor descriptor) {
         Optional<MemorySegment> address = symbols.find(symbol);
         return address.map(a -> LINKER.downcallHandle(a, descriptor));
     }
 
     /** Reads a NUL-terminated string a library returned (static storage owned by the library). */
-    static String string(MemorySegment cString) {
+    public static String string(MemorySegment cString) {
         if (cString == null || cString.equals(MemorySegment.NULL)) {
             return "";
         }
@@ -89,7 +88,7 @@ final class NativeLibrary {
     }
 
     /** The candidates for {@code names} by name, then under each directory in {@code directories}. */
-    static List<String> candidates(List<String> names, List<String> directories) {
+    public static List<String> candidates(List<String> names, List<String> directories) {
         List<String> out = new ArrayList<>(names);
         for (String dir : directories) {
             if (dir == null || dir.isBlank()) {
@@ -103,7 +102,7 @@ final class NativeLibrary {
     }
 
     /** Comma-separated names or paths from a system property, tried before the defaults. */
-    static List<String> fromProperty(String property) {
+    public static List<String> fromProperty(String property) {
         String value = System.getProperty(property);
         if (value == null || value.isBlank()) {
             return List.of();
