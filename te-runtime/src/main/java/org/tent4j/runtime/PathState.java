@@ -113,6 +113,10 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
             if (consecutiveFailures < PAUSE_AFTER && !paused) {
                 return 0;
             }
+            if (paused && now - pausedUntilNanos < 0) {
+                // Slices that were in flight when the path was paused fail after it; they say nothing new.
+                return 0;
+            }
             cooldownNanos = cooldownNanos == 0 ? baseCooldownNanos : Math.min(maxCooldownNanos, cooldownNanos * 2);
             pausedUntilNanos = now + cooldownNanos;
             paused = true;

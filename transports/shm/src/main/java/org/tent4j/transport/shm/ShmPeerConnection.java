@@ -57,7 +57,8 @@ final class ShmPeerConnection implements PeerConnection {
     /** Sorted by address; replaced, never modified, so the hot path reads it without locking. */
     private volatile RemoteMapping[] mappings = NO_MAPPINGS;
     private volatile boolean closed;
-    private final AtomicLong lastLivenessCheck = new AtomicLong(System.nanoTime());
+    /** Starts in the past, so a new connection's first post checks the owner at once. */
+    private final AtomicLong lastLivenessCheck = new AtomicLong(System.nanoTime() - 2 * LIVENESS_INTERVAL_NANOS);
 
     ShmPeerConnection(ShmTransport transport, SegmentDescriptor peer, Executor workers, long inlineThreshold,
                       int copyParallelism) {
@@ -79,10 +80,13 @@ final class ShmPeerConnection implements PeerConnection {
         }
         long now = System.nanoTime();
         long last = lastLivenessCheck.get();
-        if (now - last > LIVENESS_INTERVAL_NANOS && lastLivenessCheck.compareAndSet(last, now) && ownerGone()) {
-            LOG.warn("segment '{}' is gone: no process holds its shm files any more; closing its shm connection", segmentName);
+        if (now - last > LIVENESS_INTERVAL_NANOS && lastLivenessCheck.compareAndSet(last, now) && ownerGone(slice)) {
+            String path = slice.remoteBuffer().attributes(ShmTransportProvider.ID).get(ShmAllocator.PATH);
+            transport.ownerGone(path);
+            LOG.warn("segment '{}' is gone: no process holds its shm file {} any more; closing its shm connection", segmentName, path);
             close();
-            slice.fail(ErrorCode.PEER_FAILED, describe(slice) + ": the process owning segment '" + segmentName + "' is gone");
+            slice.fail(ErrorCode.PEER_FAILED, describe(slice) + ": the process owning segment '" + segmentName
+                    + "' is gone (" + path + " is deleted or no longer locked)");
             return;
         }
         if (slice.length() <= inlineThreshold) {
@@ -163,17 +167,30 @@ final class ShmPeerConnection implements PeerConnection {
      * Whether the owner of this peer's buffers has exited: every live owner holds a shared {@code flock} on each file it
      * allocated, so an exclusive non-blocking lock succeeds only when the owner is gone (or the file was deleted).
      */
-    private boolean ownerGone() {
-        RemoteMapping[] ms = mappings;
-        if (ms.length == 0 || !LibC.isAvailable()) {
+    /** Probes the slice's file once it has been mapped here (mapping validated the path); allocation-free. */
+    private boolean ownerGone(Slice slice) {
+        String path = slice.remoteBuffer().attributes(ShmTransportProvider.ID).get(ShmAllocator.PATH);
+        for (RemoteMapping m : mappings) {
+            if (m.path.equals(path)) {
+                return ownerGone(path);
+            }
+        }
+        return false;
+    }
+
+    static boolean ownerGone(String path) {
+        if (!LibC.isAvailable()) {
             return false;
         }
-        Path file = Path.of(ms[0].path);
+        Path file = Path.of(path);
+        if (!Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            return true; // its owner deleted it on close
+        }
         int fd;
         try {
             fd = LibC.open(file, LibC.O_RDWR | LibC.O_CLOEXEC, 0);
         } catch (IOException e) {
-            return !Files.exists(file);
+            return false;
         }
         try {
             return LibC.flock(fd, LibC.LOCK_EX | LibC.LOCK_NB, file);

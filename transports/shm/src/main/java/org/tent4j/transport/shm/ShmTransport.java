@@ -81,6 +81,13 @@ final class ShmTransport implements Transport {
                     + "': it is on machine '" + peer.machineId() + "' and this engine ('" + context.segmentName()
                     + "') is on machine '" + context.machineId() + "'; shm needs both on one machine");
         }
+        for (org.tent4j.spi.BufferDescriptor b : peer.buffers()) {
+            String path = b.attributes(ShmTransportProvider.ID).get(ShmAllocator.PATH);
+            if (path != null && deadFiles.contains(path)) {
+                throw new TransferException(ErrorCode.PEER_UNREACHABLE, "shm cannot reach segment '" + peer.name()
+                        + "': the process owning " + path + " is gone");
+            }
+        }
         ShmPeerConnection connection = new ShmPeerConnection(this, peer, context.workers(), copyThreshold,
                 copyParallelism);
         connections.add(connection);
@@ -90,6 +97,18 @@ final class ShmTransport implements Transport {
                     + "' closed while connecting to segment '" + peer.name() + "'");
         }
         return connection;
+    }
+
+    /**
+     * Files whose owner was seen gone. A peer's descriptor stays cached after it dies, so without this every reconnect
+     * would map the orphaned memory again and let slices "complete" into it before the next liveness check.
+     */
+    private final java.util.Set<String> deadFiles = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    void ownerGone(String path) {
+        if (path != null) {
+            deadFiles.add(path);
+        }
     }
 
     @Override
