@@ -163,10 +163,15 @@ final class RdmaPeerConnection implements PeerConnection {
         for (Path p : paths) {
             p.failPending(code, why);
         }
+        // Settle in-flight slices with the close reason first: once a QP is flushed the poller may reap its flush
+        // completions, and a slice must fail as "closed", not as a flush error. Detached slots stay occupied until
+        // their completions (or the reclaim below) free them.
         for (QueuePair qp : queuePairs) {
-            qp.flush();
             qp.device().slots().detachAll(qp, (slice, lane) -> slice.fail(code, why + " ("
                     + CompletionPoller.describe(slice, lane) + " was in flight)"));
+        }
+        for (QueuePair qp : queuePairs) {
+            qp.flush();
         }
         // let the pollers take the flush completions so the slots are freed by their owners (a poller closing a
         // connection from a completion callback cannot wait for itself; reclaim below frees its slots)
