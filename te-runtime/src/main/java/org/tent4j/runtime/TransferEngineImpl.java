@@ -88,6 +88,8 @@ final class TransferEngineImpl implements TransferEngine {
     private final ControlPlaneNode control;
     private final String segmentName;
     private final TransportSlot[] transports;
+    /** Ids of {@link #transports}, in slot order (published in every descriptor). */
+    private final List<String> transportIds;
     private final List<TransportInfo> transportInfos;
     private final int[] preference;
     private final boolean explicitPreference;
@@ -219,6 +221,7 @@ final class TransferEngineImpl implements TransferEngine {
                 }
             }
             this.transports = slots.toArray(new TransportSlot[0]);
+            this.transportIds = slots.stream().map(TransportSlot::id).toList();
             this.transportInfos = List.copyOf(infos);
             List<String> pref = new ArrayList<>(parseList(core.getString(EngineConfig.TRANSPORTS_PREFERENCE)));
             pref.remove("*");
@@ -245,7 +248,7 @@ final class TransferEngineImpl implements TransferEngine {
                     providers.stream().map(TransportProvider::id).collect(java.util.stream.Collectors.toSet()), this::indexOf);
             this.policiesByName = Policy.byName(policies);
 
-            this.metrics = new EngineMetrics(segmentName, List.of(transports).stream().map(TransportSlot::id).toList());
+            this.metrics = new EngineMetrics(segmentName, transportIds);
             built.add(metrics);
             int metricsPort = core.getInt(EngineConfig.METRICS_PORT);
             if (metricsPort >= 0) {
@@ -281,7 +284,7 @@ final class TransferEngineImpl implements TransferEngine {
             throw e;
         }
         log.info("engine '{}' up: transports {}, metadata {}", segmentName,
-                List.of(transports).stream().map(TransportSlot::id).toList(), core.getString(EngineConfig.METADATA_URI));
+                transportIds, core.getString(EngineConfig.METADATA_URI));
     }
 
     private SegmentDirectory openDirectory(String uris, List<MetadataStoreProvider> providers) {
@@ -366,7 +369,7 @@ final class TransferEngineImpl implements TransferEngine {
             attrs.put(s.id(), s.transport().segmentAttributes());
         }
         return new SegmentDescriptor(segmentName, machineId, host, control.port(),
-                List.of(transports).stream().map(TransportSlot::id).toList(), attrs, buffers, version.incrementAndGet());
+                transportIds, attrs, buffers, version.incrementAndGet());
     }
 
     private synchronized void republish() {
@@ -553,18 +556,18 @@ final class TransferEngineImpl implements TransferEngine {
         }
         s.gone = false;
         if (d.version() != s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId())) {
-            s.descriptor = d;
-            for (int i = 0; i < s.groups.length(); i++) {
-                PathGroup g = s.groups.get(i);
-                if (g != null) {
-                    g.connection.descriptorChanged(d);
-                }
-            }
+            adopt(s, d);
         }
     }
 
     private SegmentDescriptor refresh(RemoteSegment s) {
         SegmentDescriptor d = directory.fetch(s.name());
+        adopt(s, d);
+        return d;
+    }
+
+    /** Caches a peer's new descriptor and tells its open connections. */
+    private static void adopt(RemoteSegment s, SegmentDescriptor d) {
         s.descriptor = d;
         for (int i = 0; i < s.groups.length(); i++) {
             PathGroup g = s.groups.get(i);
@@ -572,7 +575,6 @@ final class TransferEngineImpl implements TransferEngine {
                 g.connection.descriptorChanged(d);
             }
         }
-        return d;
     }
 
     // ---------------------------------------------------------------- transfers
@@ -791,7 +793,7 @@ final class TransferEngineImpl implements TransferEngine {
         String hintProblem = null;
         if (hint != null) {
             int h = indexOf(hint);
-            hintProblem = h < 0 ? "this engine does not run it (running: " + List.of(transports).stream().map(TransportSlot::id).toList() + ")"
+            hintProblem = h < 0 ? "this engine does not run it (running: " + transportIds + ")"
                     : (excluded & (1L << h)) != 0 ? "it failed for this task"
                     : unusable(transports[h], local, desc, remote, lk, rk, sameHost, sliceLength);
             if (trace != null) {
