@@ -1,5 +1,7 @@
 package org.tent4j.platform.cuda;
 
+import org.tent4j.testkit.nativecode.CProgram;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,7 @@
 package org.tent4j.platform.cuda;
 
+import org.tent4j.testkit.nativecode.CProgram;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;

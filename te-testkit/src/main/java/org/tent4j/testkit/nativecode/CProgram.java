@@ -1,4 +1,4 @@
-package org.tent4j.platform.ascend;
+package org.tent4j.testkit.nativecode;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -10,12 +10,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-/** Compiles and runs small C programs at test time, to check constants and layouts against installed headers. */
-final class CProgram {
+/**
+ * Compiles and runs small C programs at test time, to check constants and layouts against installed headers and to
+ * build fake native libraries. For plugins that bind native code through FFM.
+ */
+public final class CProgram {
     private CProgram() {
     }
 
-    static boolean gccAvailable() {
+    public static boolean gccAvailable() {
         try {
             Process p = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).start();
             p.getInputStream().readAllBytes();
@@ -26,7 +29,7 @@ final class CProgram {
     }
 
     /** Compiles {@code source} with {@code flags}, runs it, and parses its {@code key=value} lines. */
-    static Map<String, String> run(Path workDir, String source, List<String> flags) throws IOException, InterruptedException {
+    public static Map<String, String> run(Path workDir, String source, List<String> flags) throws IOException, InterruptedException {
         Files.createDirectories(workDir);
         Path c = workDir.resolve("probe.c");
         Path exe = workDir.resolve("probe");
@@ -48,7 +51,7 @@ final class CProgram {
     }
 
     /** Compiles {@code source} into a shared library. */
-    static Path sharedLibrary(Path workDir, String name, String source, List<String> flags)
+    public static Path sharedLibrary(Path workDir, String name, String source, List<String> flags)
             throws IOException, InterruptedException {
         Files.createDirectories(workDir);
         Path c = workDir.resolve(name + ".c");
