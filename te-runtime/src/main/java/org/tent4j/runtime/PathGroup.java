@@ -10,6 +10,11 @@ import org.tent4j.spi.PeerConnection;
  * priority queues. Slices wait here until a path has room; then each goes to the eligible path with the lowest
  * predicted completion time, so a slow path gets fewer slices and a fast one more.
  *
+ * <p>When the path that would finish a slice first is full, a slower path with room takes it only if it would finish
+ * it before the whole backlog (everything queued and in flight) could drain at the combined speed of the eligible
+ * paths. So under a backlog every path works and each one's share follows its speed, while at the tail of a transfer
+ * a slow path is left out instead of holding the last bytes back.
+ *
  * <p>Queues are served HIGH first, except that a MEDIUM or LOW slice that has waited longer than the aging limit
  * (twice that for LOW) goes first, so low priority is never starved. Draining is a work-in-progress counter loop:
  * whoever finds it idle drains, everyone else just counts, so posting never recurses (a transport may complete a
@@ -27,6 +32,8 @@ final class PathGroup {
     private final long maxInflightBytes;
     private final long agingNanos;
     private volatile int queued;
+    /** Bytes of the queued slices; guarded by {@code queues}. */
+    private long queuedBytes;
 
     PathGroup(TransferEngineImpl engine, RemoteSegment segment, TransportSlot transport, PeerConnection connection,
               int maxInflightSlices, long maxInflightBytes, long agingNanos, long cooldownNanos, long maxCooldownNanos) {
@@ -58,6 +65,7 @@ final class PathGroup {
                 q.addLast(s);
             }
             queued++;
+            queuedBytes += s.length();
         }
         drain();
     }
@@ -104,6 +112,7 @@ final class PathGroup {
                 }
                 q.poll();
                 queued--;
+                queuedBytes -= s.length();
             }
             Task t = s.task();
             if (t.isTerminal()) {
@@ -151,7 +160,18 @@ final class PathGroup {
         Policy policy = s.task().policy;
         java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(policy.devices()) ? null : policy.devices();
         int best = pick(s, now, s.avoidPath, allowed);
-        return best >= 0 || s.avoidPath < 0 ? best : pick(s, now, -1, allowed);
+        // the path that just failed this slice takes it again only when no other path can: waiting for room on
+        // another path is better than spending the task's attempts on one that is likely still broken
+        return best >= 0 || s.avoidPath < 0 || eligibleBesides(s.avoidPath, now, allowed) ? best : pick(s, now, -1, allowed);
+    }
+
+    private boolean eligibleBesides(int avoid, long now, java.util.Set<String> allowed) {
+        for (PathState p : paths) {
+            if (p.index != avoid && p.eligible(now) && (allowed == null || allowed.contains(p.name))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether a policy's device list names any path of this group (if none, the restriction cannot apply here). */
@@ -164,12 +184,26 @@ final class PathGroup {
         return false;
     }
 
+    /**
+     * The path for {@code s}, or -1 to let it wait: the path with room that would finish it first, provided that is
+     * also the best path overall or it would finish the slice before the backlog drains (see the class comment).
+     * Called with {@code queues} held.
+     */
     private int pick(RuntimeSlice s, long now, int avoid, java.util.Set<String> allowed) {
         int best = -1;
         double bestTime = Double.MAX_VALUE;
+        double bestFullTime = Double.MAX_VALUE;
+        double backlogBytes = queuedBytes;
+        double bandwidth = 0;
         for (PathState p : paths) {
-            if (p.index == avoid || !p.eligible(now) || p.inflightSlices.get() >= maxInflightSlices
-                    || p.inflightBytes.get() >= maxInflightBytes || (allowed != null && !allowed.contains(p.name))) {
+            if (p.index == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+                continue;
+            }
+            backlogBytes += p.inflightBytes.get();
+            bandwidth += p.bandwidth();
+            if (p.inflightSlices.get() >= maxInflightSlices || p.inflightBytes.get() >= maxInflightBytes) {
+                // on a full path the slice would first wait for room, about one slice's time
+                bestFullTime = Math.min(bestFullTime, p.predictedNanos(2 * s.length()));
                 continue;
             }
             double t = p.predictedNanos(s.length());
@@ -178,7 +212,7 @@ final class PathGroup {
                 best = p.index;
             }
         }
-        return best;
+        return best < 0 || bestTime <= bestFullTime || bestTime <= backlogBytes / bandwidth ? best : -1;
     }
 
     /** Takes every queued slice out (for rerouting when all paths are down or the connection closed). */
@@ -192,6 +226,7 @@ final class PathGroup {
                 }
             }
             queued = 0;
+            queuedBytes = 0;
             return out;
         }
     }

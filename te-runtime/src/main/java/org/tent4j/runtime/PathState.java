@@ -4,10 +4,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One path of a connection as the scheduler sees it: how fast it has been (EWMA of delivered bytes per nanosecond,
- * measured between completions while busy so pipelining does not hide its speed), what is in flight on it, and its
- * health. A path that fails {@link #PAUSE_AFTER} times in a row is paused with exponential cooldown; it is tried again
- * when the cooldown ends and re-admitted on its first success.
+ * One path of a connection as the scheduler sees it: how fast it has been (delivered bytes per nanosecond, as EWMAs of
+ * bytes and of time, measured between completions while busy so pipelining does not hide its speed), what is in
+ * flight on it, and its health. A path that fails {@link #PAUSE_AFTER} times in a row is paused with exponential
+ * cooldown; it is tried again when the cooldown ends and re-admitted on its first success.
  */
 final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathView {
     static final int PAUSE_AFTER = 3;
@@ -24,6 +24,9 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     private final long baseCooldownNanos;
     private final long maxCooldownNanos;
     private double bandwidth = INITIAL_BANDWIDTH;
+    private double ewmaBytes;
+    private double ewmaNanos;
+    private boolean seenBusy;
     private long lastCompletionNanos;
     private int consecutiveFailures;
     private long cooldownNanos;
@@ -72,6 +75,11 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         return (inflightBytes.get() + length) / bandwidth;
     }
 
+    /** Estimated bytes per nanosecond. */
+    synchronized double bandwidth() {
+        return bandwidth;
+    }
+
     @Override
     public synchronized double bandwidthBytesPerSecond() {
         return bandwidth * 1e9;
@@ -88,11 +96,24 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         inflightSlices.decrementAndGet();
         completedSlices.incrementAndGet();
         synchronized (this) {
-            long start = Math.max(postNanos, lastCompletionNanos);
-            long took = Math.max(1, now - start);
+            // busy: something else completed here after this slice was posted, so the time since then is the path's
+            // own pace; idle: the time since posting also holds the fixed latency of a lone slice
+            boolean busy = lastCompletionNanos - postNanos > 0;
+            long took = Math.max(1, now - (busy ? lastCompletionNanos : postNanos));
             lastCompletionNanos = now;
-            double sample = (double) length / took;
-            bandwidth = bandwidth * (1 - ALPHA) + sample * ALPHA;
+            // Bytes and time are averaged separately: averaging their ratio would let completions that arrive in a
+            // burst (microseconds apart) inflate the estimate many times over. A lone slice's latency understates
+            // what the path carries when busy, so once it has been seen busy such samples move the estimate little.
+            double alpha = busy || !seenBusy ? ALPHA : ALPHA / 8;
+            seenBusy |= busy;
+            if (ewmaNanos == 0) { // the initial figure is a guess, not a measurement: the first sample replaces it
+                ewmaBytes = length;
+                ewmaNanos = took;
+            } else {
+                ewmaBytes = ewmaBytes * (1 - alpha) + length * alpha;
+                ewmaNanos = ewmaNanos * (1 - alpha) + took * alpha;
+            }
+            bandwidth = ewmaBytes / ewmaNanos;
             consecutiveFailures = 0;
             cooldownNanos = 0;
             if (paused) {
