@@ -22,8 +22,8 @@ public final class TcpTransportProvider implements TransportProvider {
             new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, 100);
 
     private static final List<OptionSpec> OPTIONS = List.of(
-            OptionSpec.of("lanes", Type.INT, 4, "persistent connections per peer; slices spread over them by "
-                    + "outstanding bytes"),
+            OptionSpec.of("lanes", Type.INT, 2, "persistent connections per peer, each a path of the runtime's "
+                    + "scheduler; as many as io_threads keeps every I/O thread busy without two lanes sharing one"),
             OptionSpec.of("io_threads", Type.INT, 2, "Netty event loop threads for all tcp connections of the engine"),
             OptionSpec.of("port", Type.INT, 0, "data port to listen on; 0 picks a free port"),
             OptionSpec.of("io_mode", Type.STRING, "auto", "auto, epoll, io_uring or nio; auto = epoll if it loads, "

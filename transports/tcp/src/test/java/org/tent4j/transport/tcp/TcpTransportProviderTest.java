@@ -53,7 +53,7 @@ class TcpTransportProviderTest {
     void declaresItsOptionsWithDefaults() {
         Map<String, OptionSpec> o = provider.options().stream()
                 .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
-        assertEquals(Map.of("lanes", "4", "io_threads", "2", "port", "0", "io_mode", "auto",
+        assertEquals(Map.of("lanes", "2", "io_threads", "2", "port", "0", "io_mode", "auto",
                         "connect_timeout", "5s", "max_frame", "64m"),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
