@@ -46,6 +46,7 @@ final class FaultInjectingConnection implements PeerConnection {
     private final AtomicBoolean pathKilled = new AtomicBoolean();
     private final SplittableRandom random;
     private final Set<FaultySlice> held = ConcurrentHashMap.newKeySet();
+    private final SlowLink slowLink;
     /** Only when the delegate can cancel: which wrapper carries which of the runtime's slices. */
     private final Map<Slice, FaultySlice> byOriginal;
     private volatile Rewritten lastRewritten;
@@ -60,6 +61,7 @@ final class FaultInjectingConnection implements PeerConnection {
         this.peer = peer;
         this.random = plan.seed() == 0 ? new SplittableRandom() : new SplittableRandom(plan.seed());
         this.byOriginal = cancellation ? new ConcurrentHashMap<>() : null;
+        this.slowLink = new SlowLink(plan.slowRate());
     }
 
     @Override
@@ -141,7 +143,7 @@ final class FaultInjectingConnection implements PeerConnection {
         }
         if (plan.slows(s.path())) {
             long now = System.nanoTime();
-            long due = now + (plan.slowFactor() - 1) * (now - w.postNanos);
+            long due = Math.max(now, slowLink.carry(w.postNanos, s.length()));
             boolean late = due - s.deadlineNanos() > 0;
             w.landed = true;
             held.add(w);
@@ -151,8 +153,8 @@ final class FaultInjectingConnection implements PeerConnection {
                         return;
                     }
                     if (late) {
-                        s.fail(ErrorCode.TIMEOUT, "injected: slow path " + s.path() + " (slow_factor="
-                                + plan.slowFactor() + ") missed the deadline: " + describe(s));
+                        s.fail(ErrorCode.TIMEOUT, "injected: slow path " + s.path() + " (slow_rate="
+                                + plan.slowRate() + " B/s) missed the deadline: " + describe(s));
                     } else {
                         s.complete();
                     }
@@ -201,12 +203,17 @@ final class FaultInjectingConnection implements PeerConnection {
 
     @Override
     public int pathCount() {
-        return delegate.pathCount();
+        return plan.paths() > 0 ? plan.paths() : delegate.pathCount();
     }
 
     @Override
     public String pathName(int path) {
-        return delegate.pathName(path);
+        return plan.paths() > 0 ? "v" + path + "@" + delegate.pathName(delegatePath(path)) : delegate.pathName(path);
+    }
+
+    /** The wrapped transport's path that carries the runtime's {@code path}. */
+    private int delegatePath(int path) {
+        return plan.paths() > 0 ? path % Math.max(1, delegate.pathCount()) : path;
     }
 
     @Override
@@ -263,6 +270,26 @@ final class FaultInjectingConnection implements PeerConnection {
     private record Rewritten(BufferDescriptor original, BufferDescriptor rewritten) {
     }
 
+    /**
+     * The slow path as a link of {@code rate} bytes per second: it carries its slices one after another, each starting
+     * when it was posted or when the link finished the one before, whichever is later.
+     */
+    private static final class SlowLink {
+        private final long rate;
+        private long freeAtNanos = Long.MIN_VALUE;
+
+        SlowLink(long rate) {
+            this.rate = rate;
+        }
+
+        /** Books {@code length} bytes posted at {@code postNanos}; returns when the link has carried them. */
+        synchronized long carry(long postNanos, long length) {
+            long start = freeAtNanos == Long.MIN_VALUE || postNanos - freeAtNanos > 0 ? postNanos : freeAtNanos;
+            freeAtNanos = start + (long) (length * 1e9 / rate);
+            return freeAtNanos;
+        }
+    }
+
     /** What the delegate sees: the runtime's slice with the rewritten remote buffer, settling through this connection. */
     private final class FaultySlice implements Slice {
         final Slice original;
@@ -282,7 +309,7 @@ final class FaultInjectingConnection implements PeerConnection {
         @Override public BufferDescriptor remoteBuffer() { return remote; }
         @Override public long remoteAddress() { return original.remoteAddress(); }
         @Override public long length() { return original.length(); }
-        @Override public int path() { return original.path(); }
+        @Override public int path() { return delegatePath(original.path()); }
         @Override public long deadlineNanos() { return original.deadlineNanos(); }
 
         @Override

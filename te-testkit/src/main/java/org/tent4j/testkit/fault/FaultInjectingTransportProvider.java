@@ -1,9 +1,10 @@
 package org.tent4j.testkit.fault;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
+import java.util.Map;
 import java.util.ServiceLoader;
 
 import org.tent4j.api.ConfigException;
@@ -26,9 +27,9 @@ import org.tent4j.spi.TransportProvider;
  *
  * <p>With {@code wraps} empty (the default) it is inert: it registers no buffer, so the runtime never selects it.
  *
- * <p>The wrapped transport runs with its own defaults: its options cannot be given through {@code transports.faulty.*}
- * (option names are declared, not wildcards), so it is created with {@code OptionValues.parse("transports.<id>.",
- * delegate.options(), Map.of())}. A test that needs other delegate options wraps the delegate's provider in code.
+ * <p>The wrapped transport's options come from {@code wrapped_options} ({@code name=value,...}), checked against what
+ * it declares and reported under its own keys ({@code transports.<id>.<name>}); the rest keep their defaults. Its
+ * {@code transports.<id>.*} settings in the engine's config belong to the unwrapped instance, if that runs too.
  *
  * <p>Rank {@value #RANK}: after every real transport, so it carries traffic only when preferred or required
  * ({@code transports.preference=faulty}, or {@code TransportMode.REQUIRE}).
@@ -46,8 +47,13 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
                     "report the wrapped transport's successes as PEER_FAILED (the bytes did land)"),
             OptionSpec.of("drop_peer_after", Type.LONG, -1,
                     "after this many slices close the wrapped connection (in-flight slices fail, isOpen() turns false); -1 = never"),
-            OptionSpec.of("slow_path", Type.INT, -1, "path whose slices complete slow_factor times slower; -1 = none"),
-            OptionSpec.of("slow_factor", Type.INT, 1, "how many times slower slow_path is than the wrapped transport"),
+            OptionSpec.of("wrapped_options", Type.STRING, "",
+                    "options of the wrapped transport, comma separated name=value (e.g. lanes=1,io_threads=1)"),
+            OptionSpec.of("paths", Type.INT, 0, "paths shown to the runtime, mapped round-robin onto the wrapped "
+                    + "transport's; 0 = exactly the wrapped transport's"),
+            OptionSpec.of("slow_path", Type.INT, -1, "path that carries at most slow_rate bytes per second; -1 = none"),
+            OptionSpec.of("slow_rate", Type.SIZE, "0", "bytes per second slow_path carries, its slices served one "
+                    + "after another like a slower link (e.g. 200m)"),
             OptionSpec.of("fail_path", Type.INT, -1, "path that dies after fail_path_after slices on it; -1 = none"),
             OptionSpec.of("fail_path_after", Type.LONG, 0, "slices fail_path carries before it dies"),
             OptionSpec.of("seed", Type.LONG, 0, "seed of the fail_percent draws; 0 = a different one every run"));
@@ -79,13 +85,15 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         if (wraps.isEmpty()) {
             return Availability.available();
         }
-        Optional<TransportProvider> delegate;
+        TransportProvider delegate;
+        OptionValues delegateOptions;
         try {
-            delegate = Optional.of(delegate(wraps));
+            delegate = delegate(wraps);
+            delegateOptions = delegateOptions(delegate, options.getString("wrapped_options"));
         } catch (ConfigException e) {
             return Availability.unavailable(e.getMessage());
         }
-        Availability a = delegate.get().availability(delegateOptions(delegate.get()));
+        Availability a = delegate.availability(delegateOptions);
         return a.isAvailable() ? a : Availability.unavailable(new IllegalStateException(
                 "faulty wraps '" + wraps + "', which is unavailable: " + a.reason(), a.unavailabilityCause()));
     }
@@ -107,14 +115,26 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             return new InertTransport();
         }
         TransportProvider provider = delegate(plan.wraps());
-        OptionValues delegateOptions = delegateOptions(provider);
+        OptionValues delegateOptions = delegateOptions(provider, context.options().getString("wrapped_options"));
         provider.availability(delegateOptions).ensureAvailable("transport '" + plan.wraps() + "' wrapped by faulty");
         Transport delegate = provider.create(new DelegateContext(context, delegateOptions, plan.wraps()));
         return new FaultInjectingTransport(context, plan, provider, delegate);
     }
 
-    static OptionValues delegateOptions(TransportProvider delegate) {
-        return OptionValues.parse("transports." + delegate.id() + ".", delegate.options(), Map.of());
+    static OptionValues delegateOptions(TransportProvider delegate, String wrappedOptions) {
+        Map<String, String> values = new LinkedHashMap<>();
+        for (String item : wrappedOptions.split(",")) {
+            if (item.isBlank()) {
+                continue;
+            }
+            int eq = item.indexOf('=');
+            if (eq <= 0) {
+                throw new ConfigException("transports.faulty.wrapped_options", "expected name=value, got '"
+                        + item.strip() + "'");
+            }
+            values.put(item.substring(0, eq).strip(), item.substring(eq + 1).strip());
+        }
+        return OptionValues.parse("transports." + delegate.id() + ".", delegate.options(), values);
     }
 
     static TransportProvider delegate(String id) {

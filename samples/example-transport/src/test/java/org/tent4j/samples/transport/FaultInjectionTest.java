@@ -105,6 +105,36 @@ class FaultInjectionTest {
                 "fail_percent", "101")));
         assertEquals(ErrorCode.CONFIG, e.code());
         assertTrue(e.getMessage().contains("transports.faulty.fail_percent"), e.getMessage());
+        e = assertThrows(TransferException.class, () -> side("a", Map.of("wraps", "uds", "slow_path", "1")));
+        assertTrue(e.getMessage().contains("transports.faulty.slow_rate"), e.getMessage());
+    }
+
+    @Test
+    void wrappedOptionsReachTheDelegateUnderItsOwnKeys() {
+        Link link = link(Map.of("wrapped_options", "paths=3"));
+        assertEquals(3, link.connection.pathCount(), "uds was not given paths=3");
+        TransferException unknown = assertThrows(TransferException.class, () -> side("a", Map.of("wraps", "uds",
+                "wrapped_options", "paths=2,lanes=4")));
+        assertEquals(ErrorCode.CONFIG, unknown.code());
+        assertTrue(unknown.getMessage().contains("transports.uds.lanes"), unknown.getMessage());
+        TransferException malformed = assertThrows(TransferException.class, () -> side("a", Map.of("wraps", "uds",
+                "wrapped_options", "paths")));
+        assertTrue(malformed.getMessage().contains("transports.faulty.wrapped_options"), malformed.getMessage());
+        assertFalse(provider.availability(parse(Map.of("wraps", "uds", "wrapped_options", "paths=x"))).isAvailable());
+    }
+
+    @Test
+    void virtualPathsMapRoundRobinOntoTheDelegatesAndFaultsHitOnlyTheirOwn() throws Exception {
+        Link link = link(Map.of("paths", "4", "fail_path", "3", "fail_path_after", "0"));
+        assertEquals(4, link.connection.pathCount());
+        assertEquals(List.of("v0@lane-0", "v1@lane-1", "v2@lane-0", "v3@lane-1"),
+                List.of(link.connection.pathName(0), link.connection.pathName(1), link.connection.pathName(2),
+                        link.connection.pathName(3)));
+        for (int i = 0; i < 3; i++) {
+            assertTrue(link.write(i, i).result().get(30, TimeUnit.SECONDS).completed(), "virtual path " + i);
+        }
+        assertInjectedFailure(link.write(3, 3), "path killed");
+        link.assertLanded(0, 3);
     }
 
     // ------------------------------------------------------------------------------------------- faults
@@ -210,7 +240,7 @@ class FaultInjectionTest {
 
     @Test
     void slowPathHoldsBackOnlyItsOwnCompletions() throws Exception {
-        Link link = link(Map.of("slow_path", "1", "slow_factor", "4"));
+        Link link = link(Map.of("slow_path", "1", "slow_rate", "16m"));
         assertEquals(2, link.connection.pathCount(), "uds runs two paths by default");
         for (int i = 0; i < 3; i++) {
             assertTrue(link.write(i, 0).result().get(30, TimeUnit.SECONDS).completed());
@@ -226,9 +256,27 @@ class FaultInjectionTest {
     }
 
     @Test
+    void slowPathCarriesItsSlicesOneAfterAnotherAtItsRate() throws Exception {
+        Link link = link(Map.of("slow_path", "1", "slow_rate", "8m"));
+        long start = System.nanoTime();
+        List<ConformanceSlice> posted = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            posted.add(link.write(i, 1));
+        }
+        for (ConformanceSlice s : posted) {
+            assertTrue(s.result().get(30, TimeUnit.SECONDS).completed());
+        }
+        long took = System.nanoTime() - start;
+        long linkTime = (long) (4 * SLICE * 1e9 / (8 << 20));
+        assertTrue(took >= linkTime, "4 slices posted together on a link of 8 MiB/s completed in " + took
+                + " ns; the link needs " + linkTime + " ns to carry them one after another");
+        link.assertLanded(0, 4);
+    }
+
+    @Test
     void slowPathThatMissesTheDeadlineTimesOut() throws Exception {
-        Link link = link(Map.of("slow_path", "0", "slow_factor", "1000000"));
-        // a 64 KiB round trip takes well over 2 microseconds, so a million times that is far past 2 s
+        Link link = link(Map.of("slow_path", "0", "slow_rate", "1k"));
+        // 64 KiB at 1 KiB/s take a minute
         ConformanceSlice s = link.write(0, 0, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
         Outcome o = s.result().get(30, TimeUnit.SECONDS);
         assertEquals(ErrorCode.TIMEOUT, o.code(), o.toString());
