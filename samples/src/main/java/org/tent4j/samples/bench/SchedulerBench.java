@@ -30,17 +30,20 @@ import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 
 /**
- * The scheduler under faults, side by side in one run (issue 4's figures). Two engines in this process; the initiator
- * requires the {@code faulty} transport of te-testkit wrapping tcp (4 lanes = 4 paths), so faults hit one path:
+ * The scheduler under faults, side by side in one run (issue 4's figures). Two engines in this process; 1 MiB WRITEs
+ * in batches of 32 require the {@code faulty} transport of te-testkit wrapping tcp, so faults hit one lane (path):
  * <ul>
- * <li>{@code healthy}: no fault;</li>
- * <li>{@code slow}: lane-1 made 10x slower: throughput versus healthy, and each path's share of slices;</li>
- * <li>{@code killed}: lane-1 fails every slice after its first 200: every task must complete with intact bytes, and
- *     the failover shows in the path metrics;</li>
- * <li>{@code overhead}: 4 KiB WRITEs over plain tcp with 1 path versus 4 paths.</li>
+ * <li>{@code one_path}: one healthy lane alone, the baseline;</li>
+ * <li>{@code two_paths}: two healthy lanes;</li>
+ * <li>{@code slow}: two lanes, lane-1 carrying at most a tenth of what {@code one_path} measured: throughput versus
+ *     the healthy lane alone, and lane-1's share of slices versus its share of the speed;</li>
+ * <li>{@code killed}: two lanes, lane-1 failing every slice after its first 200: every task must complete with intact
+ *     bytes, and the failover shows in the path metrics;</li>
+ * <li>{@code overhead}: 4 KiB WRITEs with 1 path versus 4 paths, twice each, alternating: over shm split into
+ *     virtual paths by faulty (only the scheduler differs), and over plain tcp with 1 versus 4 lanes.</li>
  * </ul>
- * Each scenario first runs one unmeasured second (as te-bench's warm-up), so every path has a bandwidth estimate.
- * Argument: seconds per scenario (default 5).
+ * Each scenario first runs two unmeasured seconds, so the JIT has settled and every path has a bandwidth estimate.
+ * Argument: seconds per scenario (default 5). Exits 1 if a killed-path task failed or bytes differ.
  */
 public final class SchedulerBench {
     private static final long BLOCK = 1 << 20;
@@ -49,24 +52,50 @@ public final class SchedulerBench {
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
-        Map<String, Object> faulty = Map.of(EngineConfig.TRANSPORTS_ENABLED, "tcp,faulty", "transports.faulty.wraps", "tcp");
-        Result healthy = run("healthy", seconds, BLOCK, "faulty", faulty);
-        Map<String, Object> slow = new LinkedHashMap<>(faulty);
-        slow.put("transports.faulty.slow_path", 1);
-        slow.put("transports.faulty.slow_factor", 10);
-        Result slowed = run("slow", seconds, BLOCK, "faulty", slow);
-        Map<String, Object> killed = new LinkedHashMap<>(faulty);
-        killed.put("transports.faulty.fail_path", 1);
-        killed.put("transports.faulty.fail_path_after", 200);
-        Result kill = run("killed", seconds, BLOCK, "faulty", killed);
-        Result one = run("overhead_1path", seconds, 4096, "tcp", Map.of(EngineConfig.TRANSPORTS_ENABLED, "tcp", "transports.tcp.lanes", 1));
-        Result four = run("overhead_4paths", seconds, 4096, "tcp", Map.of(EngineConfig.TRANSPORTS_ENABLED, "tcp", "transports.tcp.lanes", 4));
-        System.out.printf("slow_vs_healthy throughput_ratio=%.3f%n", slowed.gbps / healthy.gbps);
-        System.out.printf("overhead 4paths_vs_1path ops_ratio=%.3f%n", four.opsPerSec / one.opsPerSec);
+        run("jvm_warmup", seconds, BLOCK, "faulty", faultyTcp(2, Map.of())); // not a figure: the first run pays for JIT
+        Result one = run("one_path", seconds, BLOCK, "faulty", faultyTcp(1, Map.of()));
+        Result two = run("two_paths", seconds, BLOCK, "faulty", faultyTcp(2, Map.of()));
+        long slowRate = (long) (one.gbps * 1e9 / 10);
+        Result slow = run("slow", seconds, BLOCK, "faulty", faultyTcp(2, Map.of("transports.faulty.slow_path", 1,
+                "transports.faulty.slow_rate", Long.toString(slowRate))));
+        Result kill = run("killed", seconds, BLOCK, "faulty", faultyTcp(2, Map.of("transports.faulty.fail_path", 1,
+                "transports.faulty.fail_path_after", 200)));
+        System.out.printf("two_vs_one_path throughput_ratio=%.3f%n", two.gbps / one.gbps);
+        System.out.printf("slow_vs_one_path throughput_ratio=%.3f slow_rate_gbps=%.3f%n", slow.gbps / one.gbps,
+                slowRate / 1e9);
+        System.out.printf("slow_path share_of_slices=%.1f%% share_of_speed=%.1f%% (its rate / the run's throughput)%n",
+                100 * slow.shares.getOrDefault("lane-1", 0.0), 100 * slowRate / 1e9 / slow.gbps);
+
+        double[] shm = {0, 0};
+        double[] tcp = {0, 0};
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < 2; i++) {
+                int paths = i == 0 ? 1 : 4;
+                shm[i] += run("overhead_shm_" + paths + "path", seconds, 4096, "faulty", Map.of(
+                        EngineConfig.TRANSPORTS_ENABLED, "faulty", "transports.faulty.wraps", "shm",
+                        "transports.faulty.paths", paths)).opsPerSec;
+                tcp[i] += run("overhead_tcp_" + paths + "path", seconds, 4096, "tcp", Map.of(
+                        EngineConfig.TRANSPORTS_ENABLED, "tcp", "transports.tcp.lanes", paths)).opsPerSec;
+            }
+        }
+        System.out.printf("overhead shm 4paths_vs_1path ops_ratio=%.3f (%.0f vs %.0f ops/s, mean of 2)%n",
+                shm[1] / shm[0], shm[1] / 2, shm[0] / 2);
+        System.out.printf("overhead tcp 4paths_vs_1path ops_ratio=%.3f (%.0f vs %.0f ops/s, mean of 2)%n",
+                tcp[1] / tcp[0], tcp[1] / 2, tcp[0] / 2);
         System.exit(kill.failed == 0 && kill.intact ? 0 : 1);
     }
 
-    private record Result(double gbps, double opsPerSec, long failed, boolean intact) {
+    /** Settings for faulty wrapping tcp with {@code lanes} lanes, plus {@code faults}. */
+    private static Map<String, Object> faultyTcp(int lanes, Map<String, Object> faults) {
+        Map<String, Object> m = new LinkedHashMap<>(faults);
+        m.put(EngineConfig.TRANSPORTS_ENABLED, "faulty");
+        m.put("transports.faulty.wraps", "tcp");
+        m.put("transports.faulty.wrapped_options", "lanes=" + lanes);
+        return m;
+    }
+
+    /** @param shares each path's share of the completed slices, by path name */
+    private record Result(double gbps, double opsPerSec, long failed, boolean intact, Map<String, Double> shares) {
     }
 
     private static Result run(String name, double seconds, long block, String transport, Map<String, Object> settings) throws Exception {
@@ -89,7 +118,7 @@ public final class SchedulerBench {
             SegmentHandle seg = initiator.openSegment(target.segmentName());
             long requests = 0;
             long failed = 0;
-            long warmEnd = System.nanoTime() + 1_000_000_000L;
+            long warmEnd = System.nanoTime() + 2_000_000_000L;
             long start = warmEnd;
             long end = start + (long) (seconds * 1e9);
             boolean warm = true;
@@ -127,10 +156,18 @@ public final class SchedulerBench {
             }
             double took = (System.nanoTime() - start) / 1e9;
             boolean intact = block != BLOCK || crc(local.segment()) == crc(remote.segment());
-            String shares = pathShares(metricsPort, transport);
+            Map<String, double[]> paths = pathStats(metricsPort, transport);
+            double total = paths.values().stream().mapToDouble(v -> v[0]).sum();
+            Map<String, Double> shares = new LinkedHashMap<>();
+            StringBuilder line = new StringBuilder("paths:");
+            paths.forEach((k, v) -> {
+                shares.put(k, total == 0 ? 0 : v[0] / total);
+                line.append(String.format(" %s=%.1f%%(est %.2f GB/s)%s%s", k, total == 0 ? 0 : 100 * v[0] / total,
+                        v[3] / 1e9, v[1] > 0 ? "(failed " + (long) v[1] + ")" : "", v[2] > 0 ? "(paused)" : ""));
+            });
             System.out.printf("%s gbps=%.3f ops_per_sec=%.0f failed=%d intact=%s %s%n", name, requests * block / took / 1e9,
-                    requests / took, failed, intact, shares);
-            return new Result(requests * block / took / 1e9, requests / took, failed, intact);
+                    requests / took, failed, intact, line);
+            return new Result(requests * block / took / 1e9, requests / took, failed, intact, shares);
         }
     }
 
@@ -140,29 +177,30 @@ public final class SchedulerBench {
         return c.getValue();
     }
 
-    /** Each path's share of completed slices, its failed slices and whether it is paused, from the engine's metrics. */
-    private static String pathShares(int port, String transport) throws IOException, InterruptedException {
+    /** Per path: completed slices, failed slices, 1 if it is paused, and its estimated bandwidth; from the metrics. */
+    private static Map<String, double[]> pathStats(int port, String transport) throws IOException, InterruptedException {
         String text = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
         Map<String, double[]> paths = new LinkedHashMap<>();
         Pattern slices = Pattern.compile("tent4j_path_slices_total\\{([^}]*)\\} ([0-9.eE+-]+)");
         Pattern paused = Pattern.compile("tent4j_path_paused\\{([^}]*)\\} ([0-9.eE+-]+)");
+        Pattern bandwidth = Pattern.compile("tent4j_path_bandwidth_bytes_per_second\\{([^}]*)\\} ([0-9.eE+-]+)");
         for (String line : text.split("\n")) {
             Matcher m = slices.matcher(line);
             if (m.find() && m.group(1).contains("transport=\"" + transport + "\"")) {
-                double[] v = paths.computeIfAbsent(label(m.group(1), "path"), k -> new double[3]);
+                double[] v = paths.computeIfAbsent(label(m.group(1), "path"), k -> new double[4]);
                 v[m.group(1).contains("outcome=\"completed\"") ? 0 : 1] += Double.parseDouble(m.group(2));
             }
             Matcher p = paused.matcher(line);
             if (p.find() && p.group(1).contains("transport=\"" + transport + "\"")) {
-                paths.computeIfAbsent(label(p.group(1), "path"), k -> new double[3])[2] = Double.parseDouble(p.group(2));
+                paths.computeIfAbsent(label(p.group(1), "path"), k -> new double[4])[2] = Double.parseDouble(p.group(2));
+            }
+            Matcher b = bandwidth.matcher(line);
+            if (b.find() && b.group(1).contains("transport=\"" + transport + "\"")) {
+                paths.computeIfAbsent(label(b.group(1), "path"), k -> new double[4])[3] = Double.parseDouble(b.group(2));
             }
         }
-        double total = paths.values().stream().mapToDouble(v -> v[0]).sum();
-        StringBuilder sb = new StringBuilder("paths:");
-        paths.forEach((k, v) -> sb.append(String.format(" %s=%.1f%%%s%s", k, total == 0 ? 0 : 100 * v[0] / total,
-                v[1] > 0 ? "(failed " + (long) v[1] + ")" : "", v[2] > 0 ? "(paused)" : "")));
-        return sb.toString();
+        return paths;
     }
 
     private static String label(String labels, String name) {
