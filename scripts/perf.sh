@@ -28,17 +28,23 @@ target() { # starts a te-bench target; sets TARGET_PID and SEG
 stop_target() { kill "$TARGET_PID"; wait "$TARGET_PID" 2>/dev/null || true; }
 bench() { # name, te-bench initiator args...
   local name=$1; shift
-  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --duration="$D" --json "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
+  # 3 s warm-up: in the first seconds of a JVM the JIT compilers take a third of a core of this 2-core machine
+  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --warmup=3 --duration="$D" --json "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
   echo "$name gbps=$(json "$out/$name.json" gbps) ops_per_sec=$(json "$out/$name.json" ops_per_sec) p50_us=$(json "$out/$name.json" p50_us) p99_us=$(json "$out/$name.json" p99_us) p999_us=$(json "$out/$name.json" p999_us) errors=$(json "$out/$name.json" errors)"
 }
 
+iperf() { # name: one loopback TCP stream for D seconds
+  local port
+  port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  iperf3 -s -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+  local pid=$!
+  sleep 0.5
+  echo "$1 gbps=$(iperf3 -c 127.0.0.1 -p "$port" -t "$D" -J | python3 -c 'import json,sys;print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e9,3))')"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
 echo "# issue 2: baselines"
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-iperf3 -s -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
-IPERF=$!
-sleep 0.5
-echo "iperf3_1stream gbps=$(iperf3 -c 127.0.0.1 -p "$port" -t "$D" -J | python3 -c 'import json,sys;print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e9,3))')"
-kill "$IPERF"; wait "$IPERF" 2>/dev/null || true
+iperf iperf3_1stream
 gcc -O2 -o "$out/memcpy" scripts/perf/memcpy.c
 echo "memcpy_1MiB_1thread gbps=$("$out/memcpy" $((1<<20)) "$D")"
 
@@ -49,6 +55,7 @@ for p in tcp shm; do
     bench "${p}_${op}_1MiB" --protocol=$p --operation=$op --block_size=1m --batch_size=32 --threads=2
   done
 done
+iperf iperf3_1stream_after_tcp_shm
 echo "# issue 2: 4 KiB requests, batch 32, 2 threads"
 for p in tcp shm; do
   for op in read write; do
