@@ -199,14 +199,17 @@ final class PathGroup {
             if (p.index == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
                 continue;
             }
-            backlogBytes += p.inflightBytes.get();
-            bandwidth += p.bandwidth();
-            if (p.inflightSlices.get() >= maxInflightSlices || p.inflightBytes.get() >= maxInflightBytes) {
+            // one read of each, so the backlog, the room check and the prediction agree
+            long inflight = p.inflightBytes.get();
+            double bw = p.bandwidth();
+            backlogBytes += inflight;
+            bandwidth += bw;
+            if (p.inflightSlices.get() >= maxInflightSlices || inflight >= maxInflightBytes) {
                 // on a full path the slice would first wait for room, about one slice's time
-                bestFullTime = Math.min(bestFullTime, p.predictedNanos(2 * s.length()));
+                bestFullTime = Math.min(bestFullTime, (inflight + 2.0 * s.length()) / bw);
                 continue;
             }
-            double t = p.predictedNanos(s.length());
+            double t = (inflight + (double) s.length()) / bw;
             if (t < bestTime) {
                 bestTime = t;
                 best = p.index;

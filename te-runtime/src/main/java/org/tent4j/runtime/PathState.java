@@ -70,11 +70,6 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         return failedSlices.get();
     }
 
-    /** Predicted nanoseconds until a slice of {@code length} posted now would complete here. */
-    synchronized double predictedNanos(long length) {
-        return (inflightBytes.get() + length) / bandwidth;
-    }
-
     /** Estimated bytes per nanosecond. */
     synchronized double bandwidth() {
         return bandwidth;

@@ -3,8 +3,8 @@ package org.tent4j.testkit.fault;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Optional;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
 
 import org.tent4j.api.ConfigException;
