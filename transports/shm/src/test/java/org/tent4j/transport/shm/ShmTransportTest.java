@@ -432,11 +432,15 @@ class ShmTransportTest {
                 Remote remote = remote(1 << 20, Permission.READ_WRITE);
                 TestLocalMemory.Buffer local = local(1 << 20);
                 PeerConnection conn = c.connect(segmentB(remote.descriptor));
+                // Room enough that a loaded machine still posts before the deadline; the copy then waits past it.
+                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
                 TestSlice s = new TestSlice(Opcode.READ, local, 0, remote.descriptor, remote.descriptor.address(),
-                        1 << 20, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1));
+                        1 << 20, deadline);
                 conn.post(s);
                 assertFalse(s.result().isDone());
-                Thread.sleep(5);
+                while (System.nanoTime() - deadline <= 0) {
+                    Thread.sleep(20);
+                }
                 held.runAll();
                 assertEquals(ErrorCode.TIMEOUT, failure(s));
             } finally {
