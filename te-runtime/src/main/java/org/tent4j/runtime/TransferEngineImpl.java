@@ -657,6 +657,10 @@ final class TransferEngineImpl implements TransferEngine {
                     : invalid(ErrorCode.ADDRESS_NOT_REGISTERED, "local memory [0x" + Long.toHexString(localMem.address()) + ", +" + length
                     + ") is not registered with engine '" + segmentName + "'");
         }
+        if (r.opcode() == Opcode.READ && (localMem.isReadOnly() || local.segment().isReadOnly())) {
+            throw invalid(ErrorCode.PERMISSION_DENIED, "READ into local memory [0x" + Long.toHexString(localMem.address()) + ", +"
+                    + length + ") denied: it is a read-only segment");
+        }
         if (!(r.target() instanceof RemoteSegment seg) || (seg != localSegment && segments.get(seg.name()) != seg)) {
             throw invalid(ErrorCode.UNKNOWN_SEGMENT, "target segment " + (r.target() == null ? "null" : "'" + r.target().name() + "'")
                     + " is not open in engine '" + segmentName + "'");

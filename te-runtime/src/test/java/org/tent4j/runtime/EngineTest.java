@@ -122,6 +122,8 @@ class EngineTest {
                 ErrorCode.INVALID_ARGUMENT, "length must be > 0");
         assertInvalid(initiator, TransferRequest.write(local.segment().asSlice(0, 64), seg, ro.address()),
                 ErrorCode.PERMISSION_DENIED, "READ_ONLY");
+        assertInvalid(initiator, TransferRequest.read(local.segment().asSlice(0, 64).asReadOnly(), seg, remote.address()),
+                ErrorCode.PERMISSION_DENIED, "read-only");
         assertInvalid(initiator, TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(0, 64), seg, remote.address()).require("rdma").build(),
                 ErrorCode.NO_TRANSPORT, "'rdma' is required");
         assertEquals(TransferState.COMPLETED, initiator.transfer(TransferRequest.read(local.segment().asSlice(0, 64), seg, ro.address())).state());
