@@ -1,6 +1,5 @@
 package org.tent4j.transport.tcp;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,8 +28,6 @@ final class BufferPins {
     /** A buffer's pin count; one per registered buffer, not per request. */
     static final class Pin {
         final LocalBuffer buffer;
-        /** The whole registration as one ByteBuffer, so each view is a single slice of it; null if it cannot be. */
-        final ByteBuffer whole;
         private final Key key;
         private final AtomicInteger holders = new AtomicInteger();
         private volatile boolean retired;
@@ -38,7 +35,6 @@ final class BufferPins {
         private Pin(Key key) {
             this.key = key;
             this.buffer = key.buffer;
-            this.whole = MemoryRegionBufs.wholeOf(buffer.segment());
         }
 
         void release() {

@@ -2,7 +2,6 @@ package org.tent4j.transport.tcp;
 
 import static org.tent4j.transport.tcp.WireProtocol.*;
 
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Queue;
@@ -58,9 +57,8 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     private final ArrayDeque<Slice> inflight = new ArrayDeque<>();
     private long nextRequestId = 1;
 
-    /** The local buffer of the last slice and its whole ByteBuffer, so each view is one slice of it. */
-    private LocalBuffer lastLocal;
-    private ByteBuffer lastLocalWhole;
+    /** Views of local memory for payloads, recycled on this lane's event loop. */
+    private MemoryRegionBufs views;
 
     private ByteBuf header;
     private ByteBuf errorText;
@@ -137,7 +135,8 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         this.ctx = ctx;
         this.channel = ctx.channel();
         this.loop = ctx.channel().eventLoop();
-        header = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+        this.views = new MemoryRegionBufs(loop);
+        header = views.header();
     }
 
     @Override
@@ -162,9 +161,9 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     }
 
     @Override
-    public ByteBuf payloadView() {
+    public ByteBuf nextReadBuffer() {
         if (state != State.PAYLOAD) {
-            return null;
+            return views.readBuffer();
         }
         landing.retain();
         return landing.setIndex(received, received);
@@ -190,15 +189,14 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     private void send(Slice s) {
         long id = nextRequestId++;
         int op = opcodeOf(s.opcode());
-        ByteBuf h = ctx.alloc().directBuffer(REQUEST_HEADER_BYTES, REQUEST_HEADER_BYTES);
+        ByteBuf h = views.header();
         writeRequest(h, op, id, s.remoteAddress(), s.length());
         // queued before writing: a failed write fires exceptionCaught, which must find it to fail it
         inflight.addLast(s);
         ctx.write(h, ctx.voidPromise());
         if (op == OP_WRITE) {
             LocalBuffer local = s.localBuffer();
-            ctx.write(MemoryRegionBufs.readable(wholeOf(local), local.segment(), s.localOffset(), (int) s.length(),
-                    null), ctx.voidPromise());
+            ctx.write(views.readable(local.segment(), s.localOffset(), (int) s.length(), null), ctx.voidPromise());
         }
     }
 
@@ -209,8 +207,12 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
             while (in.isReadable() && state != State.DEAD) {
                 switch (state) {
                     case HEADER -> {
-                        if (fill(header, in, RESPONSE_HEADER_BYTES)) {
-                            onResponseHeader();
+                        if (header.writerIndex() == 0 && in.readableBytes() >= RESPONSE_HEADER_BYTES) {
+                            int at = in.readerIndex(); // whole in this read: parse it where it is
+                            in.skipBytes(RESPONSE_HEADER_BYTES);
+                            onResponseHeader(in, at);
+                        } else if (fill(header, in, RESPONSE_HEADER_BYTES)) {
+                            onResponseHeader(header, 0);
                         }
                     }
                     case PAYLOAD -> onPayload(in);
@@ -246,24 +248,17 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         }
     }
 
-    private ByteBuffer wholeOf(LocalBuffer local) {
-        if (local != lastLocal) {
-            lastLocalWhole = MemoryRegionBufs.wholeOf(local.segment());
-            lastLocal = local;
-        }
-        return lastLocalWhole;
-    }
-
     private static boolean fill(ByteBuf acc, ByteBuf in, int need) {
         int n = Math.min(in.readableBytes(), need - acc.writerIndex());
         acc.writeBytes(in, n);
         return acc.writerIndex() == need;
     }
 
-    private void onResponseHeader() {
-        int magic = header.getIntLE(0);
-        int status = header.getIntLE(4);
-        long id = header.getLongLE(8);
+    /** The response header at {@code at} of {@code h}. */
+    private void onResponseHeader(ByteBuf h, int at) {
+        int magic = h.getIntLE(at);
+        int status = h.getIntLE(at + 4);
+        long id = h.getLongLE(at + 8);
         header.clear();
         if (magic != RESPONSE_MAGIC) {
             violation("bad response magic 0x" + Integer.toHexString(magic));
@@ -289,8 +284,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         if (status == STATUS_OK) {
             if (head.opcode() == Opcode.READ) {
                 LocalBuffer local = head.localBuffer();
-                landing = MemoryRegionBufs.landing(wholeOf(local), local.segment(), head.localOffset(),
-                        (int) head.length(), null);
+                landing = views.landing(local.segment(), head.localOffset(), (int) head.length(), null);
                 received = 0;
                 state = State.PAYLOAD;
             } else {

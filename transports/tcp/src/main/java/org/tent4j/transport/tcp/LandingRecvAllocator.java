@@ -7,25 +7,20 @@ import io.netty.channel.DefaultMaxMessagesRecvByteBufAllocator;
 /**
  * Hands the socket the destination memory itself while payload bytes are expected, so the kernel copies them straight
  * into registered memory (epoll, NIO and io_uring all read into whatever the handle allocates). Otherwise it hands
- * out an ordinary pooled buffer for headers; payload bytes that arrive behind a header in such a buffer are copied.
+ * out the connection's own read buffer for headers; payload bytes that arrive behind a header in it are copied.
  *
  * <p>One allocator per channel, since it asks that channel's handler what it expects next. Netty allocates the next
  * read buffer only after the previous one went through the pipeline, so the answer is always current.
  */
 final class LandingRecvAllocator extends DefaultMaxMessagesRecvByteBufAllocator {
-    /**
-     * Size of ordinary reads. Smaller means more of a payload lands directly (only what shares a read with its
-     * header is copied); larger means fewer reads for many small pipelined requests.
-     */
-    static final int HEADER_READ_BYTES = 16 * 1024;
-
     /** The channel handler that knows whether payload bytes come next. */
     interface PayloadSink {
         /**
-         * A retained view of the not yet received rest of the current payload, with reader and writer index at the
-         * first missing byte, or {@code null} when no payload is expected.
+         * Where the next socket read goes: a retained view of the not yet received rest of the current payload, with
+         * reader and writer index at the first missing byte, or an empty buffer of
+         * {@link MemoryRegionBufs#READ_BUFFER_BYTES} when no payload is expected.
          */
-        ByteBuf payloadView();
+        ByteBuf nextReadBuffer();
     }
 
     private final PayloadSink sink;
@@ -40,13 +35,12 @@ final class LandingRecvAllocator extends DefaultMaxMessagesRecvByteBufAllocator 
         return new MaxMessageHandle() {
             @Override
             public ByteBuf allocate(ByteBufAllocator alloc) {
-                ByteBuf view = sink.payloadView();
-                return view != null ? view : alloc.ioBuffer(HEADER_READ_BYTES);
+                return sink.nextReadBuffer();
             }
 
             @Override
             public int guess() {
-                return HEADER_READ_BYTES;
+                return MemoryRegionBufs.READ_BUFFER_BYTES;
             }
         };
     }

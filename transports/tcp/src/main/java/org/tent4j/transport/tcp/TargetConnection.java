@@ -37,6 +37,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     /** The pin of the buffer this connection used last; consecutive requests mostly hit the same buffer. */
     private BufferPins.Pin lastPin;
     private ByteBuf header;
+    /** Views of registered memory for payloads, recycled on this connection's event loop. */
+    private MemoryRegionBufs views;
     private State state = State.HEADER;
     private boolean flushPending;
 
@@ -62,7 +64,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
-        header = ctx.alloc().directBuffer(REQUEST_HEADER_BYTES, REQUEST_HEADER_BYTES);
+        this.views = new MemoryRegionBufs(ctx.channel().eventLoop());
+        header = views.header();
     }
 
     @Override
@@ -75,9 +78,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     }
 
     @Override
-    public ByteBuf payloadView() {
+    public ByteBuf nextReadBuffer() {
         if (state != State.PAYLOAD) {
-            return null;
+            return views.readBuffer();
         }
         landing.retain();
         return landing.setIndex(received, received);
@@ -90,10 +93,16 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             while (in.isReadable()) {
                 switch (state) {
                     case HEADER -> {
-                        int n = Math.min(in.readableBytes(), header.writableBytes());
+                        if (header.writerIndex() == 0 && in.readableBytes() >= REQUEST_HEADER_BYTES) {
+                            int at = in.readerIndex(); // whole in this read: parse it where it is
+                            in.skipBytes(REQUEST_HEADER_BYTES);
+                            onHeader(in, at);
+                            continue;
+                        }
+                        int n = Math.min(in.readableBytes(), REQUEST_HEADER_BYTES - header.writerIndex());
                         header.writeBytes(in, n);
-                        if (!header.isWritable()) {
-                            onHeader();
+                        if (header.writerIndex() == REQUEST_HEADER_BYTES) {
+                            onHeader(header, 0);
                         } else if (header.writerIndex() >= 4 && header.getIntLE(0) != REQUEST_MAGIC) {
                             // reject a foreign protocol (an HTTP probe, say) without waiting for 32 bytes
                             // that may never come
@@ -150,16 +159,16 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         ctx.close();
     }
 
-    private void onHeader() {
-        ByteBuf h = header;
-        int magic = h.getIntLE(0);
-        int version = h.getUnsignedByte(4);
-        int op = h.getUnsignedByte(5);
-        int flags = h.getUnsignedShortLE(6);
-        long id = h.getLongLE(8);
-        long address = h.getLongLE(16);
-        long len = h.getLongLE(24);
-        h.clear();
+    /** The request header at {@code at} of {@code h}. */
+    private void onHeader(ByteBuf h, int at) {
+        int magic = h.getIntLE(at);
+        int version = h.getUnsignedByte(at + 4);
+        int op = h.getUnsignedByte(at + 5);
+        int flags = h.getUnsignedShortLE(at + 6);
+        long id = h.getLongLE(at + 8);
+        long address = h.getLongLE(at + 16);
+        long len = h.getLongLE(at + 24);
+        header.clear();
         if (magic != REQUEST_MAGIC) {
             violation(0, badMagic(magic));
             return;
@@ -217,19 +226,19 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         if (op == OP_READ) {
             ByteBuf view;
             try {
-                view = MemoryRegionBufs.readable(pin.whole, buffer.segment(), offset, length, pin);
+                view = views.readable(buffer.segment(), offset, length, pin);
             } catch (RuntimeException e) {
                 pin.release();
                 throw e;
             }
-            ByteBuf ok = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+            ByteBuf ok = views.header();
             writeOkResponse(ok, id);
             ctx.write(ok, ctx.voidPromise());
             ctx.write(view, ctx.voidPromise());
             responded();
         } else {
             try {
-                landing = MemoryRegionBufs.landing(pin.whole, buffer.segment(), offset, length, pin);
+                landing = views.landing(buffer.segment(), offset, length, pin);
             } catch (RuntimeException e) {
                 pin.release();
                 throw e;
@@ -262,7 +271,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             landing = null;
             state = State.HEADER;
             done.release();
-            ByteBuf ok = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES, RESPONSE_HEADER_BYTES);
+            ByteBuf ok = views.header();
             writeOkResponse(ok, requestId);
             ctx.write(ok, ctx.voidPromise());
             responded();

@@ -39,8 +39,7 @@ public final class TcpTransportProvider implements TransportProvider {
 
     @Override
     public String description() {
-        return "TCP over Netty, zero-copy into registered host memory; io_mode=auto uses " + IoMode.autoName()
-                + (MemoryRegionBufs.unsafeViews() ? "" : "; Netty runs without sun.misc.Unsafe");
+        return "TCP over Netty, zero-copy into registered host memory; io_mode=auto uses " + IoMode.autoName();
     }
 
     @Override

@@ -27,7 +27,7 @@ public final class TcpThroughputProbe {
             TestLocalMemory.Buffer local = f.registerAtInitiator(f.arena.allocate(size, 4096));
             TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate(size, 4096), Permission.READ_WRITE);
             TcpFixture.fillRandom(local.segment(), 1);
-            System.out.printf("io_mode=%s netty unsafe views=%s%n", f.a.ioMode(), MemoryRegionBufs.unsafeViews());
+            System.out.printf("io_mode=%s netty unsafe=%s%n", f.a.ioMode(), io.netty.util.internal.PlatformDependent.hasUnsafe());
             try (PeerConnection conn = f.connect(remote)) {
                 for (int sliceSize : new int[] {4 << 10, 64 << 10, 1 << 20, 16 << 20}) {
                     for (Opcode op : Opcode.values()) {

@@ -2,6 +2,8 @@ package org.tent4j.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.tent4j.transport.tcp.TcpFixture.awaitCode;
 import static org.tent4j.transport.tcp.TcpFixture.awaitDone;
@@ -12,6 +14,7 @@ import static org.tent4j.transport.tcp.TcpFixture.slice;
 import static org.tent4j.transport.tcp.TcpFixture.sliceAt;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +22,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.DefaultEventLoop;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -103,9 +108,9 @@ class TcpTransferTest {
         // zero copy on receive: at most the bytes that shared a read with their header were copied
         assertEquals(size, f.b.payloadBytesLanded() + f.b.payloadBytesCopied(), "WRITE payload bytes at the target");
         assertEquals(size, f.a.payloadBytesLanded() + f.a.payloadBytesCopied(), "READ payload bytes at the initiator");
-        assertTrue(f.b.payloadBytesCopied() <= LandingRecvAllocator.HEADER_READ_BYTES, "target copied "
+        assertTrue(f.b.payloadBytesCopied() <= MemoryRegionBufs.READ_BUFFER_BYTES, "target copied "
                 + f.b.payloadBytesCopied() + " of " + size + " payload bytes");
-        assertTrue(f.a.payloadBytesCopied() <= LandingRecvAllocator.HEADER_READ_BYTES, "initiator copied "
+        assertTrue(f.a.payloadBytesCopied() <= MemoryRegionBufs.READ_BUFFER_BYTES, "initiator copied "
                 + f.a.payloadBytesCopied() + " of " + size + " payload bytes");
     }
 
@@ -281,15 +286,45 @@ class TcpTransferTest {
     }
 
     @Test
-    void memoryViewsFollowNettysUnsafeMode() {
+    void memoryViewsGiveTheKernelTheRegisteredAddressWithOrWithoutUnsafe() throws Exception {
         // the build runs this class twice: with Unsafe allowed, and as Java 25 ships (Netty then has no Unsafe)
         boolean expectUnsafe = Boolean.parseBoolean(System.getProperty("tent4j.test.nettyUnsafe", "true"));
         assertEquals(expectUnsafe, io.netty.util.internal.PlatformDependent.hasUnsafe());
-        assertEquals(expectUnsafe, MemoryRegionBufs.unsafeViews());
-        io.netty.buffer.ByteBuf view = MemoryRegionBufs.landing(null, f.arena.allocate(64), 8, 16, null);
-        assertEquals(expectUnsafe, view instanceof io.netty.buffer.UnpooledUnsafeDirectByteBuf);
-        assertEquals(16, view.writableBytes());
-        view.release();
+        MemorySegment memory = f.arena.allocate(64);
+        DefaultEventLoop loop = new DefaultEventLoop();
+        try {
+            loop.submit(() -> {
+                MemoryRegionBufs views = new MemoryRegionBufs(loop);
+                ByteBuf view = views.landing(memory, 8, 16, null);
+                assertTrue(view.hasMemoryAddress());
+                assertEquals(memory.address() + 8, view.memoryAddress());
+                assertEquals(16, view.writableBytes());
+                view.writeLong(0x0102030405060708L).writeIntLE(0x0A0B0C0D);
+                assertEquals(0x01, memory.get(ValueLayout.JAVA_BYTE, 8));
+                assertEquals(0x0D, memory.get(ValueLayout.JAVA_BYTE, 16));
+                assertThrows(IndexOutOfBoundsException.class, () -> view.setByte(16, 1), "a view stays in its range");
+                view.release();
+                // released on its loop, the same object serves the next slice: no view is allocated per slice
+                ByteBuf next = views.readable(memory, 0, 32, null);
+                assertSame(view, next);
+                assertEquals(32, next.readableBytes());
+                assertEquals(0x0102030405060708L, next.getLong(8));
+                next.release();
+                assertThrows(IllegalArgumentException.class,
+                        () -> views.landing(memory.asReadOnly(), 0, 8, null), "no receiving into read-only memory");
+                assertThrows(IndexOutOfBoundsException.class, () -> views.readable(memory, 60, 8, null));
+                ByteBuf header = views.header();
+                assertEquals(MemoryRegionBufs.FRAME_HEADER_BYTES, header.writableBytes());
+                header.writeLongLE(7).release();
+                ByteBuf nextHeader = views.header();
+                assertSame(header, nextHeader, "headers are recycled too");
+                assertEquals(0, nextHeader.readableBytes());
+                nextHeader.release();
+                return null;
+            }).get();
+        } finally {
+            loop.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        }
     }
 
     @Test
