@@ -32,5 +32,8 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 # rare and short, while ZGC's concurrent threads would compete with the data path for the 2 cores of a small box.
 # --enable-native-access: transports call native code through FFM (no warnings, and ready for a deny default).
 # --sun-misc-unsafe-memory-access=allow: silences JDK 25 warnings from libraries (protobuf via jetcd, JMH).
+# -Dio.netty.recycler.chunkSize=1024: Netty recycles the entry of each queued outbound buffer; an event loop keeps 32
+#   of them at hand by default and pushes the rest through a queue that allocates a new chunk every 32, which is
+#   garbage per slice once a lane has more than 16 slices in flight (two buffers each). See docs/PERFORMANCE.md.
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
-TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xms256m -Xmx1g"
+TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Xms256m -Xmx1g"

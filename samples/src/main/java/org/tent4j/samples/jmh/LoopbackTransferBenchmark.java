@@ -43,6 +43,7 @@ import org.tent4j.api.TransferStatus;
 @Warmup(iterations = 2, time = 1)
 @Measurement(iterations = 3, time = 1)
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
+        "-Dio.netty.recycler.chunkSize=1024",
         "-Xms512m", "-Xmx512m"})
 public class LoopbackTransferBenchmark {
     private static final int BATCH = 32;
