@@ -14,6 +14,8 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     private static final double ALPHA = 0.2;
     /** Assumed speed before the first measurement: 1 byte/ns = 1 GB/s. */
     private static final double INITIAL_BANDWIDTH = 1.0;
+    /** Shortest span of busy completions that makes one bandwidth sample. */
+    static final long WINDOW_NANOS = 1_000_000;
 
     final int index;
     final String name;
@@ -28,6 +30,9 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     private double ewmaNanos;
     private boolean seenBusy;
     private long lastCompletionNanos;
+    /** Start of the current window of busy completions, and the bytes completed in it so far. */
+    private long windowStartNanos;
+    private long windowBytes;
     private int consecutiveFailures;
     private long cooldownNanos;
     private volatile long pausedUntilNanos;
@@ -91,32 +96,56 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         inflightSlices.decrementAndGet();
         completedSlices.incrementAndGet();
         synchronized (this) {
-            // busy: something else completed here after this slice was posted, so the time since then is the path's
-            // own pace; idle: the time since posting also holds the fixed latency of a lone slice
+            // busy: something else completed here after this slice was posted, so the path has been working all along
+            // and its completions since then measure its pace; idle: the time since posting also holds the fixed
+            // latency of a lone slice
             boolean busy = lastCompletionNanos - postNanos > 0;
-            long took = Math.max(1, now - (busy ? lastCompletionNanos : postNanos));
             lastCompletionNanos = now;
-            // Bytes and time are averaged separately: averaging their ratio would let completions that arrive in a
-            // burst (microseconds apart) inflate the estimate many times over. A lone slice's latency understates
-            // what the path carries when busy, so once it has been seen busy such samples move the estimate little.
-            double alpha = busy || !seenBusy ? ALPHA : ALPHA / 8;
-            seenBusy |= busy;
-            if (ewmaNanos == 0) { // the initial figure is a guess, not a measurement: the first sample replaces it
-                ewmaBytes = length;
-                ewmaNanos = took;
+            if (busy) {
+                // Completions come in bursts (a read holding several acknowledgements), so busy completions are
+                // summed over a window of at least WINDOW_NANOS and the window is one sample: a burst of completions
+                // microseconds apart can then not pass for a path many times faster than it is.
+                windowBytes += length;
+                long took = now - windowStartNanos;
+                if (took < WINDOW_NANOS) {
+                    return resetFailures();
+                }
+                sample(windowBytes, took, ALPHA);
+                seenBusy = true;
             } else {
-                ewmaBytes = ewmaBytes * (1 - alpha) + length * alpha;
-                ewmaNanos = ewmaNanos * (1 - alpha) + took * alpha;
+                // A lone slice's latency understates what the path carries when busy, so once it has been seen busy
+                // such samples move the estimate little.
+                sample(length, Math.max(1, now - postNanos), seenBusy ? ALPHA / 8 : ALPHA);
             }
-            bandwidth = ewmaBytes / ewmaNanos;
-            consecutiveFailures = 0;
-            cooldownNanos = 0;
-            if (paused) {
-                paused = false;
-                return true;
-            }
-            return false;
+            windowStartNanos = now;
+            windowBytes = 0;
+            return resetFailures();
         }
+    }
+
+    /** Folds {@code bytes} in {@code nanos} into the estimate. Called with the lock held. */
+    private void sample(double bytes, double nanos, double alpha) {
+        // Bytes and time are averaged separately: averaging their ratio would let one short sample inflate the
+        // estimate many times over.
+        if (ewmaNanos == 0) { // the initial figure is a guess, not a measurement: the first sample replaces it
+            ewmaBytes = bytes;
+            ewmaNanos = nanos;
+        } else {
+            ewmaBytes = ewmaBytes * (1 - alpha) + bytes * alpha;
+            ewmaNanos = ewmaNanos * (1 - alpha) + nanos * alpha;
+        }
+        bandwidth = ewmaBytes / ewmaNanos;
+    }
+
+    /** After a success; returns whether this re-admitted a paused path. Called with the lock held. */
+    private boolean resetFailures() {
+        consecutiveFailures = 0;
+        cooldownNanos = 0;
+        if (paused) {
+            paused = false;
+            return true;
+        }
+        return false;
     }
 
     /** Records a failure; returns the cooldown in nanoseconds if this paused the path, else 0. */
