@@ -15,7 +15,7 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     /** Assumed speed before the first measurement: 1 byte/ns = 1 GB/s. */
     private static final double INITIAL_BANDWIDTH = 1.0;
     /** Shortest span of busy completions that makes one bandwidth sample. */
-    static final long WINDOW_NANOS = 1_000_000;
+    private static final long WINDOW_NANOS = 1_000_000;
 
     final int index;
     final String name;

@@ -207,9 +207,8 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
             while (in.isReadable() && state != State.DEAD) {
                 switch (state) {
                     case HEADER -> {
-                        if (header.writerIndex() == 0 && in.readableBytes() >= RESPONSE_HEADER_BYTES) {
-                            int at = in.readerIndex(); // whole in this read: parse it where it is
-                            in.skipBytes(RESPONSE_HEADER_BYTES);
+                        int at = wholeHeaderAt(header, in, RESPONSE_HEADER_BYTES);
+                        if (at >= 0) {
                             onResponseHeader(in, at);
                         } else if (fill(header, in, RESPONSE_HEADER_BYTES)) {
                             onResponseHeader(header, 0);
@@ -246,12 +245,6 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         } finally {
             in.release();
         }
-    }
-
-    private static boolean fill(ByteBuf acc, ByteBuf in, int need) {
-        int n = Math.min(in.readableBytes(), need - acc.writerIndex());
-        acc.writeBytes(in, n);
-        return acc.writerIndex() == need;
     }
 
     /** The response header at {@code at} of {@code h}. */

@@ -93,15 +93,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             while (in.isReadable()) {
                 switch (state) {
                     case HEADER -> {
-                        if (header.writerIndex() == 0 && in.readableBytes() >= REQUEST_HEADER_BYTES) {
-                            int at = in.readerIndex(); // whole in this read: parse it where it is
-                            in.skipBytes(REQUEST_HEADER_BYTES);
+                        int at = wholeHeaderAt(header, in, REQUEST_HEADER_BYTES);
+                        if (at >= 0) {
                             onHeader(in, at);
-                            continue;
-                        }
-                        int n = Math.min(in.readableBytes(), REQUEST_HEADER_BYTES - header.writerIndex());
-                        header.writeBytes(in, n);
-                        if (header.writerIndex() == REQUEST_HEADER_BYTES) {
+                        } else if (fill(header, in, REQUEST_HEADER_BYTES)) {
                             onHeader(header, 0);
                         } else if (header.writerIndex() >= 4 && header.getIntLE(0) != REQUEST_MAGIC) {
                             // reject a foreign protocol (an HTTP probe, say) without waiting for 32 bytes

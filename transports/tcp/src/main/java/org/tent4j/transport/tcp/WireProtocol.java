@@ -94,6 +94,27 @@ final class WireProtocol {
         out.writeIntLE(RESPONSE_MAGIC).writeIntLE(STATUS_OK).writeLongLE(requestId);
     }
 
+    /**
+     * Where a header of {@code size} bytes lies whole in {@code in} while none of it is in {@code acc} yet: its index
+     * in {@code in}, which is moved past it, so it is parsed where it lies. Otherwise -1, and the header is collected
+     * with {@link #fill}.
+     */
+    static int wholeHeaderAt(ByteBuf acc, ByteBuf in, int size) {
+        if (acc.writerIndex() != 0 || in.readableBytes() < size) {
+            return -1;
+        }
+        int at = in.readerIndex();
+        in.skipBytes(size);
+        return at;
+    }
+
+    /** Moves bytes of {@code in} into {@code acc} until it holds {@code need}; returns whether it does. */
+    static boolean fill(ByteBuf acc, ByteBuf in, int need) {
+        int n = Math.min(in.readableBytes(), need - acc.writerIndex());
+        acc.writeBytes(in, n);
+        return acc.writerIndex() == need;
+    }
+
     static void writeRequest(ByteBuf out, int op, long requestId, long remoteAddress, long length) {
         out.writeIntLE(REQUEST_MAGIC).writeByte(VERSION).writeByte(op).writeShortLE(0)
                 .writeLongLE(requestId).writeLongLE(remoteAddress).writeLongLE(length);
