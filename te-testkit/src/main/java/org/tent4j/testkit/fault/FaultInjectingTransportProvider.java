@@ -59,8 +59,7 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             OptionSpec.of("seed", Type.LONG, 0, "seed of the fail_percent draws; 0 = a different one every run"));
 
     /** What the runtime sorts by; the live transport reports its delegate's (see {@link Transport#capabilities()}). */
-    private static final TransportCapabilities INERT = new TransportCapabilities(TransportCapabilities.hostOnly(),
-            false, false, Long.MAX_VALUE, RANK);
+    private static final TransportCapabilities INERT = TransportCapabilities.builder().rank(RANK).build();
 
     @Override
     public String id() {

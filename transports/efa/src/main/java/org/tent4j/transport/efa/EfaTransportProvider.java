@@ -98,7 +98,7 @@ public final class EfaTransportProvider implements TransportProvider {
     public TransportCapabilities capabilities() {
         Long max = probedMaxMsgSize;
         long slice = max == null ? MAX_SLICE : Math.min(maxOpBytes(max), MAX_SLICE);
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, slice, RANK);
+        return TransportCapabilities.builder().maxSliceSize(slice).rank(RANK).build();
     }
 
     /** The provider's max_msg_size (an unsigned size_t) as the largest single operation. */

@@ -207,8 +207,9 @@ final class NvlinkTransport implements Transport {
                 platform.free(memory);
                 throw e;
             }
-            return new Allocation(memory, Map.of(IpcAttributes.PLATFORM, platformIds.get(index),
-                    IpcAttributes.DEVICE, Integer.toString(location.index())), () -> platform.free(memory));
+            return Allocation.builder(memory, () -> platform.free(memory)).backing(Map.of(
+                    IpcAttributes.PLATFORM, platformIds.get(index),
+                    IpcAttributes.DEVICE, Integer.toString(location.index()))).build();
         }
     }
 

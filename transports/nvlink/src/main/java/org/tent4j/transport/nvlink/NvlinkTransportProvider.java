@@ -130,7 +130,8 @@ public final class NvlinkTransportProvider implements TransportProvider {
             paths.add(MemoryPath.of(k, MemoryKind.CPU));
             paths.add(MemoryPath.of(MemoryKind.CPU, k));
         }
-        TransportCapabilities caps = new TransportCapabilities(paths, true, false, MAX_SLICE_SIZE, RANK);
+        TransportCapabilities caps = TransportCapabilities.builder().memoryPaths(paths).sameHostOnly(true)
+                .maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
         if (!available.isEmpty()) {
             return new Probe(List.copyOf(available), Availability.available(), caps);
         }

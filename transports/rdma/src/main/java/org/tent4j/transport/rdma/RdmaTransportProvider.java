@@ -59,7 +59,7 @@ public final class RdmaTransportProvider implements TransportProvider {
     @Override
     public TransportCapabilities capabilities() {
         // Host memory is what every NIC can register; an instance with gpu_direct on declares device memory too.
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, RANK);
+        return TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
     }
 
     @Override
