@@ -31,6 +31,14 @@ class BoundariesTest {
     }
 
     @Test
+    void apiDoesNotDependOnTheSpi() {
+        noClasses().that().resideInAPackage("org.tent4j.api..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.spi..")
+                .because("applications compile against org.tent4j.api alone; the SPI builds on the API, never the reverse"
+                        + " (no package cycle api <-> spi)").check(classes);
+    }
+
+    @Test
     void pluginsDependOnTheApiOnly() {
         noClasses().that().resideInAnyPackage(PLUGINS)
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.samples..",
