@@ -31,6 +31,14 @@ class BoundariesTest {
     }
 
     @Test
+    void apiDoesNotDependOnTheSpi() {
+        noClasses().that().resideInAPackage("org.tent4j.api..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.spi..")
+                .because("applications compile against org.tent4j.api alone; the SPI builds on the API, never the reverse"
+                        + " (no package cycle api <-> spi)").check(classes);
+    }
+
+    @Test
     void pluginsDependOnTheApiOnly() {
         noClasses().that().resideInAnyPackage(PLUGINS)
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.samples..",
@@ -42,7 +50,7 @@ class BoundariesTest {
     void pluginsDoNotDependOnEachOther() {
         String[][] families = {
                 {"org.tent4j.transport.tcp..", "tcp"}, {"org.tent4j.transport.shm..", "shm"}, {"org.tent4j.transport.rdma..", "rdma"},
-                {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"},
+                {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"}, {"org.tent4j.transport.faulty..", "faulty"},
                 {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
                 {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
         for (String[] self : families) {

@@ -7,8 +7,6 @@ import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
-import org.tent4j.spi.EngineFactory;
-
 /**
  * Moves bytes between this process's registered memory and segments of other engines. The application says what to
  * move; the engine chooses the transport, slices large requests, and reports per-task status.

@@ -43,7 +43,7 @@ public class InProcessTransportProvider implements TransportProvider {
 
     @Override
     public TransportCapabilities capabilities() {
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 256 << 10, rank());
+        return TransportCapabilities.builder().sameHostOnly(true).maxSliceSize(256 << 10).rank(rank()).build();
     }
 
     @Override

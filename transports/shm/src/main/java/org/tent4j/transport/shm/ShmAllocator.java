@@ -73,9 +73,8 @@ final class ShmAllocator implements MemoryAllocator {
                     + " bytes");
         }
         LOG.debug("allocated {} bytes at {} ({})", size, file.path, location);
-        return new Allocation(file.segment,
-                Map.of(PATH, file.path.toString(), SIZE, Long.toString(size)),
-                () -> release(file));
+        return Allocation.builder(file.segment, () -> release(file))
+                .backing(Map.of(PATH, file.path.toString(), SIZE, Long.toString(size))).build();
     }
 
     /** The live file this allocator made at {@code path}, or {@code null}. */

@@ -1,15 +1,12 @@
-package org.tent4j.testkit.fault;
+package org.tent4j.transport.faulty;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.ServiceLoader;
 
 import org.tent4j.api.ConfigException;
-import org.tent4j.api.ErrorCode;
-import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionSpec.Type;
@@ -22,10 +19,11 @@ import org.tent4j.spi.TransportProvider;
 /**
  * Transport {@value #ID}: wraps another transport (option {@code wraps}) and injects failures, delays, slow or dead
  * paths, corrupted statuses and dropped connections into its slices, so the runtime's retries, failover and path
- * health can be tested against a real data path. Found through {@code META-INF/services} wherever te-testkit is on
- * the class path.
+ * health can be tested against a real data path. Its own artifact (transport-faulty, which te-testkit brings to
+ * tests), never on the class path of anything that ships.
  *
- * <p>With {@code wraps} empty (the default) it is inert: it registers no buffer, so the runtime never selects it.
+ * <p>Opt-in by name: with {@code wraps} empty (the default) it reports itself unavailable, so an engine that merely
+ * has it on the class path neither runs it nor lists it among its transports.
  *
  * <p>The wrapped transport's options come from {@code wrapped_options} ({@code name=value,...}), checked against what
  * it declares and reported under its own keys ({@code transports.<id>.<name>}); the rest keep their defaults. Its
@@ -59,8 +57,7 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             OptionSpec.of("seed", Type.LONG, 0, "seed of the fail_percent draws; 0 = a different one every run"));
 
     /** What the runtime sorts by; the live transport reports its delegate's (see {@link Transport#capabilities()}). */
-    private static final TransportCapabilities INERT = new TransportCapabilities(TransportCapabilities.hostOnly(),
-            false, false, Long.MAX_VALUE, RANK);
+    private static final TransportCapabilities INERT = TransportCapabilities.builder().rank(RANK).build();
 
     @Override
     public String id() {
@@ -72,18 +69,21 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         return "fault injector for tests: wraps the transport named by transports.faulty.wraps";
     }
 
-    /** Inert and harmless, so always available; see {@link #availability(OptionValues)}. */
+    private static final Availability INERT_UNAVAILABLE = Availability.unavailable(
+            "inert: transports.faulty.wraps names no transport to wrap (faulty runs only when a test asks for it)");
+
+    /** Unavailable: without options it wraps nothing. See {@link #availability(OptionValues)}. */
     @Override
     public Availability availability() {
-        return Availability.available();
+        return INERT_UNAVAILABLE;
     }
 
-    /** Available when inert; otherwise exactly as available as the wrapped transport with its default options. */
+    /** Unavailable while inert; otherwise exactly as available as the wrapped transport with its options. */
     @Override
     public Availability availability(OptionValues options) {
         String wraps = options.getString("wraps");
         if (wraps.isEmpty()) {
-            return Availability.available();
+            return INERT_UNAVAILABLE;
         }
         TransportProvider delegate;
         OptionValues delegateOptions;
@@ -112,7 +112,7 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
     public Transport create(TransportContext context) {
         FaultPlan plan = FaultPlan.from(context.options());
         if (plan.wraps().isEmpty()) {
-            return new InertTransport();
+            throw new ConfigException("transports.faulty.wraps", "names no transport to wrap; faulty cannot run inert");
         }
         TransportProvider provider = delegate(plan.wraps());
         OptionValues delegateOptions = delegateOptions(provider, context.options().getString("wrapped_options"));
@@ -150,28 +150,5 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         }
         throw new ConfigException("transports.faulty.wraps", "no transport '" + id + "' on the class path (found: "
                 + found + ")");
-    }
-
-    /** With nothing to wrap: registers nothing, so no slice can ever reach it. */
-    private static final class InertTransport implements Transport {
-        @Override
-        public String id() {
-            return ID;
-        }
-
-        @Override
-        public Optional<Map<String, String>> registerBuffer(org.tent4j.spi.LocalBuffer buffer) {
-            return Optional.empty();
-        }
-
-        @Override
-        public org.tent4j.spi.PeerConnection connect(org.tent4j.spi.SegmentDescriptor peer) {
-            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "faulty wraps no transport "
-                    + "(set transports.faulty.wraps); cannot connect to segment '" + peer.name() + "'");
-        }
-
-        @Override
-        public void close() {
-        }
     }
 }

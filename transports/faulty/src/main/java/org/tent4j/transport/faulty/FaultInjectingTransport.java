@@ -1,4 +1,4 @@
-package org.tent4j.testkit.fault;
+package org.tent4j.transport.faulty;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -48,8 +48,7 @@ final class FaultInjectingTransport implements Transport {
         this.delegate = delegate;
         TransportCapabilities c = delegate.capabilities().orElse(provider.capabilities());
         // the delegate's abilities, but never its rank: faulty must not outrank the transport it wraps
-        this.capabilities = new TransportCapabilities(c.memoryPaths(), c.sameHostOnly(), c.cancellation(),
-                c.maxSliceSize(), FaultInjectingTransportProvider.RANK);
+        this.capabilities = c.toBuilder().rank(FaultInjectingTransportProvider.RANK).build();
         LOG.info("faulty transport of segment '{}' wraps '{}' with {}", context.segmentName(), delegateId, plan);
     }
 

@@ -1,4 +1,4 @@
-package org.tent4j.testkit.fault;
+package org.tent4j.transport.faulty;
 
 import java.time.Duration;
 

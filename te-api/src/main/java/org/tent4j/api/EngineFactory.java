@@ -1,7 +1,4 @@
-package org.tent4j.spi;
-
-import org.tent4j.api.EngineConfig;
-import org.tent4j.api.TransferEngine;
+package org.tent4j.api;
 
 /** Implemented by the runtime; {@link TransferEngine#create(EngineConfig)} finds it through ServiceLoader. */
 public interface EngineFactory {
