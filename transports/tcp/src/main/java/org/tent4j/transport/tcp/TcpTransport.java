@@ -260,6 +260,11 @@ public final class TcpTransport implements Transport {
         return pins.holders(buffer);
     }
 
+    /** Waits (on the release, not by polling) until no peer access holds {@code buffer}; how many still do. */
+    int awaitPinsReleased(LocalBuffer buffer, Duration patience) {
+        return pins.awaitReleased(buffer, patience);
+    }
+
     void forget(TcpPeerConnection connection) {
         connections.remove(connection);
     }
