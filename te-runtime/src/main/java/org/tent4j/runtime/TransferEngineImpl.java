@@ -105,7 +105,8 @@ final class TransferEngineImpl implements TransferEngine {
     private final RemoteSegment localSegment;
     private final SlicePool slicePool = new SlicePool(8192);
     private final EngineMetrics metrics;
-    private final LinkedBlockingQueue<Notification> notifications = new LinkedBlockingQueue<>();
+    /** Bounded: peers decide how many notifications arrive, the application how fast they are taken. */
+    private final LinkedBlockingQueue<Notification> notifications;
     private final List<Consumer<Notification>> listeners = new CopyOnWriteArrayList<>();
     private final Set<String> warnedFallbacks = ConcurrentHashMap.newKeySet();
     private final AtomicLong version = new AtomicLong();
@@ -154,6 +155,11 @@ final class TransferEngineImpl implements TransferEngine {
             throw new ConfigException(EngineConfig.TRANSFER_TIMEOUT, "must be positive");
         }
         this.maxBatch = core.getInt(CoreKey.BATCH_MAX_CAPACITY);
+        int maxNotifications = core.getInt(CoreKey.NOTIFICATIONS_MAX_QUEUED);
+        if (maxNotifications < 1) {
+            throw new ConfigException(CoreKey.NOTIFICATIONS_MAX_QUEUED, "must be >= 1, got " + maxNotifications);
+        }
+        this.notifications = new LinkedBlockingQueue<>(maxNotifications);
         this.maxAttempts = core.getInt(CoreKey.FAILOVER_MAX_ATTEMPTS);
         this.maxInflight = core.getInt(CoreKey.PATHS_MAX_INFLIGHT);
         if (maxInflight < 1) {
@@ -173,7 +179,8 @@ final class TransferEngineImpl implements TransferEngine {
         this.scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("tent4j-timer").factory());
         List<AutoCloseable> built = new ArrayList<>();
         try {
-            this.control = new ControlPlaneNode(host, core.getInt(EngineConfig.CONTROL_PORT), workers);
+            this.control = new ControlPlaneNode(host, core.getInt(EngineConfig.CONTROL_PORT), workers,
+                    ControlPlaneNode.Settings.from(core));
             built.add(control);
             String name = core.getString(EngineConfig.SEGMENT_NAME);
             this.segmentName = name.isEmpty() ? host + ":" + control.port() : name;
@@ -256,7 +263,7 @@ final class TransferEngineImpl implements TransferEngine {
                 log.info("metrics of segment '{}' at http://{}:{}/metrics", segmentName, host, bound);
             }
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(descriptor));
-            control.serve(NOTIFY, (caller, req) -> {
+            control.serve(NOTIFY, Notification.MAX_MESSAGE_BYTES, (caller, req) -> {
                 deliver(new Notification(caller, new String(req, StandardCharsets.UTF_8)));
                 return new byte[0];
             });
@@ -1116,7 +1123,10 @@ final class TransferEngineImpl implements TransferEngine {
                 log.warn("notification listener failed: {}", e.toString());
             }
         }
-        notifications.add(n);
+        if (!notifications.offer(n)) {
+            log.warn("notification from '{}' dropped: {} notifications are waiting to be taken ({})", n.sender(),
+                    notifications.size(), CoreKey.NOTIFICATIONS_MAX_QUEUED);
+        }
     }
 
     @Override
