@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -17,10 +18,10 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import org.slf4j.Logger;
@@ -62,6 +63,9 @@ public final class TcpTransport implements Transport {
     private final ChannelGroup inbound;
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
+    private final InboundLimits limits;
+    /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
+    private final AtomicInteger inboundCount = new AtomicInteger();
     private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
     private final ScheduledFuture<?> sweeper;
     private volatile boolean closed;
@@ -90,6 +94,20 @@ public final class TcpTransport implements Transport {
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new ConfigException("transports.tcp.connect_timeout", "must be > 0, got " + connectTimeout);
         }
+        int maxConnections = o.getInt("max_connections");
+        if (maxConnections < 1) {
+            throw new ConfigException("transports.tcp.max_connections", "must be >= 1, got " + maxConnections);
+        }
+        Duration idleTimeout = o.getDuration("idle_timeout");
+        if (idleTimeout.isNegative()) {
+            throw new ConfigException("transports.tcp.idle_timeout", "must be >= 0 (0 = never), got " + idleTimeout);
+        }
+        long maxQueued = o.getSize("max_queued_bytes");
+        if (maxQueued < InboundLimits.MIN_ANSWER_CHARGE || maxQueued > Integer.MAX_VALUE) {
+            throw new ConfigException("transports.tcp.max_queued_bytes", "must be in [" + InboundLimits.MIN_ANSWER_CHARGE
+                    + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
+        }
+        this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
         this.ioMode = IoMode.resolve(o.getString("io_mode"));
         this.group = new MultiThreadIoEventLoopGroup(ioThreads,
                 new DefaultThreadFactory("tent4j-tcp-" + context.segmentName(), true), ioMode.handlerFactory());
@@ -101,14 +119,26 @@ public final class TcpTransport implements Transport {
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     // answers are views of registered memory, so the queue costs no copies; the mark only decides
-                    // when to stop reading requests from a peer that does not read its answers
-                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(4 << 20, 16 << 20))
+                    // when to stop reading requests from a peer that does not read its answers, and every answer
+                    // counts at least MIN_ANSWER_CHARGE, so that also bounds how many are queued
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, limits.waterMark)
+                    .childOption(ChannelOption.MESSAGE_SIZE_ESTIMATOR, limits.answerCharge)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            if (inboundCount.incrementAndGet() > limits.maxConnections) {
+                                inboundCount.decrementAndGet();
+                                refuse(ch);
+                                return;
+                            }
+                            ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
                             TargetConnection target = new TargetConnection(context.segmentName(),
-                                    context.localMemory(), pins, maxFrame, counters);
+                                    context.localMemory(), pins, maxFrame, counters, limits);
                             ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
+                            if (limits.idleTimeout.isPositive()) {
+                                ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
+                                        TimeUnit.MILLISECONDS));
+                            }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
                         }
@@ -130,6 +160,18 @@ public final class TcpTransport implements Transport {
         }
         log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {})",
                 context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame);
+    }
+
+    /** Closes an inbound connection beyond {@code max_connections} before it is read. */
+    private void refuse(SocketChannel ch) {
+        limits.refusedConnections.increment();
+        long refused = limits.refusedConnections.sum();
+        if (Long.bitCount(refused) == 1) { // 1, 2, 4, 8 ...: a flood of connections must not flood the log too
+            log.warn("segment '{}': refusing tcp connection from {}: {} inbound connections are open "
+                    + "(transports.tcp.max_connections); {} refused so far", context.segmentName(), ch.remoteAddress(),
+                    limits.maxConnections, refused);
+        }
+        ch.close();
     }
 
     static TcpTransport start(TransportContext context) {
@@ -258,6 +300,30 @@ public final class TcpTransport implements Transport {
     /** How many peer accesses hold {@code buffer} right now; 0 once no socket can touch it. */
     int pinsHeld(LocalBuffer buffer) {
         return pins.holders(buffer);
+    }
+
+    /** Inbound connections refused because {@code max_connections} were open. */
+    public long refusedConnections() {
+        return limits.refusedConnections.sum();
+    }
+
+    /** Inbound connections closed after {@code idle_timeout} without a request. */
+    public long idleConnectionsClosed() {
+        return limits.idleClosed.sum();
+    }
+
+    /** Times an inbound connection stopped reading requests because its peer did not read the answers. */
+    public long readPauses() {
+        return limits.readPauses();
+    }
+
+    boolean awaitReadPauses(long n, Duration patience) throws InterruptedException {
+        return limits.awaitReadPauses(n, patience);
+    }
+
+    /** The most answers one inbound connection had queued (not yet in its socket) while it could not write. */
+    long queuedAnswersPeak() {
+        return limits.queuedPeak();
     }
 
     /** Waits (on the release, not by polling) until no peer access holds {@code buffer}; how many still do. */
