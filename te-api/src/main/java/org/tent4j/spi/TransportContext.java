@@ -32,4 +32,12 @@ public interface TransportContext {
 
     /** How long a slice may wait for a peer when it carries no earlier deadline. */
     Duration transferTimeout();
+
+    /**
+     * How connections to and from peers are secured (token handshake, TLS); a transport that listens on a port of
+     * its own applies it to every connection there. None unless the engine sets {@code security.*}.
+     */
+    default SecuritySettings security() {
+        return SecuritySettings.NONE;
+    }
 }

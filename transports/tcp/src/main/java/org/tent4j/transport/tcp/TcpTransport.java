@@ -2,12 +2,17 @@ package org.tent4j.transport.tcp;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.Bootstrap;
@@ -21,6 +26,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -34,6 +40,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
@@ -64,6 +71,9 @@ public final class TcpTransport implements Transport {
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
     private final InboundLimits limits;
+    private final SecuritySettings security;
+    /** {@code null} without TLS. */
+    private final TlsContexts tls;
     /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
     private final AtomicInteger inboundCount = new AtomicInteger();
     private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
@@ -108,6 +118,8 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        this.security = context.security();
+        this.tls = security.tls() ? TlsContexts.of(security) : null;
         this.ioMode = IoMode.resolve(o.getString("io_mode"));
         this.group = new MultiThreadIoEventLoopGroup(ioThreads,
                 new DefaultThreadFactory("tent4j-tcp-" + context.segmentName(), true), ioMode.handlerFactory());
@@ -134,10 +146,21 @@ public final class TcpTransport implements Transport {
                             ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
                             TargetConnection target = new TargetConnection(context.segmentName(),
                                     context.localMemory(), pins, maxFrame, counters, limits);
-                            ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
                             if (limits.idleTimeout.isPositive()) {
                                 ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
                                         TimeUnit.MILLISECONDS));
+                            }
+                            if (tls != null) {
+                                // ciphertext must never land in registered memory: TLS reads go to Netty's buffers
+                                // and payloads are copied from the decrypted ones
+                                ch.pipeline().addLast(tls.server().newHandler(ch.alloc()));
+                            } else {
+                                ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
+                            }
+                            if (security.authenticates()) {
+                                ch.pipeline().addLast(new TokenAuthHandler(security.handshake(false), "segment '"
+                                        + context.segmentName() + "' tcp data port", connectTimeout,
+                                        limits.authFailures::increment));
                             }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
@@ -158,8 +181,9 @@ public final class TcpTransport implements Transport {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS); // also closes a bound server channel
             throw e;
         }
-        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {})",
-                context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame);
+        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {}, token {}, "
+                        + "TLS {})", context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame,
+                security.authenticates() ? "required" : "off", tls != null ? "on" : "off");
     }
 
     /** Closes an inbound connection beyond {@code max_connections} before it is read. */
@@ -264,30 +288,51 @@ public final class TcpTransport implements Transport {
         TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes,
                 counters);
         ChannelFuture[] connecting = new ChannelFuture[lanes];
+        List<CompletableFuture<?>> secured = new ArrayList<>();
         for (int i = 0; i < lanes; i++) {
             InitiatorLane lane = connection.lane(i);
-            connecting[i] = new Bootstrap()
+            Bootstrap b = new Bootstrap()
                     .group(group)
                     .channel(ioMode.socketChannel())
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
-                            connectTimeout.toMillis()))
-                    .option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane))
-                    .handler(lane)
-                    .connect(peer.host(), peerPort);
+                            connectTimeout.toMillis()));
+            if (tls == null && !security.authenticates()) {
+                b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane)).handler(lane);
+            } else {
+                if (tls == null) {
+                    b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane));
+                }
+                CompletableFuture<Void> ready = new CompletableFuture<>();
+                secured.add(ready);
+                b.handler(securedLane(lane, peer, peerPort, ready));
+            }
+            connecting[i] = b.connect(peer.host(), peerPort);
         }
         for (int i = 0; i < lanes; i++) {
             ChannelFuture f = connecting[i];
             // Netty enforces CONNECT_TIMEOUT_MILLIS itself; the extra second only covers a stuck event loop
             if (!f.awaitUninterruptibly(connectTimeout.toMillis() + 1000) || !f.isSuccess()) {
                 Throwable cause = f.isDone() ? f.cause() : null;
-                for (ChannelFuture other : connecting) {
-                    other.cancel(false);
-                    other.channel().close();
-                }
+                closeAll(connecting);
                 throw new TransferException(ErrorCode.PEER_UNREACHABLE, "tcp: cannot connect to segment '"
                         + peer.name() + "' at " + endpoint + " (lane " + i + " of " + lanes + "): "
                         + (cause != null ? cause : "no answer within " + connectTimeout), cause);
+            }
+        }
+        for (CompletableFuture<?> ready : secured) {
+            try {
+                ready.get(connectTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException | InterruptedException e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                closeAll(connecting);
+                Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+                throw new TransferException(ErrorCode.PERMISSION_DENIED, "tcp: cannot connect to segment '"
+                        + peer.name() + "' at " + endpoint + ": " + (tls != null ? "TLS" : "")
+                        + (tls != null && security.authenticates() ? " or " : "")
+                        + (security.authenticates() ? "token" : "") + " handshake failed: " + cause, cause);
             }
         }
         connections.add(connection);
@@ -295,6 +340,58 @@ public final class TcpTransport implements Transport {
             connection.close("tcp transport of segment '" + context.segmentName() + "' closed");
         }
         return connection;
+    }
+
+    private static void closeAll(ChannelFuture[] connecting) {
+        for (ChannelFuture other : connecting) {
+            other.cancel(false);
+            other.channel().close();
+        }
+    }
+
+    /** A lane behind TLS and/or the token handshake; {@code ready} completes once both are through. */
+    private ChannelInitializer<SocketChannel> securedLane(InitiatorLane lane, SegmentDescriptor peer, int peerPort,
+                                                          CompletableFuture<Void> ready) {
+        return new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                CompletableFuture<Void> tlsDone = CompletableFuture.completedFuture(null);
+                if (tls != null) {
+                    SslHandler ssl = tls.client().newHandler(ch.alloc(), peer.host(), peerPort);
+                    ch.pipeline().addLast(ssl);
+                    CompletableFuture<Void> handshake = new CompletableFuture<>();
+                    ssl.handshakeFuture().addListener(h -> {
+                        if (h.isSuccess()) {
+                            handshake.complete(null);
+                        } else {
+                            handshake.completeExceptionally(h.cause());
+                        }
+                    });
+                    tlsDone = handshake;
+                }
+                CompletableFuture<Void> tokenDone = CompletableFuture.completedFuture(null);
+                if (security.authenticates()) {
+                    TokenAuthHandler auth = new TokenAuthHandler(security.handshake(true), "segment '"
+                            + context.segmentName() + "' tcp lane to '" + peer.name() + "'", connectTimeout,
+                            limits.authFailures::increment);
+                    ch.pipeline().addLast(auth);
+                    tokenDone = auth.authenticated();
+                }
+                ch.pipeline().addLast(lane);
+                tlsDone.thenCombine(tokenDone, (x, y) -> (Void) null).whenComplete((v, e) -> {
+                    if (e != null) {
+                        ready.completeExceptionally(e);
+                    } else {
+                        ready.complete(null);
+                    }
+                });
+            }
+        };
+    }
+
+    /** Connections that failed the token handshake, either side. */
+    public long authFailures() {
+        return limits.authFailures.sum();
     }
 
     /** How many peer accesses hold {@code buffer} right now; 0 once no socket can touch it. */
