@@ -112,7 +112,8 @@ final class TransferEngineImpl implements TransferEngine {
         this.scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("tent4j-timer").factory());
         List<AutoCloseable> built = new ArrayList<>();
         try {
-            this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers);
+            this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers,
+                    ControlPlaneNode.Settings.from(config.core()));
             built.add(control);
             String name = config.core().getString(EngineConfig.SEGMENT_NAME);
             String segmentName = name.isEmpty() ? host + ":" + control.port() : name;
@@ -143,7 +144,7 @@ final class TransferEngineImpl implements TransferEngine {
                     settings.fallback(), metrics);
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
             PathGroups groups = new PathGroups(failover, workers, metrics, clock, settings.pathLimits());
-            this.notifications = new Notifications(segmentName, control);
+            this.notifications = new Notifications(segmentName, control, config.core());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     new SlicePool(8192), notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
