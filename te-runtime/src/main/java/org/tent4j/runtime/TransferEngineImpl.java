@@ -3,6 +3,7 @@ package org.tent4j.runtime;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,6 +40,7 @@ import org.tent4j.api.MemoryKind;
 import org.tent4j.api.Notification;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.SegmentInfo;
@@ -98,6 +100,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final Duration transferTimeout;
     private final int maxBatch;
     private final Registrations registrations = new Registrations();
+    private final FileSegments files = new FileSegments(); // file segments (issue 12)
     private final AtomicInteger bufferIds = new AtomicInteger();
     private final SegmentDirectory directory;
     private final Map<String, RemoteSegment> segments = new ConcurrentHashMap<>();
@@ -364,6 +367,7 @@ final class TransferEngineImpl implements TransferEngine {
             }
             buffers.add(new BufferDescriptor(b.address(), b.length(), b.location(), b.permission(), ts, b.transportAttributes));
         }
+        files.describe(buffers, transports); // file segments (issue 12)
         Map<String, Map<String, String>> attrs = new LinkedHashMap<>();
         for (TransportSlot s : transports) {
             attrs.put(s.id(), s.transport().segmentAttributes());
@@ -496,6 +500,24 @@ final class TransferEngineImpl implements TransferEngine {
             republish();
         }
     }
+
+    // file segments (issue 12): begin
+    @Override
+    public RegisteredFile registerFile(Path path, long size, Permission permission) {
+        ensureOpen();
+        RegisteredFile f = files.register(path, size, permission, transports);
+        republish();
+        return f;
+    }
+
+    @Override
+    public void unregisterFile(RegisteredFile file) {
+        files.unregister(file, segmentName, transports);
+        if (!closed) {
+            republish();
+        }
+    }
+    // file segments (issue 12): end
 
     // ---------------------------------------------------------------- segments
 
