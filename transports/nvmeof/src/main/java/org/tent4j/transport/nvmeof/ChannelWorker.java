@@ -81,7 +81,7 @@ final class ChannelWorker implements Runnable, Inbox.Sink {
                 while (bb.hasRemaining()) {
                     int n = s.opcode() == Opcode.READ ? f.channel.read(bb, pos) : f.channel.write(bb, pos);
                     if (n < 0) {
-                        code = ErrorCode.PEER_FAILED;
+                        code = ErrorCode.OUT_OF_BOUNDS;
                         why = "moved only " + (pos - fileOffset) + " bytes: the file ends at offset " + pos
                                 + " (truncated under the transfer?)";
                         break;
@@ -90,10 +90,10 @@ final class ChannelWorker implements Runnable, Inbox.Sink {
                 }
                 if (code == null) {
                     if (!f.stillLinked()) {
-                        code = ErrorCode.PEER_FAILED;
+                        code = ErrorCode.ADDRESS_NOT_REGISTERED;
                         why = "the file was removed or replaced while the transfer was in flight";
                     } else if (f.channel.size() < f.length && java.nio.file.Files.isRegularFile(f.path)) {
-                        code = ErrorCode.PEER_FAILED;
+                        code = ErrorCode.OUT_OF_BOUNDS;
                         why = "the file was truncated below its registered length of " + f.length + " bytes";
                     }
                 }

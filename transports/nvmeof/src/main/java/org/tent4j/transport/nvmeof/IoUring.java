@@ -88,7 +88,7 @@ final class IoUring implements AutoCloseable {
     private final long cqTail;
     private final long cqes;
     private final int features;
-    private final Arena arena = Arena.ofConfined();
+    private final Arena arena = Arena.ofShared();
     private final MemorySegment callState;
     private int tail;
     private int pending;

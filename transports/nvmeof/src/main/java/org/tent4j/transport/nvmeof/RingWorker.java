@@ -261,14 +261,14 @@ final class RingWorker implements Runnable, Inbox.Sink {
             long needed = op.kind == BOUNCE ? op.fileOffset - op.ioOffset + s.length() : op.ioLength;
             if (res < needed) {
                 long got = op.kind == BOUNCE ? Math.max(0, res - (op.fileOffset - op.ioOffset)) : res;
-                fail(op, ErrorCode.PEER_FAILED, "moved only " + got + " bytes: the file ends at offset " + (op.ioOffset + res)
+                fail(op, ErrorCode.OUT_OF_BOUNDS, "moved only " + got + " bytes: the file ends at offset " + (op.ioOffset + res)
                         + " (truncated under the transfer?)");
             } else {
                 byte fileState = check(op.file);
                 if (fileState == FILE_REMOVED) {
-                    fail(op, ErrorCode.PEER_FAILED, "the file was removed (no links left) while the transfer was in flight");
+                    fail(op, ErrorCode.ADDRESS_NOT_REGISTERED, "the file was removed (no links left) while the transfer was in flight");
                 } else if (fileState == FILE_TRUNCATED) {
-                    fail(op, ErrorCode.PEER_FAILED, "the file was truncated below its registered length of " + op.file.length + " bytes");
+                    fail(op, ErrorCode.OUT_OF_BOUNDS, "the file was truncated below its registered length of " + op.file.length + " bytes");
                 } else {
                     if (op.kind == BOUNCE) {
                         MemorySegment.copy(bounce, (long) op.bounce * bounceSize + (op.fileOffset - op.ioOffset),
