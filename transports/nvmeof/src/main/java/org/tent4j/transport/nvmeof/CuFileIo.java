@@ -59,8 +59,9 @@ final class CuFileIo {
     private CuFileIo(NativeLibrary lib) throws Availability.UnavailableException {
         this.lib = lib;
         MethodHandle open = lib.bind("cuFileDriverOpen", FunctionDescriptor.of(ERROR));
-        this.driverClose = lib.bindOptional("cuFileDriverClose_v2", FunctionDescriptor.of(ERROR))
-                .orElse(lib.bind("cuFileDriverClose", FunctionDescriptor.of(ERROR)));
+        // CUDA 12.x headers map cuFileDriverClose to cuFileDriverClose_v2; older libraries have only the first
+        this.driverClose = lib.has("cuFileDriverClose_v2") ? lib.bind("cuFileDriverClose_v2", FunctionDescriptor.of(ERROR))
+                : lib.bind("cuFileDriverClose", FunctionDescriptor.of(ERROR));
         this.handleRegister = lib.bind("cuFileHandleRegister", FunctionDescriptor.of(ERROR, ADDRESS, ADDRESS));
         this.handleDeregister = lib.bind("cuFileHandleDeregister", FunctionDescriptor.ofVoid(ADDRESS));
         this.bufRegister = lib.bind("cuFileBufRegister", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_LONG, JAVA_INT));

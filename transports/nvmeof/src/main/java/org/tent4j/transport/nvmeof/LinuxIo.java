@@ -49,6 +49,7 @@ final class LinuxIo {
     static final long STAT_DEV = 0;
     static final long STAT_INO = 8;
     static final long STAT_NLINK = AARCH64 ? 20 : 16;
+    static final long STAT_MODE = AARCH64 ? 16 : 24;
     static final long STAT_SIZE_FIELD = 48;
 
     private static final Binding B = bind();

@@ -304,8 +304,8 @@ final class RingWorker implements Runnable, Inbox.Sink {
     }
 
     private boolean isRegular() {
-        // st_mode is at 24 (x86-64) / 16 (aarch64); block devices report st_size 0, so only regular files are checked
-        int mode = statBuf.get(java.lang.foreign.ValueLayout.JAVA_INT, LinuxIo.AARCH64 ? 16 : 24);
+        // block devices report st_size 0, so only regular files are checked for truncation
+        int mode = statBuf.get(java.lang.foreign.ValueLayout.JAVA_INT, LinuxIo.STAT_MODE);
         return (mode & 0170000) == 0100000;
     }
 
