@@ -1,6 +1,7 @@
 package org.tent4j.api;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.ServiceLoader;
@@ -49,6 +50,29 @@ public interface TransferEngine extends AutoCloseable {
 
     /** Removes a registration (and frees engine-allocated memory). In-flight requests on it may fail. */
     void unregister(RegisteredMemory memory);
+
+    /**
+     * Registers a regular file or block device as part of this engine's segment, so requests (this engine's and, unless
+     * {@link Permission#LOCAL_ONLY}, peers') can read and write it by offset: see {@link RegisteredFile#address()}.
+     * A transport that serves files (e.g. {@code nvmeof}) moves the bytes; the file is never mapped into memory.
+     *
+     * @param path       the file; created when missing (then {@code size} must be &gt; 0)
+     * @param size       bytes to register; 0 registers the file's current size. A regular file shorter than
+     *                   {@code size} is extended (sparse); a block device must be at least that large.
+     * @param permission which requests may address the file ({@link RegisteredFile#permission()}); not LOCAL_ONLY
+     * @throws TransferException INVALID_ARGUMENT naming the path when it is not a regular file or block device,
+     *                           cannot be opened, created or extended, is already registered, or when no running
+     *                           transport serves files
+     */
+    default RegisteredFile registerFile(Path path, long size, Permission permission) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "this engine (" + getClass().getName()
+                + ") does not support file segments; cannot register " + path);
+    }
+
+    /** Removes a file registration; the file itself stays. In-flight requests on it may fail. */
+    default void unregisterFile(RegisteredFile file) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "file " + file + " is not registered with this engine");
+    }
 
     /**
      * Opens a segment by name and fetches its descriptor.

@@ -2,6 +2,7 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -27,6 +28,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Location;
 import org.tent4j.api.Notification;
 import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.SegmentInfo;
@@ -73,6 +75,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final ExecutorService workers;
     private final ScheduledExecutorService scheduler;
     private final ControlPlaneNode control;
+    private final FileSegments files = new FileSegments(); // file segments (issue 12)
     private final SegmentDirectory directory;
     private final EngineMetrics metrics;
     private final DevicePlatforms platforms = new DevicePlatforms();
@@ -136,7 +139,7 @@ final class TransferEngineImpl implements TransferEngine {
             }
             this.publisher = new DescriptorPublisher(new DescriptorPublisher.Identity(segmentName, machineId, host, control.port(),
                     ProcessHandle.current().pid(), HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())),
-                    transports, registrations, directory);
+                    transports, registrations, files, directory);
             this.segments = new SegmentTable(state, directory, publisher.localSegment(), transports.size());
             this.buffers = new BufferRegistrar(state, registrations, transports, publisher);
             this.selector = new TransportSelector(transports, Policy.parse(config.core().getString(Policy.KEY),
@@ -253,6 +256,24 @@ final class TransferEngineImpl implements TransferEngine {
     public void unregister(RegisteredMemory memory) {
         buffers.unregister(memory);
     }
+
+    // file segments (issue 12): begin
+    @Override
+    public RegisteredFile registerFile(Path path, long size, Permission permission) {
+        state.ensureOpen();
+        RegisteredFile f = files.register(path, size, permission, transports.slots());
+        publisher.republish();
+        return f;
+    }
+
+    @Override
+    public void unregisterFile(RegisteredFile file) {
+        files.unregister(file, state.segmentName(), transports.slots());
+        if (!state.isClosed()) {
+            publisher.republish();
+        }
+    }
+    // file segments (issue 12): end
 
     // ---------------------------------------------------------------- segments
 
