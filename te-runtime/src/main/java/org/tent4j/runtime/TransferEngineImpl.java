@@ -100,6 +100,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final Registrations registrations = new Registrations();
     private final AtomicInteger bufferIds = new AtomicInteger();
     private final SegmentDirectory directory;
+    private final MetadataExchange exchange; // metadata blobs and namespaces (issue 13)
     private final Map<String, RemoteSegment> segments = new ConcurrentHashMap<>();
     private final AtomicInteger segmentIds = new AtomicInteger();
     private final RemoteSegment localSegment;
@@ -261,6 +262,7 @@ final class TransferEngineImpl implements TransferEngine {
                 return new byte[0];
             });
             control.serve(PROBE, (caller, req) -> new byte[0]);
+            this.exchange = new MetadataExchange(segmentName, control, directory, () -> descriptor); // issue 13
             this.descriptor = buildDescriptor();
             this.localSegment = new RemoteSegment(0, segmentName, true, descriptor, transports.length);
             directory.publish(descriptor);
@@ -576,6 +578,47 @@ final class TransferEngineImpl implements TransferEngine {
             }
         }
     }
+
+    // ---------------------------------------------------------------- metadata blobs (delegating to MetadataExchange)
+
+    @Override
+    public byte[] segmentBlob() {
+        ensureOpen();
+        return MetadataExchange.encode(descriptor);
+    }
+
+    @Override
+    public SegmentHandle openSegment(byte[] blob) {
+        ensureOpen();
+        SegmentDescriptor d = MetadataExchange.decode(blob);
+        if (d.name().equals(segmentName)) {
+            return localSegment;
+        }
+        RemoteSegment s = segments.computeIfAbsent(d.name(), n -> new RemoteSegment(segmentIds.incrementAndGet(), n, false, d, transports.length));
+        if (s.descriptor != d && (d.version() > s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId()))) {
+            adopt(s, d);
+        }
+        return s;
+    }
+
+    @Override
+    public void offerBlob(String label, java.util.function.Supplier<byte[]> blob) {
+        ensureOpen();
+        exchange.offer(label, blob);
+    }
+
+    @Override
+    public byte[] fetchBlob(String host, int port, String label, Duration timeout) {
+        ensureOpen();
+        return exchange.fetch(host, port, label, timeout);
+    }
+
+    @Override
+    public org.tent4j.api.MetadataNamespace metadataNamespace(String namespace) {
+        ensureOpen();
+        return exchange.namespace(namespace);
+    }
+
 
     // ---------------------------------------------------------------- transfers
 
