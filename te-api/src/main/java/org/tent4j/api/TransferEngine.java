@@ -130,6 +130,11 @@ public interface TransferEngine extends AutoCloseable {
         throw new UnsupportedOperationException(getClass().getName() + " offers no blobs");
     }
 
+    /** {@code host:port} of this engine's control plane, where peers {@link #fetchBlob} from it. */
+    default String controlEndpoint() {
+        throw new UnsupportedOperationException(getClass().getName() + " has no control plane");
+    }
+
     /**
      * Fetches the blob the engine whose control plane listens at {@code host:port} offers under {@code label}, straight
      * from it (no metadata store).

@@ -608,6 +608,11 @@ final class TransferEngineImpl implements TransferEngine {
     }
 
     @Override
+    public String controlEndpoint() {
+        return host + ":" + control.port();
+    }
+
+    @Override
     public byte[] fetchBlob(String host, int port, String label, Duration timeout) {
         ensureOpen();
         return exchange.fetch(host, port, label, timeout);

@@ -96,7 +96,8 @@ class MetadataExchangeTest {
     void blobsAreFetchedStraightFromAPeersControlPlane() {
         TransferEngine owner = engine(EngineTest.cfg());
         TransferEngine peer = engine(EngineTest.cfg());
-        String[] hp = owner.segmentName().split(":");
+        assertEquals(owner.segmentName(), owner.controlEndpoint());
+        String[] hp = owner.controlEndpoint().split(":");
         String host = hp[0];
         int port = Integer.parseInt(hp[1]);
         byte[] agent = "agent metadata".getBytes(StandardCharsets.UTF_8);
