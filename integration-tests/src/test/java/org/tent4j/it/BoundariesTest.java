@@ -111,7 +111,7 @@ class BoundariesTest {
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
                         "org.tent4j.platform..", "org.tent4j.metadata..")
                 .because("the store and integrations are consumers of the public API like any other")
-                .allowEmptyShould(true).check(classes);
+                .check(classes);
     }
 
     @Test

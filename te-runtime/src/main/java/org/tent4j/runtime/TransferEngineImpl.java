@@ -51,6 +51,7 @@ import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportMetrics;
@@ -77,6 +78,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final ControlPlaneNode control;
     private final FileSegments files = new FileSegments(); // file segments (issue 12)
     private final SegmentDirectory directory;
+    private final MetadataExchange exchange; // metadata blobs and namespaces (issue 13)
     private final EngineMetrics metrics;
     private final DevicePlatforms platforms = new DevicePlatforms();
     private final TransportRegistry transports;
@@ -152,6 +154,7 @@ final class TransferEngineImpl implements TransferEngine {
                     new SlicePool(8192), notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
+            this.exchange = new MetadataExchange(segmentName, control, directory, publisher::current); // issue 13
             publisher.start(scheduler, directory instanceof StoreDirectory ? Math.max(100, settings.metadataTtl().toMillis() / 3) : 0);
             this.sweeper = scheduler.scheduleWithFixedDelay(() -> failover.sweep(segments), SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
@@ -291,6 +294,44 @@ final class TransferEngineImpl implements TransferEngine {
     public SegmentInfo segmentInfo(SegmentHandle segment) {
         return segments.own(segment).descriptor.info();
     }
+
+    // ---------------------------------------------------------------- metadata blobs (delegating to MetadataExchange)
+
+    @Override
+    public byte[] segmentBlob() {
+        state.ensureOpen();
+        return MetadataExchange.encode(publisher.current());
+    }
+
+    @Override
+    public SegmentHandle openSegment(byte[] blob) {
+        return segments.open(MetadataExchange.decode(blob));
+    }
+
+    @Override
+    public void offerBlob(String label, java.util.function.Supplier<byte[]> blob) {
+        state.ensureOpen();
+        exchange.offer(label, blob);
+    }
+
+    @Override
+    public String controlEndpoint() {
+        SegmentDescriptor own = publisher.current();
+        return own.host() + ":" + own.controlPort();
+    }
+
+    @Override
+    public byte[] fetchBlob(String host, int port, String label, Duration timeout) {
+        state.ensureOpen();
+        return exchange.fetch(host, port, label, timeout);
+    }
+
+    @Override
+    public org.tent4j.api.MetadataNamespace metadataNamespace(String namespace) {
+        state.ensureOpen();
+        return exchange.namespace(namespace);
+    }
+
 
     // ---------------------------------------------------------------- transfers
 
