@@ -14,6 +14,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import okhttp3.Call;
 import okhttp3.HttpUrl;
 import okhttp3.MediaType;
+import javax.net.ssl.X509TrustManager;
+
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.RequestBody;
@@ -49,18 +51,21 @@ final class HttpMetadataStore implements MetadataStore {
     private volatile boolean tent4jServer;
     private volatile boolean closed;
 
-    HttpMetadataStore(HttpEndpoint endpoint, Duration timeout, Duration connectTimeout, Duration watchHold,
+    HttpMetadataStore(HttpEndpoint endpoint, X509TrustManager trust, Duration timeout, Duration connectTimeout, Duration watchHold,
             Duration pollInterval) {
         this.endpoint = endpoint;
         this.watchHold = watchHold;
         this.pollInterval = pollInterval;
-        this.client = new OkHttpClient.Builder()
+        OkHttpClient.Builder builder = new OkHttpClient.Builder()
                 .connectTimeout(connectTimeout)
                 .callTimeout(timeout)
                 .readTimeout(timeout)
                 .writeTimeout(timeout)
-                .retryOnConnectionFailure(true)
-                .build();
+                .retryOnConnectionFailure(true);
+        if (trust != null) {
+            builder.sslSocketFactory(PemTls.clientContext(trust).getSocketFactory(), trust);
+        }
+        this.client = builder.build();
         // shares the connection pool; only the time a long poll may be held open differs
         Duration pollLimit = watchHold.plus(timeout);
         this.watchClient = client.newBuilder().callTimeout(pollLimit).readTimeout(pollLimit).build();
