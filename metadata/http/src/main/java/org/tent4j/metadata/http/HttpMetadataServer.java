@@ -47,15 +47,24 @@ public final class HttpMetadataServer implements AutoCloseable {
     private static final long MAX_WATCH_TIMEOUT_MS = 300_000;
     /**
      * How long the JDK server lets a client take to send one request, headers and body, before it closes the
-     * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this once per
-     * JVM, when its first HTTP server starts; a value set on the command line wins.
+     * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this, and the
+     * response-time and connection limits set next to it, once per JVM, when its first HTTP server starts; a value
+     * set on the command line wins.
      */
     static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
     static final String DEFAULT_REQUEST_TIME_SECONDS = "30";
 
     static {
-        if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
-            System.setProperty(REQUEST_TIME_PROPERTY, DEFAULT_REQUEST_TIME_SECONDS);
+        defaultProperty(REQUEST_TIME_PROPERTY, DEFAULT_REQUEST_TIME_SECONDS);
+        // from the request's end to the response's: a long poll's wait (at most 300 s) plus time to write the answer
+        defaultProperty("sun.net.httpserver.maxRspTime", "330");
+        // open connections, idle ones included (each is a file descriptor until its idle timeout closes it)
+        defaultProperty("jdk.httpserver.maxConnections", "10000");
+    }
+
+    private static void defaultProperty(String name, String value) {
+        if (System.getProperty(name) == null) {
+            System.setProperty(name, value);
         }
     }
 

@@ -40,6 +40,8 @@ final class HttpMetadataStore implements MetadataStore {
     private static final Logger LOG = LoggerFactory.getLogger(HttpMetadataStore.class);
     private static final MediaType JSON = MediaType.get(MetadataHttpProtocol.CONTENT_TYPE);
     private static final AtomicInteger WATCH_IDS = new AtomicInteger();
+    /** Largest answer read from a server (a hostile or broken one could send without end); values are KiBs. */
+    static final int MAX_ANSWER_BYTES = 64 << 20;
 
     private final HttpEndpoint endpoint;
     private final OkHttpClient client;
@@ -219,7 +221,14 @@ final class HttpMetadataStore implements MetadataStore {
     private byte[] body(Response r, String op, String key) {
         ResponseBody b = r.body();
         try {
-            return b.bytes();
+            long declared = b.contentLength();
+            byte[] data = declared > MAX_ANSWER_BYTES ? null : b.byteStream().readNBytes(MAX_ANSWER_BYTES + 1);
+            if (data == null || data.length > MAX_ANSWER_BYTES) {
+                throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "http metadata store " + uri() + ": "
+                        + op + " '" + key + "': the answer is larger than " + MAX_ANSWER_BYTES + " bytes"
+                        + (declared > 0 ? " (Content-Length " + declared + ")" : "") + "; refusing it");
+            }
+            return data;
         } catch (IOException e) {
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "http metadata store " + uri() + ": " + op
                     + " '" + key + "': reading the answer failed: " + describe(e), e);

@@ -71,6 +71,15 @@ class HttpMetadataTlsTest {
             store.put("tls/k", "secret".getBytes(StandardCharsets.UTF_8), Duration.ofSeconds(30));
             assertArrayEquals("secret".getBytes(StandardCharsets.UTF_8), store.get("tls/k").orElseThrow());
             assertTrue(store.delete("tls/k"));
+            java.util.concurrent.CompletableFuture<byte[]> seen = new java.util.concurrent.CompletableFuture<>();
+            try (MetadataStore.Watch w = store.watch("tls/w", (k, v) -> {
+                if (v != null) {
+                    seen.complete(v);
+                }
+            })) {
+                store.put("tls/w", "changed".getBytes(StandardCharsets.UTF_8), Duration.ZERO);
+                assertArrayEquals("changed".getBytes(StandardCharsets.UTF_8), seen.get(15, TimeUnit.SECONDS));
+            }
         }
     }
 
