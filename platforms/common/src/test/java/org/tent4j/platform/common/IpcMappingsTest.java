@@ -112,6 +112,42 @@ class IpcMappingsTest {
     }
 
     @Test
+    void aNativeStreamChecksCopiesAndClosesOnce() {
+        List<String> calls = new ArrayList<>();
+        List<NativeStream> forgotten = new ArrayList<>();
+        NativeStream stream = new NativeStream("cuda:1", forgotten::add) {
+            @Override
+            protected void enqueueCopy(MemorySegment dst, MemorySegment src, long length) {
+                calls.add("copy " + length);
+            }
+
+            @Override
+            protected void awaitQueued() {
+                calls.add("sync");
+            }
+
+            @Override
+            protected void destroy() {
+                calls.add("destroy on " + name());
+            }
+        };
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(16);
+            MemorySegment b = arena.allocate(16);
+            stream.copyAsync(a, b, 0);
+            stream.copyAsync(a, b, 16);
+            assertThrows(TransferException.class, () -> stream.copyAsync(a, b, 17));
+            stream.synchronize();
+            stream.close();
+            stream.close();
+            assertEquals(List.of("copy 16", "sync", "destroy on stream on cuda:1"), calls);
+            assertEquals(List.of(stream), forgotten);
+            TransferException closed = assertThrows(TransferException.class, stream::synchronize);
+            assertEquals("stream on cuda:1 is closed", closed.getMessage());
+        }
+    }
+
+    @Test
     void checksNameWhatWasWrong() {
         TransferException e = assertThrows(TransferException.class, () -> PlatformChecks.checkDevice(4, 2, "cuda", "CUDA device"));
         assertEquals("device cuda:4 does not exist (2 CUDA devices)", e.getMessage());
