@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 
-class IpcMappingsTest {
+/** The pieces the native platforms share, each without a runtime: fake native calls record what they were asked. */
+class PlatformCommonTest {
     private final List<String> closed = new ArrayList<>();
     private final IpcMappings mappings = new IpcMappings((key, base, device) ->
             closed.add(key + "@" + Long.toHexString(base) + "/" + device));
@@ -145,6 +146,27 @@ class IpcMappingsTest {
             TransferException closed = assertThrows(TransferException.class, stream::synchronize);
             assertEquals("stream on cuda:1 is closed", closed.getMessage());
         }
+    }
+
+    @Test
+    void aLazyProbeRunsOnceForManyThreads() throws Exception {
+        AtomicInteger runs = new AtomicInteger();
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        LazyProbe<String> probe = new LazyProbe<>(() -> "probe " + runs.incrementAndGet());
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(8)) {
+            List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                answers.add(pool.submit(() -> {
+                    go.await();
+                    return probe.get();
+                }));
+            }
+            go.countDown();
+            for (var a : answers) {
+                assertEquals("probe 1", a.get());
+            }
+        }
+        assertEquals(1, runs.get());
     }
 
     @Test
