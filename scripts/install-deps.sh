@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tent4j's tests use, when any is missing:
-#   real servers for the metadata backends (etcd-server, redis-server),
+#   real servers for the metadata backends (etcd-server, redis-server) and openssl for their TLS test keys,
 #   native libraries the FFM transports bind at run time, and their headers (struct layouts are checked against them),
 #   iperf3 for the baseline in docs/PERFORMANCE.md.
 set -euo pipefail
-packages=(etcd-server redis-server
+packages=(etcd-server redis-server openssl
           libibverbs1 libibverbs-dev ibverbs-providers ibverbs-utils rdma-core
           libfabric1 libfabric-dev libfabric-bin
           libamdhip64-5 libamdhip64-dev

@@ -96,6 +96,12 @@ class BoundariesTest {
         classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
                 .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.CurrentDevice")
                 .because("the switch-device guard lives once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaStream").or().haveSimpleName("RocmStream").or().haveSimpleName("AscendStream")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeStream")
+                .because("stream state and argument checks live once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaRuntime").or().haveSimpleName("HipRuntime").or().haveSimpleName("AclRuntime")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeRuntime")
+                .because("turning runtime status codes into errors lives once, in platform-common").check(classes);
     }
 
     @Test
