@@ -16,8 +16,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * One io_uring (one path of the transport). Posting threads prepare and submit their slices themselves, one
  * {@code io_uring_enter} each under the ring's lock, so nothing is handed over and no thread is woken to submit. The
- * ring's own thread only waits for completions, settles slices, and submits what waited in the {@link Inbox} while
- * every operation slot was taken. A poll on an eventfd stays armed so {@link #close()} can wake it.
+ * ring's own thread waits for completions, settles every ready one, and then submits in one {@code io_uring_enter}
+ * everything prepared meanwhile: slices the runtime posted from those completions, and those that waited in the
+ * {@link Inbox} while every operation slot was taken. A poll on an eventfd stays armed so {@link #close()} can wake it.
  *
  * <p>How each slice moves: aligned (memory address, file offset and length all multiples of the alignment) goes
  * straight between the caller's memory and the {@code O_DIRECT} descriptor. An unaligned READ whose aligned window
@@ -129,7 +130,11 @@ final class RingWorker implements Runnable, Inbox.Sink {
                 queued = false;
             } else if (inbox.isEmpty() && freeOpsTop > 0 && ring.sqSpace() > 1) {
                 accept(slice, file);
-                submit();
+                if (Thread.currentThread() != thread) {
+                    submit();
+                }
+                // else: posted from a completion this thread is settling (the runtime refills the path there); the
+                // end of its loop submits everything prepared meanwhile with one io_uring_enter
                 return;
             } else {
                 queued = inbox.offer(slice, file);
