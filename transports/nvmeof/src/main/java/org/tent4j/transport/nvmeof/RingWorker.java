@@ -288,15 +288,18 @@ final class RingWorker implements Runnable, Inbox.Sink {
             s = op.slice;
             inflight--;
             if (res < 0) {
-                code = -res == 5 ? ErrorCode.PEER_FAILED : ErrorCode.INTERNAL;
+                int errno = -res;
+                // EIO may be transient (a path of an NVMe-oF target); access errors are not; the rest is unexpected
+                code = errno == 5 ? ErrorCode.PEER_FAILED
+                        : errno == 1 || errno == 13 || errno == 30 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
                 message = message(op, "failed: " + LinuxIo.describe(-res));
             } else {
                 long needed = op.kind == BOUNCE ? op.fileOffset - op.ioOffset + s.length() : op.ioLength;
                 if (res < needed) {
                     long got = op.kind == BOUNCE ? Math.max(0, res - (op.fileOffset - op.ioOffset)) : res;
                     code = ErrorCode.OUT_OF_BOUNDS;
-                    message = message(op, "moved only " + got + " bytes: the file ends at offset " + (op.ioOffset + res)
-                            + " (truncated under the transfer?)");
+                    message = message(op, "moved only " + got + " bytes: the file ends before the registered length of "
+                            + op.file.length + " bytes (truncated under the transfer?)");
                 } else {
                     byte fileState = check(op.file);
                     if (fileState == FILE_REMOVED) {

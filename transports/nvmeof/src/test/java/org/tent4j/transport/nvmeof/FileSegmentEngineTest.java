@@ -292,6 +292,18 @@ class FileSegmentEngineTest {
             assertEquals(ErrorCode.PERMISSION_DENIED, w.error(), w::toString);
             CompletableFuture<TransferStatus> cf = allowed.submit(TransferRequest.read(d2.segment(), seg, f.address() + 4 * MIB - 10));
             assertEquals(ErrorCode.OUT_OF_BOUNDS, cf.get().error());
+
+            // a file replaced at the same path is not the file the owner registered: a peer opening it now refuses.
+            // The owner still holds the old file open, so its inode cannot be reused for the new one.
+            Files.delete(f.path());
+            Files.write(f.path(), content);
+            try (TransferEngine late = engine("auto", "peer-late", dir.toString())) {
+                RegisteredMemory d3 = late.allocate(MIB, Location.CPU, Permission.READ_WRITE);
+                TransferStatus replaced = read(late, d3.segment(), late.openSegment("peer-owner"), f.address());
+                assertEquals(TransferState.FAILED, replaced.state(), replaced::toString);
+                assertTrue(replaced.message().contains("replaced?") && replaced.message().contains(f.path().toString()),
+                        replaced.message());
+            }
         }
     }
 }
