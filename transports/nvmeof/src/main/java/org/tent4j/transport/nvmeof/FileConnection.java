@@ -102,6 +102,11 @@ final class FileConnection implements PeerConnection {
             s.fail(ErrorCode.PEER_FAILED, "nvmeof connection to segment '" + segment + "' is closed");
             return;
         }
+        if (s.deadlineNanos() - System.nanoTime() <= 0) {
+            s.fail(ErrorCode.TIMEOUT, "nvmeof " + s.opcode() + " of [0x" + Long.toHexString(s.remoteAddress()) + ", +"
+                    + s.length() + ") of segment '" + segment + "': the deadline passed before it was posted");
+            return;
+        }
         Entry e = find(s.remoteAddress(), s.length());
         if (e == null) {
             s.fail(ErrorCode.ADDRESS_NOT_REGISTERED, "nvmeof: no file of segment '" + segment + "' holds [0x"

@@ -229,12 +229,15 @@ final class RingWorker implements Runnable, Inbox.Sink {
         op.fileOffset = s.remoteAddress() - f.base;
         long mem = s.localBuffer().address() + s.localOffset();
         long len = s.length();
-        if (!op.read && !f.writable) {
-            String m = message(op, "failed: the file could not be opened for writing");
+        boolean late = s.deadlineNanos() - System.nanoTime() <= 0;
+        if (late || (!op.read && !f.writable)) {
+            // late: it waited in the inbox past its deadline (operations already in the kernel are left to finish)
+            String m = message(op, late ? "failed: the deadline passed while it waited for a free slot of ring " + index
+                    : "failed: the file could not be opened for writing");
             f.release();
             clear(op);
             release(id);
-            s.fail(ErrorCode.PERMISSION_DENIED, m);
+            s.fail(late ? ErrorCode.TIMEOUT : ErrorCode.PERMISSION_DENIED, m);
             return;
         }
         long mask = alignment - 1;

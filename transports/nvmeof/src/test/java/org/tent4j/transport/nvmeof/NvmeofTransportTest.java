@@ -115,6 +115,9 @@ class NvmeofTransportTest {
             }
             TestSlice outside = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE + (16 << 20), 4096, Long.MAX_VALUE);
             conn.post(outside);
+            TestSlice late = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE, 4096, System.nanoTime() - 1);
+            conn.post(late);
+            assertEquals(ErrorCode.TIMEOUT, ((TransferException) late.result().handle((v, e) -> e).get()).code());
             t.close(); // with slices still queued and in flight
             for (PathSlice s : slices) {
                 assertTrue(s.slice.result().isDone(), "settled by close");
