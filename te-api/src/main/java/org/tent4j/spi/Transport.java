@@ -62,6 +62,16 @@ public interface Transport extends AutoCloseable {
     }
 
     /**
+     * Why this transport cannot reach {@code peer}, decided from its descriptor alone without connecting (a missing
+     * data port attribute, a fabric the peer is not on, a peer process this transport cannot map): empty if it may.
+     * The runtime asks this while selecting, so that {@code explain} never names a transport that then cannot
+     * connect. Must be cheap and must not block.
+     */
+    default Optional<String> unreachableReason(SegmentDescriptor peer) {
+        return Optional.empty();
+    }
+
+    /**
      * Opens a link to a peer. May block to connect. The runtime caches and reuses the result while it is open.
      *
      * @throws org.tent4j.api.TransferException PEER_UNREACHABLE naming the peer, or TRANSPORT_UNAVAILABLE
