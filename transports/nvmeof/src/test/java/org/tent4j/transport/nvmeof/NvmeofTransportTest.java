@@ -71,6 +71,16 @@ class NvmeofTransportTest {
     }
 
     @Test
+    void aFailedRingSetupNamesTheCallAndErrno() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(LinuxIo.isAvailable());
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> IoUring.open(0).close());
+        assertTrue(e.getMessage().startsWith("io_uring_setup(0) failed: errno "), e.getMessage());
+        if (NvmeofTransportProvider.uringAvailability().isAvailable()) {
+            assertEquals("io_uring_setup(0) failed: errno 22 (EINVAL)", e.getMessage());
+        }
+    }
+
+    @Test
     void badOptionsAreRejectedWithTheKeyNamed() {
         NvmeofTransportProvider p = new NvmeofTransportProvider();
         for (Map<String, String> bad : List.of(Map.of("engine", "spdk"), Map.of("alignment", "1000"), Map.of("rings", "0"),
