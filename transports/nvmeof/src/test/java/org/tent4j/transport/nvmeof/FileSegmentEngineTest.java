@@ -262,6 +262,11 @@ class FileSegmentEngineTest {
             TransferException missing = assertThrows(TransferException.class, () -> e.registerFile(dir.resolve("missing"), 0, Permission.READ_ONLY));
             assertTrue(missing.getMessage().contains("missing"), missing.getMessage());
 
+            // a file registered after the loopback connection opened is reachable at once
+            RegisteredFile later = e.registerFile(dir.resolve("later.bin"), MIB, Permission.READ_WRITE);
+            ok(write(e, m.segment().asSlice(0, 4096), e.localSegment(), later.address() + 8192));
+            e.unregisterFile(later);
+
             e.unregisterFile(b);
             TransferStatus gone = read(e, m.segment().asSlice(0, 100), e.localSegment(), b.address());
             assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, gone.error(), gone::toString);
