@@ -55,6 +55,7 @@ class BoundariesTest {
         String[][] families = {
                 {"org.tent4j.transport.tcp..", "tcp"}, {"org.tent4j.transport.shm..", "shm"}, {"org.tent4j.transport.rdma..", "rdma"},
                 {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"}, {"org.tent4j.transport.faulty..", "faulty"},
+                {"org.tent4j.transport.nvmeof..", "nvmeof"},
                 {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
                 {PLATFORM_COMMON, "platform-common"},
                 {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
