@@ -160,7 +160,7 @@ public final class StoreDirectory implements SegmentDirectory {
                 Optional<byte[]> v = m.get(key(segmentName));
                 up(s);
                 if (v.isPresent()) {
-                    return DescriptorCodec.decode(v.get(), m.uri());
+                    return DescriptorCodec.decodeFor(segmentName, v.get(), m.uri());
                 }
             } catch (TransferException e) {
                 skip(s, "lookup", e);
@@ -179,7 +179,7 @@ public final class StoreDirectory implements SegmentDirectory {
         List<MetadataStore.Watch> watches = new ArrayList<>();
         MetadataStore.MetadataListener l = (key, value) -> {
             try {
-                listener.accept(value == null ? null : DescriptorCodec.decode(value, "watch of " + key));
+                listener.accept(value == null ? null : DescriptorCodec.decodeFor(segmentName, value, "watch of " + key));
             } catch (TransferException e) {
                 log.warn("ignoring a malformed descriptor of segment '{}': {}", segmentName, e.getMessage());
             }
