@@ -262,6 +262,15 @@ final class PathGroup {
                         + transport.id() + " is closed");
                 continue;
             }
+            if (!t.enterTransport()) {
+                s.discard();
+                continue;
+            }
+            if (!s.local().pin()) {
+                t.leaveTransport();
+                s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
+                continue;
+            }
             s.post(path, now);
             ps[path].posted(s.length());
             try {

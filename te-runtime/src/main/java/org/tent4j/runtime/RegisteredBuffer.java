@@ -2,6 +2,7 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
@@ -22,6 +23,12 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     long transportMask;
     /** What each transport published for this buffer, by transport id. */
     Map<String, Map<String, String>> transportAttributes = Map.of();
+    /** Slices of this engine's tasks posted on this buffer and not yet settled: a transport may be touching it. */
+    private final AtomicInteger pins = new AtomicInteger();
+    /** Bit i set: transport i confirmed it let go of this buffer (unregister retries only the others). */
+    private long withdrawnMask;
+    /** Set by unregister: no new slice may be posted on it. */
+    private volatile boolean retired;
 
     RegisteredBuffer(int id, MemorySegment segment, Location location, Permission permission,
                      Map<String, String> backing, Runnable release) {
@@ -44,8 +51,54 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     @Override public Map<String, String> backing() { return backing; }
     @Override public boolean engineAllocated() { return release != null; }
 
+    synchronized boolean withdrawnFrom(int transportIndex) {
+        return (withdrawnMask & (1L << transportIndex)) != 0;
+    }
+
+    synchronized void markWithdrawn(int transportIndex) {
+        withdrawnMask |= 1L << transportIndex;
+    }
+
     boolean registeredWith(int transportIndex) {
         return (transportMask & (1L << transportIndex)) != 0;
+    }
+
+    /**
+     * Marks a slice about to be handed to a transport; false if the buffer is being unregistered (then nothing was
+     * pinned). Pin first, then check: unregister retires first, then counts, so one of them sees the other.
+     */
+    boolean pin() {
+        pins.incrementAndGet();
+        if (retired) {
+            unpin();
+            return false;
+        }
+        return true;
+    }
+
+    /** A slice on this buffer settled: its transport no longer touches it. */
+    void unpin() {
+        if (pins.decrementAndGet() == 0 && retired) {
+            synchronized (this) {
+                notifyAll();
+            }
+        }
+    }
+
+    int pins() {
+        return pins.get();
+    }
+
+    /** Refuses new slices and waits up to {@code timeoutNanos} for the posted ones to settle; returns those left. */
+    int retire(long timeoutNanos) throws InterruptedException {
+        retired = true;
+        long end = System.nanoTime() + timeoutNanos;
+        synchronized (this) {
+            for (long left = timeoutNanos; pins.get() > 0 && left > 0; left = end - System.nanoTime()) {
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+        }
+        return pins.get();
     }
 
     void release() {

@@ -33,7 +33,7 @@ final class RuntimeSlice implements Slice {
     private volatile boolean armed;
     private Task task;
     private Opcode opcode;
-    private LocalBuffer localBuffer;
+    private RegisteredBuffer localBuffer;
     private long localOffset;
     private BufferDescriptor remoteBuffer;
     private long remoteAddress;
@@ -53,7 +53,7 @@ final class RuntimeSlice implements Slice {
         this.pool = pool;
     }
 
-    void init(Task task, Opcode opcode, LocalBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
+    void init(Task task, Opcode opcode, RegisteredBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
               long remoteAddress, long length, long deadlineNanos, int priority) {
         this.task = task;
         this.opcode = opcode;
@@ -71,6 +71,10 @@ final class RuntimeSlice implements Slice {
 
     Task task() {
         return task;
+    }
+
+    RegisteredBuffer local() {
+        return localBuffer;
     }
 
     @Override public Opcode opcode() { return opcode; }
@@ -105,10 +109,13 @@ final class RuntimeSlice implements Slice {
         }
         PathGroup g = group;
         Task t = task;
+        RegisteredBuffer b = localBuffer;
         long len = length;
         g.completed(path, len, postNanos);
         recycle();
+        b.unpin();
         t.sliceCompleted(len);
+        t.leaveTransport();
         g.drain();
     }
 
@@ -118,9 +125,14 @@ final class RuntimeSlice implements Slice {
             return;
         }
         PathGroup g = group;
+        Task t = task;
+        RegisteredBuffer b = localBuffer;
         int p = path;
         g.failed(p, length, code, message);
+        b.unpin();
+        // rerouting may post this slice again at once, or end the task; it leaves the transport after either
         g.failover.reroute(this, g, p, code, message);
+        t.leaveTransport();
         g.drain();
     }
 

@@ -137,7 +137,7 @@ final class TransferEngineImpl implements TransferEngine {
                     ProcessHandle.current().pid(), HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())),
                     transports, registrations, directory);
             this.segments = new SegmentTable(state, directory, publisher.localSegment(), transports.size());
-            this.buffers = new BufferRegistrar(state, registrations, transports, publisher);
+            this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.selector = new TransportSelector(transports, Policy.parse(config.core().getString(Policy.KEY),
                     providers.stream().map(p -> p.id()).collect(java.util.stream.Collectors.toSet()), transports::indexOf),
                     settings.fallback(), metrics);
@@ -338,9 +338,9 @@ final class TransferEngineImpl implements TransferEngine {
         publisher.close();
         directory.close();
         segments.close();
-        transports.close();
+        long notClosed = transports.closeAll();
         control.close();
-        buffers.releaseAll();
+        buffers.releaseAll(notClosed);
         platforms.close();
         metrics.close();
         workers.shutdown();

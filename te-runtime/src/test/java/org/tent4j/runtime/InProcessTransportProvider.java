@@ -32,6 +32,8 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
     /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
     static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
+    /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -52,7 +54,8 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("paths", OptionSpec.Type.INT, 1, "paths per connection"),
                 OptionSpec.of("slow_path", OptionSpec.Type.INT, -1, "path whose slices are delayed"),
                 OptionSpec.of("slow_delay", OptionSpec.Type.DURATION, "0ms", "delay of each slice on the slow path (all paths when slow_path is -1)"),
-                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"));
+                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"),
+                OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"));
     }
 
     @Override
@@ -64,6 +67,8 @@ public class InProcessTransportProvider implements TransportProvider {
         int slowPath = o.getInt("slow_path");
         long slowNanos = o.getDuration("slow_delay").toNanos();
         int failPath = o.getInt("fail_path");
+        int denyPath = o.getInt("deny_path");
+        AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
         AtomicLong posted = new AtomicLong();
         String id = id();
         AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
@@ -84,9 +89,16 @@ public class InProcessTransportProvider implements TransportProvider {
                     public void post(Slice s) {
                         long n = posted.incrementAndGet();
                         posts.incrementAndGet();
+                        inFlight.incrementAndGet();
                         Runnable copy = () -> {
                             if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
+                                inFlight.decrementAndGet();
                                 s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
+                                return;
+                            }
+                            if (s.path() == denyPath) {
+                                inFlight.decrementAndGet();
+                                s.fail(ErrorCode.PERMISSION_DENIED, "injected denial on path " + s.path());
                                 return;
                             }
                             try {
@@ -99,8 +111,10 @@ public class InProcessTransportProvider implements TransportProvider {
                                 } else {
                                     MemorySegment.copy(r, roff, l, s.localOffset(), s.length());
                                 }
+                                inFlight.decrementAndGet();
                                 s.complete();
                             } catch (TransferException e) {
+                                inFlight.decrementAndGet();
                                 s.fail(e.code(), e.getMessage());
                             }
                         };
@@ -121,6 +135,12 @@ public class InProcessTransportProvider implements TransportProvider {
                 TARGETS.remove(id + "@" + context.segmentName(), context);
             }
         };
+    }
+
+    /** Slices posted by {@code transportId} of the engine {@code segment} and not settled yet. */
+    static long inFlight(String transportId, String segment) {
+        AtomicLong n = IN_FLIGHT.get(transportId + "@" + segment);
+        return n == null ? 0 : n.get();
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} so far. */
