@@ -66,6 +66,72 @@ final class Task {
         remainingSlices.set(n);
     }
 
+    /** Head of the posted slices on transports that can cancel; guarded by this. */
+    private RuntimeSlice posted;
+
+    /** Tracks a slice posted on a transport that declares cancellation, so ending the task can cancel it. */
+    void linkPosted(RuntimeSlice s) {
+        synchronized (this) {
+            s.prevPosted = null;
+            s.nextPosted = posted;
+            if (posted != null) {
+                posted.prevPosted = s;
+            }
+            posted = s;
+            s.linked = true;
+        }
+    }
+
+    void unlinkPosted(RuntimeSlice s) {
+        if (!s.linked) {
+            return;
+        }
+        synchronized (this) {
+            if (!s.linked) {
+                return;
+            }
+            if (s.prevPosted != null) {
+                s.prevPosted.nextPosted = s.nextPosted;
+            } else {
+                posted = s.nextPosted;
+            }
+            if (s.nextPosted != null) {
+                s.nextPosted.prevPosted = s.prevPosted;
+            }
+            s.prevPosted = null;
+            s.nextPosted = null;
+            s.linked = false;
+        }
+    }
+
+    /** The task ended with slices in flight: asks their transports to drop them (those that can cancel). */
+    private void cancelPosted() {
+        RuntimeSlice[] slices;
+        long[] generations;
+        synchronized (this) {
+            int n = 0;
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+                n++;
+            }
+            if (n == 0) {
+                return;
+            }
+            slices = new RuntimeSlice[n];
+            generations = new long[n];
+            int i = 0;
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+                slices[i] = s;
+                generations[i++] = s.generation();
+            }
+        }
+        for (int i = 0; i < slices.length; i++) {
+            PathGroup g = slices[i].group;
+            if (g != null && g.connection != null) {
+                slices[i].cancel(generations[i], g.connection);
+            }
+        }
+    }
+
     /** Whether the outcome is decided (no more slices should start), though it may not be reported yet. */
     boolean isTerminal() {
         return terminal.get() != null;
@@ -126,6 +192,8 @@ final class Task {
         }
         if (inTransport.get() == 0) {
             report();
+        } else {
+            cancelPosted();
         }
         return true;
     }

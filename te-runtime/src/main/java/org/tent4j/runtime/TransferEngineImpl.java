@@ -144,8 +144,10 @@ final class TransferEngineImpl implements TransferEngine {
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
             PathGroups groups = new PathGroups(failover, workers, metrics, clock, settings.pathLimits());
             this.notifications = new Notifications(segmentName, control);
+            SlicePool slicePool = new SlicePool(8192);
+            metrics.staleSettlements(slicePool::staleSettlements);
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
-                    new SlicePool(8192), notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
+                    slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
             publisher.start(scheduler, directory instanceof StoreDirectory ? Math.max(100, settings.metadataTtl().toMillis() / 3) : 0);

@@ -32,6 +32,8 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
     /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
     static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
+    /** Slices copied and completed, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> COPIES = new ConcurrentHashMap<>();
     /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
     static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
 
@@ -55,7 +57,9 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("slow_path", OptionSpec.Type.INT, -1, "path whose slices are delayed"),
                 OptionSpec.of("slow_delay", OptionSpec.Type.DURATION, "0ms", "delay of each slice on the slow path (all paths when slow_path is -1)"),
                 OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"),
-                OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"));
+                OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
+                OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
+                OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"));
     }
 
     @Override
@@ -68,12 +72,22 @@ public class InProcessTransportProvider implements TransportProvider {
         long slowNanos = o.getDuration("slow_delay").toNanos();
         int failPath = o.getInt("fail_path");
         int denyPath = o.getInt("deny_path");
+        boolean cancellable = o.getBoolean("cancellable");
+        boolean doubleComplete = o.getBoolean("double_complete");
+        java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
         AtomicLong posted = new AtomicLong();
         String id = id();
         AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
         return new Transport() {
             @Override public String id() { return id; }
+
+            @Override
+            public java.util.Optional<TransportCapabilities> capabilities() {
+                TransportCapabilities c = InProcessTransportProvider.this.capabilities();
+                return cancellable ? java.util.Optional.of(new TransportCapabilities(c.memoryPaths(), c.sameHostOnly(), true,
+                        c.maxSliceSize(), c.rank())) : java.util.Optional.empty();
+            }
 
             @Override
             public PeerConnection connect(SegmentDescriptor peer) {
@@ -90,7 +104,11 @@ public class InProcessTransportProvider implements TransportProvider {
                         long n = posted.incrementAndGet();
                         posts.incrementAndGet();
                         inFlight.incrementAndGet();
+                        pending.add(s);
                         Runnable copy = () -> {
+                            if (!pending.remove(s)) {
+                                return; // canceled
+                            }
                             if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
                                 inFlight.decrementAndGet();
                                 s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
@@ -112,7 +130,11 @@ public class InProcessTransportProvider implements TransportProvider {
                                     MemorySegment.copy(r, roff, l, s.localOffset(), s.length());
                                 }
                                 inFlight.decrementAndGet();
+                                COPIES.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong()).incrementAndGet();
                                 s.complete();
+                                if (doubleComplete) {
+                                    s.complete();
+                                }
                             } catch (TransferException e) {
                                 inFlight.decrementAndGet();
                                 s.fail(e.code(), e.getMessage());
@@ -123,6 +145,15 @@ public class InProcessTransportProvider implements TransportProvider {
                         } else {
                             context.workers().execute(copy);
                         }
+                    }
+
+                    @Override
+                    public boolean cancel(Slice s) {
+                        if (cancellable && pending.remove(s)) {
+                            inFlight.decrementAndGet();
+                            return true;
+                        }
+                        return false;
                     }
 
                     @Override public boolean isOpen() { return true; }
