@@ -263,4 +263,36 @@ public class InProcessTransportProvider implements TransportProvider {
             };
         }
     }
+
+    /** Built against a newer transport SPI than this runtime's: must be refused, never probed. */
+    public static final class FromTheFuture extends InProcessTransportProvider {
+        @Override public String id() { return "future"; }
+
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+
+        @Override
+        public Availability availability() {
+            throw new AssertionError("a refused provider was probed");
+        }
+    }
+
+    /** Counts probes, so tests can prove a disabled provider is neither probed nor asked for capabilities at start. */
+    public static final class Unprobed extends InProcessTransportProvider {
+        static final java.util.concurrent.atomic.AtomicInteger AVAILABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+        static final java.util.concurrent.atomic.AtomicInteger CAPABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override public String id() { return "unprobed"; }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            AVAILABILITY_CALLS.incrementAndGet();
+            return Availability.unavailable("never runs");
+        }
+
+        @Override
+        public TransportCapabilities capabilities() {
+            CAPABILITY_CALLS.incrementAndGet();
+            return super.capabilities();
+        }
+    }
 }
