@@ -128,7 +128,7 @@ final class BufferRegistrar {
             publisher.republish();
         }
         List<String> holders = withdraw(b);
-        int inFlight;
+        long inFlight;
         try {
             inFlight = b.retire(fenceTimeoutNanos);
         } catch (InterruptedException e) {

@@ -2,7 +2,7 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
@@ -23,8 +23,11 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     long transportMask;
     /** What each transport published for this buffer, by transport id. */
     Map<String, Map<String, String>> transportAttributes = Map.of();
-    /** Slices of this engine's tasks posted on this buffer and not yet settled: a transport may be touching it. */
-    private final AtomicInteger pins = new AtomicInteger();
+    /**
+     * Slices of this engine's tasks posted on this buffer and not yet settled: a transport may be touching it. An
+     * adder, since every submitting and completing thread updates it and only unregister reads it.
+     */
+    private final LongAdder pins = new LongAdder();
     /** Bit i set: transport i confirmed it let go of this buffer (unregister retries only the others). */
     private long withdrawnMask;
     /** Set by unregister: no new slice may be posted on it. */
@@ -68,7 +71,7 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
      * pinned). Pin first, then check: unregister retires first, then counts, so one of them sees the other.
      */
     boolean pin() {
-        pins.incrementAndGet();
+        pins.increment();
         if (retired) {
             unpin();
             return false;
@@ -78,27 +81,29 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
 
     /** A slice on this buffer settled: its transport no longer touches it. */
     void unpin() {
-        if (pins.decrementAndGet() == 0 && retired) {
+        pins.decrement();
+        if (retired) {
             synchronized (this) {
                 notifyAll();
             }
         }
     }
 
-    int pins() {
-        return pins.get();
+    /** Exact only when no slice is being pinned at the same time (after {@link #retire}, or at close). */
+    long pins() {
+        return pins.sum();
     }
 
     /** Refuses new slices and waits up to {@code timeoutNanos} for the posted ones to settle; returns those left. */
-    int retire(long timeoutNanos) throws InterruptedException {
+    long retire(long timeoutNanos) throws InterruptedException {
         retired = true;
         long end = System.nanoTime() + timeoutNanos;
         synchronized (this) {
-            for (long left = timeoutNanos; pins.get() > 0 && left > 0; left = end - System.nanoTime()) {
+            for (long left = timeoutNanos; pins.sum() > 0 && left > 0; left = end - System.nanoTime()) {
                 java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
             }
         }
-        return pins.get();
+        return pins.sum();
     }
 
     void release() {
