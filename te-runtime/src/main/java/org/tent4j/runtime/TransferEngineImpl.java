@@ -118,7 +118,7 @@ final class TransferEngineImpl implements TransferEngine {
             String segmentName = name.isEmpty() ? host + ":" + control.port() : name;
             this.state = new EngineState(segmentName);
             control.localSegment(segmentName);
-            this.directory = openDirectory(config, control, storeProviders);
+            this.directory = openDirectory(config, control, storeProviders, clock);
             built.add(directory);
             this.metrics = new EngineMetrics(segmentName);
             built.add(metrics);
@@ -168,7 +168,8 @@ final class TransferEngineImpl implements TransferEngine {
                 config.core().getString(EngineConfig.METADATA_URI));
     }
 
-    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, List<MetadataStoreProvider> providers) {
+    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, List<MetadataStoreProvider> providers,
+                                                  TimeSource clock) {
         List<String> list = List.copyOf(TransportRegistry.parseList(config.core().getString(EngineConfig.METADATA_URI)));
         if (list.equals(List.of("p2p"))) {
             return new PeerToPeerDirectory(control, Duration.ofSeconds(5));
@@ -188,7 +189,8 @@ final class TransferEngineImpl implements TransferEngine {
             p.availability().ensureAvailable("metadata store " + scheme);
             targets.add(new StoreDirectory.Target(uri, p, config.rawUnder("metadata." + scheme + ".")));
         }
-        return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL));
+        return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL),
+                clock);
     }
 
     /** The context each transport is created with. */
