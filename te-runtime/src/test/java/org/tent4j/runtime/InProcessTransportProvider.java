@@ -59,7 +59,8 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"),
                 OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
                 OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
-                OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"));
+                OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
+                OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
 
     @Override
@@ -75,12 +76,20 @@ public class InProcessTransportProvider implements TransportProvider {
         boolean cancellable = o.getBoolean("cancellable");
         boolean doubleComplete = o.getBoolean("double_complete");
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
         AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
         AtomicLong posted = new AtomicLong();
         String id = id();
         AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
         return new Transport() {
             @Override public String id() { return id; }
+
+            @Override
+            public void unregisterBuffer(LocalBuffer buffer) {
+                if (refusals.getAndDecrement() > 0) {
+                    throw new TransferException(ErrorCode.TIMEOUT, "a peer's access to " + buffer + " is still pending");
+                }
+            }
 
             @Override
             public java.util.Optional<TransportCapabilities> capabilities() {

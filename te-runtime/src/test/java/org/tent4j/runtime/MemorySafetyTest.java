@@ -136,4 +136,18 @@ class MemorySafetyTest {
         p.initiator().unregister(p.local()); // nothing in flight now: it frees
         assertThrows(IllegalStateException.class, () -> p.local().segment().get(ValueLayout.JAVA_BYTE, 0));
     }
+
+    @Test
+    void unregisterFailsAndKeepsTheMemoryWhileATransportCannotFenceItAndRetrySucceeds() {
+        TransferEngine e = engine(EngineTest.cfg().set("transports.inproc.refuse_unregister", 1));
+        RegisteredMemory m = e.allocate(64 << 10, Location.CPU, Permission.READ_WRITE);
+        TransferException refused = assertThrows(TransferException.class, () -> e.unregister(m));
+        assertEquals(ErrorCode.TIMEOUT, refused.code(), refused.getMessage());
+        assertTrue(refused.getMessage().contains("transport 'inproc' could not fence it off")
+                && refused.getMessage().contains("memory stays allocated"), refused.getMessage());
+        m.segment().set(ValueLayout.JAVA_BYTE, 0, (byte) 1); // still alive
+        assertTrue(e.segmentInfo(e.localSegment()).buffers().isEmpty(), "withdrawn from the descriptor all the same");
+        e.unregister(m); // the transport lets go now: freed
+        assertThrows(IllegalStateException.class, () -> m.segment().get(ValueLayout.JAVA_BYTE, 0));
+    }
 }
