@@ -72,6 +72,11 @@ final class TransferEngineImpl implements TransferEngine {
     private final ResolvedConfig config;
     private final ExecutorService workers;
     private final ScheduledExecutorService scheduler;
+    /**
+     * Connects to peers. Its own threads, not the workers: a connect may wait on a handshake that a worker of this
+     * very engine must answer (a loopback connection), which must not deadlock with few workers.
+     */
+    private final ExecutorService connector;
     private final ControlPlaneNode control;
     private final SegmentDirectory directory;
     private final EngineMetrics metrics;
@@ -110,6 +115,7 @@ final class TransferEngineImpl implements TransferEngine {
 
         this.workers = Executors.newFixedThreadPool(settings.workers(), Thread.ofPlatform().daemon().name("tent4j-worker-", 0).factory());
         this.scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("tent4j-timer").factory());
+        this.connector = Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("tent4j-connect-", 0).factory());
         List<AutoCloseable> built = new ArrayList<>();
         try {
             this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers);
@@ -142,7 +148,7 @@ final class TransferEngineImpl implements TransferEngine {
                     providers.stream().map(p -> p.id()).collect(java.util.stream.Collectors.toSet()), transports::indexOf),
                     settings.fallback(), metrics);
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
-            PathGroups groups = new PathGroups(failover, workers, metrics, clock, settings.pathLimits());
+            PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
             this.notifications = new Notifications(segmentName, control);
             SlicePool slicePool = new SlicePool(8192);
             metrics.staleSettlements(slicePool::staleSettlements);
@@ -162,6 +168,7 @@ final class TransferEngineImpl implements TransferEngine {
             }
             workers.shutdownNow();
             scheduler.shutdownNow();
+            connector.shutdownNow();
             throw e;
         }
         log.info("engine '{}' up: transports {}, metadata {}", state.segmentName(), transports.ids(),
@@ -349,6 +356,7 @@ final class TransferEngineImpl implements TransferEngine {
         metrics.close();
         workers.shutdown();
         scheduler.shutdownNow();
+        connector.shutdown();
         log.info("engine '{}' closed", state.segmentName());
     }
 
