@@ -175,11 +175,13 @@ final class RuntimeSlice implements Slice {
      * Asks the transport to drop this slice, if it is still the use {@code generation} and in flight. Returns whether
      * the transport gave it back; then it is settled here (its task already ended) and returned to the pool.
      */
-    boolean cancel(long generation, PeerConnection connection) {
+    boolean cancel(long generation) {
         long armed = (generation << 2) | ARMED;
         if (!STATE.compareAndSet(this, armed, (generation << 2) | CANCELING)) {
             return false; // settled, or recycled and reused, meanwhile
         }
+        // ours until we say otherwise: its fields describe the post being canceled
+        PeerConnection connection = group.connection;
         boolean dropped;
         try {
             dropped = connection.cancel(this);

@@ -125,10 +125,7 @@ final class Task {
             }
         }
         for (int i = 0; i < slices.length; i++) {
-            PathGroup g = slices[i].group;
-            if (g != null && g.connection != null) {
-                slices[i].cancel(generations[i], g.connection);
-            }
+            slices[i].cancel(generations[i]);
         }
     }
 
