@@ -32,6 +32,8 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
     /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
     static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
+    /** Completed when the first slice is posted, by {@code transport@initiator segment}. */
+    static final Map<String, java.util.concurrent.CompletableFuture<Void>> FIRST_POST = new ConcurrentHashMap<>();
     /** Slices copied and completed, by {@code transport@initiator segment}. */
     static final Map<String, AtomicLong> COPIES = new ConcurrentHashMap<>();
     /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
@@ -78,6 +80,7 @@ public class InProcessTransportProvider implements TransportProvider {
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
         AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
+        java.util.concurrent.CompletableFuture<Void> firstPost = firstPost(id(), context.segmentName());
         AtomicLong posted = new AtomicLong();
         String id = id();
         AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
@@ -114,6 +117,7 @@ public class InProcessTransportProvider implements TransportProvider {
                         posts.incrementAndGet();
                         inFlight.incrementAndGet();
                         pending.add(s);
+                        firstPost.complete(null);
                         Runnable copy = () -> {
                             if (!pending.remove(s)) {
                                 return; // canceled
@@ -175,6 +179,11 @@ public class InProcessTransportProvider implements TransportProvider {
                 TARGETS.remove(id + "@" + context.segmentName(), context);
             }
         };
+    }
+
+    /** Completes when {@code transportId} of the engine {@code segment} posts its first slice. */
+    static java.util.concurrent.CompletableFuture<Void> firstPost(String transportId, String segment) {
+        return FIRST_POST.computeIfAbsent(transportId + "@" + segment, k -> new java.util.concurrent.CompletableFuture<>());
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} and not settled yet. */

@@ -89,11 +89,7 @@ class MemorySafetyTest {
         a.submit(List.of(TransferRequest.read(local.segment().asSlice(0, 512 << 10), seg, remote.address())));
         CompletableFuture<Long> atCancel = new CompletableFuture<>();
         a.completion(0).whenComplete((s, e) -> atCancel.complete(InProcessTransportProvider.inFlight("inproc", me)));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (InProcessTransportProvider.inFlight("inproc", me) == 0) {
-            assertTrue(System.nanoTime() < deadline, "no slice reached the transport");
-            Thread.onSpinWait();
-        }
+        InProcessTransportProvider.firstPost("inproc", me).get(10, TimeUnit.SECONDS);
         // canceled while its slices are in the transport (each is held 100 ms): reported only after they left it
         assertTrue(a.cancel(0));
         assertEquals(TransferState.CANCELED, a.completion(0).get(10, TimeUnit.SECONDS).state());
@@ -117,11 +113,7 @@ class MemorySafetyTest {
         CompletableFuture<TransferStatus> f = p.initiator().submit(TransferRequest.builder(Opcode.READ, p.local().segment().asSlice(0, 64 << 10),
                 p.seg(), p.remote().address()).require("inproc").build());
         // wait until the transport holds a slice of it
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (InProcessTransportProvider.inFlight("inproc", p.initiator().segmentName()) == 0 && !f.isDone()) {
-            assertTrue(System.nanoTime() < deadline, "no slice reached the transport");
-            Thread.onSpinWait();
-        }
+        InProcessTransportProvider.firstPost("inproc", p.initiator().segmentName()).get(10, TimeUnit.SECONDS);
         if (!f.isDone()) {
             TransferException e = assertThrows(TransferException.class, () -> p.initiator().unregister(p.local()));
             assertEquals(ErrorCode.TIMEOUT, e.code());

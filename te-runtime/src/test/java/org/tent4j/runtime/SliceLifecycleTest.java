@@ -70,11 +70,7 @@ class SliceLifecycleTest {
         String me = initiator.segmentName();
         Batch b = initiator.allocateBatch(1);
         b.submit(List.of(TransferRequest.read(local.segment().asSlice(0, 512 << 10), seg, remote.address())));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (InProcessTransportProvider.inFlight("inproc", me) == 0) {
-            assertTrue(System.nanoTime() < deadline, "no slice reached the transport");
-            Thread.onSpinWait();
-        }
+        InProcessTransportProvider.firstPost("inproc", me).get(10, TimeUnit.SECONDS);
         assertTrue(b.cancel(0));
         // each posted slice is held for 30 s; only canceling them lets the task be reported now
         CompletableFuture<TransferStatus> done = b.completion(0);
