@@ -21,8 +21,9 @@ import org.tent4j.spi.Slice;
  * <p>Its state is one word: a generation (incremented each time the slice returns to the pool) and a phase (idle,
  * armed, being canceled). A settlement finds the slice armed or it is stale: a transport settling a slice twice, or
  * after the runtime canceled it, is logged and counted ({@link SlicePool#staleSettlements()}) and changes nothing.
- * The pool hands slices out oldest-returned first, so a late second settlement meets an idle slice rather than one
- * re-armed for another task. Canceling checks the generation, so it never touches a slice recycled meanwhile.
+ * The pool reuses a slice only after a quarantine (oldest first), so a second settlement within it always meets an
+ * idle slice, never one re-armed for another task; a later one is still detected whenever the slice is idle.
+ * Canceling checks the generation, so it never touches a slice recycled meanwhile.
  */
 final class RuntimeSlice implements Slice {
     private static final Logger log = LoggerFactory.getLogger(RuntimeSlice.class);
@@ -59,6 +60,8 @@ final class RuntimeSlice implements Slice {
     /** Times this slice failed and was retried, against the task's failover budget. */
     int retries;
     long enqueueNanos;
+    /** When it went back to the pool (guards its quarantine there). */
+    long idleSinceNanos;
     private long postNanos;
     /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
     RuntimeSlice prevPosted;

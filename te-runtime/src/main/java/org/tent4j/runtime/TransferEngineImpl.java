@@ -150,8 +150,8 @@ final class TransferEngineImpl implements TransferEngine {
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
             PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
             this.notifications = new Notifications(segmentName, control);
-            SlicePool slicePool = new SlicePool(8192);
-            metrics.staleSettlements(slicePool::staleSettlements);
+            SlicePool slicePool = new SlicePool(8192, clock, SlicePool.QUARANTINE_NANOS);
+            metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));

@@ -102,8 +102,10 @@ public final class EngineMetrics implements AutoCloseable {
     }
 
     /** {@code tent4j_slice_stale_settlements_total}: settlements of slices not in flight (a transport's bug). */
-    public void staleSettlements(java.util.function.LongSupplier count) {
-        FunctionCounter.builder("tent4j.slice.stale.settlements", count, c -> c.getAsLong()).tags("segment", segment).register(registry);
+    public void staleSettlements(java.util.concurrent.atomic.AtomicLong count) {
+        // the counter must be held by its owner: Micrometer keeps only a weak reference to it
+        FunctionCounter.builder("tent4j.slice.stale.settlements", count, java.util.concurrent.atomic.AtomicLong::get)
+                .tags("segment", segment).register(registry);
     }
 
     public void fallback(String from, String to) {
