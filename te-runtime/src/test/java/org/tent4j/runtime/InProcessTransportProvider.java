@@ -251,9 +251,9 @@ public class InProcessTransportProvider implements TransportProvider {
 
                 @Override
                 public java.util.Optional<TransportCapabilities> capabilities() {
-                    return mode.equals("no_kinds") ? java.util.Optional.of(new TransportCapabilities(java.util.Set.of(
-                            org.tent4j.spi.MemoryPath.of(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)),
-                            true, false, 256 << 10, 10)) : java.util.Optional.empty();
+                    return mode.equals("no_kinds") ? java.util.Optional.of(TransportCapabilities.builder()
+                            .memoryPath(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)
+                            .sameHostOnly(true).maxSliceSize(256 << 10).rank(10).build()) : java.util.Optional.empty();
                 }
 
                 @Override
