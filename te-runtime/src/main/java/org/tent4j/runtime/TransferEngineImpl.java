@@ -66,6 +66,7 @@ import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
@@ -353,6 +354,7 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public ScheduledExecutorService scheduler() { return scheduler; }
         @Override public ControlPlane controlPlane() { return control; }
         @Override public Duration transferTimeout() { return transferTimeout; }
+        @Override public SecuritySettings security() { return control.security(); }
     }
 
     // ---------------------------------------------------------------- descriptor
