@@ -38,12 +38,13 @@ class TcpFloodTest {
     private TestLocalMemory.Buffer local;
     private PeerConnection good;
 
-    private void start(Map<String, String> targetOptions) {
+    private void start(Map<String, String> targetOptions) throws IOException {
         f = new TcpFixture(Map.of(), targetOptions);
         remote = f.registerAtTarget(f.arena.allocate(1 << 20, 64), Permission.READ_WRITE);
         local = f.registerAtInitiator(f.arena.allocate(1 << 20, 64));
         good = f.connect(remote);
         assertHonestTransferWorks(1);
+        report("before the flood");
     }
 
     @AfterEach
