@@ -43,8 +43,31 @@ public interface Transport extends AutoCloseable {
     default void unregisterBuffer(LocalBuffer buffer) {
     }
 
+    /**
+     * A file was registered ({@link org.tent4j.api.TransferEngine#registerFile}). Return what peers need to reach it
+     * through this transport, or empty if this transport does not serve files (the default: files are invisible to
+     * transports that move memory only).
+     */
+    default Optional<Map<String, String>> registerFile(LocalFile file) {
+        return Optional.empty();
+    }
+
+    /** A file registered with {@link #registerFile} is being unregistered; once this returns, do not touch it again. */
+    default void unregisterFile(LocalFile file) {
+    }
+
     /** An allocator for engine-owned memory this transport can share with peers, if it has one. */
     default Optional<MemoryAllocator> allocator() {
+        return Optional.empty();
+    }
+
+    /**
+     * Why this transport cannot reach {@code peer}, decided from its descriptor alone without connecting (a missing
+     * data port attribute, a fabric the peer is not on, a peer process this transport cannot map): empty if it may.
+     * The runtime asks this while selecting, so that {@code explain} never names a transport that then cannot
+     * connect. Must be cheap and must not block.
+     */
+    default Optional<String> unreachableReason(SegmentDescriptor peer) {
         return Optional.empty();
     }
 

@@ -14,7 +14,7 @@ import org.tent4j.spi.Slice;
 
 /**
  * The runtime's slice: pooled, armed for each post. A completion settles it once (a second one from a faulty
- * transport is logged and ignored); a failure hands it back to the engine, which may reroute the same slice to another
+ * transport is logged and ignored); a failure hands it to the {@link FailoverController}, which may reroute the same slice to another
  * path or transport, so its bytes are counted once, when it finally completes.
  */
 final class RuntimeSlice implements Slice {
@@ -106,7 +106,7 @@ final class RuntimeSlice implements Slice {
         PathGroup g = group;
         Task t = task;
         long len = length;
-        g.engine.pathCompleted(g, path, len, postNanos);
+        g.completed(path, len, postNanos);
         recycle();
         t.sliceCompleted(len);
         g.drain();
@@ -119,8 +119,8 @@ final class RuntimeSlice implements Slice {
         }
         PathGroup g = group;
         int p = path;
-        g.engine.pathFailed(g, p, length, code, message);
-        g.engine.reroute(this, g, p, code, message);
+        g.failed(p, length, code, message);
+        g.failover.reroute(this, g, p, code, message);
         g.drain();
     }
 

@@ -19,7 +19,7 @@ final class Task {
     final int id;
     final Opcode opcode;
     final long length;
-    final long submitNanos = System.nanoTime();
+    final long submitNanos;
     final boolean explicitDeadline;
     final String target;
     private final AtomicInteger remainingSlices = new AtomicInteger();
@@ -29,23 +29,24 @@ final class Task {
     volatile TransportSlot transport;
     BatchImpl.NotificationHook hook;
     /** What rerouting a failed slice needs: set once the request passed validation. */
-    org.tent4j.api.TransferRequest request;
-    RegisteredBuffer local;
-    RemoteSegment segment;
-    org.tent4j.spi.SegmentDescriptor descriptor;
-    org.tent4j.spi.BufferDescriptor remote;
+    ResolvedRequest resolved;
     /** The policy rule that orders this task's transports, or {@code null} for the default order. */
     Policy policy;
     /** Transports this task gave up on (bit = transport index). */
     private final AtomicLong excluded = new AtomicLong();
 
-    Task(BatchImpl batch, int id, Opcode opcode, long length, boolean explicitDeadline, String target) {
+    Task(BatchImpl batch, int id, Opcode opcode, long length, boolean explicitDeadline, String target, long submitNanos) {
         this.batch = batch;
+        this.submitNanos = submitNanos;
         this.id = id;
         this.opcode = opcode;
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
+    }
+
+    RemoteSegment segment() {
+        return resolved.segment();
     }
 
     long excluded() {
@@ -96,7 +97,7 @@ final class Task {
         batch.taskEnded(this, status);
         CompletableFuture<TransferStatus> f = future;
         if (f != null) {
-            batch.engine.completeAsync(f, status);
+            batch.launcher.completeAsync(f, status);
         }
         return true;
     }

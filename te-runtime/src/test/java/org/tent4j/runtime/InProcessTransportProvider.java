@@ -30,6 +30,8 @@ import org.tent4j.spi.TransportProvider;
  */
 public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
+    /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
+    static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -41,7 +43,7 @@ public class InProcessTransportProvider implements TransportProvider {
 
     @Override
     public TransportCapabilities capabilities() {
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 256 << 10, rank());
+        return TransportCapabilities.builder().sameHostOnly(true).maxSliceSize(256 << 10).rank(rank()).build();
     }
 
     @Override
@@ -64,6 +66,7 @@ public class InProcessTransportProvider implements TransportProvider {
         int failPath = o.getInt("fail_path");
         AtomicLong posted = new AtomicLong();
         String id = id();
+        AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
         return new Transport() {
             @Override public String id() { return id; }
 
@@ -80,6 +83,7 @@ public class InProcessTransportProvider implements TransportProvider {
                     @Override
                     public void post(Slice s) {
                         long n = posted.incrementAndGet();
+                        posts.incrementAndGet();
                         Runnable copy = () -> {
                             if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
                                 s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
@@ -119,6 +123,12 @@ public class InProcessTransportProvider implements TransportProvider {
         };
     }
 
+    /** Slices posted by {@code transportId} of the engine {@code segment} so far. */
+    static long posts(String transportId, String segment) {
+        AtomicLong n = POSTS.get(transportId + "@" + segment);
+        return n == null ? 0 : n.get();
+    }
+
     /** A second, lower-ranked instance, for failover between transports. */
     public static final class Backup extends InProcessTransportProvider {
         @Override public String id() { return "inproc-b"; }
@@ -126,6 +136,80 @@ public class InProcessTransportProvider implements TransportProvider {
         @Override
         protected int rank() {
             return 60;
+        }
+    }
+
+    /**
+     * An in-process transport that, per engine, can be made to fail each check selection makes, so tests can prove that
+     * explain and submit agree. It runs only where {@code transports.scripted.on=true} and sorts first
+     * ({@link #order()} 10). {@code mode}: {@code ok}, {@code unavailable} (cannot run here), {@code unreachable}
+     * (says it cannot reach any peer), {@code no_kinds} (moves no host memory), {@code unregistered} (serves no
+     * buffer), {@code connect_fails} (its connect throws PEER_UNREACHABLE).
+     */
+    public static final class Scripted extends InProcessTransportProvider {
+        @Override public String id() { return "scripted"; }
+
+        @Override public int order() { return 10; }
+
+        @Override
+        protected int rank() {
+            return 10;
+        }
+
+        @Override
+        public List<OptionSpec> options() {
+            List<OptionSpec> o = new java.util.ArrayList<>(super.options());
+            o.add(OptionSpec.of("on", OptionSpec.Type.BOOLEAN, false, "run at all"));
+            o.add(OptionSpec.of("mode", OptionSpec.Type.STRING, "ok", "which check fails"));
+            return o;
+        }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            if (!options.getBoolean("on")) {
+                return Availability.unavailable("transports.scripted.on is false");
+            }
+            return options.getString("mode").equals("unavailable") ? Availability.unavailable("scripted to be unavailable")
+                    : Availability.available();
+        }
+
+        @Override
+        public Transport create(TransportContext context) {
+            Transport inner = super.create(context);
+            String mode = context.options().getString("mode");
+            return new Transport() {
+                @Override public String id() { return inner.id(); }
+
+                @Override
+                public java.util.Optional<TransportCapabilities> capabilities() {
+                    return mode.equals("no_kinds") ? java.util.Optional.of(new TransportCapabilities(java.util.Set.of(
+                            org.tent4j.spi.MemoryPath.of(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)),
+                            true, false, 256 << 10, 10)) : java.util.Optional.empty();
+                }
+
+                @Override
+                public java.util.Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
+                    return mode.equals("unregistered") ? java.util.Optional.empty() : inner.registerBuffer(buffer);
+                }
+
+                @Override
+                public java.util.Optional<String> unreachableReason(SegmentDescriptor peer) {
+                    return mode.equals("unreachable") ? java.util.Optional.of("scripted to reach no peer") : java.util.Optional.empty();
+                }
+
+                @Override
+                public PeerConnection connect(SegmentDescriptor peer) {
+                    if (mode.equals("connect_fails")) {
+                        throw new TransferException(ErrorCode.PEER_UNREACHABLE, "scripted connect failure to '" + peer.name() + "'");
+                    }
+                    return inner.connect(peer);
+                }
+
+                @Override
+                public void close() {
+                    inner.close();
+                }
+            };
         }
     }
 }

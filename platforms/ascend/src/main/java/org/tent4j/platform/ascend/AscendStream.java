@@ -3,6 +3,7 @@ package org.tent4j.platform.ascend;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.tent4j.platform.common.PlatformChecks;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.platform.DeviceStream;
@@ -25,7 +26,7 @@ final class AscendStream implements DeviceStream {
     @Override
     public void copyAsync(MemorySegment dst, MemorySegment src, long length) {
         ensureOpen();
-        AscendPlatform.checkCopy(dst, src, length);
+        PlatformChecks.checkCopy(dst, src, length);
         if (length == 0) {
             return;
         }

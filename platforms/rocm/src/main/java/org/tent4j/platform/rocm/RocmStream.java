@@ -4,6 +4,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import java.lang.foreign.MemorySegment;
 
+import org.tent4j.platform.common.PlatformChecks;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.platform.DeviceStream;
@@ -33,7 +34,7 @@ final class RocmStream implements DeviceStream {
     @Override
     public void copyAsync(MemorySegment dst, MemorySegment src, long length) {
         ensureOpen();
-        RocmPlatform.checkCopy(dst, src, length);
+        PlatformChecks.checkCopy(dst, src, length);
         if (length == 0) {
             return;
         }

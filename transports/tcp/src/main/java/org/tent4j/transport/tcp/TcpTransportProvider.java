@@ -19,7 +19,7 @@ public final class TcpTransportProvider implements TransportProvider {
     public static final long MAX_SLICE_SIZE = 64L << 20;
 
     private static final TransportCapabilities CAPABILITIES =
-            new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, 100);
+            TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(100).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("lanes", Type.INT, 2, "persistent connections per peer, each a path of the runtime's "
