@@ -49,8 +49,9 @@ class ControlPlaneSecurityTest {
 
     @BeforeAll
     static void keys() throws Exception {
-        cluster = TestKeys.generate(dir, "cluster");
-        stranger = TestKeys.generate(dir, "stranger");
+        var keys = TestKeys.generate(dir, "cluster", "stranger");
+        cluster = keys.get(0);
+        stranger = keys.get(1);
     }
 
     @AfterEach
