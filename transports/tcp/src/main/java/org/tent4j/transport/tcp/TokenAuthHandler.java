@@ -116,7 +116,8 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        done.completeExceptionally(new SecurityException("the connection closed during the token handshake"));
+        // a peer that hangs up instead of proving itself failed the handshake as well
+        fail(ctx, "the connection closed during the token handshake");
         if (timer != null) {
             timer.cancel(false);
         }
