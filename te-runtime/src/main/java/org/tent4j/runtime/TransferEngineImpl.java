@@ -51,6 +51,7 @@ import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
@@ -239,6 +240,7 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public ScheduledExecutorService scheduler() { return scheduler; }
         @Override public ControlPlane controlPlane() { return control; }
         @Override public Duration transferTimeout() { return transferTimeout; }
+        @Override public SecuritySettings security() { return control.security(); }
         @Override public TimeSource clock() { return clock; }
         @Override public TransportMetrics metrics() { return metrics.forTransport(transportId); }
         @Override public List<DevicePlatform> devicePlatforms() { return platforms.get(); }
