@@ -70,6 +70,7 @@ public final class StoreClient implements AutoCloseable {
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
+    private long reportedLeaseExpiries;
 
     private record Contribution(SegmentSpec spec, RegisteredMemory memory, boolean allocatedHere) {
     }
@@ -227,7 +228,10 @@ public final class StoreClient implements AutoCloseable {
     /** Tells the master this client is alive, remounting its segments if the master had given them up. */
     public void heartbeat() {
         try {
-            if (master.ping(clientId)) {
+            long expired = leaseExpiredReads.sum();
+            boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            reportedLeaseExpiries = expired;
+            if (remount) {
                 for (Contribution c : contributions.values()) {
                     master.mount(clientId, c.spec);
                 }

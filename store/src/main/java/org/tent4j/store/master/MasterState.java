@@ -606,7 +606,7 @@ public final class MasterState {
 
     private TickReport tick(long now) {
         releaseParked(now);
-        int expired = expireClients(now);
+        List<String> expired = expireClients(now);
         int reclaimed = 0;
         long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
         if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
@@ -620,12 +620,12 @@ public final class MasterState {
         return new TickReport(expired, reclaimed, evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
     }
 
-    private int expireClients(long now) {
+    private List<String> expireClients(long now) {
         long ttl = config.clientTtl().toNanos();
-        int expired = 0;
+        List<String> expired = new ArrayList<>();
         for (ClientRecord client : clients.values()) {
             if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
-                expired++;
+                expired.add(client.id);
                 clientsExpired.increment();
                 dropSegments(List.copyOf(client.segments));
             }
@@ -845,6 +845,18 @@ public final class MasterState {
 
     public long objectCount() {
         return objects.sum();
+    }
+
+    /** Counters since start, for metrics and the status page. */
+    public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
+                        long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
+                        long partialAllocations, long allocationFailures, long clientsExpired, int clients) {
+    }
+
+    public Stats stats() {
+        return new Stats(objects.sum(), objectBytes.sum(), evictedObjects.sum(), evictedBytes.sum(), evictionRounds.sum(),
+                leasesGranted.sum(), removalsBlockedByLease.sum(), putsTakenOver.sum(), putsReclaimed.sum(),
+                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size());
     }
 
     // ---------------------------------------------------------------- internals

@@ -59,6 +59,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void ping(PingRequest req, StreamObserver<PingResponse> out) {
+        if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
+            stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
+        }
         one("Ping", out, () -> PingResponse.newBuilder().setNeedRemount(
                         master.heartbeat(req.getClientId()) == Command.ClientStatus.NEED_REMOUNT).build(),
                 s -> PingResponse.newBuilder().setStatus(s).build());
