@@ -57,7 +57,7 @@ public final class AdminServer implements AutoCloseable {
     }
 
     private void handle(HttpExchange ex) throws IOException {
-        try (ex) {
+        try {
             if (!"GET".equals(ex.getRequestMethod())) {
                 send(ex, 405, "text/plain", "only GET is served here\n");
                 return;
@@ -97,6 +97,8 @@ public final class AdminServer implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.warn("admin request {} failed", ex.getRequestURI(), e);
             send(ex, 500, "text/plain", "internal error: " + e + "\n");
+        } finally {
+            ex.close();
         }
     }
 

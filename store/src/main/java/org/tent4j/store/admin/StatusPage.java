@@ -30,7 +30,7 @@ final class StatusPage {
                 .card b{display:block;font-size:20px} .card span{color:#5b6775;font-size:12px}
                 table{border-collapse:collapse;background:#fff;border:1px solid #dde2e8;min-width:640px}
                 th,td{padding:5px 10px;border-bottom:1px solid #eef1f4;text-align:left} th{background:#eef1f4;font-weight:600}
-                td.n{text-align:right;font-variant-numeric:tabular-nums}
+                td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
                 .bar{width:160px;height:10px;background:#e6e9ee;border-radius:5px;position:relative;display:inline-block}
                 .bar i{position:absolute;left:0;top:0;bottom:0;border-radius:5px;background:#3b82c4}
                 .bar i.hot{background:#d9822b} .bar u{position:absolute;top:-2px;bottom:-2px;width:2px;background:#b3261e}
@@ -49,7 +49,7 @@ final class StatusPage {
         card(h, Long.toString(s.clientsExpired()), "clients expired");
         h.append("</div>");
 
-        h.append("<h2>Segments</h2><table><tr><th>segment</th><th>host</th><th>owner</th><th>capacity</th><th>used</th><th>use</th><th>largest free</th></tr>");
+        h.append("<h2>Segments</h2><table><tr><th>segment</th><th>host</th><th>owner</th><th class=\"n\">capacity</th><th class=\"n\">used</th><th>use</th><th class=\"n\">largest free</th></tr>");
         for (MasterState.SegmentView v : segs) {
             double r = v.capacity() == 0 ? 0 : (double) v.used() / v.capacity();
             h.append("<tr><td>").append(esc(v.engineSegment())).append("<br><small>").append(esc(v.id())).append("</small></td><td>")
@@ -62,7 +62,7 @@ final class StatusPage {
         }
         h.append("</table>");
 
-        h.append("<h2>Clients</h2><table><tr><th>client</th><th>segments</th><th>last heard</th><th>state</th></tr>");
+        h.append("<h2>Clients</h2><table><tr><th>client</th><th class=\"n\">segments</th><th class=\"n\">last heard</th><th>state</th></tr>");
         long ttl = state.config().clientTtl().toNanos();
         for (MasterState.ClientView c : clients) {
             boolean late = c.silentNanos() > ttl / 2;
@@ -71,7 +71,7 @@ final class StatusPage {
         }
         h.append("</table>");
 
-        h.append("<h2>Evictions and puts</h2><table><tr><th>what</th><th>count</th></tr>");
+        h.append("<h2>Evictions and puts</h2><table><tr><th>what</th><th class=\"n\">count</th></tr>");
         row(h, "eviction rounds", s.evictionRounds());
         row(h, "objects evicted", s.evictedObjects());
         row(h, "removals refused while leased", s.removalsBlockedByLease());
@@ -81,7 +81,7 @@ final class StatusPage {
         row(h, "puts refused for lack of space", s.allocationFailures());
         h.append("</table>");
 
-        h.append("<h2>Hot keys (sampled reads)</h2><table><tr><th>key</th><th>reads (sampled)</th></tr>");
+        h.append("<h2>Hot keys</h2><table><tr><th>key</th><th>reads (estimated from a sample)</th></tr>");
         List<Map.Entry<String, Long>> hot = state.hotKeys(10);
         for (Map.Entry<String, Long> e : hot) {
             h.append("<tr><td>").append(esc(e.getKey())).append("</td><td class=\"n\">").append(e.getValue()).append("</td></tr>");
@@ -91,7 +91,7 @@ final class StatusPage {
         }
         h.append("</table>");
 
-        h.append("<h2>RPCs</h2><table><tr><th>method</th><th>calls</th><th>failures</th><th>mean latency</th></tr>");
+        h.append("<h2>RPCs</h2><table><tr><th>method</th><th class=\"n\">calls</th><th class=\"n\">failures</th><th class=\"n\">mean latency</th></tr>");
         rpc.methods().entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
             long calls = e.getValue().calls();
             h.append("<tr><td>").append(e.getKey()).append("</td><td class=\"n\">").append(calls).append("</td><td class=\"n\">")

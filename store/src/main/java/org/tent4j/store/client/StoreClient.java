@@ -231,7 +231,7 @@ public final class StoreClient implements AutoCloseable {
             long expired = leaseExpiredReads.sum();
             boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
             reportedLeaseExpiries = expired;
-            if (remount) {
+            if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
                     master.mount(clientId, c.spec);
                 }
@@ -521,9 +521,14 @@ public final class StoreClient implements AutoCloseable {
             List<ReplicaListResponse> lists = master.batchGetReplicaList(waveKeys);
             List<Integer> expired = new ArrayList<>();
             int inTime = 0;
+            // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
+            List<List<ReplicaLocation>> ranked = new ArrayList<>(idx.size());
+            List<CompletableFuture<StoreException>> first = new ArrayList<>(idx.size());
             for (int j = 0; j < idx.size(); j++) {
                 int i = idx.get(j);
                 ReplicaListResponse l = lists.get(j);
+                ranked.add(null);
+                first.add(null);
                 if (l.getStatus().getCode() != 0) {
                     out.set(i, Outcome.failed(error(l.getStatus())));
                     continue;
@@ -534,9 +539,31 @@ public final class StoreClient implements AutoCloseable {
                             + " bytes is too small for key '" + keys.get(i) + "' (" + l.getSize() + " bytes)")));
                     continue;
                 }
+                List<ReplicaLocation> rs = nearestFirst(Wire.replicas(l.getReplicasList()));
+                ranked.set(j, rs);
+                first.set(j, rs.isEmpty() ? CompletableFuture.completedFuture(new StoreException(StoreError.OBJECT_NOT_FOUND,
+                        "key '" + keys.get(i) + "' has no replica to read")) : move(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize())));
+            }
+            for (int j = 0; j < idx.size(); j++) {
+                if (first.get(j) == null) {
+                    continue;
+                }
+                int i = idx.get(j);
+                ReplicaListResponse l = lists.get(j);
                 long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
-                StoreException e = readReplicas(keys.get(i), nearestFirst(Wire.replicas(l.getReplicasList())),
-                        List.of(dst.asSlice(0, l.getSize())), deadline);
+                StoreException e = first.get(j).join();
+                if (e == null) {
+                    if (clock.nanoTime() >= deadline) {
+                        leaseExpiredReads.increment();
+                        e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
+                                + "' finished after its lease ended; the bytes were discarded");
+                    }
+                } else {
+                    replicaFailovers.increment();
+                    List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
+                    e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
+                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
+                }
                 if (e == null) {
                     out.set(i, Outcome.of(l.getSize()));
                     if (expired.isEmpty()) {

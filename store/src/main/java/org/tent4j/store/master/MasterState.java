@@ -54,6 +54,7 @@ public final class MasterState {
     private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
     private long lastReclaimSweep = Long.MIN_VALUE;
 
+    private static final int HOT_KEY_SAMPLING = 4;
     private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
 
     final LongAdder objects = new LongAdder();
@@ -382,8 +383,9 @@ public final class MasterState {
             }
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             leasesGranted.increment();
-            if ((now & 15) == 0) {
-                readCounts.computeIfAbsent(key, k -> new LongAdder()).increment();
+            // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
+            if (java.util.concurrent.ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
             }
             return new ReplicaList(rec.size, locs, config.leaseTtl());
         }
@@ -549,10 +551,18 @@ public final class MasterState {
             }
             active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
         }
+        boolean[] dropped = new boolean[segmentTable.length];
+        for (MountedSegment seg : gone) {
+            dropped[seg.index] = true;
+        }
+        // one pass over every object however many segments went
         for (Shard shard : shards) {
             synchronized (shard) {
                 for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
                     ObjectRecord rec = it.next();
+                    if (!touches(rec, dropped)) {
+                        continue;
+                    }
                     rec.setReplicas(liveOnly(rec.replicas()));
                     if (rec.pending != null) {
                         rec.pending = liveOnly(rec.pending);
@@ -571,6 +581,24 @@ public final class MasterState {
         synchronized (parked) {
             parked.removeIf(p -> !segmentAt(ObjectRecord.segment(p.replica)).mounted());
         }
+    }
+
+    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+        if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        return touches(rec.more, dropped) || touches(rec.pending, dropped);
+    }
+
+    private static boolean touches(long[] replicas, boolean[] dropped) {
+        if (replicas != null) {
+            for (long r : replicas) {
+                if (dropped[ObjectRecord.segment(r)]) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private long[] liveOnly(long[] replicas) {
@@ -623,13 +651,15 @@ public final class MasterState {
     private List<String> expireClients(long now) {
         long ttl = config.clientTtl().toNanos();
         List<String> expired = new ArrayList<>();
+        List<MountedSegment> gone = new ArrayList<>();
         for (ClientRecord client : clients.values()) {
             if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
                 expired.add(client.id);
                 clientsExpired.increment();
-                dropSegments(List.copyOf(client.segments));
+                gone.addAll(client.segments);
             }
         }
+        dropSegments(gone);
         return expired;
     }
 
@@ -837,7 +867,7 @@ public final class MasterState {
         return out;
     }
 
-    /** The most read keys (sampled), most read first. */
+    /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
     public List<Map.Entry<String, Long>> hotKeys(int limit) {
         return readCounts.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue().sum()))
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();

@@ -242,6 +242,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             } catch (StoreException e) {
                 failed = true;
                 results.add(onError.apply(Wire.status(e)));
+            } catch (RuntimeException e) {
+                failed = true;
+                results.add(onError.apply(Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code())
+                        .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build()));
             }
         }
         stats.record(method, System.nanoTime() - start, failed);
