@@ -40,9 +40,6 @@ public final class MasterServer implements AutoCloseable {
         RpcStats stats = new RpcStats();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                 .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-                // handlers only take short shard locks: running them on the event loop saves a thread hop per RPC,
-                // which on a busy 2-core box was most of a 2 ms round trip
-                .directExecutor()
                 .addService(new MasterService(master, stats))
                 .build().start();
         MasterServer self = new MasterServer(master, server, stats);

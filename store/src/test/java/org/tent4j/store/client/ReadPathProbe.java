@@ -39,7 +39,30 @@ public final class ReadPathProbe {
                 long t3 = System.nanoTime();
                 System.out.printf("rpc %.0f us, transfer %.0f us, getInto %.0f us%n", (t1 - t0) / 1e3 / n, (t2 - t1) / 1e3 / n, (t3 - t2) / 1e3 / n);
             }
-            MemorySegment unused = buf.segment();
+            // 32 reads of 4 KiB: one submit each, against one engine Batch
+            List<TransferRequest> small = new java.util.ArrayList<>();
+            for (int j = 0; j < 32; j++) {
+                small.add(TransferRequest.read(buf.segment().asSlice(j * 4096L, 4096), target, rs.getFirst().address() + j * 4096L));
+            }
+            for (int round = 0; round < 3; round++) {
+                long t0 = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    List<java.util.concurrent.CompletableFuture<org.tent4j.api.TransferStatus>> fs = new java.util.ArrayList<>();
+                    for (TransferRequest r : small) {
+                        fs.add(engine.submit(r));
+                    }
+                    fs.forEach(f -> f.join().orThrow());
+                }
+                long t1 = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    try (org.tent4j.api.Batch b = engine.allocateBatch(32)) {
+                        b.submit(small);
+                        b.completion().join().orThrow();
+                    }
+                }
+                long t2 = System.nanoTime();
+                System.out.printf("32 x 4 KiB: submits %.0f us, one batch %.0f us%n", (t1 - t0) / 1e3 / n, (t2 - t1) / 1e3 / n);
+            }
         }
     }
 }
