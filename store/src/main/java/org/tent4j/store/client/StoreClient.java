@@ -301,13 +301,21 @@ public final class StoreClient implements AutoCloseable {
             }
             throw e;
         }
-        StoreException failure = awaitWrites(key, startWrites(Wire.replicas(ticket.getReplicasList()), parts));
-        if (failure != null) {
-            revokeQuietly(key, ticket.getPutId());
+        List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
+        List<CompletableFuture<StoreException>> writes = startWrites(replicas, parts);
+        StoreException failure = awaitWrites(key, writes);
+        if (failure == null) {
+            master.putEnd(clientId, key, ticket.getPutId());
+            return PutResult.STORED;
+        }
+        revokeQuietly(key, ticket.getPutId());
+        // a segment whose owner died stays mounted until the master's client TTL runs out: place again without it
+        List<String> failed = failedSegments(replicas, parts, writes);
+        if (failed.isEmpty() || !config.excludedSegments().isEmpty()) {
             throw failure;
         }
-        master.putEnd(clientId, key, ticket.getPutId());
-        return PutResult.STORED;
+        LOG.warn("put of '{}' could not write to segments {} ({}); placing it again without them", key, failed, failure.getMessage());
+        return putParts(key, parts, config.withExcludedSegments(failed), upsert);
     }
 
     /** Puts many values with one RPC per phase; each key succeeds or fails on its own. */
@@ -379,6 +387,21 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         return writes;
+    }
+
+    /** Ids of the segments some write to which failed ({@code writes} in {@link #startWrites} order). */
+    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts,
+                                               List<CompletableFuture<StoreException>> writes) {
+        List<String> failed = new ArrayList<>();
+        int w = 0;
+        for (ReplicaLocation r : replicas) {
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0 && writes.get(w++).join() != null && !failed.contains(r.segmentId())) {
+                    failed.add(r.segmentId());
+                }
+            }
+        }
+        return failed;
     }
 
     private static StoreException awaitWrites(String key, List<CompletableFuture<StoreException>> writes) {

@@ -129,6 +129,9 @@ public final class MasterState {
             throw new StoreException(StoreError.INVALID_PARAMS, "replica count for key '" + c.key() + "' must be in [1, "
                     + config.maxReplicas() + "]: " + cfg.replicas());
         }
+        if (cfg.excludedSegments().size() > 1024 || cfg.preferredSegments().size() > 1024) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "at most 1024 preferred and 1024 excluded segments per put");
+        }
         if (cfg.softPinTtl() != null && (cfg.softPinTtl().isNegative() || cfg.softPinTtl().compareTo(config.maxSoftPinTtl()) > 0)) {
             throw new StoreException(StoreError.INVALID_PARAMS, "soft pin TTL for key '" + c.key() + "' must be in [0, "
                     + config.maxSoftPinTtl() + "]: " + cfg.softPinTtl());
@@ -235,6 +238,11 @@ public final class MasterState {
         long[] out = new long[want];
         int n = 0;
         boolean[] tried = new boolean[segs.length];
+        if (!c.config().excludedSegments().isEmpty()) {
+            for (int i = 0; i < segs.length; i++) {
+                tried[i] = c.config().excludedSegments().contains(segs[i].spec.id());
+            }
+        }
         SplittableRandom rnd = new SplittableRandom(c.seed());
         for (String pref : c.config().preferredSegments()) {
             for (int i = 0; i < segs.length && n < want; i++) {

@@ -53,7 +53,7 @@ class StoreProcessesTest {
         String address = "127.0.0.1:" + awaitLine(masterOut, "LISTENING ").split(" ")[1];
         NodeProcess.Node[] nodes = new NodeProcess.Node[3];
         for (int i = 0; i < 3; i++) {
-            nodes[i] = new NodeProcess.Node(address, 16 << 20);
+            nodes[i] = new NodeProcess.Node(address, 32 << 20);
             closeLater.add(nodes[i]);
         }
         MasterClient admin = new MasterClient(address, Duration.ofSeconds(10));
@@ -86,6 +86,11 @@ class StoreProcessesTest {
         for (int i = 0; i < keys; i++) {
             assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i), "k/" + i + " right after the kill");
         }
+        // and puts in the TTL window still succeed: a write to the dead client's segment fails, the put is placed again
+        long[] during = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            during[i] = okLong(nodes[2].call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
+        }
         long failoverNanos = System.nanoTime() - killedAt;
         awaitLine(masterOut, "EXPIRED " + victim.clientId);
         System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
@@ -96,6 +101,7 @@ class StoreProcessesTest {
             assertFalse(rs.stream().anyMatch(r -> r.segmentId().equals(victim.segmentId)));
             assertEquals("OK " + crcs[i] + " " + SIZE, nodes[0].call("GET k/" + i));
             assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i));
+            assertEquals("OK " + during[i] + " " + SIZE, nodes[0].call("GET w/" + i), "w/" + i + " written while the client was dying");
         }
 
         // free everything (forced: the reads above still hold leases, so the bytes stay reserved until they end)
