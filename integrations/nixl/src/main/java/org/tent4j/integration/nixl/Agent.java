@@ -642,7 +642,7 @@ public final class Agent implements AutoCloseable {
         if (localIdx.length != remoteIdx.length) {
             throw new NixlException(NixlStatus.MISMATCH, localIdx.length + " local indices, " + remoteIdx.length + " remote indices");
         }
-        return build(op, local, localIdx, remote, remoteIdx, options, true);
+        return build(op, local, localIdx, remote, remoteIdx, options, !options.skipMerge());
     }
 
     private XferRequest build(Opcode op, PreparedList local, int[] li, PreparedList remote, int[] ri, XferOptions options, boolean merge) {

@@ -175,6 +175,10 @@ class AgentTest {
         assertEquals(crc(la.asSlice(0, 4L * block)), crc(rb.asSlice(4L * block, 4L * block)));
         assertEquals(crc(la.asSlice(7L * block, block)), crc(rb.asSlice(0, block)));
 
+        XferRequest unmerged = a.makeXferReq(Opcode.WRITE, local, new int[]{0, 1, 2, 3, 7}, remote, new int[]{4, 5, 6, 7, 0},
+                XferOptions.NONE.withoutMerging());
+        assertEquals(5, unmerged.telemetry().descriptors());
+
         // reposting a terminal request moves the data again
         fill(la, 4);
         assertEquals(XferState.DONE, r.post() == XferState.DONE ? XferState.DONE : finish(r));
