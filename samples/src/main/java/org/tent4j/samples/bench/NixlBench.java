@@ -162,7 +162,7 @@ public final class NixlBench implements Callable<Integer> {
                             agent.prepXferDlist(remote, DescriptorList.blocks(MemoryType.DRAM, remoteBase + offset, block, blocks, 0))});
                 }
                 for (int batch = startBatch; batch <= maxBatch && batch <= blocks; batch <<= 1) {
-                    Row row = baseline ? runOnEngine(agent.engine(), where[2], op, bases, block, batch, blocks)
+                    Row row = baseline ? runOnEngine(agent.engine(), where[2], op, local, bases, block, batch, blocks)
                             : run(agent, op, lists, block, batch, blocks);
                     if (row.error != null) {
                         System.err.println("nixl-bench: block " + block + " batch " + batch + ": " + row.error);
@@ -288,7 +288,8 @@ public final class NixlBench implements Callable<Integer> {
     }
 
     /** The baseline: te-bench's loop on the agent's engine, requests built once per window, one batch per iteration. */
-    private Row runOnEngine(org.tent4j.api.TransferEngine engine, String segmentName, Opcode op, List<long[]> bases, long block, int batch,
+    private Row runOnEngine(org.tent4j.api.TransferEngine engine, String segmentName, Opcode op, MemorySegment local, List<long[]> bases,
+                            long block, int batch,
                             int blocks) throws InterruptedException {
         org.tent4j.api.SegmentHandle target = engine.openSegment(segmentName);
         Row total = new Row();
@@ -306,7 +307,7 @@ public final class NixlBench implements Callable<Integer> {
                 List<org.tent4j.api.TransferRequest> q = new ArrayList<>(batch);
                 for (int k = 0; k < batch; k++) {
                     long off = (w * (long) batch + k) * block;
-                    q.add(org.tent4j.api.TransferRequest.builder(op, MemorySegment.ofAddress(base[0] + off).reinterpret(block), target,
+                    q.add(org.tent4j.api.TransferRequest.builder(op, local.asSlice(base[0] - local.address() + off, block), target,
                             base[1] + off).require(protocol).build());
                 }
                 windows.add(List.copyOf(q));

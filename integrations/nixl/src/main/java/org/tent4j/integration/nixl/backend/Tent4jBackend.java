@@ -166,7 +166,9 @@ final class Tent4jBackend implements Backend {
         for (int i = 0; i < local.size(); i++) {
             Span l = local.get(i);
             RemoteRegion r = (RemoteRegion) remote.get(i).region();
-            TransferRequest.Builder b = TransferRequest.builder(op, MemorySegment.ofAddress(l.address()).reinterpret(l.length()),
+            // a slice of the registered segment, not a new one at the address: it keeps the registration's scope
+            RegisteredMemory m = (RegisteredMemory) l.region();
+            TransferRequest.Builder b = TransferRequest.builder(op, m.segment().asSlice(l.address() - m.address(), l.length()),
                     r.segment(), remote.get(i).address());
             if (!transport.isEmpty()) {
                 b.require(transport);
