@@ -164,15 +164,18 @@ public final class StoreDirectory implements SegmentDirectory {
             if (m == null) {
                 continue;
             }
+            Optional<byte[]> v;
             try {
-                Optional<byte[]> v = m.get(key(segmentName));
+                v = m.get(key(segmentName));
                 up(s);
-                if (v.isPresent()) {
-                    return DescriptorCodec.decodeFor(segmentName, v.get(), m.uri());
-                }
             } catch (TransferException e) {
                 skip(s, "lookup", e);
                 last = e;
+                continue;
+            }
+            if (v.isPresent()) {
+                // outside the try: a malformed or foreign descriptor is the answer, not an unavailable store
+                return DescriptorCodec.decodeFor(segmentName, v.get(), m.uri());
             }
         }
         if (last != null && slots.size() == 1) {
