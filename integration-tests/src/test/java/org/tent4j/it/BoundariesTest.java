@@ -30,7 +30,7 @@ class BoundariesTest {
     @Test
     void apiDependsOnTheJdkOnly() {
         noClasses().that().resideInAnyPackage("org.tent4j.api..", "org.tent4j.spi..")
-                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.tent4j.api..", "org.tent4j.spi..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax.crypto..", "org.tent4j.api..", "org.tent4j.spi..")
                 .because("te-api depends on nothing but the JDK").check(classes);
     }
 
@@ -55,6 +55,7 @@ class BoundariesTest {
         String[][] families = {
                 {"org.tent4j.transport.tcp..", "tcp"}, {"org.tent4j.transport.shm..", "shm"}, {"org.tent4j.transport.rdma..", "rdma"},
                 {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"}, {"org.tent4j.transport.faulty..", "faulty"},
+                {"org.tent4j.transport.nvmeof..", "nvmeof"},
                 {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
                 {PLATFORM_COMMON, "platform-common"},
                 {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
@@ -96,6 +97,12 @@ class BoundariesTest {
         classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
                 .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.CurrentDevice")
                 .because("the switch-device guard lives once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaStream").or().haveSimpleName("RocmStream").or().haveSimpleName("AscendStream")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeStream")
+                .because("stream state and argument checks live once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaRuntime").or().haveSimpleName("HipRuntime").or().haveSimpleName("AclRuntime")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeRuntime")
+                .because("turning runtime status codes into errors lives once, in platform-common").check(classes);
     }
 
     @Test
@@ -106,12 +113,19 @@ class BoundariesTest {
     }
 
     @Test
-    void storeAndIntegrationsUseOnlyThePublicApi() {
-        noClasses().that().resideInAnyPackage("org.tent4j.store..", "org.tent4j.integration..")
+    void storeUsesOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.store..")
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
                         "org.tent4j.platform..", "org.tent4j.metadata..")
-                .because("the store and integrations are consumers of the public API like any other")
-                .check(classes);
+                .because("the store is a consumer of the public API like any other").check(classes);
+    }
+
+    @Test
+    void integrationsUseOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.integration..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
+                        "org.tent4j.platform..", "org.tent4j.metadata..")
+                .because("integrations are consumers of the public API like any other").check(classes);
     }
 
     @Test

@@ -101,7 +101,7 @@ final class FailoverController {
             }
         }
         t.exclude(slot.index());
-        Selection next = selector.select(t.resolved, t.policy, t.excluded(), s.length(), true);
+        Selection next = selector.select(t.resolved, t.policy, t.excluded(), s.length(), true, false);
         if (next.transport() == null) {
             s.giveUp(code, message + "; failover found no other transport: " + next.rejection().getMessage());
             return;

@@ -56,6 +56,8 @@ final class PathGroup {
     private final SliceRing[] queues = {new SliceRing(), new SliceRing(), new SliceRing()};
     private final AtomicInteger wip = new AtomicInteger();
     private final PathLimits limits;
+    /** The transport declares {@link PeerConnection#cancel}: posted slices are tracked so an ended task can cancel them. */
+    private final boolean cancellable;
     private volatile int queued;
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
@@ -69,6 +71,7 @@ final class PathGroup {
         this.clock = clock;
         this.metrics = metrics;
         this.limits = limits;
+        this.cancellable = transport.capabilities().cancellation();
     }
 
     /** Connects (blocking: call it on a worker), then starts posting what waits in the queues. */
@@ -261,6 +264,18 @@ final class PathGroup {
                 failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                         + transport.id() + " is closed");
                 continue;
+            }
+            if (!t.enterTransport()) {
+                s.discard();
+                continue;
+            }
+            if (!s.local().pin()) {
+                t.leaveTransport();
+                s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
+                continue;
+            }
+            if (cancellable) {
+                t.linkPosted(s);
             }
             s.post(path, now);
             ps[path].posted(s.length());

@@ -81,7 +81,7 @@ final class TaskLauncher {
         } catch (TransferException e) {
             return new TransferPlan(null, List.of(), null, null, 0, 0, e.getMessage());
         }
-        sel = selector.select(rr, policy, 0, 0, false);
+        sel = selector.select(rr, policy, 0, 0, false, true);
         String policyName = policy == null ? null : policy.name();
         if (sel.transport() == null) {
             return new TransferPlan(policyName, sel.trace(), null, null, 0, 0, sel.rejection().getMessage());
@@ -117,7 +117,7 @@ final class TaskLauncher {
             return;
         }
         Policy policy = selector.policyFor(rr);
-        Selection sel = selector.select(rr, policy, 0, 0, false);
+        Selection sel = selector.select(rr, policy, 0, 0, false, false);
         TransportSlot slot = sel.orThrow();
         selector.recordFallback(rr, sel);
         task.resolved = rr;

@@ -77,7 +77,7 @@ class AgentTest {
         BackendDescription d = a.describeBackend("tent4j");
         assertTrue(d.supportsRemote() && d.supportsLocal() && d.supportsNotifications());
         assertEquals(List.of("transport", "timeout", "vram_kind"), d.options().stream().map(OptionSpec::key).toList());
-        assertEquals("30s", d.options().get(1).defaultValue());
+        assertEquals("0", d.options().get(1).defaultValue());
 
         fails(NixlStatus.INVALID_PARAM, "has no option 'tranport' (it accepts [transport, timeout, vram_kind])",
                 () -> a.createBackend("tent4j", Map.of("tranport", "tcp")));
@@ -175,6 +175,10 @@ class AgentTest {
         assertEquals(crc(la.asSlice(0, 4L * block)), crc(rb.asSlice(4L * block, 4L * block)));
         assertEquals(crc(la.asSlice(7L * block, block)), crc(rb.asSlice(0, block)));
 
+        XferRequest unmerged = a.makeXferReq(Opcode.WRITE, local, new int[]{0, 1, 2, 3, 7}, remote, new int[]{4, 5, 6, 7, 0},
+                XferOptions.NONE.withoutMerging());
+        assertEquals(5, unmerged.telemetry().descriptors());
+
         // reposting a terminal request moves the data again
         fill(la, 4);
         assertEquals(XferState.DONE, r.post() == XferState.DONE ? XferState.DONE : finish(r));
@@ -250,6 +254,7 @@ class AgentTest {
         a.genNotif("b", "alone".getBytes(StandardCharsets.UTF_8));
         Map<String, List<byte[]>> got = b.getNotifs();
         assertEquals(List.of("a"), List.copyOf(got.keySet()));
+        // DONE means the peer has the transfer's notification, so the stand-alone one sent after it comes second
         assertEquals(List.of("kv ready", "alone"), got.get("a").stream().map(x -> new String(x, StandardCharsets.UTF_8)).toList());
         assertTrue(b.getNotifs().isEmpty());
 

@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,15 +47,24 @@ public final class HttpMetadataServer implements AutoCloseable {
     private static final long MAX_WATCH_TIMEOUT_MS = 300_000;
     /**
      * How long the JDK server lets a client take to send one request, headers and body, before it closes the
-     * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this once per
-     * JVM, when its first HTTP server starts; a value set on the command line wins.
+     * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this, and the
+     * response-time and connection limits set next to it, once per JVM, when its first HTTP server starts; a value
+     * set on the command line wins.
      */
     static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
     static final String DEFAULT_REQUEST_TIME_SECONDS = "30";
 
     static {
-        if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
-            System.setProperty(REQUEST_TIME_PROPERTY, DEFAULT_REQUEST_TIME_SECONDS);
+        defaultProperty(REQUEST_TIME_PROPERTY, DEFAULT_REQUEST_TIME_SECONDS);
+        // from the request's end to the response's: a long poll's wait (at most 300 s) plus time to write the answer
+        defaultProperty("sun.net.httpserver.maxRspTime", "330");
+        // open connections, idle ones included (each is a file descriptor until its idle timeout closes it)
+        defaultProperty("jdk.httpserver.maxConnections", "10000");
+    }
+
+    private static void defaultProperty(String name, String value) {
+        if (System.getProperty(name) == null) {
+            System.setProperty(name, value);
         }
     }
 
@@ -65,6 +76,7 @@ public final class HttpMetadataServer implements AutoCloseable {
     private final Semaphore requestPermits;
     private final AtomicInteger waitingRequests = new AtomicInteger();
     private final Semaphore watchPermits;
+    private final boolean tls;
     private final int maxValueBytes;
     private final int maxRequests;
     private final int maxWatchers;
@@ -94,11 +106,20 @@ public final class HttpMetadataServer implements AutoCloseable {
         SnapshotFile snapshots = b.snapshotFile != null ? b.snapshotFile
                 : b.dataFile == null ? null : new SnapshotFile(b.dataFile);
         this.table = new MetadataTable(snapshots, b.durableTimeout);
+        this.tls = b.tlsCertificate != null;
         try {
-            this.server = HttpServer.create(new InetSocketAddress(InetAddress.getByName(b.host), b.port), 128);
+            InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(b.host), b.port);
+            if (tls) {
+                HttpsServer https = HttpsServer.create(address, 128);
+                https.setHttpsConfigurator(new HttpsConfigurator(PemTls.serverContext(b.tlsCertificate, b.tlsKey)));
+                this.server = https;
+            } else {
+                this.server = HttpServer.create(address, 128);
+            }
         } catch (IOException e) {
             table.close();
-            throw new IOException("cannot listen on " + b.host + ":" + b.port + ": " + e.getMessage(), e);
+            throw new IOException((tls ? "cannot serve TLS on " : "cannot listen on ") + b.host + ":" + b.port + ": "
+                    + e.getMessage(), e);
         }
         // long polls park their thread for up to the watch timeout: virtual threads make that cheap
         this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("tent4j-metadata-http-", 0)
@@ -160,7 +181,10 @@ public final class HttpMetadataServer implements AutoCloseable {
         return dataFile;
     }
 
-    /** The URI clients use, e.g. {@code http://127.0.0.1:8080/metadata} (a wildcard host shows as 127.0.0.1). */
+    /**
+     * The URI clients use, e.g. {@code http://127.0.0.1:8080/metadata}, {@code https://...} with TLS (a wildcard host
+     * shows as 127.0.0.1).
+     */
     public String endpoint() {
         String h = host;
         if (h.equals("0.0.0.0") || h.equals("::") || h.equals("[::]")) {
@@ -168,7 +192,7 @@ public final class HttpMetadataServer implements AutoCloseable {
         } else if (h.contains(":") && !h.startsWith("[")) {
             h = "[" + h + "]";
         }
-        return "http://" + h + ":" + port() + basePath;
+        return (tls ? "https://" : "http://") + h + ":" + port() + basePath;
     }
 
     /** Number of keys held now. */
@@ -527,6 +551,8 @@ public final class HttpMetadataServer implements AutoCloseable {
     /** Parses CLI arguments; {@code null} for {@code --help}. */
     static Builder fromArgs(String[] args) {
         Builder b = builder().host("0.0.0.0").port(8080);
+        Path[] tlsCert = {null};
+        Path[] tlsKey = {null};
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             String name = a;
@@ -556,16 +582,33 @@ public final class HttpMetadataServer implements AutoCloseable {
                 case "--host" -> b.host(value);
                 case "--data-file" -> b.dataFile(Path.of(value));
                 case "--path" -> b.path(value);
+                case "--tls-cert" -> tlsCert[0] = Path.of(value);
+                case "--tls-key" -> tlsKey[0] = Path.of(value);
+                case "--max-value-bytes" -> {
+                    try {
+                        b.maxValueBytes(Integer.parseInt(value));
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException("--max-value-bytes: '" + value + "' is not a number");
+                    }
+                }
                 default -> throw new IllegalArgumentException("unknown option " + name);
             }
+        }
+        if ((tlsCert[0] == null) != (tlsKey[0] == null)) {
+            throw new IllegalArgumentException("--tls-cert and --tls-key go together");
+        }
+        if (tlsCert[0] != null) {
+            b.tls(tlsCert[0], tlsKey[0]);
         }
         return b;
     }
 
     private static void usage(PrintStream out) {
         out.println("usage: HttpMetadataServer [--port 8080] [--host 0.0.0.0] [--data-file FILE] [--path /metadata]");
+        out.println("         [--tls-cert CHAIN.pem --tls-key KEY.pem] [--max-value-bytes 1048576]");
         out.println("  Mooncake-compatible HTTP metadata server (GET/PUT/DELETE <path>?key=K) with TTL and watch.");
         out.println("  --data-file keeps every key on disk (written before each change is acknowledged).");
+        out.println("  --tls-cert/--tls-key serve https:// with a PEM certificate chain and unencrypted PKCS#8 key.");
     }
 
     /** Settings of a server to start. */
@@ -581,8 +624,20 @@ public final class HttpMetadataServer implements AutoCloseable {
         private int maxWatchers = 4096;
         private Duration durableTimeout = Duration.ofSeconds(10);
         private SnapshotFile snapshotFile;
+        private Path tlsCertificate;
+        private Path tlsKey;
 
         private Builder() {
+        }
+
+        /**
+         * Serves HTTPS with {@code certificateChain} (PEM, server certificate first) and {@code privateKey} (PEM,
+         * unencrypted PKCS#8, {@code -----BEGIN PRIVATE KEY-----}).
+         */
+        public Builder tls(Path certificateChain, Path privateKey) {
+            this.tlsCertificate = java.util.Objects.requireNonNull(certificateChain, "certificateChain");
+            this.tlsKey = java.util.Objects.requireNonNull(privateKey, "privateKey");
+            return this;
         }
 
         /** Largest value a PUT may carry (default 1 MiB); larger ones are answered 413. */

@@ -305,6 +305,39 @@ class HttpMetadataServerLimitsTest {
         }
     }
 
+    /** A hostile server: answers the probe, then sends a value without end. The client stops reading at its limit. */
+    @Test
+    void theClientRefusesAnAnswerLargerThanItsLimit() throws Exception {
+        com.sun.net.httpserver.HttpServer hostile = com.sun.net.httpserver.HttpServer.create(
+                new java.net.InetSocketAddress("127.0.0.1", 0), 16);
+        hostile.createContext("/metadata", ex -> {
+            try (ex) {
+                if (ex.getRequestURI().getRawQuery().contains("probe")) {
+                    ex.sendResponseHeaders(404, -1);
+                    return;
+                }
+                ex.sendResponseHeaders(200, 0); // chunked, no length: the client cannot refuse it up front
+                byte[] chunk = new byte[1 << 20];
+                try (OutputStream out = ex.getResponseBody()) {
+                    for (int i = 0; i <= HttpMetadataStore.MAX_ANSWER_BYTES / chunk.length; i++) {
+                        out.write(chunk);
+                    }
+                } catch (IOException clientStopped) {
+                    // expected: the client closes the connection once it has seen enough
+                }
+            }
+        });
+        hostile.start();
+        try (var store = new HttpMetadataStoreProvider().open(
+                URI.create("http://127.0.0.1:" + hostile.getAddress().getPort() + "/metadata"), java.util.Map.of())) {
+            org.tent4j.api.TransferException e = assertThrows(org.tent4j.api.TransferException.class,
+                    () -> store.get("big"));
+            assertTrue(e.getMessage().contains("larger than " + HttpMetadataStore.MAX_ANSWER_BYTES), e.getMessage());
+        } finally {
+            hostile.stop(0);
+        }
+    }
+
     @Test
     void limitsAreValidated() {
         assertThrows(IllegalArgumentException.class, () -> HttpMetadataServer.builder().maxValueBytes(0));

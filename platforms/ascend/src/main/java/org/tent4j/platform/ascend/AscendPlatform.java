@@ -26,6 +26,7 @@ import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DeviceStream;
 import org.tent4j.spi.platform.PointerInfo;
 import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
 import org.tent4j.platform.common.PlatformChecks;
 import org.tent4j.platform.ascend.AclRuntime.Block;
 
@@ -53,7 +54,7 @@ final class AscendPlatform implements DevicePlatform {
     private final Set<Long> ownedBlocks = ConcurrentHashMap.newKeySet();
     private final ConcurrentSkipListMap<Long, Block> importedBlocks = new ConcurrentSkipListMap<>();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<AscendStream> streams = ConcurrentHashMap.newKeySet();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
     /** Imports by (device, key): one import per key and device, shared by repeated opens. */
     private final IpcMappings imports = new IpcMappings(this::closeImport);
     private volatile boolean closed;
@@ -255,14 +256,11 @@ final class AscendPlatform implements DevicePlatform {
             acl.useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             acl.check(acl.createStream(out), "aclrtCreateStream(npu:" + device + ")");
-            AscendStream stream = new AscendStream(acl, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            AscendStream stream = new AscendStream(acl, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         }
-    }
-
-    void forget(AscendStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -358,7 +356,7 @@ final class AscendPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (AscendStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
         imports.closeAll((importKey, address, device) ->

@@ -27,6 +27,7 @@ import org.tent4j.spi.platform.PointerInfo;
 import org.tent4j.platform.common.CurrentDevice;
 import org.tent4j.platform.common.IpcHandleOffset;
 import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
 import org.tent4j.platform.common.PlatformChecks;
 
 /**
@@ -50,7 +51,7 @@ final class CudaPlatform implements DevicePlatform {
     /** Device blocks this instance allocated, freed by {@link #close} if still live. */
     private final Set<Long> ownedBlocks = ConcurrentHashMap.newKeySet();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
     /** Opened IPC handles by (device, 64 handle bytes): a handle is mapped once per process and device, repeats share it. */
     private final IpcMappings ipc = new IpcMappings(this::closeHandle);
     private final CurrentDevice currentDevice = new CurrentDevice() {
@@ -259,16 +260,13 @@ final class CudaPlatform implements DevicePlatform {
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaStreamCreateWithFlags(cuda:" + device + ", cudaStreamNonBlocking)");
             }
-            CudaStream stream = new CudaStream(cuda, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            CudaStream stream = new CudaStream(cuda, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         } finally {
             restore(previous, device);
         }
-    }
-
-    void forget(CudaStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -401,7 +399,7 @@ final class CudaPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (CudaStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
         ipc.closeAll((key, base, device) -> quietly(() -> cuda.check(cuda.ipcCloseMemHandle(MemorySegment.ofAddress(base)),

@@ -27,6 +27,7 @@ import org.tent4j.spi.platform.PointerInfo;
 import org.tent4j.platform.common.CurrentDevice;
 import org.tent4j.platform.common.IpcHandleOffset;
 import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
 import org.tent4j.platform.common.PlatformChecks;
 
 /**
@@ -48,7 +49,7 @@ final class RocmPlatform implements DevicePlatform {
     /** hipMalloc blocks made here: base address → block; ordered so an interior address finds its block. */
     private final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<RocmStream> streams = ConcurrentHashMap.newKeySet();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
     /** Opened IPC handles by (device, 64 handle bytes): a handle is mapped once per process and device, repeats share it. */
     private final IpcMappings ipc = new IpcMappings(this::closeHandle);
     private final CurrentDevice currentDevice = new CurrentDevice() {
@@ -266,16 +267,13 @@ final class RocmPlatform implements DevicePlatform {
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipStreamCreateWithFlags(rocm:" + device + ", hipStreamNonBlocking)");
             }
-            RocmStream stream = new RocmStream(hip, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            RocmStream stream = new RocmStream(hip, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         } finally {
             restore(previous, device);
         }
-    }
-
-    void forget(RocmStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -415,7 +413,7 @@ final class RocmPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (RocmStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
         ipc.closeAll((key, base, device) -> quietly(() -> hip.check(hip.ipcCloseMemHandle(MemorySegment.ofAddress(base)),

@@ -82,8 +82,8 @@ final class ChannelWorker implements Runnable, Inbox.Sink {
                     int n = s.opcode() == Opcode.READ ? f.channel.read(bb, pos) : f.channel.write(bb, pos);
                     if (n < 0) {
                         code = ErrorCode.OUT_OF_BOUNDS;
-                        why = "moved only " + (pos - fileOffset) + " bytes: the file ends at offset " + pos
-                                + " (truncated under the transfer?)";
+                        why = "moved only " + (pos - fileOffset) + " bytes: the file ends before the registered length of "
+                                + f.length + " bytes (truncated under the transfer?)";
                         break;
                     }
                     pos += n;

@@ -50,7 +50,7 @@ final class FileConnection implements PeerConnection {
         this.transport = transport;
         this.own = own;
         this.segment = peer.name();
-        this.entries = entries(peer, null);
+        this.entries = own ? new Entry[0] : entries(peer, null);
     }
 
     private Entry[] entries(SegmentDescriptor d, Entry[] previous) {
@@ -102,6 +102,22 @@ final class FileConnection implements PeerConnection {
             s.fail(ErrorCode.PEER_FAILED, "nvmeof connection to segment '" + segment + "' is closed");
             return;
         }
+        if (s.deadlineNanos() - System.nanoTime() <= 0) {
+            s.fail(ErrorCode.TIMEOUT, "nvmeof " + s.opcode() + " of [0x" + Long.toHexString(s.remoteAddress()) + ", +"
+                    + s.length() + ") of segment '" + segment + "': the deadline passed before it was posted");
+            return;
+        }
+        if (own) {
+            // the engine's own files as registered now: its descriptor may have changed since this connection opened
+            OpenFile f = transport.ownFile(s.remoteAddress(), s.length());
+            if (f == null || !f.acquire()) {
+                s.fail(ErrorCode.ADDRESS_NOT_REGISTERED, "nvmeof: no file registered with this engine holds [0x"
+                        + Long.toHexString(s.remoteAddress()) + ", +" + s.length() + ")");
+                return;
+            }
+            transport.submit(s, f);
+            return;
+        }
         Entry e = find(s.remoteAddress(), s.length());
         if (e == null) {
             s.fail(ErrorCode.ADDRESS_NOT_REGISTERED, "nvmeof: no file of segment '" + segment + "' holds [0x"
@@ -149,15 +165,7 @@ final class FileConnection implements PeerConnection {
             if (e.file != null) {
                 return e.file;
             }
-            if (own) {
-                f = transport.ownFile(e.base);
-                if (f == null) {
-                    throw new TransferException(ErrorCode.ADDRESS_NOT_REGISTERED, "nvmeof: file " + e.path
-                            + " is no longer registered with this engine");
-                }
-            } else {
-                f = openPeerFile(e);
-            }
+            f = openPeerFile(e);
             e.file = f;
             return f;
         }
@@ -187,18 +195,19 @@ final class FileConnection implements PeerConnection {
 
     @Override
     public void descriptorChanged(SegmentDescriptor descriptor) {
+        if (own) {
+            return;
+        }
         Entry[] before = entries;
         Entry[] after = entries(descriptor, before);
         entries = after;
-        if (!own) {
-            for (Entry e : before) {
-                boolean kept = false;
-                for (Entry k : after) {
-                    kept |= k == e;
-                }
-                if (!kept && e.file != null) {
-                    e.file.close(0);
-                }
+        for (Entry e : before) {
+            boolean kept = false;
+            for (Entry k : after) {
+                kept |= k == e;
+            }
+            if (!kept && e.file != null) {
+                e.file.close(0);
             }
         }
     }

@@ -90,6 +90,7 @@ final class IoUring implements AutoCloseable {
     private final int features;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment callState;
+    private final MemorySegment waitState;
     private int tail;
     private int pending;
 
@@ -110,6 +111,7 @@ final class IoUring implements AutoCloseable {
         this.features = params.get(JAVA_INT, P_FEATURES);
         this.tail = (int) INT.getAcquire(sqRing, sqTail);
         this.callState = LinuxIo.newCallState(arena);
+        this.waitState = LinuxIo.newCallState(arena);
     }
 
     /**
@@ -236,6 +238,20 @@ final class IoUring implements AutoCloseable {
         }
         pending -= (int) rc;
         return (int) rc;
+    }
+
+    /**
+     * Waits until at least one completion is ready, submitting nothing: the thread that reaps may wait while others
+     * submit (the kernel serializes submissions; the waiter only reads the completion ring).
+     */
+    void awaitCompletion() throws IOException {
+        long rc = LinuxIo.syscall(waitState, LinuxIo.SYS_IO_URING_ENTER, fd, 0, 1, IORING_ENTER_GETEVENTS, 0, 0);
+        if (rc < 0) {
+            int errno = LinuxIo.errno(waitState);
+            if (errno != LinuxIo.EINTR && errno != LinuxIo.EAGAIN && errno != LinuxIo.EBUSY) {
+                throw new IOException("io_uring_enter (wait) failed: " + LinuxIo.describe(errno));
+            }
+        }
     }
 
     /** Receives each ready completion ({@code user_data}, {@code res}); returns how many. */

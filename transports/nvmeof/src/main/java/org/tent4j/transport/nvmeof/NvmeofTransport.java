@@ -41,6 +41,8 @@ final class NvmeofTransport implements Transport {
     private final boolean direct;
     private final List<Path> peerRoots;
     private final Map<Long, OpenFile> ownFiles = new ConcurrentHashMap<>();
+    /** {@link #ownFiles} sorted by base, for allocation-free lookups on the loopback path. */
+    private volatile OpenFile[] ownSorted = new OpenFile[0];
     private final Set<FileConnection> connections = ConcurrentHashMap.newKeySet();
     private final TransportCapabilities capabilities;
     private volatile boolean open = true;
@@ -83,8 +85,7 @@ final class NvmeofTransport implements Transport {
         if (gds != null) {
             memoryPaths.add(MemoryPath.of(MemoryKind.CUDA, MemoryKind.FILE));
         }
-        TransportCapabilities c = NvmeofTransportProvider.CAPABILITIES;
-        this.capabilities = new TransportCapabilities(memoryPaths, c.sameHostOnly(), c.cancellation(), c.maxSliceSize(), c.rank());
+        this.capabilities = NvmeofTransportProvider.CAPABILITIES.toBuilder().memoryPaths(memoryPaths).build();
         log.info("nvmeof for segment '{}': {} x {}{}", engine, paths, useUring ? "io_uring (depth " + depth + ", O_DIRECT "
                 + direct + ")" : "FileChannel", gds != null ? ", GDS through " + gds.library() : "");
     }
@@ -129,8 +130,29 @@ final class NvmeofTransport implements Transport {
                 : OpenFile.openChannel(path, base, length, channels.length);
     }
 
-    OpenFile ownFile(long base) {
-        return ownFiles.get(base);
+    /** The engine's own file holding {@code [address, address + length)}, or {@code null}. Allocation-free. */
+    OpenFile ownFile(long address, long length) {
+        OpenFile[] a = ownSorted;
+        int lo = 0;
+        int hi = a.length - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            OpenFile f = a[mid];
+            if (address < f.base) {
+                hi = mid - 1;
+            } else if (address - f.base >= f.length) {
+                lo = mid + 1;
+            } else {
+                return length >= 0 && address - f.base <= f.length - length ? f : null;
+            }
+        }
+        return null;
+    }
+
+    private synchronized void resortOwn() {
+        OpenFile[] a = ownFiles.values().toArray(new OpenFile[0]);
+        java.util.Arrays.sort(a, java.util.Comparator.comparingLong(f -> f.base));
+        ownSorted = a;
     }
 
     @Override
@@ -165,6 +187,7 @@ final class NvmeofTransport implements Transport {
             log.info("nvmeof: {} without O_DIRECT (buffered I/O): {}", file.path(), f.directRefused);
         }
         ownFiles.put(file.address(), f);
+        resortOwn();
         Map<String, String> attrs = new java.util.LinkedHashMap<>();
         attrs.put("path", file.path().toString());
         if (f.dev >= 0) {
@@ -177,6 +200,7 @@ final class NvmeofTransport implements Transport {
     @Override
     public void unregisterFile(LocalFile file) {
         OpenFile f = ownFiles.remove(file.address());
+        resortOwn();
         if (f != null) {
             if (gds != null) {
                 gds.forget(f);

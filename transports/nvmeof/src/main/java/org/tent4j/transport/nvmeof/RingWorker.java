@@ -3,7 +3,6 @@ package org.tent4j.transport.nvmeof;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,10 +14,11 @@ import org.tent4j.spi.Slice;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * One io_uring and the thread that owns it (one path of the transport). Slices arrive through an {@link Inbox}; the
- * thread turns as many as fit into submissions, submits them with one {@code io_uring_enter}, and completes slices as
- * their completions arrive. When it has nothing to submit it sleeps in {@code io_uring_enter} waiting for a
- * completion; a poll on an eventfd is always armed, so a poster wakes it with one eventfd write (only when it sleeps).
+ * One io_uring (one path of the transport). Posting threads prepare and submit their slices themselves, one
+ * {@code io_uring_enter} each under the ring's lock, so nothing is handed over and no thread is woken to submit. The
+ * ring's own thread waits for completions, settles every ready one, and then submits in one {@code io_uring_enter}
+ * everything prepared meanwhile: slices the runtime posted from those completions, and those that waited in the
+ * {@link Inbox} while every operation slot was taken. A poll on an eventfd stays armed so {@link #close()} can wake it.
  *
  * <p>How each slice moves: aligned (memory address, file offset and length all multiples of the alignment) goes
  * straight between the caller's memory and the {@code O_DIRECT} descriptor. An unaligned READ whose aligned window
@@ -34,8 +34,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 final class RingWorker implements Runnable, Inbox.Sink {
     private static final Logger log = LoggerFactory.getLogger(RingWorker.class);
     private static final long WAKE = -1L;
-    private static final int RUNNING = 0;
-    private static final int WAITING = 1;
     private static final byte DIRECT = 0;
     private static final byte BOUNCE = 1;
     private static final byte BUFFERED = 2;
@@ -62,7 +60,6 @@ final class RingWorker implements Runnable, Inbox.Sink {
     private final MemorySegment drainBuf;
     private final MemorySegment statBuf;
     private final MemorySegment statState;
-    private final AtomicInteger state = new AtomicInteger(RUNNING);
     private volatile boolean closing;
     private int inflight;
     private long loop;
@@ -117,66 +114,91 @@ final class RingWorker implements Runnable, Inbox.Sink {
         thread.start();
     }
 
-    /** Queues a slice (the caller holds a reference on {@code file}); fails it when the inbox is full or closed. */
+    /**
+     * Submits a slice from the posting thread (the caller holds a reference on {@code file}): one
+     * {@code io_uring_enter} and no hand-off, so the ring's thread only reaps. When every operation slot is taken the
+     * slice waits in the inbox, and the ring's thread submits it as completions free slots.
+     */
     void post(Slice slice, OpenFile file) {
         if (closing) {
-            file.release();
-            slice.fail(ErrorCode.ENGINE_CLOSED, "nvmeof " + slice.opcode() + " of " + file + ": transport closed");
+            failClosed(slice, file);
             return;
         }
-        if (!inbox.offer(slice, file)) {
+        boolean queued;
+        synchronized (this) {
+            if (closing) {
+                queued = false;
+            } else if (inbox.isEmpty() && freeOpsTop > 0 && ring.sqSpace() > 1) {
+                accept(slice, file);
+                if (Thread.currentThread() != thread) {
+                    submit();
+                }
+                // else: posted from a completion this thread is settling (the runtime refills the path there); the
+                // end of its loop submits everything prepared meanwhile with one io_uring_enter
+                return;
+            } else {
+                queued = inbox.offer(slice, file);
+            }
+        }
+        if (!queued && closing) {
+            failClosed(slice, file);
+        } else if (!queued) {
             file.release();
             slice.fail(ErrorCode.TOO_MANY_REQUESTS, "nvmeof " + slice.opcode() + " of " + file + ": ring " + index
                     + " has too many queued slices");
-            return;
         }
-        if (state.get() == WAITING && state.compareAndSet(WAITING, RUNNING)) {
-            LinuxIo.signal(eventFd, one);
+    }
+
+    /** Under the lock: hands what was prepared to the kernel (the ring's thread retries what it could not take). */
+    private void submit() {
+        try {
+            ring.enter(0);
+        } catch (IOException e) {
+            throw new IllegalStateException("nvmeof ring " + index + ": " + e.getMessage(), e);
         }
     }
 
     @Override
     public void run() {
         try {
-            arm();
+            synchronized (this) {
+                arm();
+                submit();
+            }
             for (;;) {
-                boolean stop = closing;
-                if (stop) {
-                    inbox.drain(this::failClosed, Integer.MAX_VALUE);
-                } else {
-                    // keep one submission slot for re-arming the wake-up poll
-                    inbox.drain(this, Math.min(freeOpsTop, ring.sqSpace() - 1));
-                }
+                ring.awaitCompletion();
                 loop++;
                 ring.reap(this::completed);
-                if (stop && inflight == 0) {
-                    break;
-                }
-                boolean more = !inbox.isEmpty() && freeOpsTop > 0 && ring.sqSpace() > 1;
-                if (more) {
-                    ring.enter(0);
-                    continue;
-                }
-                state.set(WAITING);
-                if ((!inbox.isEmpty() && freeOpsTop > 0) || closing != stop) {
-                    state.set(RUNNING);
-                    if (ring.pending() > 0) {
-                        ring.enter(0);
+                synchronized (this) {
+                    if (closing) {
+                        inbox.drain(this::failClosed, Integer.MAX_VALUE);
+                        if (inflight == 0) {
+                            break;
+                        }
+                    } else {
+                        // keep one submission slot for re-arming the wake-up poll
+                        inbox.drain(this, Math.min(freeOpsTop, ring.sqSpace() - 1));
                     }
-                    continue;
+                    if (ring.pending() > 0) {
+                        submit();
+                    }
                 }
-                ring.enter(1);
-                state.set(RUNNING);
             }
         } catch (IOException | RuntimeException | Error e) {
             log.error("nvmeof ring {} stopped: {}", index, e.toString(), e);
             closing = true;
-            inbox.drain(this::failClosed, Integer.MAX_VALUE);
-            // In-flight operations cannot be completed without the ring; fail their slices (the kernel still owns
-            // the memory until the ring closes below, which waits for them).
-            for (Op op : ops) {
-                if (op.slice != null) {
-                    fail(op, ErrorCode.INTERNAL, "ring " + index + " failed: " + e);
+            synchronized (this) {
+                inbox.drain(this::failClosed, Integer.MAX_VALUE);
+                // The kernel may still write into these slices' memory until the ring closes below; failing them
+                // now is the lesser harm than leaving callers waiting forever.
+                for (Op op : ops) {
+                    if (op.slice != null) {
+                        Slice s = op.slice;
+                        String m = message(op, "failed: ring " + index + " stopped: " + e);
+                        op.file.release();
+                        clear(op);
+                        s.fail(ErrorCode.INTERNAL, m);
+                    }
                 }
             }
         } finally {
@@ -196,20 +218,26 @@ final class RingWorker implements Runnable, Inbox.Sink {
         s.fail(ErrorCode.ENGINE_CLOSED, "nvmeof " + s.opcode() + " of " + f + ": transport closed");
     }
 
-    /** From the inbox: prepare the submission for one slice. */
+    /** Under the lock: prepare the submission for one slice. */
     @Override
     public void accept(Slice s, OpenFile f) {
-        Op op = ops[freeOps[--freeOpsTop]];
-        int id = freeOps[freeOpsTop];
+        int id = freeOps[--freeOpsTop];
+        Op op = ops[id];
         op.slice = s;
         op.file = f;
         op.read = s.opcode() == Opcode.READ;
         op.fileOffset = s.remoteAddress() - f.base;
         long mem = s.localBuffer().address() + s.localOffset();
         long len = s.length();
-        if (!op.read && !f.writable) {
-            fail(op, ErrorCode.PERMISSION_DENIED, "the file could not be opened for writing");
+        boolean late = s.deadlineNanos() - System.nanoTime() <= 0;
+        if (late || (!op.read && !f.writable)) {
+            // late: it waited in the inbox past its deadline (operations already in the kernel are left to finish)
+            String m = message(op, late ? "failed: the deadline passed while it waited for a free slot of ring " + index
+                    : "failed: the file could not be opened for writing");
+            f.release();
+            clear(op);
             release(id);
+            s.fail(late ? ErrorCode.TIMEOUT : ErrorCode.PERMISSION_DENIED, m);
             return;
         }
         long mask = alignment - 1;
@@ -241,46 +269,64 @@ final class RingWorker implements Runnable, Inbox.Sink {
         }
         boolean ok = ring.prepare(op.read ? IoUring.IORING_OP_READ : IoUring.IORING_OP_WRITE, fd, address, op.ioLength,
                 op.ioOffset, 0, id);
-        assert ok : "drain is bounded by the ring's free slots";
+        assert ok : "callers check for a free submission slot";
         inflight++;
     }
 
+    /** On the ring's thread: settle one completion; the slice is completed or failed outside the lock. */
     private void completed(long userData, int res) {
         if (userData == WAKE) {
             LinuxIo.drain(eventFd, drainBuf);
-            arm();
+            synchronized (this) {
+                arm();
+            }
             return;
         }
         int id = (int) userData;
-        Op op = ops[id];
-        inflight--;
-        Slice s = op.slice;
-        if (res < 0) {
-            fail(op, -res == 5 ? ErrorCode.PEER_FAILED : ErrorCode.INTERNAL, "failed: " + LinuxIo.describe(-res));
-        } else {
-            long needed = op.kind == BOUNCE ? op.fileOffset - op.ioOffset + s.length() : op.ioLength;
-            if (res < needed) {
-                long got = op.kind == BOUNCE ? Math.max(0, res - (op.fileOffset - op.ioOffset)) : res;
-                fail(op, ErrorCode.OUT_OF_BOUNDS, "moved only " + got + " bytes: the file ends at offset " + (op.ioOffset + res)
-                        + " (truncated under the transfer?)");
+        Slice s;
+        ErrorCode code = null;
+        String message = null;
+        synchronized (this) {
+            Op op = ops[id];
+            s = op.slice;
+            inflight--;
+            if (res < 0) {
+                int errno = -res;
+                // EIO may be transient (a path of an NVMe-oF target); access errors are not; the rest is unexpected
+                code = errno == 5 ? ErrorCode.PEER_FAILED
+                        : errno == 1 || errno == 13 || errno == 30 ? ErrorCode.PERMISSION_DENIED : ErrorCode.INTERNAL;
+                message = message(op, "failed: " + LinuxIo.describe(-res));
             } else {
-                byte fileState = check(op.file);
-                if (fileState == FILE_REMOVED) {
-                    fail(op, ErrorCode.ADDRESS_NOT_REGISTERED, "the file was removed (no links left) while the transfer was in flight");
-                } else if (fileState == FILE_TRUNCATED) {
-                    fail(op, ErrorCode.OUT_OF_BOUNDS, "the file was truncated below its registered length of " + op.file.length + " bytes");
+                long needed = op.kind == BOUNCE ? op.fileOffset - op.ioOffset + s.length() : op.ioLength;
+                if (res < needed) {
+                    long got = op.kind == BOUNCE ? Math.max(0, res - (op.fileOffset - op.ioOffset)) : res;
+                    code = ErrorCode.OUT_OF_BOUNDS;
+                    message = message(op, "moved only " + got + " bytes: the file ends before the registered length of "
+                            + op.file.length + " bytes (truncated under the transfer?)");
                 } else {
-                    if (op.kind == BOUNCE) {
+                    byte fileState = check(op.file);
+                    if (fileState == FILE_REMOVED) {
+                        code = ErrorCode.ADDRESS_NOT_REGISTERED;
+                        message = message(op, "failed: the file was removed (no links left) while the transfer was in flight");
+                    } else if (fileState == FILE_TRUNCATED) {
+                        code = ErrorCode.OUT_OF_BOUNDS;
+                        message = message(op, "failed: the file was truncated below its registered length of "
+                                + op.file.length + " bytes");
+                    } else if (op.kind == BOUNCE) {
                         MemorySegment.copy(bounce, (long) op.bounce * bounceSize + (op.fileOffset - op.ioOffset),
                                 s.localBuffer().segment(), s.localOffset(), s.length());
                     }
-                    op.file.release();
-                    clear(op);
-                    s.complete();
                 }
             }
+            op.file.release();
+            clear(op);
+            release(id);
         }
-        release(id);
+        if (code == null) {
+            s.complete();
+        } else {
+            s.fail(code, message);
+        }
     }
 
     /** Once per loop and file: is it still linked and long enough? */
@@ -309,13 +355,9 @@ final class RingWorker implements Runnable, Inbox.Sink {
         return (mode & 0170000) == 0100000;
     }
 
-    private void fail(Op op, ErrorCode code, String what) {
-        Slice s = op.slice;
-        OpenFile f = op.file;
-        String message = "nvmeof " + s.opcode() + " of file " + f + " [offset " + op.fileOffset + ", length " + s.length() + "] " + what;
-        f.release();
-        clear(op);
-        s.fail(code, message);
+    private static String message(Op op, String what) {
+        return "nvmeof " + op.slice.opcode() + " of file " + op.file + " [offset " + op.fileOffset + ", length "
+                + op.slice.length() + "] " + what;
     }
 
     private void clear(Op op) {
@@ -334,7 +376,10 @@ final class RingWorker implements Runnable, Inbox.Sink {
 
     /** Fails what is queued, waits for in-flight operations to complete, and stops the thread. */
     void close() {
-        closing = true;
+        synchronized (this) {
+            closing = true;
+            inbox.drain(this::failClosed, Integer.MAX_VALUE);
+        }
         if (thread.isAlive()) {
             LinuxIo.signal(eventFd, one);
         }

@@ -262,6 +262,11 @@ class FileSegmentEngineTest {
             TransferException missing = assertThrows(TransferException.class, () -> e.registerFile(dir.resolve("missing"), 0, Permission.READ_ONLY));
             assertTrue(missing.getMessage().contains("missing"), missing.getMessage());
 
+            // a file registered after the loopback connection opened is reachable at once
+            RegisteredFile later = e.registerFile(dir.resolve("later.bin"), MIB, Permission.READ_WRITE);
+            ok(write(e, m.segment().asSlice(0, 4096), e.localSegment(), later.address() + 8192));
+            e.unregisterFile(later);
+
             e.unregisterFile(b);
             TransferStatus gone = read(e, m.segment().asSlice(0, 100), e.localSegment(), b.address());
             assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, gone.error(), gone::toString);
@@ -292,6 +297,18 @@ class FileSegmentEngineTest {
             assertEquals(ErrorCode.PERMISSION_DENIED, w.error(), w::toString);
             CompletableFuture<TransferStatus> cf = allowed.submit(TransferRequest.read(d2.segment(), seg, f.address() + 4 * MIB - 10));
             assertEquals(ErrorCode.OUT_OF_BOUNDS, cf.get().error());
+
+            // a file replaced at the same path is not the file the owner registered: a peer opening it now refuses.
+            // The owner still holds the old file open, so its inode cannot be reused for the new one.
+            Files.delete(f.path());
+            Files.write(f.path(), content);
+            try (TransferEngine late = engine("auto", "peer-late", dir.toString())) {
+                RegisteredMemory d3 = late.allocate(MIB, Location.CPU, Permission.READ_WRITE);
+                TransferStatus replaced = read(late, d3.segment(), late.openSegment("peer-owner"), f.address());
+                assertEquals(TransferState.FAILED, replaced.state(), replaced::toString);
+                assertTrue(replaced.message().contains("replaced?") && replaced.message().contains(f.path().toString()),
+                        replaced.message());
+            }
         }
     }
 }

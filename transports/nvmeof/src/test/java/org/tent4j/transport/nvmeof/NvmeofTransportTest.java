@@ -71,6 +71,16 @@ class NvmeofTransportTest {
     }
 
     @Test
+    void aFailedRingSetupNamesTheCallAndErrno() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(LinuxIo.isAvailable());
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> IoUring.open(0).close());
+        assertTrue(e.getMessage().startsWith("io_uring_setup(0) failed: errno "), e.getMessage());
+        if (NvmeofTransportProvider.uringAvailability().isAvailable()) {
+            assertEquals("io_uring_setup(0) failed: errno 22 (EINVAL)", e.getMessage());
+        }
+    }
+
+    @Test
     void badOptionsAreRejectedWithTheKeyNamed() {
         NvmeofTransportProvider p = new NvmeofTransportProvider();
         for (Map<String, String> bad : List.of(Map.of("engine", "spdk"), Map.of("alignment", "1000"), Map.of("rings", "0"),
@@ -115,6 +125,9 @@ class NvmeofTransportTest {
             }
             TestSlice outside = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE + (16 << 20), 4096, Long.MAX_VALUE);
             conn.post(outside);
+            TestSlice late = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE, 4096, System.nanoTime() - 1);
+            conn.post(late);
+            assertEquals(ErrorCode.TIMEOUT, ((TransferException) late.result().handle((v, e) -> e).get()).code());
             t.close(); // with slices still queued and in flight
             for (PathSlice s : slices) {
                 assertTrue(s.slice.result().isDone(), "settled by close");

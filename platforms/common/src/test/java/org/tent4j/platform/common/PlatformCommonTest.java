@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 
-class IpcMappingsTest {
+/** The pieces the native platforms share, each without a runtime: fake native calls record what they were asked. */
+class PlatformCommonTest {
     private final List<String> closed = new ArrayList<>();
     private final IpcMappings mappings = new IpcMappings((key, base, device) ->
             closed.add(key + "@" + Long.toHexString(base) + "/" + device));
@@ -109,6 +110,63 @@ class IpcMappingsTest {
         current[0] = -1; // the runtime cannot say
         device.restore(device.switchTo(1), 1);
         assertEquals(List.of("select 1"), calls, "an unknown previous device is not restored");
+    }
+
+    @Test
+    void aNativeStreamChecksCopiesAndClosesOnce() {
+        List<String> calls = new ArrayList<>();
+        List<NativeStream> forgotten = new ArrayList<>();
+        NativeStream stream = new NativeStream("cuda:1", forgotten::add) {
+            @Override
+            protected void enqueueCopy(MemorySegment dst, MemorySegment src, long length) {
+                calls.add("copy " + length);
+            }
+
+            @Override
+            protected void awaitQueued() {
+                calls.add("sync");
+            }
+
+            @Override
+            protected void destroy() {
+                calls.add("destroy on " + name());
+            }
+        };
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(16);
+            MemorySegment b = arena.allocate(16);
+            stream.copyAsync(a, b, 0);
+            stream.copyAsync(a, b, 16);
+            assertThrows(TransferException.class, () -> stream.copyAsync(a, b, 17));
+            stream.synchronize();
+            stream.close();
+            stream.close();
+            assertEquals(List.of("copy 16", "sync", "destroy on stream on cuda:1"), calls);
+            assertEquals(List.of(stream), forgotten);
+            TransferException closed = assertThrows(TransferException.class, stream::synchronize);
+            assertEquals("stream on cuda:1 is closed", closed.getMessage());
+        }
+    }
+
+    @Test
+    void aLazyProbeRunsOnceForManyThreads() throws Exception {
+        AtomicInteger runs = new AtomicInteger();
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        LazyProbe<String> probe = new LazyProbe<>(() -> "probe " + runs.incrementAndGet());
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(8)) {
+            List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                answers.add(pool.submit(() -> {
+                    go.await();
+                    return probe.get();
+                }));
+            }
+            go.countDown();
+            for (var a : answers) {
+                assertEquals("probe 1", a.get());
+            }
+        }
+        assertEquals(1, runs.get());
     }
 
     @Test
