@@ -30,7 +30,7 @@ class BoundariesTest {
     @Test
     void apiDependsOnTheJdkOnly() {
         noClasses().that().resideInAnyPackage("org.tent4j.api..", "org.tent4j.spi..")
-                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax.crypto..", "org.tent4j.api..", "org.tent4j.spi..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.tent4j.api..", "org.tent4j.spi..")
                 .because("te-api depends on nothing but the JDK").check(classes);
     }
 

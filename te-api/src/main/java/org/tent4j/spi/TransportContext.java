@@ -61,4 +61,14 @@ public interface TransportContext {
     default SecuritySettings security() {
         return SecuritySettings.NONE;
     }
+
+    // remote file segments (issue 12): begin
+    /**
+     * The engine's registered files, for a network transport that serves peers' requests for them (the target reads
+     * or writes the file on the peer's behalf). {@link LocalFiles#NONE} where the engine offers none.
+     */
+    default LocalFiles localFiles() {
+        return LocalFiles.NONE;
+    }
+    // remote file segments (issue 12): end
 }

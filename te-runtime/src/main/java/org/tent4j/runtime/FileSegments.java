@@ -35,7 +35,7 @@ import org.tent4j.spi.BufferDescriptor;
  */
 final class FileSegments {
     private static final Logger log = LoggerFactory.getLogger(FileSegments.class);
-    static final long BASE = 1L << 60;
+    static final long BASE = org.tent4j.spi.LocalFiles.FILE_SPACE;
     static final long LIMIT = 1L << 62;
     /** Each file starts on a GiB boundary after a GiB gap, so an off-by-a-little address never lands in the next file. */
     private static final long SPACING = 1L << 30;
@@ -43,6 +43,8 @@ final class FileSegments {
     private static final int S_IFBLK = 0060000;
 
     private volatile RegisteredFileBuffer[] files = new RegisteredFileBuffer[0];
+    /** Peers' requests for these files, served by network transports (remote file segments). */
+    private final FileAccess access = new FileAccess(this);
     private long next = BASE;
     private int ids;
 
@@ -168,6 +170,7 @@ final class FileSegments {
             System.arraycopy(cur, i + 1, shrunk, i, cur.length - i - 1);
             files = shrunk;
         }
+        access.close(f);
         for (TransportSlot s : transports) {
             if (f.registeredWith(s.index())) {
                 try {
@@ -177,6 +180,24 @@ final class FileSegments {
                 }
             }
         }
+    }
+
+    /** The registered file holding {@code [address, address + length)}, or {@code null}. */
+    RegisteredFileBuffer find(long address, long length) {
+        if (address < BASE || length < 0) {
+            return null;
+        }
+        for (RegisteredFileBuffer f : files) {
+            if (f.contains(address, length)) {
+                return f;
+            }
+        }
+        return null;
+    }
+
+    /** What transports get as {@code TransportContext.localFiles()}. */
+    FileAccess access() {
+        return access;
     }
 
     /** Adds the files to a descriptor's buffers, at location {@code file:0}. */

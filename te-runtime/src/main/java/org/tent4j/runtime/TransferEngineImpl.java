@@ -47,6 +47,7 @@ import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.spi.ControlPlane;
+import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
@@ -244,6 +245,7 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public TimeSource clock() { return clock; }
         @Override public TransportMetrics metrics() { return metrics.forTransport(transportId); }
         @Override public List<DevicePlatform> devicePlatforms() { return platforms.get(); }
+        @Override public LocalFiles localFiles() { return files.access(); } // remote file segments (issue 12)
     }
 
     // ---------------------------------------------------------------- memory
@@ -415,6 +417,7 @@ final class TransferEngineImpl implements TransferEngine {
         directory.close();
         segments.close();
         long notClosed = transports.closeAll();
+        files.access().closeAll(); // remote file segments (issue 12)
         control.close();
         buffers.releaseAll(notClosed);
         platforms.close();

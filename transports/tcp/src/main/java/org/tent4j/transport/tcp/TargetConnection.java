@@ -26,7 +26,11 @@ import org.tent4j.spi.LocalMemory;
 final class TargetConnection extends ChannelInboundHandlerAdapter implements LandingRecvAllocator.PayloadSink {
     private static final Logger log = LoggerFactory.getLogger(TargetConnection.class);
 
-    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED }
+    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED,
+        /** remote file segments (issue 12): a file WRITE's payload is arriving into {@link #fileBuffer} */
+        FILE_PAYLOAD,
+        /** remote file segments (issue 12): the file I/O is running; input waits in {@link #stash} */
+        FILE_WAIT }
 
     private final String segmentName;
     private final LocalMemory memory;
@@ -54,6 +58,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private int discardStatus;
     private String discardMessage;
 
+    // remote file segments (issue 12): begin
+    private FileServing fileServing;
+    private org.tent4j.spi.LocalFile file;
+    private long fileAddress;
+    private ByteBuf fileBuffer;
+    /** Requests that arrived while a file request was being served, in order. */
+    private ByteBuf stash;
+    // remote file segments (issue 12): end
+
     TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
                      PayloadCounters counters, InboundLimits limits) {
         this.segmentName = segmentName;
@@ -62,6 +75,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         this.memory = memory;
         this.pins = pins;
         this.maxFrame = maxFrame;
+    }
+
+    /** remote file segments (issue 12): serve peers' requests for this engine's registered files too. */
+    void serveFiles(FileServing serving) {
+        this.fileServing = serving;
     }
 
     @Override
@@ -93,6 +111,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
         try {
+            consume(in);
+        } finally {
+            in.release();
+        }
+    }
+
+    private void consume(ByteBuf in) {
+        {
             while (in.isReadable()) {
                 switch (state) {
                     case HEADER -> {
@@ -119,10 +145,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                         }
                     }
                     case CLOSED -> in.skipBytes(in.readableBytes());
+                    case FILE_PAYLOAD -> onFilePayload(in); // remote file segments (issue 12)
+                    case FILE_WAIT -> stashInput(in); // remote file segments (issue 12)
                 }
             }
-        } finally {
-            in.release();
         }
     }
 
@@ -133,7 +159,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        if (ctx.channel().isWritable() && state != State.CLOSED) {
+        if (ctx.channel().isWritable() && state != State.CLOSED
+                && state != State.FILE_WAIT) { // remote file segments (issue 12): reads resume when the file I/O is done
             ctx.channel().config().setAutoRead(true);
         }
         ctx.fireChannelWritabilityChanged();
@@ -144,6 +171,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         // idle = no request bytes for idle_timeout (a header cut off half way counts: that peer stalls us) and no
         // answer still queued; a peer slowly reading a large answer is not idle
         if (evt instanceof IdleStateEvent && state != State.CLOSED && state != State.PAYLOAD
+                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT // remote file segments (issue 12)
                 && ctx.channel().unsafe().outboundBuffer() != null && ctx.channel().unsafe().outboundBuffer().isEmpty()) {
             limits.idleClosed.increment();
             log.debug("segment '{}': closing tcp connection from {}: idle for {}", segmentName,
@@ -212,6 +240,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         requestId = id;
         length = (int) len;
         Opcode opcode = op == OP_READ ? Opcode.READ : Opcode.WRITE;
+        if (fileServing != null && fileServing.servesAddress(address)) { // remote file segments (issue 12)
+            onFileHeader(op, opcode, address);
+            return;
+        }
         LocalBuffer buffer;
         try {
             buffer = memory.checkRemoteAccess(address, len, opcode);
@@ -261,6 +293,86 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             state = State.PAYLOAD;
         }
     }
+
+    // remote file segments (issue 12): begin
+    /** A request for a file range: checked, then its payload gathered (WRITE) or its I/O started (READ). */
+    private void onFileHeader(int op, Opcode opcode, long address) {
+        try {
+            file = fileServing.check(address, length, opcode);
+        } catch (TransferException e) {
+            reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            return;
+        }
+        fileAddress = address;
+        fileBuffer = ctx.alloc().directBuffer(length, length);
+        if (op == OP_READ) {
+            startFileIo(Opcode.READ);
+        } else {
+            state = State.FILE_PAYLOAD;
+        }
+    }
+
+    private void onFilePayload(ByteBuf in) {
+        int n = Math.min(in.readableBytes(), length - fileBuffer.writerIndex());
+        fileBuffer.writeBytes(in, n);
+        counters.copied.add(n);
+        if (fileBuffer.writerIndex() == length) {
+            startFileIo(Opcode.WRITE);
+        }
+    }
+
+    /** Stops reading the peer until the file I/O is done; what already arrived waits in the stash. */
+    private void startFileIo(Opcode opcode) {
+        state = State.FILE_WAIT;
+        ctx.channel().config().setAutoRead(false);
+        fileServing.run(opcode, file, fileAddress, fileBuffer, length, ctx.executor(), failure -> fileDone(opcode, failure));
+    }
+
+    private void fileDone(Opcode opcode, TransferException failure) {
+        ByteBuf buf = fileBuffer;
+        fileBuffer = null;
+        file = null;
+        if (state == State.CLOSED) {
+            buf.release();
+            return;
+        }
+        if (failure != null) {
+            buf.release();
+            respondError(requestId, statusOf(failure.code()), "segment '" + segmentName + "': " + failure.getMessage());
+        } else {
+            ByteBuf ok = views.header();
+            writeOkResponse(ok, requestId);
+            ctx.write(ok, ctx.voidPromise());
+            if (opcode == Opcode.READ) {
+                ctx.write(buf.writerIndex(length), ctx.voidPromise());
+            } else {
+                buf.release(); // the WRITE is in the file: only now may the initiator hear it is done
+            }
+            responded();
+        }
+        state = State.HEADER;
+        ByteBuf waiting = stash;
+        stash = null;
+        if (waiting != null) {
+            try {
+                consume(waiting);
+            } finally {
+                waiting.release();
+            }
+        }
+        flushIfPending();
+        if (state != State.FILE_WAIT && state != State.CLOSED && ctx.channel().isWritable()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    private void stashInput(ByteBuf in) {
+        if (stash == null) {
+            stash = ctx.alloc().buffer(in.readableBytes());
+        }
+        stash.writeBytes(in);
+    }
+    // remote file segments (issue 12): end
 
     private static String badMagic(int magic) {
         return "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x" + Integer.toHexString(REQUEST_MAGIC)
@@ -323,7 +435,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             }
             ctx.channel().config().setAutoRead(false);
             flushIfPending();
-            if (ctx.channel().isWritable() && state != State.CLOSED) {
+            if (ctx.channel().isWritable() && state != State.CLOSED
+                    && state != State.FILE_WAIT) { // remote file segments (issue 12)
                 ctx.channel().config().setAutoRead(true);
             }
         }
@@ -357,6 +470,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     /** Stops using memory: the landing view goes back (its pin with it) and further input is dropped. */
     private void shutDown() {
+        State stateBeforeClose = state;
         state = State.CLOSED;
         if (landing != null) {
             ByteBuf l = landing;
@@ -364,5 +478,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             l.release();
         }
         discardMessage = null;
+        // remote file segments (issue 12): a buffer under file I/O is released when that I/O reports back
+        if (fileBuffer != null && file != null && stateBeforeClose == State.FILE_PAYLOAD) {
+            fileBuffer.release();
+            fileBuffer = null;
+            file = null;
+        }
+        if (stash != null) {
+            stash.release();
+            stash = null;
+        }
     }
 }

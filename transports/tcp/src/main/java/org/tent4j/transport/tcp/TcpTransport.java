@@ -38,6 +38,8 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.LocalFile;
+import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SecuritySettings;
@@ -72,6 +74,8 @@ public final class TcpTransport implements Transport {
     private final PayloadCounters counters = new PayloadCounters();
     private final InboundLimits limits;
     private final SecuritySettings security;
+    /** remote file segments (issue 12): peers' requests for this engine's files; null where the engine has none. */
+    private final FileServing fileServing;
     /** {@code null} without TLS. */
     private final TlsContexts tls;
     /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
@@ -118,6 +122,8 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        this.fileServing = context.localFiles() == LocalFiles.NONE ? null
+                : new FileServing(context.localFiles(), context.workers()); // remote file segments (issue 12)
         this.security = context.security();
         this.tls = security.tls() ? TlsContexts.of(security) : null;
         this.ioMode = IoMode.resolve(o.getString("io_mode"));
@@ -146,6 +152,7 @@ public final class TcpTransport implements Transport {
                             ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
                             TargetConnection target = new TargetConnection(context.segmentName(),
                                     context.localMemory(), pins, maxFrame, counters, limits);
+                            target.serveFiles(fileServing); // remote file segments (issue 12)
                             if (limits.idleTimeout.isPositive()) {
                                 ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
                                         TimeUnit.MILLISECONDS));
@@ -241,6 +248,14 @@ public final class TcpTransport implements Transport {
         }
         return Optional.of(Map.of());
     }
+
+    // remote file segments (issue 12): begin
+    /** Serves peers' requests for the file (the engine reads or writes it for them), when the engine offers its files. */
+    @Override
+    public Optional<Map<String, String>> registerFile(LocalFile file) {
+        return fileServing == null ? Optional.empty() : Optional.of(Map.of());
+    }
+    // remote file segments (issue 12): end
 
     /**
      * Blocks until no peer request reads or writes {@code buffer} any more, so the engine may free it afterwards. A peer

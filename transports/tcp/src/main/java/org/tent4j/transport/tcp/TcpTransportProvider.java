@@ -2,6 +2,7 @@ package org.tent4j.transport.tcp;
 
 import java.util.List;
 
+import org.tent4j.api.MemoryKind;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionSpec.Type;
@@ -19,7 +20,10 @@ public final class TcpTransportProvider implements TransportProvider {
     public static final long MAX_SLICE_SIZE = 64L << 20;
 
     private static final TransportCapabilities CAPABILITIES =
-            TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(100).build();
+            TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(100)
+                    .memoryPath(MemoryKind.CPU, MemoryKind.CPU)
+                    .memoryPath(MemoryKind.CPU, MemoryKind.FILE) // remote file segments (issue 12): the target does the I/O
+                    .build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("lanes", Type.INT, 2, "persistent connections per peer, each a path of the runtime's "

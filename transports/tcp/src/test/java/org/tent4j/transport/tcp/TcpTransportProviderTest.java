@@ -37,7 +37,9 @@ class TcpTransportProviderTest {
     @Test
     void declaresHostOnlyCapabilitiesAndIsAlwaysAvailable() {
         TransportCapabilities c = provider.capabilities();
-        assertEquals(TransportCapabilities.hostOnly(), c.memoryPaths());
+        // host memory, and a peer's files through the peer's engine (remote file segments, issue 12)
+        assertEquals(java.util.Set.of(org.tent4j.spi.MemoryPath.of(MemoryKind.CPU, MemoryKind.CPU),
+                org.tent4j.spi.MemoryPath.of(MemoryKind.CPU, MemoryKind.FILE)), c.memoryPaths());
         assertTrue(c.supports(MemoryKind.CPU, MemoryKind.CPU));
         assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CUDA));
         assertFalse(c.sameHostOnly());
