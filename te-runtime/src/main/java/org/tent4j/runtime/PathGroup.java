@@ -53,6 +53,7 @@ final class PathGroup {
     volatile PathState[] paths;
     private volatile int state = CONNECTING;
     private volatile TransferException connectError;
+    private volatile String lastFailure;
     private final SliceRing[] queues = {new SliceRing(), new SliceRing(), new SliceRing()};
     private final AtomicInteger wip = new AtomicInteger();
     private final PathLimits limits;
@@ -179,6 +180,12 @@ final class PathGroup {
         return queued;
     }
 
+    /** The last retryable failure of any path, so slices moved off a paused group still name the cause. */
+    String lastFailure() {
+        String f = lastFailure;
+        return f == null ? "no failure recorded" : f;
+    }
+
     /** Whether every path is paused and still cooling down, so queued slices should go elsewhere (never while connecting). */
     boolean allPathsPaused(long now) {
         PathState[] ps = paths;
@@ -212,6 +219,7 @@ final class PathGroup {
             p.withdrawn(length);
             return;
         }
+        lastFailure = code + ": " + message;
         long cooldown = p.failed(length, clock.nanoTime());
         if (cooldown > 0) {
             log.warn("path {} to segment '{}' paused for {} ms after {} failures in a row: {} ({})", describe(path),
