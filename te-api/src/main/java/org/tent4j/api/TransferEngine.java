@@ -1,13 +1,13 @@
 package org.tent4j.api;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
-
-import org.tent4j.spi.EngineFactory;
+import java.util.function.Supplier;
 
 /**
  * Moves bytes between this process's registered memory and segments of other engines. The application says what to
@@ -58,6 +58,29 @@ public interface TransferEngine extends AutoCloseable {
     void unregister(RegisteredMemory memory);
 
     /**
+     * Registers a regular file or block device as part of this engine's segment, so requests (this engine's and, unless
+     * {@link Permission#LOCAL_ONLY}, peers') can read and write it by offset: see {@link RegisteredFile#address()}.
+     * A transport that serves files (e.g. {@code nvmeof}) moves the bytes; the file is never mapped into memory.
+     *
+     * @param path       the file; created when missing (then {@code size} must be &gt; 0)
+     * @param size       bytes to register; 0 registers the file's current size. A regular file shorter than
+     *                   {@code size} is extended (sparse); a block device must be at least that large.
+     * @param permission which requests may address the file ({@link RegisteredFile#permission()}); not LOCAL_ONLY
+     * @throws TransferException INVALID_ARGUMENT naming the path when it is not a regular file or block device,
+     *                           cannot be opened, created or extended, is already registered, or when no running
+     *                           transport serves files
+     */
+    default RegisteredFile registerFile(Path path, long size, Permission permission) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "this engine (" + getClass().getName()
+                + ") does not support file segments; cannot register " + path);
+    }
+
+    /** Removes a file registration; the file itself stays. In-flight requests on it may fail. */
+    default void unregisterFile(RegisteredFile file) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "file " + file + " is not registered with this engine");
+    }
+
+    /**
      * Opens a segment by name and fetches its descriptor.
      *
      * @throws TransferException {@link ErrorCode#UNKNOWN_SEGMENT} naming the segment if no such segment is known
@@ -97,6 +120,68 @@ public interface TransferEngine extends AutoCloseable {
 
     /** Every transport plugin found, with its availability and whether this engine runs it. */
     List<TransportInfo> transports();
+
+    // ------------------------------------------------ metadata blobs and key/value access
+    // For consumers that exchange metadata themselves (NIXL-style agents): an engine's descriptor as a blob, blobs served
+    // on the control plane, and namespaced keys in the metadata stores. Defaults refuse, so other implementations keep
+    // compiling; the runtime implements all of them.
+
+    /** The label under which every engine offers its own {@link #segmentBlob()} to {@link #fetchBlob}. */
+    String SEGMENT_BLOB = "segment";
+
+    /**
+     * This engine's segment descriptor (buffers, transports, their keys) as a versioned, self-describing blob. A peer
+     * opens it with {@link #openSegment(byte[])} without any metadata store. Each call reflects current registrations.
+     */
+    default byte[] segmentBlob() {
+        throw new UnsupportedOperationException(getClass().getName() + " has no segment blobs");
+    }
+
+    /**
+     * Opens the segment a peer's {@link #segmentBlob()} describes, caching that descriptor as if it had been fetched.
+     * If the segment is already open the newer of the two descriptors is kept. {@link #closeSegment} invalidates it.
+     *
+     * @throws TransferException INVALID_ARGUMENT naming what is wrong with a malformed blob or an unknown blob version
+     */
+    default SegmentHandle openSegment(byte[] blob) {
+        throw new UnsupportedOperationException(getClass().getName() + " has no segment blobs");
+    }
+
+    /**
+     * Offers a blob under {@code label} ({@code [A-Za-z0-9._-]}, 1 to 64 characters) on this engine's control plane,
+     * for peers calling {@link #fetchBlob}; {@code blob} is asked on each fetch (at most
+     * {@link MetadataNamespace#MAX_VALUE} bytes). Replaces an earlier offer under the label; {@code null} withdraws it.
+     * The label {@link #SEGMENT_BLOB} is the engine's own.
+     */
+    default void offerBlob(String label, Supplier<byte[]> blob) {
+        throw new UnsupportedOperationException(getClass().getName() + " offers no blobs");
+    }
+
+    /** {@code host:port} of this engine's control plane, where peers {@link #fetchBlob} from it. */
+    default String controlEndpoint() {
+        throw new UnsupportedOperationException(getClass().getName() + " has no control plane");
+    }
+
+    /**
+     * Fetches the blob the engine whose control plane listens at {@code host:port} offers under {@code label}, straight
+     * from it (no metadata store).
+     *
+     * @throws TransferException PEER_UNREACHABLE or TIMEOUT naming the peer, or UNKNOWN_SEGMENT when it offers nothing
+     *                           under {@code label}
+     */
+    default byte[] fetchBlob(String host, int port, String label, Duration timeout) {
+        throw new UnsupportedOperationException(getClass().getName() + " fetches no blobs");
+    }
+
+    /**
+     * Key/value access to the configured metadata stores under {@code namespace} ({@code [A-Za-z0-9._-]}, 1 to 64
+     * characters), kept apart from the engine's own keys.
+     *
+     * @throws TransferException METADATA_UNAVAILABLE when the engine runs without a store ({@code metadata.uri=p2p})
+     */
+    default MetadataNamespace metadataNamespace(String namespace) {
+        throw new UnsupportedOperationException(getClass().getName() + " has no metadata namespaces");
+    }
 
     @Override
     void close();

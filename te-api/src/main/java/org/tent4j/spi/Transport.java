@@ -45,6 +45,19 @@ public interface Transport extends AutoCloseable {
     default void unregisterBuffer(LocalBuffer buffer) {
     }
 
+    /**
+     * A file was registered ({@link org.tent4j.api.TransferEngine#registerFile}). Return what peers need to reach it
+     * through this transport, or empty if this transport does not serve files (the default: files are invisible to
+     * transports that move memory only).
+     */
+    default Optional<Map<String, String>> registerFile(LocalFile file) {
+        return Optional.empty();
+    }
+
+    /** A file registered with {@link #registerFile} is being unregistered; once this returns, do not touch it again. */
+    default void unregisterFile(LocalFile file) {
+    }
+
     /** An allocator for engine-owned memory this transport can share with peers, if it has one. */
     default Optional<MemoryAllocator> allocator() {
         return Optional.empty();

@@ -53,4 +53,12 @@ public interface TransportContext {
     default List<DevicePlatform> devicePlatforms() {
         return List.of();
     }
+
+    /**
+     * How connections to and from peers are secured (token handshake, TLS); a transport that listens on a port of
+     * its own applies it to every connection there. None unless the engine sets {@code security.*}.
+     */
+    default SecuritySettings security() {
+        return SecuritySettings.NONE;
+    }
 }

@@ -32,15 +32,18 @@ final class DescriptorPublisher implements AutoCloseable {
     private final Identity identity;
     private final TransportRegistry transports;
     private final Registrations registrations;
+    private final FileSegments files;
     private final SegmentDirectory directory;
     private final RemoteSegment localSegment;
     private long version;
     private ScheduledFuture<?> keepAlive;
 
-    DescriptorPublisher(Identity identity, TransportRegistry transports, Registrations registrations, SegmentDirectory directory) {
+    DescriptorPublisher(Identity identity, TransportRegistry transports, Registrations registrations, FileSegments files,
+                        SegmentDirectory directory) {
         this.identity = identity;
         this.transports = transports;
         this.registrations = registrations;
+        this.files = files;
         this.directory = directory;
         this.localSegment = new RemoteSegment(0, identity.segmentName(), true, build(), transports.size());
     }
@@ -76,6 +79,7 @@ final class DescriptorPublisher implements AutoCloseable {
             }
             buffers.add(new BufferDescriptor(b.address(), b.length(), b.location(), b.permission(), ts, b.transportAttributes));
         }
+        files.describe(buffers, transports.slots());
         Map<String, Map<String, String>> attrs = new LinkedHashMap<>();
         for (TransportSlot s : transports.slots()) {
             attrs.put(s.id(), s.transport().segmentAttributes());

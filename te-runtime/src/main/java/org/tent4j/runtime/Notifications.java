@@ -13,10 +13,13 @@ import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Notification;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.runtime.control.ControlPlaneNode;
+import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.SegmentDescriptor;
 
 /**
@@ -29,13 +32,19 @@ final class Notifications {
 
     private final String segmentName;
     private final ControlPlaneNode control;
-    private final LinkedBlockingQueue<Notification> queue = new LinkedBlockingQueue<>();
+    /** Bounded: peers decide how many notifications arrive, the application how fast they are taken. */
+    private final LinkedBlockingQueue<Notification> queue;
     private final List<Consumer<Notification>> listeners = new CopyOnWriteArrayList<>();
 
-    Notifications(String segmentName, ControlPlaneNode control) {
+    Notifications(String segmentName, ControlPlaneNode control, OptionValues core) {
         this.segmentName = segmentName;
         this.control = control;
-        control.serve(SERVICE, (caller, req) -> {
+        int maxQueued = core.getInt(CoreKey.NOTIFICATIONS_MAX_QUEUED);
+        if (maxQueued < 1) {
+            throw new ConfigException(CoreKey.NOTIFICATIONS_MAX_QUEUED, "must be >= 1, got " + maxQueued);
+        }
+        this.queue = new LinkedBlockingQueue<>(maxQueued);
+        control.serve(SERVICE, Notification.MAX_MESSAGE_BYTES, (caller, req) -> {
             deliver(new Notification(caller, new String(req, StandardCharsets.UTF_8)));
             return new byte[0];
         });
@@ -78,7 +87,10 @@ final class Notifications {
                 log.warn("notification listener failed: {}", e.toString());
             }
         }
-        queue.add(n);
+        if (!queue.offer(n)) {
+            log.warn("notification from '{}' dropped: {} notifications are waiting to be taken ({})", n.sender(),
+                    queue.size(), CoreKey.NOTIFICATIONS_MAX_QUEUED);
+        }
     }
 
     List<Notification> drain() {

@@ -58,6 +58,22 @@ final class SegmentTable implements AutoCloseable {
         return fresh;
     }
 
+    /**
+     * Opens a segment from a descriptor the application obtained itself (a metadata blob), without the directory; a
+     * segment already open adopts it when it is newer or comes from another engine instance.
+     */
+    RemoteSegment open(SegmentDescriptor d) {
+        state.ensureOpen();
+        if (d.name().equals(local.name())) {
+            return local;
+        }
+        RemoteSegment s = segments.computeIfAbsent(d.name(), n -> new RemoteSegment(ids.incrementAndGet(), n, false, d, transports));
+        if (s.descriptor != d && (d.version() > s.descriptor.version() || !d.instanceId().equals(s.descriptor.instanceId()))) {
+            s.adopt(d);
+        }
+        return s;
+    }
+
     void close(SegmentHandle segment) {
         if (segment instanceof RemoteSegment s && !s.isLocal() && segments.remove(s.name(), s)) {
             s.closed = true;

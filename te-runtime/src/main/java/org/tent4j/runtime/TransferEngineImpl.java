@@ -2,6 +2,7 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -27,6 +28,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Location;
 import org.tent4j.api.Notification;
 import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.SegmentInfo;
@@ -49,6 +51,7 @@ import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportMetrics;
@@ -78,7 +81,9 @@ final class TransferEngineImpl implements TransferEngine {
      */
     private final ExecutorService connector;
     private final ControlPlaneNode control;
+    private final FileSegments files = new FileSegments(); // file segments (issue 12)
     private final SegmentDirectory directory;
+    private final MetadataExchange exchange; // metadata blobs and namespaces (issue 13)
     private final EngineMetrics metrics;
     private final DevicePlatforms platforms = new DevicePlatforms();
     private final TransportRegistry transports;
@@ -118,7 +123,8 @@ final class TransferEngineImpl implements TransferEngine {
         this.connector = Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("tent4j-connect-", 0).factory());
         List<AutoCloseable> built = new ArrayList<>();
         try {
-            this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers);
+            this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers,
+                    ControlPlaneNode.Settings.from(config.core()));
             built.add(control);
             String name = config.core().getString(EngineConfig.SEGMENT_NAME);
             String segmentName = name.isEmpty() ? host + ":" + control.port() : name;
@@ -141,7 +147,7 @@ final class TransferEngineImpl implements TransferEngine {
             }
             this.publisher = new DescriptorPublisher(new DescriptorPublisher.Identity(segmentName, machineId, host, control.port(),
                     ProcessHandle.current().pid(), HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())),
-                    transports, registrations, directory);
+                    transports, registrations, files, directory);
             this.segments = new SegmentTable(state, directory, publisher.localSegment(), transports.size());
             this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.selector = new TransportSelector(transports, Policy.parse(config.core().getString(Policy.KEY),
@@ -149,13 +155,14 @@ final class TransferEngineImpl implements TransferEngine {
                     settings.fallback(), metrics);
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
             PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
-            this.notifications = new Notifications(segmentName, control);
+            this.notifications = new Notifications(segmentName, control, config.core());
             SlicePool slicePool = new SlicePool(8192, clock, SlicePool.QUARANTINE_NANOS);
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
+            this.exchange = new MetadataExchange(segmentName, control, directory, publisher::current); // issue 13
             publisher.start(scheduler, directory instanceof StoreDirectory ? Math.max(100, settings.metadataTtl().toMillis() / 3) : 0);
             this.sweeper = scheduler.scheduleWithFixedDelay(() -> failover.sweep(segments), SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
         } catch (RuntimeException e) {
@@ -264,6 +271,24 @@ final class TransferEngineImpl implements TransferEngine {
         buffers.unregister(memory);
     }
 
+    // file segments (issue 12): begin
+    @Override
+    public RegisteredFile registerFile(Path path, long size, Permission permission) {
+        state.ensureOpen();
+        RegisteredFile f = files.register(path, size, permission, transports.slots());
+        publisher.republish();
+        return f;
+    }
+
+    @Override
+    public void unregisterFile(RegisteredFile file) {
+        files.unregister(file, state.segmentName(), transports.slots());
+        if (!state.isClosed()) {
+            publisher.republish();
+        }
+    }
+    // file segments (issue 12): end
+
     // ---------------------------------------------------------------- segments
 
     @Override
@@ -280,6 +305,44 @@ final class TransferEngineImpl implements TransferEngine {
     public SegmentInfo segmentInfo(SegmentHandle segment) {
         return segments.own(segment).descriptor.info();
     }
+
+    // ---------------------------------------------------------------- metadata blobs (delegating to MetadataExchange)
+
+    @Override
+    public byte[] segmentBlob() {
+        state.ensureOpen();
+        return MetadataExchange.encode(publisher.current());
+    }
+
+    @Override
+    public SegmentHandle openSegment(byte[] blob) {
+        return segments.open(MetadataExchange.decode(blob));
+    }
+
+    @Override
+    public void offerBlob(String label, java.util.function.Supplier<byte[]> blob) {
+        state.ensureOpen();
+        exchange.offer(label, blob);
+    }
+
+    @Override
+    public String controlEndpoint() {
+        SegmentDescriptor own = publisher.current();
+        return own.host() + ":" + own.controlPort();
+    }
+
+    @Override
+    public byte[] fetchBlob(String host, int port, String label, Duration timeout) {
+        state.ensureOpen();
+        return exchange.fetch(host, port, label, timeout);
+    }
+
+    @Override
+    public org.tent4j.api.MetadataNamespace metadataNamespace(String namespace) {
+        state.ensureOpen();
+        return exchange.namespace(namespace);
+    }
+
 
     // ---------------------------------------------------------------- transfers
 

@@ -23,6 +23,16 @@ public final class CoreKey {
     /** How many tasks a batch may hold at most. */
     public static final String BATCH_MAX_CAPACITY = "batch.max_capacity";
 
+    /** Largest control-plane frame a peer may send; a larger one closes its connection. */
+    public static final String CONTROL_MAX_FRAME = "control.max_frame";
+    public static final String CONTROL_MAX_CONNECTIONS = "control.max_connections";
+    public static final String CONTROL_MAX_REQUESTS_PER_CONNECTION = "control.max_requests_per_connection";
+    public static final String CONTROL_MAX_REQUESTS = "control.max_requests";
+    public static final String CONTROL_IDLE_TIMEOUT = "control.idle_timeout";
+    public static final String CONTROL_CALL_TIMEOUT = "control.call_timeout";
+    /** Notifications received and not yet taken by the application; beyond it new ones are dropped (logged). */
+    public static final String NOTIFICATIONS_MAX_QUEUED = "notifications.max_queued";
+
     public static final List<OptionSpec> ALL = List.of(
             OptionSpec.of(EngineConfig.SEGMENT_NAME, Type.STRING, "", "segment name; empty = host:port of the control plane"),
             OptionSpec.of(EngineConfig.METADATA_URI, Type.STRING, "p2p", "metadata store URI(s), comma separated: p2p, memory://name, etcd://, redis://, http://"),
@@ -45,6 +55,13 @@ public final class CoreKey {
             OptionSpec.of(PATHS_COOLDOWN, Type.DURATION, "100ms", "first pause of a path that failed 3 times in a row; doubles on each further failure"),
             OptionSpec.of(PATHS_MAX_COOLDOWN, Type.DURATION, "10s", "longest pause of a failing path"),
             OptionSpec.of("policy", Type.STRING, "", "JSON array of policy rules, evaluated in order (see docs/ARCHITECTURE.md)"),
+            OptionSpec.of(CONTROL_MAX_FRAME, Type.SIZE, "4m", "largest control-plane frame a peer may send (descriptors, handshakes); a larger one closes its connection"),
+            OptionSpec.of(CONTROL_MAX_CONNECTIONS, Type.INT, "256", "inbound control-plane connections at most; more are closed at once"),
+            OptionSpec.of(CONTROL_MAX_REQUESTS_PER_CONNECTION, Type.INT, "64", "requests of one control-plane connection waiting for or on a worker; more are answered TOO_MANY_REQUESTS"),
+            OptionSpec.of(CONTROL_MAX_REQUESTS, Type.INT, "1024", "control-plane requests of all connections waiting for or on a worker; more are answered TOO_MANY_REQUESTS"),
+            OptionSpec.of(CONTROL_IDLE_TIMEOUT, Type.DURATION, "5m", "close a control-plane connection that received nothing for this long and has no call or request open; 0 = never"),
+            OptionSpec.of(CONTROL_CALL_TIMEOUT, Type.DURATION, "30s", "how long an asynchronous control-plane call (a notification) waits for its reply"),
+            OptionSpec.of(NOTIFICATIONS_MAX_QUEUED, Type.INT, "65536", "received notifications kept until the application takes them; more are dropped with a WARN"),
             OptionSpec.of(QOS_AGING, Type.DURATION, "5ms", "a MEDIUM slice waiting this long (LOW: twice) is served before HIGH ones"));
 
     private CoreKey() {

@@ -250,6 +250,98 @@ public final class StoreDirectory implements SegmentDirectory {
         }
     }
 
+    // ---------------------------------------------------------------- raw keys (for MetadataExchange's namespaces)
+
+    /** The key prefix of this cluster ({@code tent4j/<cluster>/}); segment descriptors live under its {@code segments/}. */
+    public String clusterPrefix() {
+        return prefix.substring(0, prefix.length() - "segments/".length());
+    }
+
+    /** Stores {@code value} in every store that answers; fails naming {@code what} when none does. */
+    public void put(String key, byte[] value, Duration ttl, String what) {
+        int ok = 0;
+        TransferException last = null;
+        for (Slot s : slots) {
+            MetadataStore m = usable(s);
+            if (m == null) {
+                continue;
+            }
+            try {
+                m.put(key, value, ttl);
+                up(s);
+                ok++;
+            } catch (TransferException e) {
+                skip(s, what, e);
+                last = e;
+            }
+        }
+        if (ok == 0) {
+            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "cannot " + what + ": no metadata store answered"
+                    + (last == null ? "" : " (last: " + last.getMessage() + ")"), last);
+        }
+    }
+
+    /** The value of the first store that has {@code key}; fails only when no store answered at all. */
+    public Optional<byte[]> get(String key, String what) {
+        TransferException last = null;
+        boolean answered = false;
+        for (Slot s : slots) {
+            MetadataStore m = usable(s);
+            if (m == null) {
+                continue;
+            }
+            try {
+                Optional<byte[]> v = m.get(key);
+                up(s);
+                answered = true;
+                if (v.isPresent()) {
+                    return v;
+                }
+            } catch (TransferException e) {
+                skip(s, what, e);
+                last = e;
+            }
+        }
+        if (!answered) {
+            throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "cannot " + what + ": no metadata store answered"
+                    + (last == null ? "" : " (last: " + last.getMessage() + ")"), last);
+        }
+        return Optional.empty();
+    }
+
+    /** Removes {@code key} from every store that answers; whether any had it. */
+    public boolean delete(String key) {
+        boolean existed = false;
+        for (Slot s : slots) {
+            MetadataStore m = usable(s);
+            if (m == null) {
+                continue;
+            }
+            try {
+                existed |= m.delete(key);
+            } catch (TransferException e) {
+                skip(s, "delete " + key, e);
+            }
+        }
+        return existed;
+    }
+
+    /** Watches {@code key} in every open store until the handle is closed. */
+    public AutoCloseable watchKey(String key, MetadataStore.MetadataListener listener) {
+        List<MetadataStore.Watch> watches = new ArrayList<>();
+        for (Slot s : slots) {
+            MetadataStore m = s.store;
+            if (m != null) {
+                try {
+                    watches.add(m.watch(key, listener));
+                } catch (TransferException e) {
+                    skip(s, "watch " + key, e);
+                }
+            }
+        }
+        return () -> watches.forEach(MetadataStore.Watch::close);
+    }
+
     @Override
     public void close() {
         for (Slot s : slots) {

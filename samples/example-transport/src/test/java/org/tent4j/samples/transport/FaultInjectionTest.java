@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
@@ -35,7 +36,7 @@ import org.tent4j.spi.TransportProvider;
 import org.tent4j.testkit.conformance.BytePattern;
 import org.tent4j.testkit.conformance.ConformanceSlice;
 import org.tent4j.testkit.conformance.ConformanceSlice.Outcome;
-import org.tent4j.testkit.fault.FaultInjectingTransportProvider;
+import org.tent4j.transport.faulty.FaultInjectingTransportProvider;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestTransportContext;
 
@@ -66,16 +67,17 @@ class FaultInjectionTest {
     // ------------------------------------------------------------------------------------------- plumbing
 
     @Test
-    void isFoundThroughServiceLoaderAndInertByDefault() {
+    void isFoundThroughServiceLoaderButUnavailableAndUncreatableWhileInert() {
         assertTrue(ServiceLoader.load(TransportProvider.class).stream().anyMatch(p -> p.get().id().equals("faulty")));
         assertEquals(FaultInjectingTransportProvider.RANK, provider.capabilities().rank());
-        assertTrue(provider.availability(parse(Map.of())).isAvailable());
-        Side inert = side("a", Map.of());
-        TestLocalMemory.Buffer buffer = inert.context.memory().register(inert.arena.allocate(4096), Permission.READ_WRITE);
-        assertTrue(inert.transport.registerBuffer(buffer).isEmpty(), "an inert faulty must register nothing, so the "
-                + "runtime never selects it");
-        TransferException e = assertThrows(TransferException.class, () -> inert.transport.connect(inert.descriptor()));
-        assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, e.code());
+        // opt-in by name: an engine that only has it on the class path must neither run nor list it
+        for (Availability inert : List.of(provider.availability(), provider.availability(parse(Map.of())))) {
+            assertFalse(inert.isAvailable());
+            assertTrue(inert.reason().contains("transports.faulty.wraps"), inert.reason());
+        }
+        assertTrue(provider.availability(parse(Map.of("wraps", UdsTransportProvider.ID))).isAvailable());
+        ConfigException e = assertThrows(ConfigException.class, () -> side("a", Map.of()));
+        assertEquals("transports.faulty.wraps", e.key());
     }
 
     @Test

@@ -26,6 +26,7 @@ import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
 import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
@@ -101,6 +102,12 @@ final class NvlinkTransport implements Transport {
     @Override
     public String id() {
         return NvlinkTransportProvider.ID;
+    }
+
+    /** The paths of the platforms this transport opened, narrower than the provider's when a platform module is unusable. */
+    @Override
+    public Optional<TransportCapabilities> capabilities() {
+        return Optional.of(NvlinkTransportProvider.capabilities(platformByKind.keySet()));
     }
 
     @Override
@@ -207,8 +214,9 @@ final class NvlinkTransport implements Transport {
                 platform.free(memory);
                 throw e;
             }
-            return new Allocation(memory, Map.of(IpcAttributes.PLATFORM, platformIds.get(index),
-                    IpcAttributes.DEVICE, Integer.toString(location.index())), () -> platform.free(memory));
+            return Allocation.builder(memory, () -> platform.free(memory)).backing(Map.of(
+                    IpcAttributes.PLATFORM, platformIds.get(index),
+                    IpcAttributes.DEVICE, Integer.toString(location.index()))).build();
         }
     }
 

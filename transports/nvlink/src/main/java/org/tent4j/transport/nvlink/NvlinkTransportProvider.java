@@ -1,6 +1,7 @@
 package org.tent4j.transport.nvlink;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -23,8 +24,11 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
  * device platforms' IPC handles: CUDA over NVLink or PCIe, ROCm over xGMI or PCIe, Ascend over HCCS. The device
  * platforms are found with {@link ServiceLoader}, so this transport depends on no vendor library itself.
  *
- * <p>Discovery is cheap; {@link #availability()} probes the platforms once and is available when at least one is.
- * The memory paths declared are those of the platforms found: for each device kind K, K→K, K→cpu and cpu→K.
+ * <p>Discovery and {@link #capabilities()} load no native library: the memory paths declared are those of the platform
+ * modules present (for each device kind K, K→K, K→cpu and cpu→K), read from their providers' {@code memoryKind()}; a
+ * running transport narrows them to the platforms it opened. {@link #availability()} asks each platform (each probes
+ * its library once per class loader) and is available when at least one is; with the default discovery that answer
+ * too is kept once per class loader, like Netty's {@code Epoll}.
  */
 public final class NvlinkTransportProvider implements TransportProvider {
     public static final String ID = "nvlink";
@@ -41,18 +45,31 @@ public final class NvlinkTransportProvider implements TransportProvider {
             "copy by address when the peer segment lives in this process instead of opening IPC handles"
                     + " (CUDA cannot open a handle in the process that exported it)");
 
+    /** {@code null}: the class loader's platforms, discovered and probed once per class loader. */
     private final Supplier<List<DevicePlatformProvider>> discovery;
+    private volatile List<DevicePlatformProvider> discovered;
     private volatile Probe probe;
 
-    /** The platforms found, and which of them can run here. */
-    record Probe(List<DevicePlatformProvider> available, Availability availability, TransportCapabilities capabilities) {
+    /** The platforms that can run here, and why none can when none can. */
+    record Probe(List<DevicePlatformProvider> available, Availability availability) {
+    }
+
+    /** The class loader's platform providers: constructing them is cheap by contract (no native library). */
+    private static final class DefaultDiscovery {
+        static final List<DevicePlatformProvider> PLATFORMS = ordered(ServiceLoader.load(DevicePlatformProvider.class)
+                .stream().map(ServiceLoader.Provider::get).toList());
+    }
+
+    /** Asked once per class loader, the first time availability is needed. */
+    private static final class DefaultProbe {
+        static final Probe PROBE = run(DefaultDiscovery.PLATFORMS);
     }
 
     public NvlinkTransportProvider() {
-        this(() -> ServiceLoader.load(DevicePlatformProvider.class).stream().map(ServiceLoader.Provider::get).toList());
+        this.discovery = null;
     }
 
-    /** Uses the given platform providers instead of {@link ServiceLoader} (tests, embedding). */
+    /** Uses the given platform providers instead of {@link ServiceLoader} (tests, embedding); probes on its own. */
     NvlinkTransportProvider(Supplier<List<DevicePlatformProvider>> discovery) {
         this.discovery = discovery;
     }
@@ -72,9 +89,10 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return probe().availability();
     }
 
+    /** The paths of every platform module present; never probes a platform (that loads its native library). */
     @Override
     public TransportCapabilities capabilities() {
-        return probe().capabilities();
+        return capabilities(platforms().stream().map(DevicePlatformProvider::memoryKind).toList());
     }
 
     @Override
@@ -89,12 +107,43 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return new NvlinkTransport(context, p.available());
     }
 
+    /** Same-host, no cancellation; for each device kind K: K→K, K→cpu and cpu→K. */
+    static TransportCapabilities capabilities(Collection<MemoryKind> deviceKinds) {
+        Set<MemoryPath> paths = new LinkedHashSet<>();
+        for (MemoryKind k : deviceKinds) {
+            paths.add(MemoryPath.of(k, k));
+            paths.add(MemoryPath.of(k, MemoryKind.CPU));
+            paths.add(MemoryPath.of(MemoryKind.CPU, k));
+        }
+        return TransportCapabilities.builder().memoryPaths(paths).sameHostOnly(true)
+                .maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
+    }
+
+    private List<DevicePlatformProvider> platforms() {
+        if (discovery == null) {
+            return DefaultDiscovery.PLATFORMS;
+        }
+        List<DevicePlatformProvider> d = discovered;
+        if (d == null) {
+            synchronized (this) {
+                if (discovered == null) {
+                    discovered = ordered(discovery.get());
+                }
+                d = discovered;
+            }
+        }
+        return d;
+    }
+
     Probe probe() {
+        if (discovery == null) {
+            return DefaultProbe.PROBE;
+        }
         Probe p = probe;
         if (p == null) {
             synchronized (this) {
                 if (probe == null) {
-                    probe = run(discovery.get());
+                    probe = run(platforms());
                 }
                 p = probe;
             }
@@ -102,12 +151,17 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return p;
     }
 
-    static Probe run(List<DevicePlatformProvider> found) {
+    /** CUDA, ROCm, Ascend first, in that order, then any other by id. */
+    private static List<DevicePlatformProvider> ordered(List<DevicePlatformProvider> found) {
         List<DevicePlatformProvider> ordered = new ArrayList<>(found);
         ordered.sort(Comparator.comparingInt((DevicePlatformProvider p) -> {
             int i = PREFERRED_ORDER.indexOf(p.id());
             return i < 0 ? PREFERRED_ORDER.size() : i;
         }).thenComparing(DevicePlatformProvider::id));
+        return List.copyOf(ordered);
+    }
+
+    private static Probe run(List<DevicePlatformProvider> ordered) {
         List<DevicePlatformProvider> available = new ArrayList<>();
         List<String> causes = new ArrayList<>();
         Set<MemoryKind> kinds = new LinkedHashSet<>();
@@ -124,20 +178,13 @@ public final class NvlinkTransportProvider implements TransportProvider {
                 causes.add(p.id() + ": " + a.reason());
             }
         }
-        Set<MemoryPath> paths = new LinkedHashSet<>();
-        for (MemoryKind k : kinds) {
-            paths.add(MemoryPath.of(k, k));
-            paths.add(MemoryPath.of(k, MemoryKind.CPU));
-            paths.add(MemoryPath.of(MemoryKind.CPU, k));
-        }
-        TransportCapabilities caps = new TransportCapabilities(paths, true, false, MAX_SLICE_SIZE, RANK);
         if (!available.isEmpty()) {
-            return new Probe(List.copyOf(available), Availability.available(), caps);
+            return new Probe(List.copyOf(available), Availability.available());
         }
         String cause = ordered.isEmpty()
                 ? "no device platform available: no DevicePlatformProvider on the class path"
                 + " (add platform-cuda, platform-rocm or platform-ascend)"
                 : "no device platform available: " + String.join("; ", causes);
-        return new Probe(List.of(), Availability.unavailable(cause), caps);
+        return new Probe(List.of(), Availability.unavailable(cause));
     }
 }

@@ -3,6 +3,7 @@ package org.tent4j.transport.nvlink;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
@@ -62,7 +63,11 @@ class NvlinkProviderTest {
                 + "; ascend: " + causes.get("ascend"), a.reason());
         // the platforms' own causes on this kind of machine (see the platform modules' tests)
         assertTrue(causes.get("ascend").startsWith("libascendcl.so not found (searched: libascendcl.so"), causes.get("ascend"));
-        assertTrue(new NvlinkTransportProvider().capabilities().memoryPaths().isEmpty());
+        assertSame(a, new NvlinkTransportProvider().availability(), "probed once per class loader, not per provider");
+        // declared from the platform modules present, although none can run here
+        TransportCapabilities declared = new NvlinkTransportProvider().capabilities();
+        assertTrue(declared.supports(MemoryKind.CUDA, MemoryKind.CUDA) && declared.supports(MemoryKind.CPU, MemoryKind.ROCM)
+                && declared.supports(MemoryKind.NPU, MemoryKind.CPU), declared.toString());
     }
 
     @Test
@@ -87,7 +92,25 @@ class NvlinkProviderTest {
     }
 
     @Test
-    void memoryPathsAreThoseOfTheAvailablePlatforms() {
+    void capabilitiesDeclareThePlatformModulesPresentWithoutProbingAny() {
+        DevicePlatformProvider rocm = new DevicePlatformProvider() {
+            @Override public String id() { return "rocm"; }
+            @Override public MemoryKind memoryKind() { return MemoryKind.ROCM; }
+            @Override public Availability availability() { throw new AssertionError("capabilities() probed rocm"); }
+            @Override public DevicePlatform create() { throw new AssertionError(); }
+        };
+        NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(rocm));
+        TransportCapabilities c = p.capabilities();
+        assertEquals(Set.of(MemoryPath.of(MemoryKind.ROCM, MemoryKind.ROCM), MemoryPath.of(MemoryKind.ROCM, MemoryKind.CPU),
+                MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)), c.memoryPaths());
+        assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CPU));
+        assertFalse(c.supports(MemoryKind.CUDA, MemoryKind.CUDA));
+        assertTrue(c.sameHostOnly());
+        assertEquals(5, c.rank());
+    }
+
+    @Test
+    void onlyAvailablePlatformsAreOpened() {
         DevicePlatformProvider rocm = new DevicePlatformProvider() {
             @Override public String id() { return "rocm"; }
             @Override public MemoryKind memoryKind() { return MemoryKind.ROCM; }
@@ -97,11 +120,11 @@ class NvlinkProviderTest {
         NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(
                 new Unavailable("cuda", MemoryKind.CUDA, "no"), rocm));
         assertTrue(p.availability().isAvailable());
-        TransportCapabilities c = p.capabilities();
+        assertEquals(List.of(rocm), p.probe().available());
         assertEquals(Set.of(MemoryPath.of(MemoryKind.ROCM, MemoryKind.ROCM), MemoryPath.of(MemoryKind.ROCM, MemoryKind.CPU),
-                MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)), c.memoryPaths());
-        assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CPU));
-        assertFalse(c.supports(MemoryKind.CUDA, MemoryKind.CUDA));
+                MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)),
+                NvlinkTransportProvider.capabilities(List.of(MemoryKind.ROCM)).memoryPaths(),
+                "a running transport declares the paths of the platforms it opened");
     }
 
     @Test

@@ -5,6 +5,7 @@ import static org.tent4j.transport.tcp.WireProtocol.*;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.timeout.IdleStateEvent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,6 +33,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private final BufferPins pins;
     private final long maxFrame;
     private final PayloadCounters counters;
+    private final InboundLimits limits;
 
     private ChannelHandlerContext ctx;
     /** The pin of the buffer this connection used last; consecutive requests mostly hit the same buffer. */
@@ -53,8 +55,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private String discardMessage;
 
     TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
-                     PayloadCounters counters) {
+                     PayloadCounters counters, InboundLimits limits) {
         this.segmentName = segmentName;
+        this.limits = limits;
         this.counters = counters;
         this.memory = memory;
         this.pins = pins;
@@ -134,6 +137,22 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             ctx.channel().config().setAutoRead(true);
         }
         ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        // idle = no request bytes for idle_timeout (a header cut off half way counts: that peer stalls us) and no
+        // answer still queued; a peer slowly reading a large answer is not idle
+        if (evt instanceof IdleStateEvent && state != State.CLOSED && state != State.PAYLOAD
+                && ctx.channel().unsafe().outboundBuffer() != null && ctx.channel().unsafe().outboundBuffer().isEmpty()) {
+            limits.idleClosed.increment();
+            log.debug("segment '{}': closing tcp connection from {}: idle for {}", segmentName,
+                    ctx.channel().remoteAddress(), limits.idleTimeout);
+            shutDown();
+            ctx.close();
+            return;
+        }
+        ctx.fireUserEventTriggered(evt);
     }
 
     @Override
@@ -285,8 +304,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     }
 
     private void respondError(long id, int status, String message) {
-        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
-        writeErrorResponse(frame, id, status, message);
+        byte[] text = errorText(message);
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
+        writeErrorResponse(frame, id, status, text);
         ctx.write(frame, ctx.voidPromise());
         responded();
     }
@@ -297,6 +317,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             // the peer is not reading its answers fast enough: stop reading its requests until it does. Reading
             // stops before the flush, because the flush may drain the queue and fire channelWritabilityChanged,
             // whose restart must not be undone afterwards (that would stop this connection for good).
+            limits.queued(views.headersInUse());
+            if (ctx.channel().config().isAutoRead()) {
+                limits.readPaused();
+            }
             ctx.channel().config().setAutoRead(false);
             flushIfPending();
             if (ctx.channel().isWritable() && state != State.CLOSED) {
@@ -316,8 +340,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         String message = "segment '" + segmentName + "': protocol violation from " + ctx.channel().remoteAddress()
                 + ": " + reason + "; closing the connection";
         log.warn(message);
-        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
-        writeErrorResponse(frame, id, STATUS_PROTOCOL, message);
+        byte[] text = errorText(message);
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
+        writeErrorResponse(frame, id, STATUS_PROTOCOL, text);
         shutDown();
         flushPending = false;
         // close at once rather than after the frame is written: a peer that does not read must not keep this

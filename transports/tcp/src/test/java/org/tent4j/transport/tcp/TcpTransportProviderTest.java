@@ -54,7 +54,8 @@ class TcpTransportProviderTest {
         Map<String, OptionSpec> o = provider.options().stream()
                 .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
         assertEquals(Map.of("lanes", "2", "io_threads", "2", "port", "0", "io_mode", "auto",
-                        "connect_timeout", "5s", "max_frame", "64m"),
+                        "connect_timeout", "5s", "max_frame", "64m", "max_connections", "1024", "idle_timeout", "10m",
+                        "max_queued_bytes", "16m"),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
         assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());

@@ -1,0 +1,287 @@
+package org.tent4j.integration.nixl.backend;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.Batch;
+import org.tent4j.api.BufferInfo;
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Location;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.Notification;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferException;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+import org.tent4j.integration.nixl.Descriptor;
+import org.tent4j.integration.nixl.MemoryType;
+import org.tent4j.integration.nixl.NixlException;
+import org.tent4j.integration.nixl.NixlStatus;
+import org.tent4j.integration.nixl.spi.Backend;
+import org.tent4j.integration.nixl.spi.BackendContext;
+import org.tent4j.integration.nixl.spi.BackendNotification;
+import org.tent4j.integration.nixl.spi.Progress;
+import org.tent4j.integration.nixl.spi.Span;
+
+/**
+ * Requests become engine {@link TransferRequest}s once, at prepare; each post submits them as one {@link Batch}, with
+ * the notification sent by the engine after all of them completed. The connection info is the engine's segment blob,
+ * so a peer needs no metadata store to reach this one; regions carry no public data (the blob lists them).
+ *
+ * <p>Notifications travel as engine notifications whose text is {@code nixl1 <agent> <base64 message>}, so the
+ * receiver learns the sending agent (not just its segment).
+ */
+final class Tent4jBackend implements Backend {
+    private static final Logger log = LoggerFactory.getLogger(Tent4jBackend.class);
+    private static final String PREFIX = "nixl1 ";
+    /** Base64 of this fits the engine's notification limit with room for the agent name. */
+    static final int MAX_NOTIFICATION = 32 * 1024;
+
+    private final String agent;
+    private final TransferEngine engine;
+    private final String transport;
+    private final Duration timeout;
+    private final MemoryKind vramKind;
+    private final Map<String, SegmentHandle> peers = new ConcurrentHashMap<>();
+
+    Tent4jBackend(BackendContext context) {
+        this.agent = context.agentName();
+        this.engine = context.engine();
+        this.transport = context.options().string("transport");
+        this.timeout = context.options().duration("timeout");
+        String kind = context.options().string("vram_kind");
+        try {
+            this.vramKind = MemoryKind.valueOf(kind.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("option 'vram_kind': no device platform '" + kind + "' (cuda, rocm, npu)");
+        }
+        if (!vramKind.isDevice()) {
+            throw new IllegalArgumentException("option 'vram_kind': '" + kind + "' is not device memory (cuda, rocm, npu)");
+        }
+        if (!transport.isEmpty() && engine.transports().stream().noneMatch(t -> t.id().equals(transport) && t.enabled())) {
+            throw new IllegalArgumentException("option 'transport': the engine does not run transport '" + transport + "' (it runs "
+                    + engine.transports().stream().filter(t -> t.enabled()).map(t -> t.id()).toList() + ")");
+        }
+    }
+
+    private record RemoteRegion(SegmentHandle segment, long address, long length) {
+    }
+
+    private static final class Request {
+        final List<TransferRequest> requests;
+        volatile Batch batch;
+
+        Request(List<TransferRequest> requests) {
+            this.requests = requests;
+        }
+    }
+
+    @Override
+    public Object register(Descriptor region, MemoryType type) {
+        Location location = type == MemoryType.DRAM ? Location.cpu(region.devId()) : Location.device(vramKind, region.devId());
+        try {
+            return engine.register(MemorySegment.ofAddress(region.address()).reinterpret(region.length()), location, Permission.READ_WRITE);
+        } catch (TransferException e) {
+            throw new NixlException(NixlStatus.BACKEND, "tent4j cannot register " + type + " " + region + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void deregister(Object region) {
+        engine.unregister((RegisteredMemory) region);
+    }
+
+    @Override
+    public byte[] connectionInfo() {
+        return engine.segmentBlob();
+    }
+
+    @Override
+    public byte[] publicData(Object region) {
+        return new byte[0];
+    }
+
+    @Override
+    public void loadRemoteConnectionInfo(String peer, byte[] info) {
+        try {
+            peers.put(peer, engine.openSegment(info));
+        } catch (TransferException e) {
+            throw new NixlException(NixlStatus.INVALID_PARAM, "tent4j connection info of agent '" + peer + "': " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public Object loadRemote(String peer, Descriptor region, MemoryType type, byte[] publicData) {
+        SegmentHandle s = peers.get(peer);
+        if (s == null) {
+            throw new NixlException(NixlStatus.NOT_FOUND, "tent4j has no connection info of agent '" + peer
+                    + "' (load its full metadata, or partial metadata with connection info, first)");
+        }
+        for (BufferInfo b : engine.segmentInfo(s).buffers()) {
+            if (region.address() >= b.address() && region.address() - b.address() <= b.length() - region.length()) {
+                return new RemoteRegion(s, region.address(), region.length());
+            }
+        }
+        throw new NixlException(NixlStatus.MISMATCH, "agent '" + peer + "' region " + region + " is not in its segment '" + s.name()
+                + "' (its connection info is older than the region)");
+    }
+
+    @Override
+    public Object loadLocal(Object region) {
+        RegisteredMemory m = (RegisteredMemory) region;
+        return new RemoteRegion(engine.localSegment(), m.address(), m.segment().byteSize());
+    }
+
+    @Override
+    public void unloadRemote(String peer) {
+        SegmentHandle s = peers.remove(peer);
+        if (s != null) {
+            engine.closeSegment(s);
+        }
+    }
+
+    @Override
+    public Object prepare(Opcode op, List<Span> local, List<Span> remote, String peer) {
+        List<TransferRequest> out = new ArrayList<>(local.size());
+        for (int i = 0; i < local.size(); i++) {
+            Span l = local.get(i);
+            RemoteRegion r = (RemoteRegion) remote.get(i).region();
+            TransferRequest.Builder b = TransferRequest.builder(op, MemorySegment.ofAddress(l.address()).reinterpret(l.length()),
+                    r.segment(), remote.get(i).address()).timeout(timeout);
+            if (!transport.isEmpty()) {
+                b.require(transport);
+            }
+            out.add(b.build());
+        }
+        return new Request(out);
+    }
+
+    @Override
+    public void post(Object request, byte[] notification) {
+        Request r = (Request) request;
+        Batch b = engine.allocateBatch(r.requests.size());
+        r.batch = b;
+        if (notification == null) {
+            b.submit(r.requests);
+        } else {
+            b.submit(r.requests, encode(notification));
+        }
+    }
+
+    @Override
+    public Progress check(Object request) {
+        Batch b = ((Request) request).batch;
+        TransferStatus s = b.overallStatus();
+        if (!s.isTerminal()) {
+            return Progress.inProgress();
+        }
+        long now = System.nanoTime();
+        if (s.isCompleted()) {
+            return Progress.done(now);
+        }
+        return Progress.failed(status(s), "tent4j: " + s.state() + (s.error() == null ? "" : " " + s.error()) + ": " + s.message(), now);
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<?> completion(Object request) {
+        return ((Request) request).batch.completion();
+    }
+
+    private static NixlStatus status(TransferStatus s) {
+        if (s.state() == TransferState.CANCELED) {
+            return NixlStatus.CANCELED;
+        }
+        if (s.state() == TransferState.TIMEOUT) {
+            return NixlStatus.TIMEOUT;
+        }
+        ErrorCode e = s.error();
+        if (e == ErrorCode.PEER_UNREACHABLE || e == ErrorCode.PEER_FAILED || e == ErrorCode.TIMEOUT) {
+            return NixlStatus.REMOTE_DISCONNECT;
+        }
+        return e == ErrorCode.INVALID_ARGUMENT || e == ErrorCode.OUT_OF_BOUNDS || e == ErrorCode.ADDRESS_NOT_REGISTERED
+                || e == ErrorCode.PERMISSION_DENIED ? NixlStatus.INVALID_PARAM : NixlStatus.BACKEND;
+    }
+
+    @Override
+    public boolean release(Object request) {
+        Batch b = ((Request) request).batch;
+        if (b == null) {
+            return true;
+        }
+        boolean stopped = b.overallStatus().isTerminal();
+        if (!stopped) {
+            for (int i = 0; i < b.size(); i++) {
+                b.cancel(i);
+            }
+            // slices already handed to a transport may still land: then the caller must not reuse the memory yet
+            stopped = b.overallStatus().isTerminal();
+        }
+        b.close();
+        return stopped;
+    }
+
+    private String encode(byte[] message) {
+        if (message.length > MAX_NOTIFICATION) {
+            throw new NixlException(NixlStatus.INVALID_PARAM, "notification of " + message.length + " bytes exceeds " + MAX_NOTIFICATION);
+        }
+        return PREFIX + agent + " " + Base64.getEncoder().encodeToString(message);
+    }
+
+    @Override
+    public List<BackendNotification> drainNotifications() {
+        List<Notification> got = engine.drainNotifications();
+        List<BackendNotification> out = new ArrayList<>(got.size());
+        for (Notification n : got) {
+            String m = n.message();
+            int sp = m.startsWith(PREFIX) ? m.indexOf(' ', PREFIX.length()) : -1;
+            if (sp < 0) {
+                log.debug("ignoring a notification from segment '{}' that no agent sent", n.sender());
+                continue;
+            }
+            try {
+                out.add(new BackendNotification(m.substring(PREFIX.length(), sp), Base64.getDecoder().decode(m.substring(sp + 1))));
+            } catch (IllegalArgumentException e) {
+                log.warn("ignoring a malformed agent notification from segment '{}': {}", n.sender(), e.getMessage());
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void sendNotification(String peer, byte[] message) {
+        SegmentHandle s = peers.get(peer);
+        if (s == null) {
+            throw new NixlException(NixlStatus.NOT_FOUND, "tent4j has no connection info of agent '" + peer + "'");
+        }
+        try {
+            engine.sendNotification(s, encode(message)).get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new NixlException(NixlStatus.REMOTE_DISCONNECT, "notification to agent '" + peer + "' failed: " + e.getCause().getMessage(), e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new NixlException(NixlStatus.TIMEOUT, "notification to agent '" + peer + "' not accepted within " + timeout.toMillis() + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NixlException(NixlStatus.CANCELED, "interrupted sending a notification to agent '" + peer + "'");
+        }
+    }
+
+    @Override
+    public void close() {
+        peers.values().forEach(engine::closeSegment);
+        peers.clear();
+    }
+}
