@@ -158,6 +158,7 @@ final class PathGroup {
 
     void enqueue(RuntimeSlice s, boolean front) {
         s.enqueueNanos = clock.nanoTime();
+        boolean closedNow;
         synchronized (queues) {
             SliceRing q = queues[s.priority];
             if (front) {
@@ -167,6 +168,15 @@ final class PathGroup {
             }
             queued++;
             queuedBytes += s.length();
+            closedNow = state == CLOSED;
+        }
+        if (closedNow) {
+            // lost the race with close (a replaced or dropped group): nothing drains a closed group, so move them on
+            for (RuntimeSlice r : takeAll()) {
+                failover.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+                        + transport.id() + " was closed");
+            }
+            return;
         }
         if (state == FAILED) {
             // lost the race with a failed connect: its slices were taken already, so this one goes the same way

@@ -79,11 +79,18 @@ public class InProcessTransportProvider implements TransportProvider {
         boolean doubleComplete = o.getBoolean("double_complete");
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
-        AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
-        java.util.concurrent.CompletableFuture<Void> firstPost = firstPost(id(), context.segmentName());
+        // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
+        String key = id() + "@" + context.segmentName();
+        AtomicLong inFlight = new AtomicLong();
+        IN_FLIGHT.put(key, inFlight);
+        AtomicLong copies = new AtomicLong();
+        COPIES.put(key, copies);
+        java.util.concurrent.CompletableFuture<Void> firstPost = new java.util.concurrent.CompletableFuture<>();
+        FIRST_POST.put(key, firstPost);
         AtomicLong posted = new AtomicLong();
         String id = id();
-        AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
+        AtomicLong posts = new AtomicLong();
+        POSTS.put(key, posts);
         return new Transport() {
             @Override public String id() { return id; }
 
@@ -143,7 +150,7 @@ public class InProcessTransportProvider implements TransportProvider {
                                     MemorySegment.copy(r, roff, l, s.localOffset(), s.length());
                                 }
                                 inFlight.decrementAndGet();
-                                COPIES.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong()).incrementAndGet();
+                                copies.incrementAndGet();
                                 s.complete();
                                 if (doubleComplete) {
                                     s.complete();
