@@ -104,8 +104,7 @@ public class InProcessTransportProvider implements TransportProvider {
             @Override
             public java.util.Optional<TransportCapabilities> capabilities() {
                 TransportCapabilities c = InProcessTransportProvider.this.capabilities();
-                return cancellable ? java.util.Optional.of(new TransportCapabilities(c.memoryPaths(), c.sameHostOnly(), true,
-                        c.maxSliceSize(), c.rank())) : java.util.Optional.empty();
+                return cancellable ? java.util.Optional.of(c.toBuilder().cancellation(true).build()) : java.util.Optional.empty();
             }
 
             @Override
