@@ -23,7 +23,7 @@
 #   ALLOW_SKIPS=1      do not fail when tests were skipped (they skip, naming the cause, when no GPU is usable)
 #   TENT4J_TEST_JAVA_OPTS  extra JVM options for the test JVM (default: -Xmx4g)
 #   TESTS="a.B c.D"    test classes to run instead of the two above
-#   BUNDLE_MODULES     modules 'bundle' builds (default te-api,te-testkit,platforms/cuda,platforms/rocm,
+#   BUNDLE_MODULES     modules 'bundle' builds (default te-api,transports/faulty,te-testkit,platforms/cuda,platforms/rocm,
 #                      platforms/ascend,transports/nvlink); MVN_ARGS adds Maven options, e.g. -o
 #
 # The bundle is a plain folder: copy it (for example with the device tool's carry of target/gpu-bundle, under 64 MiB)
@@ -44,7 +44,7 @@ bundle() {
   cd "$repo"
   # shellcheck disable=SC1091
   . scripts/jdk.sh
-  modules=${BUNDLE_MODULES:-te-api,te-testkit,platforms/cuda,platforms/rocm,platforms/ascend,transports/nvlink}
+  modules=${BUNDLE_MODULES:-te-api,transports/faulty,te-testkit,platforms/cuda,platforms/rocm,platforms/ascend,transports/nvlink}
   echo "== building $modules (tests compiled, not run)"
   # shellcheck disable=SC2086
   ./mvnw -B -q ${MVN_ARGS:-} install -DskipTests -pl "$modules"

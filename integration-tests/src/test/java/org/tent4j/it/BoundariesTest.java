@@ -1,5 +1,6 @@
 package org.tent4j.it;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -14,6 +15,9 @@ import org.junit.jupiter.api.Test;
  * the integrations use only the public API.
  */
 class BoundariesTest {
+    private static final String PLATFORM_COMMON = "org.tent4j.platform.common..";
+    private static final String[] PLATFORM_PLUGINS = {"org.tent4j.platform.cuda..", "org.tent4j.platform.rocm..",
+            "org.tent4j.platform.ascend.."};
     private static final String[] PLUGINS = {"org.tent4j.transport..", "org.tent4j.platform..", "org.tent4j.metadata.."};
     private static JavaClasses classes;
 
@@ -31,6 +35,14 @@ class BoundariesTest {
     }
 
     @Test
+    void apiDoesNotDependOnTheSpi() {
+        noClasses().that().resideInAPackage("org.tent4j.api..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.spi..")
+                .because("applications compile against org.tent4j.api alone; the SPI builds on the API, never the reverse"
+                        + " (no package cycle api <-> spi)").check(classes);
+    }
+
+    @Test
     void pluginsDependOnTheApiOnly() {
         noClasses().that().resideInAnyPackage(PLUGINS)
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.samples..",
@@ -42,18 +54,55 @@ class BoundariesTest {
     void pluginsDoNotDependOnEachOther() {
         String[][] families = {
                 {"org.tent4j.transport.tcp..", "tcp"}, {"org.tent4j.transport.shm..", "shm"}, {"org.tent4j.transport.rdma..", "rdma"},
-                {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"},
+                {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"}, {"org.tent4j.transport.faulty..", "faulty"},
+                {"org.tent4j.transport.nvmeof..", "nvmeof"},
                 {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
+                {PLATFORM_COMMON, "platform-common"},
                 {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
         for (String[] self : families) {
             for (String[] other : families) {
-                if (self != other) {
+                // the platform plugins may use platform-common (checked by onlyPlatformPluginsDependOnPlatformCommon)
+                if (self != other && !(other[0].equals(PLATFORM_COMMON) && self[0].startsWith("org.tent4j.platform."))) {
                     noClasses().that().resideInAPackage(self[0]).should().dependOnClassesThat().resideInAPackage(other[0])
                             .because(self[1] + " must reach " + other[1] + " only through the SPI (ServiceLoader)")
-                            .allowEmptyShould(true).check(classes);
+                            .check(classes);
                 }
             }
         }
+    }
+
+    @Test
+    void platformCommonDependsOnTheApiOnly() {
+        noClasses().that().resideInAPackage(PLATFORM_COMMON)
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.slf4j..", "org.tent4j.api..",
+                        "org.tent4j.spi..", PLATFORM_COMMON)
+                .because("platform-common is te-api plus what the native platforms share, like Netty's unix-common")
+                .check(classes);
+    }
+
+    @Test
+    void onlyPlatformPluginsDependOnPlatformCommon() {
+        noClasses().that().resideOutsideOfPackages(PLATFORM_COMMON, PLATFORM_PLUGINS[0], PLATFORM_PLUGINS[1],
+                        PLATFORM_PLUGINS[2])
+                .should().dependOnClassesThat().resideInAPackage(PLATFORM_COMMON)
+                .because("platform-common is the native platforms' shared base, not an API").check(classes);
+    }
+
+    @Test
+    void theNativePlatformsShareTheirCommonCodeInsteadOfCopyingIt() {
+        classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
+                .or().haveSimpleName("AscendPlatform")
+                .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.IpcMappings")
+                .because("the reference-counted IPC cache lives once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
+                .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.CurrentDevice")
+                .because("the switch-device guard lives once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaStream").or().haveSimpleName("RocmStream").or().haveSimpleName("AscendStream")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeStream")
+                .because("stream state and argument checks live once, in platform-common").check(classes);
+        classes().that().haveSimpleName("CudaRuntime").or().haveSimpleName("HipRuntime").or().haveSimpleName("AclRuntime")
+                .should().beAssignableTo("org.tent4j.platform.common.NativeRuntime")
+                .because("turning runtime status codes into errors lives once, in platform-common").check(classes);
     }
 
     @Test
@@ -64,12 +113,19 @@ class BoundariesTest {
     }
 
     @Test
-    void storeAndIntegrationsUseOnlyThePublicApi() {
-        noClasses().that().resideInAnyPackage("org.tent4j.store..", "org.tent4j.integration..")
+    void storeUsesOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.store..")
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
                         "org.tent4j.platform..", "org.tent4j.metadata..")
-                .because("the store and integrations are consumers of the public API like any other")
-                .check(classes);
+                .because("the store is a consumer of the public API like any other").check(classes);
+    }
+
+    @Test
+    void integrationsUseOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.integration..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
+                        "org.tent4j.platform..", "org.tent4j.metadata..")
+                .because("integrations are consumers of the public API like any other").check(classes);
     }
 
     @Test

@@ -11,6 +11,8 @@ public record Location(MemoryKind kind, int index) {
 
     public static final Location ANY = new Location(null, -1);
     public static final Location CPU = new Location(MemoryKind.CPU, 0);
+    /** Where every registered file lives ({@code file:0}). */
+    public static final Location FILE = new Location(MemoryKind.FILE, 0);
 
     public Location {
         if (kind == null && index != -1) {

@@ -1,14 +1,13 @@
 package org.tent4j.api;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-
-import org.tent4j.spi.EngineFactory;
 
 /**
  * Moves bytes between this process's registered memory and segments of other engines. The application says what to
@@ -50,8 +49,36 @@ public interface TransferEngine extends AutoCloseable {
      */
     RegisteredMemory allocate(long size, Location location, Permission permission);
 
-    /** Removes a registration (and frees engine-allocated memory). In-flight requests on it may fail. */
+    /**
+     * Removes a registration (and frees engine-allocated memory). New requests on it fail at once; slices already
+     * posted on it are waited for (up to {@code transfer.timeout}) and every transport must confirm peers can no
+     * longer reach it. When that cannot be guaranteed it throws {@link ErrorCode#TIMEOUT} naming what still holds the
+     * memory, which then stays allocated (and must stay alive if the caller owns it); calling it again retries.
+     */
     void unregister(RegisteredMemory memory);
+
+    /**
+     * Registers a regular file or block device as part of this engine's segment, so requests (this engine's and, unless
+     * {@link Permission#LOCAL_ONLY}, peers') can read and write it by offset: see {@link RegisteredFile#address()}.
+     * A transport that serves files (e.g. {@code nvmeof}) moves the bytes; the file is never mapped into memory.
+     *
+     * @param path       the file; created when missing (then {@code size} must be &gt; 0)
+     * @param size       bytes to register; 0 registers the file's current size. A regular file shorter than
+     *                   {@code size} is extended (sparse); a block device must be at least that large.
+     * @param permission which requests may address the file ({@link RegisteredFile#permission()}); not LOCAL_ONLY
+     * @throws TransferException INVALID_ARGUMENT naming the path when it is not a regular file or block device,
+     *                           cannot be opened, created or extended, is already registered, or when no running
+     *                           transport serves files
+     */
+    default RegisteredFile registerFile(Path path, long size, Permission permission) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "this engine (" + getClass().getName()
+                + ") does not support file segments; cannot register " + path);
+    }
+
+    /** Removes a file registration; the file itself stays. In-flight requests on it may fail. */
+    default void unregisterFile(RegisteredFile file) {
+        throw new TransferException(ErrorCode.INVALID_ARGUMENT, "file " + file + " is not registered with this engine");
+    }
 
     /**
      * Opens a segment by name and fetches its descriptor.

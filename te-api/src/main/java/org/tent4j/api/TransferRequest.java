@@ -11,8 +11,9 @@ import java.util.Objects;
  * @param local         local memory; must lie inside a buffer registered with the engine. Bytes
  *                      {@code [local.address(), local.address() + length)} are used.
  * @param target        the segment to read from or write into
- * @param targetOffset  for memory segments, the address in the target's address space (a registered buffer's
- *                      {@link BufferInfo#address()} plus an offset)
+ * @param targetOffset  the address in the target's address space: a registered buffer's {@link BufferInfo#address()}
+ *                      plus an offset; for a registered file, {@link RegisteredFile#address()} (the same value as its
+ *                      {@code BufferInfo#address()}) plus the offset in the file
  * @param length        bytes to move; must be &gt; 0
  * @param priority      scheduling class
  * @param transport     transport id hint, or {@code null} to let the engine choose

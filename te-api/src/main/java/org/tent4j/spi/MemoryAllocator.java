@@ -2,6 +2,7 @@ package org.tent4j.spi;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.Objects;
 
 import org.tent4j.api.Location;
 
@@ -15,15 +16,86 @@ public interface MemoryAllocator {
     Allocation allocate(long size, Location location);
 
     /**
-     * Memory made by an allocator.
-     *
-     * @param segment the memory
-     * @param backing how it is backed, for peers (e.g. {@code path})
-     * @param release frees it; called once when it is unregistered
+     * Memory made by an allocator, built with {@link #builder(MemorySegment, Runnable)} so that a field added later
+     * breaks no allocator. (This was a record; its public constructor and accessors stay for plugins compiled against
+     * that shape.)
      */
-    record Allocation(MemorySegment segment, Map<String, String> backing, Runnable release) {
-        public Allocation {
-            backing = Map.copyOf(backing);
+    final class Allocation {
+        private final MemorySegment segment;
+        private final Map<String, String> backing;
+        private final Runnable release;
+
+        /**
+         * @param segment the memory
+         * @param backing how it is backed, for peers (e.g. {@code path})
+         * @param release frees it; called once when it is unregistered
+         * @deprecated positional construction breaks every allocator when a field is added; use
+         *             {@link #builder(MemorySegment, Runnable)}. Kept so plugins compiled against te-api 0.1 still link.
+         */
+        @Deprecated(since = "0.2")
+        public Allocation(MemorySegment segment, Map<String, String> backing, Runnable release) {
+            this.segment = segment;
+            this.backing = Map.copyOf(backing);
+            this.release = release;
+        }
+
+        /** An allocation of {@code segment}, freed by {@code release}; backing empty unless set. */
+        public static Builder builder(MemorySegment segment, Runnable release) {
+            return new Builder(segment, release);
+        }
+
+        /** The memory. */
+        public MemorySegment segment() {
+            return segment;
+        }
+
+        /** How it is backed, for peers (e.g. {@code path}); empty for plain memory. */
+        public Map<String, String> backing() {
+            return backing;
+        }
+
+        /** Frees it; called once when it is unregistered. */
+        public Runnable release() {
+            return release;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Allocation a && segment.equals(a.segment) && backing.equals(a.backing)
+                    && release.equals(a.release);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(segment, backing, release);
+        }
+
+        @Override
+        public String toString() {
+            return "Allocation[segment=" + segment + ", backing=" + backing + "]";
+        }
+
+        /** Builds an {@link Allocation}. */
+        public static final class Builder {
+            private final MemorySegment segment;
+            private final Runnable release;
+            private Map<String, String> backing = Map.of();
+
+            private Builder(MemorySegment segment, Runnable release) {
+                this.segment = Objects.requireNonNull(segment, "segment");
+                this.release = Objects.requireNonNull(release, "release");
+            }
+
+            /** How the memory is backed, published to peers with the registration (e.g. {@code path}, {@code size}). */
+            public Builder backing(Map<String, String> backing) {
+                this.backing = Map.copyOf(backing);
+                return this;
+            }
+
+            @SuppressWarnings("deprecation")
+            public Allocation build() {
+                return new Allocation(segment, backing, release);
+            }
         }
     }
 }

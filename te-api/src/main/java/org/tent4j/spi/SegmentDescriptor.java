@@ -17,14 +17,35 @@ import org.tent4j.api.SegmentInfo;
  * @param transportAttributes per transport id, what it published for the whole segment (e.g. tcp's data port)
  * @param buffers             registered buffers peers may address
  * @param version             increases every time the owner republishes
+ * @param pid                 process id of the owning engine's JVM (0: not published, an older engine)
+ * @param instanceId          random per engine start: a restarted engine with the same name, host and even pid is
+ *                            told apart from the one before it ("" when not published)
  */
 public record SegmentDescriptor(String name, String machineId, String host, int controlPort, List<String> transports,
                                 Map<String, Map<String, String>> transportAttributes, List<BufferDescriptor> buffers,
-                                long version) {
+                                long version, long pid, String instanceId) {
     public SegmentDescriptor {
         transports = List.copyOf(transports);
         transportAttributes = Map.copyOf(transportAttributes);
         buffers = List.copyOf(buffers);
+        instanceId = instanceId == null ? "" : instanceId;
+    }
+
+    /** A descriptor without process identity (harnesses, tests, older peers). */
+    public SegmentDescriptor(String name, String machineId, String host, int controlPort, List<String> transports,
+                             Map<String, Map<String, String>> transportAttributes, List<BufferDescriptor> buffers,
+                             long version) {
+        this(name, machineId, host, controlPort, transports, transportAttributes, buffers, version, 0, "");
+    }
+
+    /** Whether both descriptors come from one process (same machine and pid); false when either does not say. */
+    public boolean sameProcessAs(SegmentDescriptor other) {
+        return pid != 0 && pid == other.pid && machineId.equals(other.machineId);
+    }
+
+    /** Whether both come from one start of one engine: same process and same instance id. */
+    public boolean sameInstanceAs(SegmentDescriptor other) {
+        return sameProcessAs(other) && !instanceId.isEmpty() && instanceId.equals(other.instanceId);
     }
 
     public Map<String, String> transportAttributes(String transportId) {

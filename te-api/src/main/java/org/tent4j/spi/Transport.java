@@ -38,13 +38,38 @@ public interface Transport extends AutoCloseable {
     /**
      * A buffer is being unregistered; release what {@link #registerBuffer} set up. May block until no I/O touches the
      * buffer: once this returns the transport must never touch its memory again. The buffer is already gone from
-     * {@link LocalMemory}, so new peer requests for it fail.
+     * {@link LocalMemory}, so new peer requests for it fail. If the transport cannot guarantee that in bounded time
+     * (a peer's access still pending), it must throw rather than return: the runtime then keeps the memory allocated
+     * and fails {@code unregister} naming this transport; a later {@code unregister} asks again.
      */
     default void unregisterBuffer(LocalBuffer buffer) {
     }
 
+    /**
+     * A file was registered ({@link org.tent4j.api.TransferEngine#registerFile}). Return what peers need to reach it
+     * through this transport, or empty if this transport does not serve files (the default: files are invisible to
+     * transports that move memory only).
+     */
+    default Optional<Map<String, String>> registerFile(LocalFile file) {
+        return Optional.empty();
+    }
+
+    /** A file registered with {@link #registerFile} is being unregistered; once this returns, do not touch it again. */
+    default void unregisterFile(LocalFile file) {
+    }
+
     /** An allocator for engine-owned memory this transport can share with peers, if it has one. */
     default Optional<MemoryAllocator> allocator() {
+        return Optional.empty();
+    }
+
+    /**
+     * Why this transport cannot reach {@code peer}, decided from its descriptor alone without connecting (a missing
+     * data port attribute, a fabric the peer is not on, a peer process this transport cannot map): empty if it may.
+     * The runtime asks this while selecting, so that {@code explain} never names a transport that then cannot
+     * connect. Must be cheap and must not block.
+     */
+    default Optional<String> unreachableReason(SegmentDescriptor peer) {
         return Optional.empty();
     }
 

@@ -1,5 +1,8 @@
 package org.tent4j.spi;
 
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.Objects;
 import java.util.Set;
 
 import org.tent4j.api.MemoryKind;
@@ -7,19 +10,57 @@ import org.tent4j.api.MemoryKind;
 /**
  * What a transport declares it can do; the runtime selects from these and never guesses.
  *
- * @param memoryPaths  local→remote memory-kind pairs it can move between
- * @param sameHostOnly whether both engines must be on one machine (equal machine ids)
- * @param cancellation whether {@link PeerConnection#cancel} can stop a posted slice
- * @param maxSliceSize largest slice it accepts; the runtime never hands it a bigger one
- * @param rank         default order among transports, lower first (used when no preference is configured)
+ * <p>Built with {@link #builder()}, never positionally: a field added later gets a default in the builder, so a plugin
+ * built against an older te-api keeps compiling and linking. (This was a record; its public constructor and accessors
+ * stay for plugins compiled against that shape.)
+ *
+ * <pre>{@code
+ * TransportCapabilities.builder()
+ *         .memoryPath(MemoryKind.CPU, MemoryKind.CPU)
+ *         .maxSliceSize(64 << 20)
+ *         .rank(50)
+ *         .build();
+ * }</pre>
  */
-public record TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
-                                    long maxSliceSize, int rank) {
-    public TransportCapabilities {
-        memoryPaths = Set.copyOf(memoryPaths);
+public final class TransportCapabilities {
+    /** Rank of a transport that declares none: after every transport of this project, before the test fault injector. */
+    public static final int DEFAULT_RANK = 500;
+
+    private final Set<MemoryPath> memoryPaths;
+    private final boolean sameHostOnly;
+    private final boolean cancellation;
+    private final long maxSliceSize;
+    private final int rank;
+
+    /**
+     * @deprecated positional construction breaks every plugin when a field is added; use {@link #builder()}. Kept so
+     *             plugins compiled against te-api 0.1 (where this type was a record) still link.
+     */
+    @Deprecated(since = "0.2")
+    public TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
+                                 long maxSliceSize, int rank) {
+        this.memoryPaths = Set.copyOf(memoryPaths);
         if (maxSliceSize <= 0) {
-            throw new IllegalArgumentException("maxSliceSize must be > 0");
+            throw new IllegalArgumentException("maxSliceSize must be > 0, got " + maxSliceSize);
         }
+        this.sameHostOnly = sameHostOnly;
+        this.cancellation = cancellation;
+        this.maxSliceSize = maxSliceSize;
+        this.rank = rank;
+    }
+
+    /**
+     * A builder with the defaults: host memory to host memory only, not same-host only, no cancellation, no slice
+     * limit of its own ({@link Long#MAX_VALUE}), rank {@link #DEFAULT_RANK}.
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder holding these capabilities, to derive others (e.g. an instance that also declares device memory). */
+    public Builder toBuilder() {
+        return new Builder().memoryPaths(memoryPaths).sameHostOnly(sameHostOnly).cancellation(cancellation)
+                .maxSliceSize(maxSliceSize).rank(rank);
     }
 
     /** Host memory to host memory only. */
@@ -27,7 +68,113 @@ public record TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHos
         return Set.of(MemoryPath.of(MemoryKind.CPU, MemoryKind.CPU));
     }
 
+    /** Local→remote memory-kind pairs it can move between. */
+    public Set<MemoryPath> memoryPaths() {
+        return memoryPaths;
+    }
+
+    /** Whether both engines must be on one machine (equal machine ids). */
+    public boolean sameHostOnly() {
+        return sameHostOnly;
+    }
+
+    /** Whether {@link PeerConnection#cancel} can stop a posted slice. */
+    public boolean cancellation() {
+        return cancellation;
+    }
+
+    /** Largest slice it accepts; the runtime never hands it a bigger one. */
+    public long maxSliceSize() {
+        return maxSliceSize;
+    }
+
+    /** Default order among transports, lower first (used when no preference is configured). */
+    public int rank() {
+        return rank;
+    }
+
     public boolean supports(MemoryKind local, MemoryKind remote) {
         return memoryPaths.contains(new MemoryPath(local, remote));
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof TransportCapabilities c && memoryPaths.equals(c.memoryPaths) && sameHostOnly == c.sameHostOnly
+                && cancellation == c.cancellation && maxSliceSize == c.maxSliceSize && rank == c.rank;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank);
+    }
+
+    @Override
+    public String toString() {
+        return "TransportCapabilities[memoryPaths=" + memoryPaths + ", sameHostOnly=" + sameHostOnly + ", cancellation="
+                + cancellation + ", maxSliceSize=" + maxSliceSize + ", rank=" + rank + "]";
+    }
+
+    /** Builds {@link TransportCapabilities}; every field has a default, so a field added later breaks no plugin. */
+    public static final class Builder {
+        private final Set<MemoryPath> memoryPaths = new LinkedHashSet<>();
+        private boolean pathsSet;
+        private boolean sameHostOnly;
+        private boolean cancellation;
+        private long maxSliceSize = Long.MAX_VALUE;
+        private int rank = DEFAULT_RANK;
+
+        private Builder() {
+        }
+
+        /**
+         * Replaces the declared memory paths (the default is {@link #hostOnly()}); empty declares none, as a transport
+         * that cannot run here may.
+         */
+        public Builder memoryPaths(Collection<MemoryPath> paths) {
+            memoryPaths.clear();
+            for (MemoryPath p : paths) {
+                memoryPaths.add(Objects.requireNonNull(p, "memory path"));
+            }
+            pathsSet = true;
+            return this;
+        }
+
+        /** Adds one local→remote pair to the declared memory paths (the first call replaces the default). */
+        public Builder memoryPath(MemoryKind local, MemoryKind remote) {
+            if (!pathsSet) {
+                memoryPaths.clear();
+                pathsSet = true;
+            }
+            memoryPaths.add(MemoryPath.of(Objects.requireNonNull(local, "local"), Objects.requireNonNull(remote, "remote")));
+            return this;
+        }
+
+        public Builder sameHostOnly(boolean sameHostOnly) {
+            this.sameHostOnly = sameHostOnly;
+            return this;
+        }
+
+        public Builder cancellation(boolean cancellation) {
+            this.cancellation = cancellation;
+            return this;
+        }
+
+        /** Must be > 0. */
+        public Builder maxSliceSize(long maxSliceSize) {
+            this.maxSliceSize = maxSliceSize;
+            return this;
+        }
+
+        public Builder rank(int rank) {
+            this.rank = rank;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException when maxSliceSize is not positive */
+        @SuppressWarnings("deprecation")
+        public TransportCapabilities build() {
+            return new TransportCapabilities(pathsSet ? memoryPaths : hostOnly(), sameHostOnly, cancellation,
+                    maxSliceSize, rank);
+        }
     }
 }

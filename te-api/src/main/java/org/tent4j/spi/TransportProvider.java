@@ -10,8 +10,11 @@ import java.util.List;
  * working (Trino's {@code Plugin} model).
  */
 public interface TransportProvider {
-    /** Version of this SPI. */
+    /** Version of this SPI; the runtime refuses a provider built against a newer one. */
     int SPI_VERSION = 1;
+
+    /** The order a provider gets when it declares none: after every provider that does. */
+    int DEFAULT_ORDER = 1000;
 
     default int spiVersion() {
         return SPI_VERSION;
@@ -19,6 +22,16 @@ public interface TransportProvider {
 
     /** Canonical id, lower case: {@code tcp}, {@code shm}, {@code rdma}, {@code efa}, {@code nvlink}. */
     String id();
+
+    /**
+     * Default position among transports, lower first, used when no preference is configured. Must be a constant:
+     * the runtime sorts every provider on the class path by it, before (and without) probing any of them. Providers
+     * of equal order are ordered by their capabilities' {@link TransportCapabilities#rank() rank} once they are
+     * known to be available, then by id.
+     */
+    default int order() {
+        return DEFAULT_ORDER;
+    }
 
     /** One line for {@code tent4j doctor}. */
     default String description() {

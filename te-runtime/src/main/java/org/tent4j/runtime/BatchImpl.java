@@ -20,15 +20,15 @@ import org.tent4j.api.TransferStatus;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
 final class BatchImpl implements Batch {
-    final TransferEngineImpl engine;
+    final TaskLauncher launcher;
     private final Task[] tasks;
     private volatile int size;
     private final AtomicInteger open = new AtomicInteger();
     private CompletableFuture<TransferStatus> completion;
     private volatile boolean closed;
 
-    BatchImpl(TransferEngineImpl engine, int capacity) {
-        this.engine = engine;
+    BatchImpl(TaskLauncher launcher, int capacity) {
+        this.launcher = launcher;
         this.tasks = new Task[capacity];
     }
 
@@ -47,7 +47,7 @@ final class BatchImpl implements Batch {
         if (closed) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "batch is closed");
         }
-        engine.ensureOpen();
+        launcher.ensureOpen();
         int first;
         Task[] created = new Task[requests.size()];
         synchronized (this) {
@@ -58,7 +58,7 @@ final class BatchImpl implements Batch {
             }
             for (int i = 0; i < created.length; i++) {
                 TransferRequest r = requests.get(i);
-                created[i] = new Task(this, first + i, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name());
+                created[i] = launcher.task(this, first + i, r);
                 tasks[first + i] = created[i];
             }
             open.addAndGet(created.length);
@@ -71,7 +71,7 @@ final class BatchImpl implements Batch {
             }
         }
         for (int i = 0; i < created.length; i++) {
-            engine.start(created[i], requests.get(i));
+            launcher.start(created[i], requests.get(i));
         }
         return first;
     }
@@ -158,7 +158,7 @@ final class BatchImpl implements Batch {
     }
 
     void taskEnded(Task task, TransferStatus status) {
-        engine.recordTask(task, status);
+        launcher.recordTask(task, status);
         NotificationHook hook = task.hook;
         if (hook != null) {
             hook.taskEnded(status);
@@ -170,7 +170,7 @@ final class BatchImpl implements Batch {
                 completion = null;
             }
             if (f != null) {
-                engine.completeAsync(f, overallStatus());
+                launcher.completeAsync(f, overallStatus());
             }
         }
     }
@@ -213,7 +213,7 @@ final class BatchImpl implements Batch {
             }
             if (remaining.decrementAndGet() == 0 && !failed) {
                 for (RemoteSegment s : targets) {
-                    engine.sendNotification(s, message);
+                    launcher.notifications().sendQuietly(s, message);
                 }
             }
         }

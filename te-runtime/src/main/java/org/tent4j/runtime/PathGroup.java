@@ -1,9 +1,17 @@
 package org.tent4j.runtime;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The slices bound for one peer over one transport: the connection, the state of each of its paths, and three
@@ -19,44 +27,136 @@ import org.tent4j.spi.PeerConnection;
  * (twice that for LOW) goes first, so low priority is never starved. Draining is a work-in-progress counter loop:
  * whoever finds it idle drains, everyone else just counts, so posting never recurses (a transport may complete a
  * slice inside {@code post}) and never allocates.
+ *
+ * <p>A group starts unconnected: {@link #connect} runs on a worker while slices already wait in its queues, so
+ * submitting never blocks on a peer. If connecting fails, the queued slices go to the {@link FailoverController},
+ * which moves them to the next transport. The group owns its paths' health: completions and failures update
+ * {@link PathState}, pauses and recoveries are logged here.
  */
 final class PathGroup {
-    final TransferEngineImpl engine;
+    private static final Logger log = LoggerFactory.getLogger(PathGroup.class);
+    private static final int CONNECTING = 0;
+    private static final int OPEN = 1;
+    private static final int FAILED = 2;
+    private static final int CLOSED = 3;
+
+    /** The groups this one belongs to (a failover looks up the next transport's group there). */
+    final PathGroups owner;
+    final FailoverController failover;
     final RemoteSegment segment;
     final TransportSlot transport;
-    final PeerConnection connection;
-    final PathState[] paths;
+    private final TimeSource clock;
+    private final EngineMetrics metrics;
+    /** {@code null} until connected. */
+    volatile PeerConnection connection;
+    /** {@code null} until connected; then one per path of the connection. */
+    volatile PathState[] paths;
+    private volatile int state = CONNECTING;
+    private volatile TransferException connectError;
     private final SliceRing[] queues = {new SliceRing(), new SliceRing(), new SliceRing()};
     private final AtomicInteger wip = new AtomicInteger();
-    private final int maxInflightSlices;
-    private final long maxInflightBytes;
-    private final long agingNanos;
+    private final PathLimits limits;
+    /** The transport declares {@link PeerConnection#cancel}: posted slices are tracked so an ended task can cancel them. */
+    private final boolean cancellable;
     private volatile int queued;
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
 
-    PathGroup(TransferEngineImpl engine, RemoteSegment segment, TransportSlot transport, PeerConnection connection,
-              int maxInflightSlices, long maxInflightBytes, long agingNanos, long cooldownNanos, long maxCooldownNanos) {
-        this.engine = engine;
+    PathGroup(PathGroups owner, FailoverController failover, RemoteSegment segment, TransportSlot transport, TimeSource clock,
+              EngineMetrics metrics, PathLimits limits) {
+        this.owner = owner;
+        this.failover = failover;
         this.segment = segment;
         this.transport = transport;
-        this.connection = connection;
-        int n = Math.max(1, connection.pathCount());
-        this.paths = new PathState[n];
-        for (int i = 0; i < n; i++) {
-            paths[i] = new PathState(i, connection.pathName(i), cooldownNanos, maxCooldownNanos);
+        this.clock = clock;
+        this.metrics = metrics;
+        this.limits = limits;
+        this.cancellable = transport.capabilities().cancellation();
+    }
+
+    /** Connects (blocking: call it on a worker), then starts posting what waits in the queues. */
+    void connect(SegmentDescriptor peer) {
+        PeerConnection c;
+        try {
+            c = transport.transport().connect(peer);
+        } catch (RuntimeException e) {
+            TransferException te = e instanceof TransferException t ? t : new TransferException(ErrorCode.PEER_UNREACHABLE,
+                    "transport '" + transport.id() + "' failed to connect to segment '" + segment.name() + "': " + e, e);
+            connectError = te;
+            state = FAILED;
+            failover.connectFailed(this, te);
+            return;
         }
-        this.maxInflightSlices = maxInflightSlices;
-        this.maxInflightBytes = maxInflightBytes;
-        this.agingNanos = agingNanos;
+        int n = Math.max(1, c.pathCount());
+        PathState[] ps = new PathState[n];
+        for (int i = 0; i < n; i++) {
+            ps[i] = new PathState(i, c.pathName(i), limits.cooldownNanos(), limits.maxCooldownNanos());
+        }
+        paths = ps;
+        connection = c;
+        metrics.paths(segment.name(), transport.id(), List.of(ps));
+        synchronized (queues) {
+            if (state == CLOSED) {
+                c.close();
+                return;
+            }
+            state = OPEN;
+        }
+        drain();
+    }
+
+    /** The connect attempt failed (or was never started); its slices went to the failover controller. */
+    void connectFailed(TransferException e) {
+        connectError = e;
+        state = FAILED;
+        failover.connectFailed(this, e);
+    }
+
+    TransferException connectError() {
+        return connectError;
+    }
+
+    /** Whether new slices may be queued here: connecting, or connected and open. */
+    boolean usable() {
+        int s = state;
+        return s == CONNECTING || (s == OPEN && connection.isOpen());
+    }
+
+    boolean isConnecting() {
+        return state == CONNECTING;
+    }
+
+    /** Whether it is connected and the connection is still open. */
+    boolean isOpen() {
+        return state == OPEN && connection.isOpen();
+    }
+
+    void descriptorChanged(SegmentDescriptor d) {
+        PeerConnection c = connection;
+        if (c != null) {
+            c.descriptorChanged(d);
+        }
+    }
+
+    /** Closes the connection; queued slices are left for the caller ({@link #takeAll}). */
+    void close() {
+        PeerConnection c;
+        synchronized (queues) {
+            state = CLOSED;
+            c = connection;
+        }
+        if (c != null) {
+            c.close();
+        }
     }
 
     String describe(int path) {
-        return transport.id() + "/" + (path >= 0 && path < paths.length ? paths[path].name : "?");
+        PathState[] ps = paths;
+        return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
     }
 
     void enqueue(RuntimeSlice s, boolean front) {
-        s.enqueueNanos = System.nanoTime();
+        s.enqueueNanos = clock.nanoTime();
         synchronized (queues) {
             SliceRing q = queues[s.priority];
             if (front) {
@@ -67,6 +167,11 @@ final class PathGroup {
             queued++;
             queuedBytes += s.length();
         }
+        if (state == FAILED) {
+            // lost the race with a failed connect: its slices were taken already, so this one goes the same way
+            failover.connectFailed(this, connectError);
+            return;
+        }
         drain();
     }
 
@@ -74,9 +179,13 @@ final class PathGroup {
         return queued;
     }
 
-    /** Whether every path is paused and still cooling down, so queued slices should go elsewhere. */
+    /** Whether every path is paused and still cooling down, so queued slices should go elsewhere (never while connecting). */
     boolean allPathsPaused(long now) {
-        for (PathState p : paths) {
+        PathState[] ps = paths;
+        if (ps == null) {
+            return false;
+        }
+        for (PathState p : ps) {
             if (p.eligible(now)) {
                 return false;
             }
@@ -84,8 +193,34 @@ final class PathGroup {
         return true;
     }
 
+    /** A slice completed on {@code path}: update its estimate, and re-admit it if it was paused. */
+    void completed(int path, long length, long postNanos) {
+        PathState p = paths[path];
+        if (p.completed(length, postNanos, clock.nanoTime())) {
+            log.info("path {} to segment '{}' recovered: re-admitted after a success", describe(path), segment.name());
+        }
+    }
+
+    /** A slice failed on {@code path}: count it against the path's health unless the failure says nothing about it. */
+    void failed(int path, long length, ErrorCode code, String message) {
+        if (path < 0) {
+            return;
+        }
+        PathState p = paths[path];
+        if (!code.retryable()) {
+            // Bad input (a stale descriptor, a denied permission) says nothing about the path's health.
+            p.withdrawn(length);
+            return;
+        }
+        long cooldown = p.failed(length, clock.nanoTime());
+        if (cooldown > 0) {
+            log.warn("path {} to segment '{}' paused for {} ms after {} failures in a row: {} ({})", describe(path),
+                    segment.name(), cooldown / 1_000_000, PathState.PAUSE_AFTER, code, message);
+        }
+    }
+
     void drain() {
-        if (wip.getAndIncrement() != 0) {
+        if (state != OPEN || wip.getAndIncrement() != 0) {
             return;
         }
         int missed = 1;
@@ -96,8 +231,10 @@ final class PathGroup {
     }
 
     private void dispatch() {
+        PeerConnection c = connection;
+        PathState[] ps = paths;
         for (;;) {
-            long now = System.nanoTime();
+            long now = clock.nanoTime();
             RuntimeSlice s;
             int path;
             synchronized (queues) {
@@ -106,7 +243,7 @@ final class PathGroup {
                     return;
                 }
                 s = q.peek();
-                path = choosePath(s, now);
+                path = choosePath(ps, s, now);
                 if (path < 0) {
                     return; // no room now: a completion, or the sweeper after a cooldown, drains again
                 }
@@ -123,15 +260,27 @@ final class PathGroup {
                 s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
                 continue;
             }
-            if (!connection.isOpen()) {
-                engine.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+            if (!c.isOpen()) {
+                failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                         + transport.id() + " is closed");
                 continue;
             }
+            if (!t.enterTransport()) {
+                s.discard();
+                continue;
+            }
+            if (!s.local().pin()) {
+                t.leaveTransport();
+                s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
+                continue;
+            }
+            if (cancellable) {
+                t.linkPosted(s);
+            }
             s.post(path, now);
-            paths[path].posted(s.length());
+            ps[path].posted(s.length());
             try {
-                connection.post(s);
+                c.post(s);
             } catch (RuntimeException e) {
                 s.fail(ErrorCode.INTERNAL, "transport '" + transport.id() + "' threw from post: " + e);
             }
@@ -141,11 +290,11 @@ final class PathGroup {
     /** The queue to serve next: an aged MEDIUM/LOW head first, else the highest non-empty priority. */
     private SliceRing next(long now) {
         RuntimeSlice low = queues[2].peek();
-        if (low != null && now - low.enqueueNanos > 2 * agingNanos) {
+        if (low != null && now - low.enqueueNanos > 2 * limits.agingNanos()) {
             return queues[2];
         }
         RuntimeSlice medium = queues[1].peek();
-        if (medium != null && now - medium.enqueueNanos > agingNanos) {
+        if (medium != null && now - medium.enqueueNanos > limits.agingNanos()) {
             return queues[1];
         }
         for (SliceRing q : queues) {
@@ -156,17 +305,17 @@ final class PathGroup {
         return null;
     }
 
-    private int choosePath(RuntimeSlice s, long now) {
+    private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
         Policy policy = s.task().policy;
-        java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(policy.devices()) ? null : policy.devices();
-        int best = pick(s, now, s.avoidPath, allowed);
+        java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
+        int best = pick(ps, s, now, s.avoidPath, allowed);
         // the path that just failed this slice takes it again only when no other path can: waiting for room on
         // another path is better than spending the task's attempts on one that is likely still broken
-        return best >= 0 || s.avoidPath < 0 || eligibleBesides(s.avoidPath, now, allowed) ? best : pick(s, now, -1, allowed);
+        return best >= 0 || s.avoidPath < 0 || eligibleBesides(ps, s.avoidPath, now, allowed) ? best : pick(ps, s, now, -1, allowed);
     }
 
-    private boolean eligibleBesides(int avoid, long now, java.util.Set<String> allowed) {
-        for (PathState p : paths) {
+    private static boolean eligibleBesides(PathState[] ps, int avoid, long now, java.util.Set<String> allowed) {
+        for (PathState p : ps) {
             if (p.index != avoid && p.eligible(now) && (allowed == null || allowed.contains(p.name))) {
                 return true;
             }
@@ -175,8 +324,8 @@ final class PathGroup {
     }
 
     /** Whether a policy's device list names any path of this group (if none, the restriction cannot apply here). */
-    private boolean anyAllowed(java.util.Set<String> devices) {
-        for (PathState p : paths) {
+    private static boolean anyAllowed(PathState[] ps, java.util.Set<String> devices) {
+        for (PathState p : ps) {
             if (devices.contains(p.name)) {
                 return true;
             }
@@ -189,13 +338,13 @@ final class PathGroup {
      * also the best path overall or it would finish the slice before the backlog drains (see the class comment).
      * Called with {@code queues} held.
      */
-    private int pick(RuntimeSlice s, long now, int avoid, java.util.Set<String> allowed) {
+    private int pick(PathState[] ps, RuntimeSlice s, long now, int avoid, java.util.Set<String> allowed) {
         int best = -1;
         double bestTime = Double.MAX_VALUE;
         double bestFullTime = Double.MAX_VALUE;
         double backlogBytes = queuedBytes;
         double bandwidth = 0;
-        for (PathState p : paths) {
+        for (PathState p : ps) {
             if (p.index == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
                 continue;
             }
@@ -204,7 +353,7 @@ final class PathGroup {
             double bw = p.bandwidth();
             backlogBytes += inflight;
             bandwidth += bw;
-            if (p.inflightSlices.get() >= maxInflightSlices || inflight >= maxInflightBytes) {
+            if (p.inflightSlices.get() >= limits.maxInflightSlices() || inflight >= limits.maxInflightBytes()) {
                 // on a full path the slice would first wait for room, about one slice's time
                 bestFullTime = Math.min(bestFullTime, (inflight + 2.0 * s.length()) / bw);
                 continue;
@@ -218,7 +367,7 @@ final class PathGroup {
         return best < 0 || bestTime <= bestFullTime || bestTime <= backlogBytes / bandwidth ? best : -1;
     }
 
-    /** Takes every queued slice out (for rerouting when all paths are down or the connection closed). */
+    /** Takes every queued slice out (for rerouting when all paths are down, the connection closed or never opened). */
     RuntimeSlice[] takeAll() {
         synchronized (queues) {
             RuntimeSlice[] out = new RuntimeSlice[queued];

@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.spi.SegmentDescriptor;
 
-/** An opened segment: its cached descriptor and one lazily opened connection per transport. */
+/** An opened segment: its cached descriptor and one lazily connected path group per transport. */
 final class RemoteSegment implements SegmentHandle {
     private final int id;
     private final String name;
@@ -39,11 +39,25 @@ final class RemoteSegment implements SegmentHandle {
         }
     }
 
+    /** Caches a new descriptor of the peer and tells its open connections. */
+    void adopt(SegmentDescriptor d) {
+        descriptor = d;
+        for (int i = 0; i < groups.length(); i++) {
+            PathGroup g = groups.get(i);
+            if (g != null) {
+                g.descriptorChanged(d);
+            }
+        }
+    }
+
     void closeConnections() {
         for (int i = 0; i < groups.length(); i++) {
             PathGroup g = groups.getAndSet(i, null);
             if (g != null) {
-                g.connection.close();
+                g.close();
+                for (RuntimeSlice sl : g.takeAll()) {
+                    sl.giveUp(org.tent4j.api.ErrorCode.PEER_FAILED, "segment '" + name + "' was closed before the slice was posted");
+                }
             }
         }
     }

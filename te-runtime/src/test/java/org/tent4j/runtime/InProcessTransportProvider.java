@@ -30,6 +30,14 @@ import org.tent4j.spi.TransportProvider;
  */
 public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
+    /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
+    static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
+    /** Completed when the first slice is posted, by {@code transport@initiator segment}. */
+    static final Map<String, java.util.concurrent.CompletableFuture<Void>> FIRST_POST = new ConcurrentHashMap<>();
+    /** Slices copied and completed, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> COPIES = new ConcurrentHashMap<>();
+    /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -41,7 +49,7 @@ public class InProcessTransportProvider implements TransportProvider {
 
     @Override
     public TransportCapabilities capabilities() {
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 256 << 10, rank());
+        return TransportCapabilities.builder().sameHostOnly(true).maxSliceSize(256 << 10).rank(rank()).build();
     }
 
     @Override
@@ -50,7 +58,11 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("paths", OptionSpec.Type.INT, 1, "paths per connection"),
                 OptionSpec.of("slow_path", OptionSpec.Type.INT, -1, "path whose slices are delayed"),
                 OptionSpec.of("slow_delay", OptionSpec.Type.DURATION, "0ms", "delay of each slice on the slow path (all paths when slow_path is -1)"),
-                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"));
+                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"),
+                OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
+                OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
+                OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
+                OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
 
     @Override
@@ -62,10 +74,32 @@ public class InProcessTransportProvider implements TransportProvider {
         int slowPath = o.getInt("slow_path");
         long slowNanos = o.getDuration("slow_delay").toNanos();
         int failPath = o.getInt("fail_path");
+        int denyPath = o.getInt("deny_path");
+        boolean cancellable = o.getBoolean("cancellable");
+        boolean doubleComplete = o.getBoolean("double_complete");
+        java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
+        AtomicLong inFlight = IN_FLIGHT.computeIfAbsent(id() + "@" + context.segmentName(), k -> new AtomicLong());
+        java.util.concurrent.CompletableFuture<Void> firstPost = firstPost(id(), context.segmentName());
         AtomicLong posted = new AtomicLong();
         String id = id();
+        AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
         return new Transport() {
             @Override public String id() { return id; }
+
+            @Override
+            public void unregisterBuffer(LocalBuffer buffer) {
+                if (refusals.getAndDecrement() > 0) {
+                    throw new TransferException(ErrorCode.TIMEOUT, "a peer's access to " + buffer + " is still pending");
+                }
+            }
+
+            @Override
+            public java.util.Optional<TransportCapabilities> capabilities() {
+                TransportCapabilities c = InProcessTransportProvider.this.capabilities();
+                return cancellable ? java.util.Optional.of(new TransportCapabilities(c.memoryPaths(), c.sameHostOnly(), true,
+                        c.maxSliceSize(), c.rank())) : java.util.Optional.empty();
+            }
 
             @Override
             public PeerConnection connect(SegmentDescriptor peer) {
@@ -80,9 +114,22 @@ public class InProcessTransportProvider implements TransportProvider {
                     @Override
                     public void post(Slice s) {
                         long n = posted.incrementAndGet();
+                        posts.incrementAndGet();
+                        inFlight.incrementAndGet();
+                        pending.add(s);
+                        firstPost.complete(null);
                         Runnable copy = () -> {
+                            if (!pending.remove(s)) {
+                                return; // canceled
+                            }
                             if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
+                                inFlight.decrementAndGet();
                                 s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
+                                return;
+                            }
+                            if (s.path() == denyPath) {
+                                inFlight.decrementAndGet();
+                                s.fail(ErrorCode.PERMISSION_DENIED, "injected denial on path " + s.path());
                                 return;
                             }
                             try {
@@ -95,8 +142,14 @@ public class InProcessTransportProvider implements TransportProvider {
                                 } else {
                                     MemorySegment.copy(r, roff, l, s.localOffset(), s.length());
                                 }
+                                inFlight.decrementAndGet();
+                                COPIES.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong()).incrementAndGet();
                                 s.complete();
+                                if (doubleComplete) {
+                                    s.complete();
+                                }
                             } catch (TransferException e) {
+                                inFlight.decrementAndGet();
                                 s.fail(e.code(), e.getMessage());
                             }
                         };
@@ -105,6 +158,15 @@ public class InProcessTransportProvider implements TransportProvider {
                         } else {
                             context.workers().execute(copy);
                         }
+                    }
+
+                    @Override
+                    public boolean cancel(Slice s) {
+                        if (cancellable && pending.remove(s)) {
+                            inFlight.decrementAndGet();
+                            return true;
+                        }
+                        return false;
                     }
 
                     @Override public boolean isOpen() { return true; }
@@ -119,6 +181,23 @@ public class InProcessTransportProvider implements TransportProvider {
         };
     }
 
+    /** Completes when {@code transportId} of the engine {@code segment} posts its first slice. */
+    static java.util.concurrent.CompletableFuture<Void> firstPost(String transportId, String segment) {
+        return FIRST_POST.computeIfAbsent(transportId + "@" + segment, k -> new java.util.concurrent.CompletableFuture<>());
+    }
+
+    /** Slices posted by {@code transportId} of the engine {@code segment} and not settled yet. */
+    static long inFlight(String transportId, String segment) {
+        AtomicLong n = IN_FLIGHT.get(transportId + "@" + segment);
+        return n == null ? 0 : n.get();
+    }
+
+    /** Slices posted by {@code transportId} of the engine {@code segment} so far. */
+    static long posts(String transportId, String segment) {
+        AtomicLong n = POSTS.get(transportId + "@" + segment);
+        return n == null ? 0 : n.get();
+    }
+
     /** A second, lower-ranked instance, for failover between transports. */
     public static final class Backup extends InProcessTransportProvider {
         @Override public String id() { return "inproc-b"; }
@@ -126,6 +205,112 @@ public class InProcessTransportProvider implements TransportProvider {
         @Override
         protected int rank() {
             return 60;
+        }
+    }
+
+    /**
+     * An in-process transport that, per engine, can be made to fail each check selection makes, so tests can prove that
+     * explain and submit agree. It runs only where {@code transports.scripted.on=true} and sorts first
+     * ({@link #order()} 10). {@code mode}: {@code ok}, {@code unavailable} (cannot run here), {@code unreachable}
+     * (says it cannot reach any peer), {@code no_kinds} (moves no host memory), {@code unregistered} (serves no
+     * buffer), {@code connect_fails} (its connect throws PEER_UNREACHABLE).
+     */
+    public static final class Scripted extends InProcessTransportProvider {
+        @Override public String id() { return "scripted"; }
+
+        @Override public int order() { return 10; }
+
+        @Override
+        protected int rank() {
+            return 10;
+        }
+
+        @Override
+        public List<OptionSpec> options() {
+            List<OptionSpec> o = new java.util.ArrayList<>(super.options());
+            o.add(OptionSpec.of("on", OptionSpec.Type.BOOLEAN, false, "run at all"));
+            o.add(OptionSpec.of("mode", OptionSpec.Type.STRING, "ok", "which check fails"));
+            return o;
+        }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            if (!options.getBoolean("on")) {
+                return Availability.unavailable("transports.scripted.on is false");
+            }
+            return options.getString("mode").equals("unavailable") ? Availability.unavailable("scripted to be unavailable")
+                    : Availability.available();
+        }
+
+        @Override
+        public Transport create(TransportContext context) {
+            Transport inner = super.create(context);
+            String mode = context.options().getString("mode");
+            return new Transport() {
+                @Override public String id() { return inner.id(); }
+
+                @Override
+                public java.util.Optional<TransportCapabilities> capabilities() {
+                    return mode.equals("no_kinds") ? java.util.Optional.of(TransportCapabilities.builder()
+                            .memoryPath(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)
+                            .sameHostOnly(true).maxSliceSize(256 << 10).rank(10).build()) : java.util.Optional.empty();
+                }
+
+                @Override
+                public java.util.Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
+                    return mode.equals("unregistered") ? java.util.Optional.empty() : inner.registerBuffer(buffer);
+                }
+
+                @Override
+                public java.util.Optional<String> unreachableReason(SegmentDescriptor peer) {
+                    return mode.equals("unreachable") ? java.util.Optional.of("scripted to reach no peer") : java.util.Optional.empty();
+                }
+
+                @Override
+                public PeerConnection connect(SegmentDescriptor peer) {
+                    if (mode.equals("connect_fails")) {
+                        throw new TransferException(ErrorCode.PEER_UNREACHABLE, "scripted connect failure to '" + peer.name() + "'");
+                    }
+                    return inner.connect(peer);
+                }
+
+                @Override
+                public void close() {
+                    inner.close();
+                }
+            };
+        }
+    }
+
+    /** Built against a newer transport SPI than this runtime's: must be refused, never probed. */
+    public static final class FromTheFuture extends InProcessTransportProvider {
+        @Override public String id() { return "future"; }
+
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+
+        @Override
+        public Availability availability() {
+            throw new AssertionError("a refused provider was probed");
+        }
+    }
+
+    /** Counts probes, so tests can prove a disabled provider is neither probed nor asked for capabilities at start. */
+    public static final class Unprobed extends InProcessTransportProvider {
+        static final java.util.concurrent.atomic.AtomicInteger AVAILABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+        static final java.util.concurrent.atomic.AtomicInteger CAPABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override public String id() { return "unprobed"; }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            AVAILABILITY_CALLS.incrementAndGet();
+            return Availability.unavailable("never runs");
+        }
+
+        @Override
+        public TransportCapabilities capabilities() {
+            CAPABILITY_CALLS.incrementAndGet();
+            return super.capabilities();
         }
     }
 }

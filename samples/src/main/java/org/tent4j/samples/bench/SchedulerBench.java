@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
@@ -28,10 +29,13 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.spi.TransportProvider;
 
 /**
  * The scheduler under faults, side by side in one run (issue 4's figures). Two engines in this process; 1 MiB WRITEs
- * in batches of 32 require the {@code faulty} transport of te-testkit wrapping tcp, so faults hit one lane (path):
+ * in batches of 32 require the {@code faulty} transport (artifact transport-faulty) wrapping tcp, so faults hit one
+ * lane (path). It is never on bin/'s class path: the package phase copies it to samples/target/bench-lib, which the
+ * command in docs/PERFORMANCE.md adds.
  * <ul>
  * <li>{@code one_path#N} then {@code slow#N}, five rounds: one healthy lane alone, the baseline; then two lanes,
  *     lane-1 carrying at most a tenth of what that baseline measured: lane-1's share of slices versus its share of the
@@ -54,6 +58,11 @@ public final class SchedulerBench {
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+        if (ServiceLoader.load(TransportProvider.class).stream().noneMatch(p -> p.get().id().equals("faulty"))) {
+            System.err.println("SchedulerBench needs the faulty transport: add samples/target/bench-lib/* to the class"
+                    + " path (see docs/PERFORMANCE.md)");
+            System.exit(2);
+        }
         run("jvm_warmup", seconds, BLOCK, "faulty", faultyTcp(2, Map.of())); // not a figure: the first run pays for JIT
         // The baseline drifts with the machine (one lane alone measured 1.4 to 2.6 GB/s across runs), so each slow
         // run is paired with a healthy run just before it, and its slow lane is limited to a tenth of that run.

@@ -2,6 +2,7 @@ package org.tent4j.samples.cli;
 
 import java.util.concurrent.Callable;
 
+import org.tent4j.samples.bench.FileBench;
 import org.tent4j.samples.bench.TeBench;
 import org.tent4j.samples.doctor.Doctor;
 
@@ -14,7 +15,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "tent4j", mixinStandardHelpOptions = true,
         versionProvider = Tent4jCommand.Version.class,
         description = "tent4j command line tools.",
-        subcommands = {Doctor.class, MetadataServerCommand.class, TeBench.class, CommandLine.HelpCommand.class})
+        subcommands = {Doctor.class, MetadataServerCommand.class, TeBench.class, FileBench.class, CommandLine.HelpCommand.class})
 public final class Tent4jCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

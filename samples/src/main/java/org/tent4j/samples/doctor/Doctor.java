@@ -10,9 +10,9 @@ import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
+import org.tent4j.api.EngineFactory;
 import org.tent4j.samples.cli.ConciseUsageErrors;
 import org.tent4j.spi.Availability;
-import org.tent4j.spi.EngineFactory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.TransportCapabilities;

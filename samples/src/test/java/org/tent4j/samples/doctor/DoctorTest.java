@@ -127,7 +127,7 @@ public class DoctorTest {
 
         @Override
         public TransportCapabilities capabilities() {
-            return new TransportCapabilities(TransportCapabilities.hostOnly(), true, false, 1 << 20, 77);
+            return TransportCapabilities.builder().sameHostOnly(true).maxSliceSize(1 << 20).rank(77).build();
         }
 
         @Override
@@ -154,7 +154,7 @@ public class DoctorTest {
 
         @Override
         public TransportCapabilities capabilities() {
-            return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, 1 << 20, 5);
+            return TransportCapabilities.builder().maxSliceSize(1 << 20).rank(5).build();
         }
 
         @Override

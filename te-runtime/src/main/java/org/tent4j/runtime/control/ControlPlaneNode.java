@@ -1,16 +1,23 @@
 package org.tent4j.runtime.control;
 
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -23,18 +30,28 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.AttributeKey;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.spi.ControlPlane;
+import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 
 /**
@@ -44,35 +61,144 @@ import org.tent4j.spi.SegmentDescriptor;
  * {@code u64 correlation id}, {@code u16 + UTF-8 service}, {@code u16 + UTF-8 caller segment}, then the payload. An
  * error reply's payload is its UTF-8 message, prefixed by one byte holding the {@link ErrorCode} ordinal.
  * Low volume by design (descriptors, notifications, handshakes), so it runs on one NIO thread and handlers on workers.
+ *
+ * <p>Every peer is untrusted. A reply counts only on the connection its call went out on (any host can reach the
+ * listener, and correlation ids are random besides); a caller's segment name is bound to the first connection that
+ * claims it for as long as that connection lives, so another connection cannot act in its name; and frame sizes,
+ * connections, requests waiting for a worker and idle time are bounded by {@link Settings}.
  */
 public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ControlPlaneNode.class);
-    static final int MAX_FRAME = 16 << 20;
     private static final byte REQUEST = 0;
     private static final byte REPLY = 1;
     private static final byte ERROR = 2;
 
+    /** What a peer can make this node hold, from the {@code control.*} keys of {@link CoreKey}. */
+    public record Settings(int maxFrame, int maxConnections, int maxRequestsPerConnection, int maxRequests,
+                           Duration idleTimeout, Duration callTimeout, SecuritySettings security) {
+        public Settings {
+            if (maxFrame < 1024) {
+                throw new ConfigException(CoreKey.CONTROL_MAX_FRAME, "must be at least 1k, got " + maxFrame);
+            }
+            if (maxConnections < 1) {
+                throw new ConfigException(CoreKey.CONTROL_MAX_CONNECTIONS, "must be >= 1, got " + maxConnections);
+            }
+            if (maxRequestsPerConnection < 1) {
+                throw new ConfigException(CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION, "must be >= 1, got "
+                        + maxRequestsPerConnection);
+            }
+            if (maxRequests < maxRequestsPerConnection) {
+                throw new ConfigException(CoreKey.CONTROL_MAX_REQUESTS, "must be >= "
+                        + CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION + " (" + maxRequestsPerConnection + "), got "
+                        + maxRequests);
+            }
+            if (idleTimeout.isNegative()) {
+                throw new ConfigException(CoreKey.CONTROL_IDLE_TIMEOUT, "must be >= 0 (0 = never), got " + idleTimeout);
+            }
+            if (!callTimeout.isPositive()) {
+                throw new ConfigException(CoreKey.CONTROL_CALL_TIMEOUT, "must be > 0, got " + callTimeout);
+            }
+        }
+
+        public static Settings from(OptionValues core) {
+            long frame = core.getSize(CoreKey.CONTROL_MAX_FRAME);
+            if (frame > 256 << 20) {
+                throw new ConfigException(CoreKey.CONTROL_MAX_FRAME, "must be at most 256m, got " + frame);
+            }
+            return new Settings((int) frame, core.getInt(CoreKey.CONTROL_MAX_CONNECTIONS),
+                    core.getInt(CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION), core.getInt(CoreKey.CONTROL_MAX_REQUESTS),
+                    core.getDuration(CoreKey.CONTROL_IDLE_TIMEOUT), core.getDuration(CoreKey.CONTROL_CALL_TIMEOUT),
+                    security(core));
+        }
+
+        /** The {@code security.*} keys; a token file is read once, at start, and its surrounding whitespace dropped. */
+        static SecuritySettings security(OptionValues core) {
+            String token = core.getString(CoreKey.SECURITY_TOKEN);
+            String tokenFile = core.getString(CoreKey.SECURITY_TOKEN_FILE);
+            if (!token.isEmpty() && !tokenFile.isEmpty()) {
+                throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, "set either " + CoreKey.SECURITY_TOKEN
+                        + " or " + CoreKey.SECURITY_TOKEN_FILE + ", not both");
+            }
+            if (!tokenFile.isEmpty()) {
+                try {
+                    token = Files.readString(Path.of(tokenFile)).strip();
+                } catch (IOException | RuntimeException e) {
+                    throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, "cannot read " + tokenFile + ": " + e);
+                }
+                if (token.isEmpty()) {
+                    throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, tokenFile + " is empty");
+                }
+            }
+            String cert = core.getString(CoreKey.SECURITY_TLS_CERTIFICATE);
+            String key = core.getString(CoreKey.SECURITY_TLS_PRIVATE_KEY);
+            String trusted = core.getString(CoreKey.SECURITY_TLS_TRUSTED_CERTIFICATES);
+            if (cert.isEmpty() != key.isEmpty()) {
+                throw new ConfigException(cert.isEmpty() ? CoreKey.SECURITY_TLS_CERTIFICATE : CoreKey.SECURITY_TLS_PRIVATE_KEY,
+                        "TLS needs both " + CoreKey.SECURITY_TLS_CERTIFICATE + " and " + CoreKey.SECURITY_TLS_PRIVATE_KEY);
+            }
+            return new SecuritySettings(token.isEmpty() ? null : token.getBytes(StandardCharsets.UTF_8),
+                    cert.isEmpty() ? null : Path.of(cert), key.isEmpty() ? null : Path.of(key),
+                    trusted.isEmpty() ? null : Path.of(trusted));
+        }
+    }
+
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
             Thread.ofPlatform().daemon().name("tent4j-control").factory(), NioIoHandler.newFactory());
-    private final Map<String, Handler> services = new ConcurrentHashMap<>();
+    private final Map<String, Service> services = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<Channel>> peers = new ConcurrentHashMap<>();
     private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
-    private final AtomicLong ids = new AtomicLong();
+    /** Caller segment name → the live connection that claimed it. */
+    private final Map<String, Channel> callers = new ConcurrentHashMap<>();
+    private final SecureRandom random = new SecureRandom();
+    private final Settings settings;
     private final Executor workers;
     private final Channel server;
+    private final AtomicInteger connections = new AtomicInteger();
+    private final AtomicInteger requestsInFlight = new AtomicInteger();
+    private final LongAdder strayReplies = new LongAdder();
+    private final LongAdder refusedCallers = new LongAdder();
+    private final LongAdder refusedRequests = new LongAdder();
+    private final LongAdder refusedConnections = new LongAdder();
+    private final LongAdder badFrames = new LongAdder();
+    private final LongAdder authFailures = new LongAdder();
+    /** {@code null} without TLS. */
+    private final TlsContexts tls;
     private volatile String localSegment = "";
 
-    public ControlPlaneNode(String host, int port, Executor workers) {
+    public ControlPlaneNode(String host, int port, Executor workers, Settings settings) {
         this.workers = workers;
+        this.settings = settings;
+        this.tls = settings.security().tls() ? TlsContexts.of(settings.security()) : null;
         try {
             server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
-                    .childHandler(pipeline()).bind(host, port).sync().channel();
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
+                    .childHandler(pipeline(true)).bind(host, port).sync().channel();
         } catch (Exception e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new TransferException(ErrorCode.CONFIG, "cannot listen on control plane " + host + ":" + port + ": " + e, e);
         }
+        if (!settings.security().authenticates()) {
+            log.warn("{} is not set: the control plane on {}:{} and the transports' data ports serve any host that "
+                    + "can reach them (TLS {})", CoreKey.SECURITY_TOKEN, host, port(), tls != null ? "on" : "off");
+        }
     }
+
+    /** How connections of this engine are secured; transports get the same through their context. */
+    public SecuritySettings security() {
+        return settings.security();
+    }
+
+    /** Connections that failed the token handshake, inbound or outbound. */
+    public long authFailures() {
+        return authFailures.sum();
+    }
+
+    private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    private static final AttributeKey<CompletableFuture<Void>> READY = AttributeKey.valueOf("tent4j.control.ready");
+
+    /** Replies queued beyond this stop reading the connection's requests until the peer reads its replies. */
+    private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
 
     public void localSegment(String name) {
         this.localSegment = name;
@@ -82,11 +208,73 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return ((InetSocketAddress) server.localAddress()).getPort();
     }
 
-    private ChannelInitializer<SocketChannel> pipeline() {
+    /** Replies that came on a connection other than their call's, or for no call at all; ignored. */
+    public long strayReplies() {
+        return strayReplies.sum();
+    }
+
+    /** Requests refused because their caller name belongs to another live connection. */
+    public long refusedCallers() {
+        return refusedCallers.sum();
+    }
+
+    /** Requests refused with TOO_MANY_REQUESTS or for exceeding their service's request size. */
+    public long refusedRequests() {
+        return refusedRequests.sum();
+    }
+
+    /** Inbound connections closed at once because {@code control.max_connections} were open. */
+    public long refusedConnections() {
+        return refusedConnections.sum();
+    }
+
+    /** Connections closed for a frame that was too large or malformed. */
+    public long badFrames() {
+        return badFrames.sum();
+    }
+
+    private ChannelInitializer<SocketChannel> pipeline(boolean inbound) {
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(SocketChannel ch) {
-                ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(MAX_FRAME, 0, 4, 0, 4),
+                if (inbound) {
+                    if (connections.incrementAndGet() > settings.maxConnections()) {
+                        connections.decrementAndGet();
+                        refusedConnections.increment();
+                        warnSometimes(refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
+                                localSegment, ch.remoteAddress(), settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
+                        ch.close();
+                        return;
+                    }
+                    ch.closeFuture().addListener(f -> connections.decrementAndGet());
+                }
+                long idle = settings.idleTimeout().toMillis();
+                if (idle > 0) {
+                    ch.pipeline().addLast(new IdleStateHandler(idle, 0, 0, TimeUnit.MILLISECONDS));
+                }
+                CompletableFuture<Void> ready = CompletableFuture.completedFuture(null);
+                if (tls != null) {
+                    SslHandler ssl = inbound ? tls.server().newHandler(ch.alloc()) : tls.client().newHandler(ch.alloc());
+                    ch.pipeline().addLast(ssl);
+                    CompletableFuture<Void> handshake = new CompletableFuture<>();
+                    ssl.handshakeFuture().addListener(h -> {
+                        if (h.isSuccess()) {
+                            handshake.complete(null);
+                        } else {
+                            handshake.completeExceptionally(h.cause());
+                        }
+                    });
+                    ready = handshake;
+                }
+                SecuritySettings security = settings.security();
+                if (security.authenticates()) {
+                    TokenAuthHandler auth = new TokenAuthHandler(security.handshake(!inbound), "control plane of '"
+                            + localSegment + "'", HANDSHAKE_TIMEOUT, authFailures);
+                    ch.pipeline().addLast(auth);
+                    ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
+                }
+                ch.attr(READY).set(ready);
+                ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(settings.maxFrame(), 0, 4, 0, 4),
                         new LengthFieldPrepender(4), new FrameHandler());
             }
         };
@@ -94,7 +282,15 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     @Override
     public void serve(String service, Handler handler) {
-        if (services.putIfAbsent(service, handler) != null) {
+        serve(service, settings.maxFrame(), handler);
+    }
+
+    /**
+     * Serves {@code service}, refusing requests larger than {@code maxRequestBytes} when they arrive, before any worker
+     * sees them.
+     */
+    public void serve(String service, int maxRequestBytes, Handler handler) {
+        if (services.putIfAbsent(service, new Service(handler, maxRequestBytes)) != null) {
             throw new IllegalStateException("control-plane service '" + service + "' is already served");
         }
     }
@@ -106,13 +302,17 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     /** Calls {@code service} on the control plane at {@code host:port} and waits for the reply. */
     public byte[] call(String host, int port, String service, byte[] request, Duration timeout) {
+        CompletableFuture<byte[]> reply = callAsync(host, port, service, request);
         try {
-            return callAsync(host, port, service, request).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            return reply.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            throw new TransferException(ErrorCode.TIMEOUT, "control plane " + host + ":" + port + " did not answer '"
-                    + service + "' within " + timeout.toMillis() + " ms");
+            TransferException te = new TransferException(ErrorCode.TIMEOUT, "control plane " + host + ":" + port
+                    + " did not answer '" + service + "' within " + timeout.toMillis() + " ms");
+            reply.completeExceptionally(te); // forgets the call, so a late reply finds nothing
+            throw te;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            reply.cancel(false);
             throw new TransferException(ErrorCode.CANCELED, "interrupted while calling " + host + ":" + port);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof TransferException te) {
@@ -122,17 +322,28 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         }
     }
 
+    /** Calls {@code service} at {@code host:port}; fails with TIMEOUT after {@code control.call_timeout}. */
     public CompletableFuture<byte[]> callAsync(String host, int port, String service, byte[] request) {
         String endpoint = host + ":" + port;
         CompletableFuture<byte[]> reply = new CompletableFuture<>();
+        long timeoutMs = settings.callTimeout().toMillis();
+        try {
+            // a peer that never answers must not keep the call (and its entry in pending) forever
+            ScheduledFuture<?> timer = group.schedule(() -> reply.completeExceptionally(new TransferException(
+                    ErrorCode.TIMEOUT, "control plane " + endpoint + " did not answer '" + service + "' within "
+                    + timeoutMs + " ms")), timeoutMs, TimeUnit.MILLISECONDS);
+            reply.whenComplete((r, t) -> timer.cancel(false));
+        } catch (RejectedExecutionException e) {
+            reply.completeExceptionally(new TransferException(ErrorCode.ENGINE_CLOSED, "control plane closed"));
+            return reply;
+        }
         channel(host, port).whenComplete((ch, err) -> {
             if (err != null) {
                 reply.completeExceptionally(err instanceof TransferException ? err
                         : new TransferException(ErrorCode.PEER_UNREACHABLE, "cannot reach control plane " + endpoint + ": " + err.getMessage(), err));
                 return;
             }
-            long id = ids.incrementAndGet();
-            pending.put(id, new Pending(ch, reply));
+            long id = newId(ch, reply);
             reply.whenComplete((r, t) -> pending.remove(id));
             ch.writeAndFlush(frame(ch, REQUEST, id, service, request)).addListener(f -> {
                 if (!f.isSuccess()) {
@@ -142,6 +353,17 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             });
         });
         return reply;
+    }
+
+    /** A random correlation id, so that nobody can answer a call by guessing its id. */
+    private long newId(Channel ch, CompletableFuture<byte[]> reply) {
+        Pending p = new Pending(ch, reply);
+        while (true) {
+            long id = random.nextLong();
+            if (pending.putIfAbsent(id, p) == null) {
+                return id;
+            }
+        }
     }
 
     private CompletableFuture<Channel> channel(String host, int port) {
@@ -156,10 +378,22 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         }
         ChannelFuture cf = new Bootstrap().group(group).channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5000)
-                .handler(pipeline()).connect(host, port);
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
+                .handler(pipeline(false)).connect(host, port);
         cf.addListener(f -> {
             if (f.isSuccess()) {
-                fresh.complete(cf.channel());
+                // no request goes out before the peer proved itself (TLS, token)
+                cf.channel().attr(READY).get().whenComplete((v, e) -> {
+                    if (e == null) {
+                        fresh.complete(cf.channel());
+                    } else {
+                        peers.remove(endpoint, fresh);
+                        cf.channel().close();
+                        fresh.completeExceptionally(new TransferException(ErrorCode.PERMISSION_DENIED,
+                                "control plane " + endpoint + " failed the " + (tls != null ? "TLS/" : "")
+                                        + "token handshake: " + e, e));
+                    }
+                });
             } else {
                 peers.remove(endpoint, fresh);
                 fresh.completeExceptionally(new TransferException(ErrorCode.PEER_UNREACHABLE,
@@ -177,43 +411,182 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return buf;
     }
 
+    /**
+     * Logs the 1st, 2nd, 4th, 8th ... event that {@code count} counts: every kind of refusal is visible in the log,
+     * and a peer that repeats one a million times cannot flood it.
+     */
+    private static void warnSometimes(LongAdder count, String format, Object... args) {
+        long n = count.sum();
+        if (Long.bitCount(n) == 1) {
+            Object[] withCount = java.util.Arrays.copyOf(args, args.length + 1);
+            withCount[args.length] = n;
+            log.warn(format + " [{} so far]", withCount);
+        }
+    }
+
+    private static byte[] errorPayload(ErrorCode code, String message) {
+        byte[] msg = String.valueOf(message).getBytes(StandardCharsets.UTF_8);
+        byte[] reply = new byte[msg.length + 1];
+        reply[0] = (byte) code.ordinal();
+        System.arraycopy(msg, 0, reply, 1, msg.length);
+        return reply;
+    }
+
+    /** One per connection, on the control plane's event loop. */
     private final class FrameHandler extends SimpleChannelInboundHandler<ByteBuf> {
+        /** Requests of this connection handed to workers and not yet answered. */
+        private final AtomicInteger inFlight = new AtomicInteger();
+        /** The caller name this connection claimed with its first request. */
+        private String caller;
+
         @Override
         protected void channelRead0(ChannelHandlerContext ctx, ByteBuf in) {
+            Channel ch = ctx.channel();
             byte kind = in.readByte();
             long id = in.readLong();
             String service = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
-            String caller = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
-            byte[] payload = new byte[in.readableBytes()];
-            in.readBytes(payload);
+            String claimed = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
             switch (kind) {
-                case REQUEST -> workers.execute(() -> answer(ctx.channel(), id, service, caller, payload));
-                case REPLY -> {
-                    Pending p = pending.get(id);
-                    if (p != null) {
-                        p.reply().complete(payload);
-                    }
-                }
-                case ERROR -> {
-                    Pending p = pending.get(id);
-                    if (p != null) {
-                        ErrorCode code = payload.length > 0 && payload[0] < ErrorCode.values().length
-                                ? ErrorCode.values()[payload[0]] : ErrorCode.PEER_FAILED;
-                        String msg = payload.length > 0 ? new String(payload, 1, payload.length - 1, StandardCharsets.UTF_8) : "";
-                        p.reply().completeExceptionally(new TransferException(code, msg));
-                    }
-                }
+                case REQUEST -> onRequest(ch, id, service, claimed, in);
+                case REPLY, ERROR -> onReply(ch, kind, id, service, claimed, in);
                 default -> {
-                    log.warn("control plane: dropping connection from {}: unknown frame kind {}", ctx.channel().remoteAddress(), kind);
+                    badFrames.increment();
+                    warnSometimes(badFrames, "control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
+                            ch.remoteAddress(), kind);
                     ctx.close();
                 }
             }
+        }
+
+        private void onReply(Channel ch, byte kind, long id, String service, String claimed, ByteBuf in) {
+            Pending p = pending.get(id);
+            if (p == null || p.channel() != ch) {
+                // a reply on a connection its call did not go out on is forged, or too late to matter
+                strayReplies.increment();
+                warnSometimes(strayReplies, "control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
+                        service, ch.remoteAddress(), claimed, p == null ? "no call is waiting for it"
+                                : "its call went out on another connection");
+                return;
+            }
+            byte[] payload = new byte[in.readableBytes()];
+            in.readBytes(payload);
+            if (kind == REPLY) {
+                p.reply().complete(payload);
+            } else {
+                ErrorCode code = payload.length > 0 && payload[0] >= 0 && payload[0] < ErrorCode.values().length
+                        ? ErrorCode.values()[payload[0]] : ErrorCode.PEER_FAILED;
+                String msg = payload.length > 0 ? new String(payload, 1, payload.length - 1, StandardCharsets.UTF_8) : "";
+                p.reply().completeExceptionally(new TransferException(code, msg));
+            }
+        }
+
+        private void onRequest(Channel ch, long id, String service, String claimed, ByteBuf in) {
+            String refusal = claim(ch, claimed);
+            if (refusal != null) {
+                refusedCallers.increment();
+                warnSometimes(refusedCallers, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
+                        refusal);
+                ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(ErrorCode.PERMISSION_DENIED, refusal)));
+                return;
+            }
+            Service s = services.get(service);
+            if (s != null && in.readableBytes() > s.maxRequestBytes()) {
+                refuse(ch, id, service, ErrorCode.INVALID_ARGUMENT, "'" + service + "' request of "
+                        + in.readableBytes() + " bytes exceeds its limit of " + s.maxRequestBytes());
+                return;
+            }
+            if (inFlight.get() >= settings.maxRequestsPerConnection()) {
+                refuse(ch, id, service, ErrorCode.TOO_MANY_REQUESTS, settings.maxRequestsPerConnection()
+                        + " requests of this connection are already waiting (" + CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION + ")");
+                return;
+            }
+            if (requestsInFlight.incrementAndGet() > settings.maxRequests()) {
+                requestsInFlight.decrementAndGet();
+                refuse(ch, id, service, ErrorCode.TOO_MANY_REQUESTS, settings.maxRequests()
+                        + " requests are already waiting (" + CoreKey.CONTROL_MAX_REQUESTS + ")");
+                return;
+            }
+            inFlight.incrementAndGet();
+            byte[] payload = new byte[in.readableBytes()];
+            in.readBytes(payload);
+            try {
+                workers.execute(() -> {
+                    try {
+                        answer(ch, id, service, s, claimed, payload);
+                    } finally {
+                        inFlight.decrementAndGet();
+                        requestsInFlight.decrementAndGet();
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                inFlight.decrementAndGet();
+                requestsInFlight.decrementAndGet();
+                refuse(ch, id, service, ErrorCode.ENGINE_CLOSED, "segment '" + localSegment + "' is closing");
+            }
+        }
+
+        /** Binds {@code claimed} to this connection; why not, or {@code null} if it is this connection's name. */
+        private String claim(Channel ch, String claimed) {
+            if (caller != null) {
+                return caller.equals(claimed) ? null : "this connection called as '" + caller + "' before, now as '"
+                        + claimed + "'";
+            }
+            Channel owner = callers.putIfAbsent(claimed, ch);
+            if (owner != null && owner != ch) {
+                if (owner.isActive()) {
+                    return "caller '" + claimed + "' is bound to another live connection (" + owner.remoteAddress() + ")";
+                }
+                if (!callers.replace(claimed, owner, ch)) {
+                    return "caller '" + claimed + "' is bound to another connection";
+                }
+            }
+            caller = claimed;
+            return null;
+        }
+
+        private void refuse(Channel ch, long id, String service, ErrorCode code, String why) {
+            refusedRequests.increment();
+            warnSometimes(refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
+            ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(code, "segment '" + localSegment + "': " + why)));
+            if (!ch.isWritable()) {
+                ch.config().setAutoRead(false);
+            }
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            if (!ctx.channel().isWritable()) {
+                // the peer does not read our replies: stop reading its requests until it does
+                ctx.channel().config().setAutoRead(false);
+            }
+            ctx.fireChannelReadComplete();
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (ctx.channel().isWritable()) {
+                ctx.channel().config().setAutoRead(true);
+            }
+            ctx.fireChannelWritabilityChanged();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof IdleStateEvent && inFlight.get() == 0
+                    && pending.values().stream().noneMatch(p -> p.channel() == ctx.channel())) {
+                log.debug("control plane of '{}': closing idle connection {}", localSegment, ctx.channel().remoteAddress());
+                ctx.close();
+            }
+            ctx.fireUserEventTriggered(evt);
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             // Calls waiting on this connection can never be answered now.
             String remote = String.valueOf(ctx.channel().remoteAddress());
+            if (caller != null) {
+                callers.remove(caller, ctx.channel());
+            }
             peers.values().removeIf(f -> f.isDone() && !f.isCompletedExceptionally() && f.join() == ctx.channel());
             for (Pending p : pending.values()) {
                 if (p.channel() == ctx.channel()) {
@@ -225,27 +598,29 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            log.debug("control plane: closing {}: {}", ctx.channel().remoteAddress(), cause.toString());
+            if (cause instanceof TooLongFrameException || cause instanceof IndexOutOfBoundsException) {
+                badFrames.increment();
+                warnSometimes(badFrames, "control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
+                        ctx.channel().remoteAddress(), cause instanceof TooLongFrameException ? cause.getMessage()
+                                : "truncated frame", CoreKey.CONTROL_MAX_FRAME, settings.maxFrame());
+            } else {
+                log.debug("control plane: closing {}: {}", ctx.channel().remoteAddress(), cause.toString());
+            }
             ctx.close();
         }
     }
 
-    private void answer(Channel ch, long id, String service, String caller, byte[] request) {
-        Handler h = services.get(service);
+    private void answer(Channel ch, long id, String service, Service s, String caller, byte[] request) {
         byte kind = REPLY;
         byte[] reply;
         try {
-            if (h == null) {
+            if (s == null) {
                 throw new TransferException(ErrorCode.PROTOCOL, "segment '" + localSegment + "' serves no '" + service + "'");
             }
-            reply = h.handle(caller, request);
+            reply = s.handler().handle(caller, request);
         } catch (Exception e) {
             kind = ERROR;
-            ErrorCode code = e instanceof TransferException te ? te.code() : ErrorCode.PEER_FAILED;
-            byte[] msg = String.valueOf(e.getMessage()).getBytes(StandardCharsets.UTF_8);
-            reply = new byte[msg.length + 1];
-            reply[0] = (byte) code.ordinal();
-            System.arraycopy(msg, 0, reply, 1, msg.length);
+            reply = errorPayload(e instanceof TransferException te ? te.code() : ErrorCode.PEER_FAILED, e.getMessage());
         }
         ch.writeAndFlush(frame(ch, kind, id, service, reply));
     }
@@ -260,5 +635,8 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     }
 
     private record Pending(Channel channel, CompletableFuture<byte[]> reply) {
+    }
+
+    private record Service(Handler handler, int maxRequestBytes) {
     }
 }

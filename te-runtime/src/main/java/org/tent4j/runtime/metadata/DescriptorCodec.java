@@ -20,11 +20,13 @@ import org.tent4j.spi.SegmentDescriptor;
 
 /**
  * Segment descriptors as compact JSON, the form stored in metadata stores and sent over the control plane:
- * <pre>{"name","machine_id","host","control_port","version","transports":[..],"transport_attrs":{id:{k:v}},
+ * <pre>{"name","machine_id","host","control_port","version","pid","instance","transports":[..],"transport_attrs":{id:{k:v}},
  *  "buffers":[{"addr","length","location","permission","transports":[..],"attrs":{id:{k:v}}}]}</pre>
  */
 public final class DescriptorCodec {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** A peer chooses it; ours are 16 hex digits. */
+    private static final int MAX_INSTANCE_ID = 64;
 
     private DescriptorCodec() {
     }
@@ -36,6 +38,8 @@ public final class DescriptorCodec {
         root.put("host", d.host());
         root.put("control_port", d.controlPort());
         root.put("version", d.version());
+        root.put("pid", d.pid());
+        root.put("instance", d.instanceId());
         ArrayNode ts = root.putArray("transports");
         d.transports().forEach(ts::add);
         root.set("transport_attrs", attrs(d.transportAttributes()));
@@ -57,6 +61,20 @@ public final class DescriptorCodec {
         }
     }
 
+    /**
+     * Decodes a descriptor fetched for segment {@code expectedName}. A descriptor that names another segment is refused:
+     * whoever can write one key of the store must not be able to pass for another engine (shm maps files by the
+     * publishing segment's name).
+     */
+    public static SegmentDescriptor decodeFor(String expectedName, byte[] json, String source) {
+        SegmentDescriptor d = decode(json, source);
+        if (!d.name().equals(expectedName)) {
+            throw new TransferException(ErrorCode.PROTOCOL, "descriptor from " + source + " fetched for segment '" + expectedName
+                    + "' names segment '" + d.name() + "': refused");
+        }
+        return d;
+    }
+
     public static SegmentDescriptor decode(byte[] json, String source) {
         try {
             JsonNode root = JSON.readTree(json);
@@ -69,10 +87,18 @@ public final class DescriptorCodec {
             }
             return new SegmentDescriptor(required(root, "name", source).asText(), root.path("machine_id").asText(""),
                     required(root, "host", source).asText(), root.path("control_port").asInt(),
-                    strings(root.get("transports")), attrs(root.get("transport_attrs")), buffers, root.path("version").asLong());
+                    strings(root.get("transports")), attrs(root.get("transport_attrs")), buffers, root.path("version").asLong(),
+                    root.path("pid").asLong(0), instance(root.path("instance").asText(""), source));
         } catch (IOException | IllegalArgumentException e) {
             throw new TransferException(ErrorCode.PROTOCOL, "malformed segment descriptor from " + source + ": " + e.getMessage(), e);
         }
+    }
+
+    private static String instance(String id, String source) {
+        if (id.length() > MAX_INSTANCE_ID) {
+            throw new IllegalArgumentException("instance id of " + id.length() + " chars exceeds " + MAX_INSTANCE_ID + " (from " + source + ")");
+        }
+        return id;
     }
 
     private static JsonNode required(JsonNode n, String field, String source) {

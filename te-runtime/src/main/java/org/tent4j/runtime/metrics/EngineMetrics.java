@@ -34,6 +34,7 @@ import org.tent4j.api.TransferException;
  * <li>{@code tent4j_transfer_latency_seconds{transport,operation}} submit → completion histogram</li>
  * <li>{@code tent4j_transport_fallbacks_total{from,to}} requests carried by another transport than preferred</li>
  * <li>{@code tent4j_transport_failovers_total{from,to}} slices moved to another transport after a failure</li>
+ * <li>{@code tent4j_slice_stale_settlements_total} a transport settled a slice that was not in flight (twice, or after a cancel)</li>
  * <li>{@code tent4j_path_bandwidth_bytes_per_second{peer,transport,path}} EWMA of each path's delivered bandwidth</li>
  * <li>{@code tent4j_path_inflight_bytes{peer,transport,path}} bytes posted and not yet settled</li>
  * <li>{@code tent4j_path_paused{peer,transport,path}} 1 while a failing path cools down</li>
@@ -43,17 +44,31 @@ import org.tent4j.api.TransferException;
  */
 public final class EngineMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    /**
+     * Upper bounds of the latency histogram's buckets: fixed, so each (transport, operation) costs 17 bucket series
+     * (16 bounds and +Inf) rather than the ~110 of a percentile histogram.
+     */
+    static final Duration[] LATENCY_BUCKETS = {
+            Duration.ofNanos(10_000), Duration.ofNanos(25_000), Duration.ofNanos(50_000), Duration.ofNanos(100_000),
+            Duration.ofNanos(250_000), Duration.ofNanos(500_000), Duration.ofMillis(1), Duration.ofNanos(2_500_000),
+            Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50),
+            Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofSeconds(1), Duration.ofSeconds(5)};
+
     private final String segment;
-    private final List<String> transports;
-    private final Counter[] bytes;
-    private final Counter[] requests;
-    private final Counter[] errors;
-    private final Timer[] latency;
+    private List<String> transports;
+    private Counter[] bytes;
+    private Counter[] requests;
+    private Counter[] errors;
+    private Timer[] latency;
     private final Map<String, List<Meter>> pathMeters = new ConcurrentHashMap<>();
     private HttpServer server;
 
-    public EngineMetrics(String segment, List<String> transports) {
+    public EngineMetrics(String segment) {
         this.segment = segment;
+    }
+
+    /** Creates the per-transport meters; called once, when the transports have started and before any transfer. */
+    public void transports(List<String> transports) {
         this.transports = List.copyOf(transports);
         int n = (transports.size() + 1) * 2;
         bytes = new Counter[n];
@@ -68,8 +83,7 @@ public final class EngineMetrics implements AutoCloseable {
                 bytes[i] = Counter.builder("tent4j.transfer.bytes").baseUnit("bytes").tags("segment", segment, "transport", tid, "operation", o).register(registry);
                 requests[i] = Counter.builder("tent4j.transfer.requests").tags("segment", segment, "transport", tid, "operation", o).register(registry);
                 errors[i] = Counter.builder("tent4j.transfer.errors").tags("segment", segment, "transport", tid, "operation", o).register(registry);
-                latency[i] = Timer.builder("tent4j.transfer.latency").publishPercentileHistogram()
-                        .minimumExpectedValue(Duration.ofNanos(1000)).maximumExpectedValue(Duration.ofSeconds(30))
+                latency[i] = Timer.builder("tent4j.transfer.latency").serviceLevelObjectives(LATENCY_BUCKETS)
                         .tags("segment", segment, "transport", tid, "operation", o).register(registry);
             }
         }
@@ -85,6 +99,13 @@ public final class EngineMetrics implements AutoCloseable {
         } else {
             errors[i].increment();
         }
+    }
+
+    /** {@code tent4j_slice_stale_settlements_total}: settlements of slices not in flight (a transport's bug). */
+    public void staleSettlements(java.util.concurrent.atomic.AtomicLong count) {
+        // the counter must be held by its owner: Micrometer keeps only a weak reference to it
+        FunctionCounter.builder("tent4j.slice.stale.settlements", count, java.util.concurrent.atomic.AtomicLong::get)
+                .tags("segment", segment).register(registry);
     }
 
     public void fallback(String from, String to) {
@@ -130,6 +151,31 @@ public final class EngineMetrics implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** What a transport reports its own metrics through: {@code tent4j_transport_<name>{segment,transport,...}}. */
+    public org.tent4j.spi.TransportMetrics forTransport(String transportId) {
+        return new org.tent4j.spi.TransportMetrics() {
+            @Override
+            public Counter counter(String name, String description, String... tags) {
+                io.micrometer.core.instrument.Counter c = io.micrometer.core.instrument.Counter.builder(meterName(name))
+                        .description(description).tags(tags).tags("segment", segment, "transport", transportId).register(registry);
+                return c::increment;
+            }
+
+            @Override
+            public void gauge(String name, String description, DoubleSupplier value, String... tags) {
+                Gauge.builder(meterName(name), value, DoubleSupplier::getAsDouble).description(description).tags(tags)
+                        .tags("segment", segment, "transport", transportId).strongReference(true).register(registry);
+            }
+        };
+    }
+
+    private static String meterName(String name) {
+        if (name == null || !name.matches("[a-z][a-z0-9_.]{0,62}")) {
+            throw new IllegalArgumentException("metric name must be lower case letters, digits, '_' or '.', got '" + name + "'");
+        }
+        return "tent4j.transport." + name;
     }
 
     public PrometheusMeterRegistry registry() {

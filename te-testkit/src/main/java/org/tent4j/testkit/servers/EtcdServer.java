@@ -5,8 +5,17 @@ import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+
+import javax.net.ssl.HttpsURLConnection;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
 
 /**
  * A real single-member etcd ({@code /usr/bin/etcd}, Debian package {@code etcd-server}) on free loopback ports with
@@ -23,6 +32,8 @@ public final class EtcdServer implements AutoCloseable {
     private static final int BIND_ATTEMPTS = 3;
 
     private final ServerProcess process;
+    private Path tlsCertificate;
+    private Path tlsKey;
     private int clientPort;
     private int peerPort;
     private String dataDirName;
@@ -33,7 +44,18 @@ public final class EtcdServer implements AutoCloseable {
 
     /** Starts etcd on free ports and waits until {@code /health} answers healthy (15 s at most). */
     public static EtcdServer launch() {
+        return launch(null, null);
+    }
+
+    /** As {@link #launch()}, serving clients over TLS only with this PEM certificate and key (--cert-file/--key-file). */
+    public static EtcdServer launchWithTls(Path certificate, Path key) {
+        return launch(certificate, key);
+    }
+
+    private static EtcdServer launch(Path certificate, Path key) {
         EtcdServer server = new EtcdServer(ServerProcess.create("etcd", "etcd", APT_PACKAGE));
+        server.tlsCertificate = certificate;
+        server.tlsKey = key;
         try {
             for (int attempt = 1; ; attempt++) {
                 server.clientPort = LoopbackPorts.free();
@@ -57,9 +79,9 @@ public final class EtcdServer implements AutoCloseable {
     }
 
     private void startProcess() {
-        String client = "http://127.0.0.1:" + clientPort;
+        String client = clientUrl();
         String peer = "http://127.0.0.1:" + peerPort;
-        List<String> args = List.of(
+        List<String> args = new ArrayList<>(List.of(
                 "--name", "tent4j",
                 "--data-dir", process.workDir().resolve(dataDirName).toString(),
                 "--listen-client-urls", client,
@@ -69,13 +91,21 @@ public final class EtcdServer implements AutoCloseable {
                 "--initial-cluster", "tent4j=" + peer,
                 "--initial-cluster-state", "new",
                 "--logger=zap",
-                "--log-level=warn");
+                "--log-level=warn"));
+        if (tlsCertificate != null) {
+            args.addAll(List.of("--cert-file", tlsCertificate.toString(), "--key-file", tlsKey.toString()));
+        }
         process.start(args, this::healthy, READY_TIMEOUT);
     }
 
     private boolean healthy() {
         try {
             HttpURLConnection c = (HttpURLConnection) URI.create(clientUrl() + "/health").toURL().openConnection();
+            if (c instanceof HttpsURLConnection https) {
+                // readiness only: the certificate is the one the test gave etcd
+                https.setSSLSocketFactory(trustingAnything().getSocketFactory());
+                https.setHostnameVerifier((host, session) -> true);
+            }
             c.setConnectTimeout(500);
             c.setReadTimeout(1000);
             try {
@@ -94,14 +124,37 @@ public final class EtcdServer implements AutoCloseable {
         }
     }
 
-    /** {@code etcd://127.0.0.1:<port>}, the URI tent4j's etcd metadata plugin takes. */
-    public String uri() {
-        return "etcd://127.0.0.1:" + clientPort;
+    private static SSLContext trustingAnything() throws IOException {
+        try {
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(null, new TrustManager[] {new X509TrustManager() {
+                @Override
+                public void checkClientTrusted(X509Certificate[] chain, String authType) {
+                }
+
+                @Override
+                public void checkServerTrusted(X509Certificate[] chain, String authType) {
+                }
+
+                @Override
+                public X509Certificate[] getAcceptedIssuers() {
+                    return new X509Certificate[0];
+                }
+            }}, null);
+            return context;
+        } catch (GeneralSecurityException e) {
+            throw new IOException(e);
+        }
     }
 
-    /** {@code http://127.0.0.1:<port>}, the client URL etcd itself and its tools use. */
+    /** {@code etcd://127.0.0.1:<port>} ({@code etcds://} with TLS), the URI tent4j's etcd metadata plugin takes. */
+    public String uri() {
+        return (tlsCertificate == null ? "etcd" : "etcds") + "://127.0.0.1:" + clientPort;
+    }
+
+    /** {@code http://127.0.0.1:<port>} ({@code https://} with TLS), the client URL etcd itself and its tools use. */
     public String clientUrl() {
-        return "http://127.0.0.1:" + clientPort;
+        return (tlsCertificate == null ? "http" : "https") + "://127.0.0.1:" + clientPort;
     }
 
     public int port() {

@@ -7,9 +7,16 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
 
 /**
  * A real Redis ({@code /usr/bin/redis-server}, Debian package {@code redis-server}) on a free loopback port.
@@ -27,6 +34,8 @@ public final class RedisServer implements AutoCloseable {
     private final String password;
     private final boolean appendOnly;
     private final boolean configCommandDisabled;
+    private final Path tlsCertificate;
+    private final Path tlsKey;
     private int port;
 
     private RedisServer(ServerProcess process, Builder b) {
@@ -35,6 +44,8 @@ public final class RedisServer implements AutoCloseable {
         this.password = b.password;
         this.appendOnly = b.appendOnly;
         this.configCommandDisabled = b.configCommandDisabled;
+        this.tlsCertificate = b.tlsCertificate;
+        this.tlsKey = b.tlsKey;
     }
 
     /** Starts a Redis without authentication and without persistence. */
@@ -49,7 +60,7 @@ public final class RedisServer implements AutoCloseable {
     private void startProcess() {
         List<String> args = new ArrayList<>(List.of(
                 "--bind", "127.0.0.1",
-                "--port", Integer.toString(port),
+                "--port", tlsCertificate == null ? Integer.toString(port) : "0",
                 "--dir", process.workDir().toString(),
                 "--daemonize", "no",
                 "--protected-mode", "yes",
@@ -68,6 +79,12 @@ public final class RedisServer implements AutoCloseable {
         } else if (password != null) {
             args.addAll(List.of("--requirepass", password));
         }
+        if (tlsCertificate != null) {
+            // TLS only: the plain port is off, clients need TLS (no client certificates)
+            args.addAll(List.of("--tls-port", Integer.toString(port), "--tls-cert-file", tlsCertificate.toString(),
+                    "--tls-key-file", tlsKey.toString(), "--tls-ca-cert-file", tlsCertificate.toString(),
+                    "--tls-auth-clients", "no"));
+        }
         if (configCommandDisabled) {
             // as managed Redis services do: clients cannot change server settings
             args.addAll(List.of("--rename-command", "CONFIG", ""));
@@ -77,8 +94,24 @@ public final class RedisServer implements AutoCloseable {
 
     /** Ready once it answers PING with PONG, or with NOAUTH when a password is required (it is not loading then). */
     private boolean answersPing() {
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+        Socket plain = new Socket();
+        try {
+            plain.connect(new InetSocketAddress("127.0.0.1", port), 500);
+            // a TLS socket layered on the plain one closes it too (autoClose)
+            return answersPing(tlsCertificate == null ? plain
+                    : trustingAnything().getSocketFactory().createSocket(plain, "127.0.0.1", port, true));
+        } catch (IOException e) {
+            try {
+                plain.close();
+            } catch (IOException ignored) {
+                // nothing to release beyond the socket
+            }
+            return false;
+        }
+    }
+
+    private static boolean answersPing(Socket s) {
+        try (s) {
             s.setSoTimeout(1000);
             OutputStream out = s.getOutputStream();
             out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -96,9 +129,37 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
-    /** {@code redis://127.0.0.1:<port>}, without credentials. */
+    /** Readiness only: the server's own certificate is what the test gave it. */
+    private static SSLContext trustingAnything() throws IOException {
+        try {
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(null, new TrustManager[] {new X509TrustManager() {
+                @Override
+                public void checkClientTrusted(X509Certificate[] chain, String authType) {
+                }
+
+                @Override
+                public void checkServerTrusted(X509Certificate[] chain, String authType) {
+                }
+
+                @Override
+                public X509Certificate[] getAcceptedIssuers() {
+                    return new X509Certificate[0];
+                }
+            }}, null);
+            return context;
+        } catch (GeneralSecurityException e) {
+            throw new IOException(e);
+        }
+    }
+
+    /** {@code redis://127.0.0.1:<port>} ({@code rediss://} with TLS), without credentials. */
     public String uri() {
-        return "redis://127.0.0.1:" + port;
+        return scheme() + "://127.0.0.1:" + port;
+    }
+
+    private String scheme() {
+        return tlsCertificate == null ? "redis" : "rediss";
     }
 
     /**
@@ -110,7 +171,7 @@ public final class RedisServer implements AutoCloseable {
             return uri();
         }
         String u = user == null ? "" : encode(user);
-        return "redis://" + u + ":" + encode(password) + "@127.0.0.1:" + port;
+        return scheme() + "://" + u + ":" + encode(password) + "@127.0.0.1:" + port;
     }
 
     private static String encode(String s) {
@@ -176,8 +237,17 @@ public final class RedisServer implements AutoCloseable {
         private String password;
         private boolean appendOnly;
         private boolean configCommandDisabled;
+        private Path tlsCertificate;
+        private Path tlsKey;
 
         private Builder() {
+        }
+
+        /** Serves TLS only, with this PEM certificate and key (no client certificates required). */
+        public Builder tls(Path certificate, Path key) {
+            this.tlsCertificate = certificate;
+            this.tlsKey = key;
+            return this;
         }
 
         /** Requires {@code AUTH password} (of the default user). */

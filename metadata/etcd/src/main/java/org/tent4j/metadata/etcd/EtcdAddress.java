@@ -18,7 +18,7 @@ import org.tent4j.api.TransferException;
  * @param password  its password, or {@code null}
  * @param masked    the URI with the password replaced by {@code ***}, for messages and logs
  */
-record EtcdAddress(List<String> endpoints, String user, String password, String masked) {
+record EtcdAddress(List<String> endpoints, String user, String password, boolean tls, String masked) {
     static final int DEFAULT_PORT = 2379;
 
     @Override
@@ -29,24 +29,26 @@ record EtcdAddress(List<String> endpoints, String user, String password, String 
     static EtcdAddress parse(URI uri) {
         String raw = uri.toString();
         int schemeEnd = raw.indexOf("://");
-        if (schemeEnd < 0 || !raw.substring(0, schemeEnd).equalsIgnoreCase("etcd")) {
-            throw malformed(maskUserInfo(raw), "expected etcd://host:port[,host:port...]");
+        String scheme = schemeEnd < 0 ? "" : raw.substring(0, schemeEnd).toLowerCase(java.util.Locale.ROOT);
+        if (!scheme.equals("etcd") && !scheme.equals("etcds")) {
+            throw malformed(maskUserInfo(raw), "expected etcd://host:port[,host:port...] (etcds:// for TLS)");
         }
+        boolean tls = scheme.equals("etcds");
         String rest = raw.substring(schemeEnd + 3);
         int at = rest.lastIndexOf('@');
         String userInfo = at >= 0 ? rest.substring(0, at) : null;
         String hostList = at >= 0 ? rest.substring(at + 1) : rest;
         String user = null;
         String password = null;
-        String maskedPrefix = "etcd://";
+        String maskedPrefix = scheme + "://";
         if (userInfo != null) {
             int colon = userInfo.indexOf(':');
             if (colon <= 0) {
-                throw malformed("etcd://***@" + hostList, "credentials must be user:password");
+                throw malformed(scheme + "://***@" + hostList, "credentials must be user:password");
             }
             user = decode(userInfo.substring(0, colon));
             password = decode(userInfo.substring(colon + 1));
-            maskedPrefix = "etcd://" + userInfo.substring(0, colon) + ":***@";
+            maskedPrefix = scheme + "://" + userInfo.substring(0, colon) + ":***@";
         }
         String masked = maskedPrefix + hostList;
         int slash = hostList.indexOf('/');
@@ -68,9 +70,9 @@ record EtcdAddress(List<String> endpoints, String user, String password, String 
             if (hp.isEmpty()) {
                 throw malformed(masked, "empty endpoint in '" + hostList + "'");
             }
-            endpoints.add(endpoint(masked, hp));
+            endpoints.add((tls ? "https://" : "http://") + endpoint(masked, hp));
         }
-        return new EtcdAddress(List.copyOf(endpoints), user, password, masked);
+        return new EtcdAddress(List.copyOf(endpoints), user, password, tls, masked);
     }
 
     private static String endpoint(String masked, String hostPort) {
@@ -108,7 +110,7 @@ record EtcdAddress(List<String> endpoints, String user, String password, String 
                 throw malformed(masked, "port " + port + " of '" + hostPort + "' is out of range");
             }
         }
-        return "http://" + host + ":" + port;
+        return host + ":" + port;
     }
 
     private static String decode(String s) {

@@ -36,8 +36,9 @@ record HttpEndpoint(HttpUrl url, String authorization, String masked) {
     static HttpEndpoint parse(URI uri) {
         String raw = uri.toString();
         String maskedRaw = mask(raw);
-        if (!"http".equalsIgnoreCase(uri.getScheme())) {
-            throw malformed(maskedRaw, "expected http://host:port/path");
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+        if (!scheme.equals("http") && !scheme.equals("https")) {
+            throw malformed(maskedRaw, "expected http://host:port/path or https://host:port/path");
         }
         if (uri.getHost() == null || uri.getHost().isEmpty()) {
             throw malformed(maskedRaw, "no host");
@@ -53,7 +54,7 @@ record HttpEndpoint(HttpUrl url, String authorization, String masked) {
             String password = colon < 0 ? "" : decode(userInfo.substring(colon + 1));
             authorization = Credentials.basic(user, password, StandardCharsets.UTF_8);
         }
-        StringBuilder plain = new StringBuilder("http://").append(uri.getRawAuthority().substring(
+        StringBuilder plain = new StringBuilder(scheme).append("://").append(uri.getRawAuthority().substring(
                 userInfo == null ? 0 : userInfo.length() + 1));
         if (uri.getRawPath() != null) {
             plain.append(uri.getRawPath());

@@ -7,15 +7,24 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,13 +41,47 @@ import org.slf4j.LoggerFactory;
  */
 public final class HttpMetadataServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HttpMetadataServer.class);
-    /** Largest value accepted by PUT; etcd's own limit is 1.5 MiB, descriptors are a few KiB. */
-    public static final int MAX_VALUE_BYTES = 64 << 20;
+    /** Default for the largest value a PUT may carry; etcd's own limit is 1.5 MiB, descriptors are a few KiB. */
+    public static final int DEFAULT_MAX_VALUE_BYTES = 1 << 20;
     private static final long DEFAULT_WATCH_TIMEOUT_MS = 30_000;
     private static final long MAX_WATCH_TIMEOUT_MS = 300_000;
+    /**
+     * How long the JDK server lets a client take to send one request, headers and body, before it closes the
+     * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this, and the
+     * response-time and connection limits set next to it, once per JVM, when its first HTTP server starts; a value
+     * set on the command line wins.
+     */
+    static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
+    static final String DEFAULT_REQUEST_TIME_SECONDS = "30";
+
+    static {
+        defaultProperty(REQUEST_TIME_PROPERTY, DEFAULT_REQUEST_TIME_SECONDS);
+        // from the request's end to the response's: a long poll's wait (at most 300 s) plus time to write the answer
+        defaultProperty("sun.net.httpserver.maxRspTime", "330");
+        // open connections, idle ones included (each is a file descriptor until its idle timeout closes it)
+        defaultProperty("jdk.httpserver.maxConnections", "10000");
+    }
+
+    private static void defaultProperty(String name, String value) {
+        if (System.getProperty(name) == null) {
+            System.setProperty(name, value);
+        }
+    }
 
     private final HttpServer server;
     private final ExecutorService executor;
+    /** Connections being read or answered; past it the JDK server closes new ones unanswered. */
+    private final Semaphore connectionSlots;
+    /** GET/PUT/DELETE handled at once; a few more wait in line, the rest get 503. */
+    private final Semaphore requestPermits;
+    private final AtomicInteger waitingRequests = new AtomicInteger();
+    private final Semaphore watchPermits;
+    private final boolean tls;
+    private final int maxValueBytes;
+    private final int maxRequests;
+    private final int maxWatchers;
+    private final int requestQueue;
+    private final Duration requestQueueWait;
     private final MetadataTable table;
     private final String basePath;
     private final String host;
@@ -50,17 +93,55 @@ public final class HttpMetadataServer implements AutoCloseable {
         this.basePath = normalize(b.path);
         this.host = b.host;
         this.dataFile = b.dataFile;
-        this.table = new MetadataTable(b.dataFile == null ? null : new SnapshotFile(b.dataFile));
+        this.maxValueBytes = b.maxValueBytes;
+        this.maxRequests = b.maxRequests;
+        this.maxWatchers = b.maxWatchers;
+        this.requestPermits = new Semaphore(b.maxRequests);
+        this.requestQueue = b.requestQueue;
+        this.requestQueueWait = b.requestQueueWait;
+        this.watchPermits = new Semaphore(b.maxWatchers);
+        // every admitted request and watch, the line, and as many again being read (their headers not yet seen)
+        int connections = 2 * (b.maxRequests + b.requestQueue + b.maxWatchers);
+        this.connectionSlots = new Semaphore(connections);
+        SnapshotFile snapshots = b.snapshotFile != null ? b.snapshotFile
+                : b.dataFile == null ? null : new SnapshotFile(b.dataFile);
+        this.table = new MetadataTable(snapshots, b.durableTimeout);
+        this.tls = b.tlsCertificate != null;
         try {
-            this.server = HttpServer.create(new InetSocketAddress(InetAddress.getByName(b.host), b.port), 128);
+            InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(b.host), b.port);
+            if (tls) {
+                HttpsServer https = HttpsServer.create(address, 128);
+                https.setHttpsConfigurator(new HttpsConfigurator(PemTls.serverContext(b.tlsCertificate, b.tlsKey)));
+                this.server = https;
+            } else {
+                this.server = HttpServer.create(address, 128);
+            }
         } catch (IOException e) {
             table.close();
-            throw new IOException("cannot listen on " + b.host + ":" + b.port + ": " + e.getMessage(), e);
+            throw new IOException((tls ? "cannot serve TLS on " : "cannot listen on ") + b.host + ":" + b.port + ": "
+                    + e.getMessage(), e);
         }
         // long polls park their thread for up to the watch timeout: virtual threads make that cheap
         this.executor = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("tent4j-metadata-http-", 0)
                 .factory());
-        server.setExecutor(executor);
+        server.setExecutor(task -> {
+            if (!connectionSlots.tryAcquire()) {
+                throw new RejectedExecutionException("metadata server is at its limit of " + connections
+                        + " connections in progress");
+            }
+            try {
+                executor.execute(() -> {
+                    try {
+                        task.run();
+                    } finally {
+                        connectionSlots.release();
+                    }
+                });
+            } catch (RuntimeException e) {
+                connectionSlots.release();
+                throw e;
+            }
+        });
         server.createContext("/", this::handle);
         server.start();
         LOG.info("metadata server listening on {}{}", endpoint(),
@@ -100,7 +181,10 @@ public final class HttpMetadataServer implements AutoCloseable {
         return dataFile;
     }
 
-    /** The URI clients use, e.g. {@code http://127.0.0.1:8080/metadata} (a wildcard host shows as 127.0.0.1). */
+    /**
+     * The URI clients use, e.g. {@code http://127.0.0.1:8080/metadata}, {@code https://...} with TLS (a wildcard host
+     * shows as 127.0.0.1).
+     */
     public String endpoint() {
         String h = host;
         if (h.equals("0.0.0.0") || h.equals("::") || h.equals("[::]")) {
@@ -108,12 +192,32 @@ public final class HttpMetadataServer implements AutoCloseable {
         } else if (h.contains(":") && !h.startsWith("[")) {
             h = "[" + h + "]";
         }
-        return "http://" + h + ":" + port() + basePath;
+        return (tls ? "https://" : "http://") + h + ":" + port() + basePath;
     }
 
     /** Number of keys held now. */
     public int size() {
         return table.size();
+    }
+
+    /** Tests and diagnostics: keys with a parked long poll. */
+    int watchedKeyCount() {
+        return table.watchedKeyCount();
+    }
+
+    /** Tests and diagnostics: keys that will expire. */
+    int pendingExpiryCount() {
+        return table.pendingExpiryCount();
+    }
+
+    /** Tests and diagnostics: watch requests being answered now. */
+    int watchesInProgress() {
+        return maxWatchers - watchPermits.availablePermits();
+    }
+
+    /** Tests and diagnostics: GET/PUT/DELETE requests holding a slot now. */
+    int requestsInProgress() {
+        return maxRequests - requestPermits.availablePermits();
     }
 
     // ---------------------------------------------------------------------------------------------- HTTP
@@ -124,13 +228,37 @@ public final class HttpMetadataServer implements AutoCloseable {
             String path = ex.getRequestURI().getRawPath();
             String rootKeyPath = basePath.equals("/") ? "/" : basePath;
             String watchPath = (basePath.equals("/") ? "" : basePath) + MetadataHttpProtocol.WATCH_SUFFIX;
-            if (path.equals(rootKeyPath) || path.equals(basePath + "/")) {
-                handleKey(ex);
-            } else if (path.equals(watchPath)) {
-                handleWatch(ex);
-            } else {
-                respond(ex, 404, "no such endpoint '" + path + "'; metadata is served at " + rootKeyPath
-                        + "?key=...");
+            try {
+                if (path.equals(rootKeyPath) || path.equals(basePath + "/")) {
+                    if (!admitRequest()) {
+                        respond(ex, 503, "metadata server is busy (" + requestPermits.availablePermits()
+                                + " free of its request slots, " + requestQueue + " waiting); retry later");
+                        return;
+                    }
+                    try {
+                        handleKey(ex);
+                    } finally {
+                        requestPermits.release();
+                    }
+                } else if (path.equals(watchPath)) {
+                    if (!watchPermits.tryAcquire()) {
+                        respond(ex, 503, "metadata server has as many watches open as it allows; retry later");
+                        return;
+                    }
+                    try {
+                        handleWatch(ex);
+                    } finally {
+                        watchPermits.release();
+                    }
+                } else {
+                    respond(ex, 404, "no such endpoint '" + path + "'; metadata is served at " + rootKeyPath
+                            + "?key=...");
+                }
+            } catch (BadRequestException e) {
+                // a client's mistake: one line, no stack trace, however many such requests arrive
+                LOG.info("400 for {} {} from {}: {}", ex.getRequestMethod(), path, ex.getRemoteAddress(),
+                        e.getMessage());
+                respond(ex, 400, e.getMessage());
             }
         } catch (IOException e) {
             LOG.debug("answering {} {} failed: {}", ex.getRequestMethod(), ex.getRequestURI(), e.toString());
@@ -141,12 +269,33 @@ public final class HttpMetadataServer implements AutoCloseable {
         }
     }
 
+    /** Takes a request slot, waiting in a bounded line for one; {@code false} means answer 503. */
+    private boolean admitRequest() throws InterruptedException {
+        if (requestPermits.tryAcquire()) {
+            return true;
+        }
+        if (waitingRequests.incrementAndGet() > requestQueue) {
+            waitingRequests.decrementAndGet();
+            return false;
+        }
+        try {
+            return requestPermits.tryAcquire(requestQueueWait.toNanos(), TimeUnit.NANOSECONDS);
+        } finally {
+            waitingRequests.decrementAndGet();
+        }
+    }
+
+    /** A request the client got wrong: answered 400 with this message. */
+    static final class BadRequestException extends RuntimeException {
+        BadRequestException(String message) {
+            super(message, null, false, false);
+        }
+    }
+
     private void handleKey(HttpExchange ex) throws IOException, InterruptedException {
         String key = queryParam(ex, "key");
         if (key == null || key.isEmpty()) {
-            drain(ex);
-            respond(ex, 400, "missing query parameter 'key'");
-            return;
+            throw new BadRequestException("missing query parameter 'key'");
         }
         switch (ex.getRequestMethod()) {
             case "GET" -> {
@@ -167,24 +316,31 @@ public final class HttpMetadataServer implements AutoCloseable {
                     } catch (NumberFormatException e) {
                         ttl = -1;
                     }
-                    if (ttl < 0) {
-                        drain(ex);
-                        respond(ex, 400, MetadataHttpProtocol.TTL_HEADER + " must be a non-negative integer, got '"
-                                + ttlText + "'");
-                        return;
+                    if (ttl < 0 || ttl > MetadataTable.MAX_TTL_MILLIS) {
+                        throw new BadRequestException(MetadataHttpProtocol.TTL_HEADER + " must be an integer in 0.."
+                                + MetadataTable.MAX_TTL_MILLIS + " (milliseconds), got '" + ttlText + "'");
                     }
+                }
+                String length = ex.getRequestHeaders().getFirst("Content-Length");
+                if (length != null && length.strip().length() > 0 && !fits(length.strip())) {
+                    respond(ex, 413, "value of '" + key + "' is larger than " + maxValueBytes + " bytes (Content-Length "
+                            + length.strip() + ")");
+                    return;
                 }
                 byte[] value;
                 try (InputStream in = ex.getRequestBody()) {
-                    value = in.readNBytes(MAX_VALUE_BYTES + 1);
+                    value = in.readNBytes(maxValueBytes + 1);
                 }
-                if (value.length > MAX_VALUE_BYTES) {
-                    respond(ex, 413, "value of '" + key + "' is larger than " + MAX_VALUE_BYTES + " bytes");
+                if (value.length > maxValueBytes) {
+                    respond(ex, 413, "value of '" + key + "' is larger than " + maxValueBytes + " bytes");
                     return;
                 }
                 long generation = table.put(key, value, ttl);
                 try {
                     table.awaitDurable(generation);
+                } catch (MetadataTable.DurabilityTimeoutException e) {
+                    respond(ex, 503, e.getMessage());
+                    return;
                 } catch (IOException e) {
                     respond(ex, 500, "stored in memory but not on disk: " + e.getMessage());
                     return;
@@ -196,6 +352,9 @@ public final class HttpMetadataServer implements AutoCloseable {
                 MetadataTable.Removal r = table.delete(key);
                 try {
                     table.awaitDurable(r.generation());
+                } catch (MetadataTable.DurabilityTimeoutException e) {
+                    respond(ex, 503, e.getMessage());
+                    return;
                 } catch (IOException e) {
                     respond(ex, 500, "deleted in memory but not on disk: " + e.getMessage());
                     return;
@@ -221,8 +380,7 @@ public final class HttpMetadataServer implements AutoCloseable {
         }
         String key = queryParam(ex, "key");
         if (key == null || key.isEmpty()) {
-            respond(ex, 400, "missing query parameter 'key'");
-            return;
+            throw new BadRequestException("missing query parameter 'key'");
         }
         String known = queryParam(ex, "version");
         long timeout = DEFAULT_WATCH_TIMEOUT_MS;
@@ -247,6 +405,14 @@ public final class HttpMetadataServer implements AutoCloseable {
         } else {
             respond(ex, 404, MetadataHttpProtocol.NOT_FOUND_BODY);
         }
+    }
+
+    /** Whether a Content-Length of {@code text} is at most the value limit (digits only; anything else is left to the reader). */
+    private boolean fits(String text) {
+        if (!text.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return true;
+        }
+        return text.length() <= 10 && Long.parseLong(text) <= maxValueBytes;
     }
 
     private static void drain(HttpExchange ex) throws IOException {
@@ -281,11 +447,48 @@ public final class HttpMetadataServer implements AutoCloseable {
         for (String pair : rawQuery.split("&")) {
             int eq = pair.indexOf('=');
             String n = eq < 0 ? pair : pair.substring(0, eq);
-            if (URLDecoder.decode(n, StandardCharsets.UTF_8).equals(name)) {
-                return eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            if (decode(n, "query parameter name").equals(name)) {
+                return eq < 0 ? "" : decode(pair.substring(eq + 1), "query parameter '" + name + "'");
             }
         }
         return null;
+    }
+
+    /**
+     * Decodes form encoding ('+' is a space, %XX a byte) strictly: a bad escape or bytes that are not UTF-8 are the
+     * client's error, where {@link java.net.URLDecoder} would throw or silently substitute U+FFFD (and two
+     * different keys would then name one entry).
+     */
+    static String decode(String text, String what) {
+        if (text.indexOf('%') < 0 && text.indexOf('+') < 0) {
+            return text;
+        }
+        byte[] raw = text.getBytes(StandardCharsets.UTF_8);
+        byte[] out = new byte[raw.length];
+        int n = 0;
+        for (int i = 0; i < raw.length; i++) {
+            byte b = raw[i];
+            if (b == '+') {
+                out[n++] = ' ';
+            } else if (b == '%') {
+                int hi = i + 2 < raw.length ? Character.digit(raw[i + 1], 16) : -1;
+                int lo = hi >= 0 ? Character.digit(raw[i + 2], 16) : -1;
+                if (lo < 0) {
+                    throw new BadRequestException(what + " has a bad %-escape at character " + i
+                            + " (expected %XX with two hex digits)");
+                }
+                out[n++] = (byte) (hi << 4 | lo);
+                i += 2;
+            } else {
+                out[n++] = b;
+            }
+        }
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(out, 0, n)).toString();
+        } catch (CharacterCodingException e) {
+            throw new BadRequestException(what + " is not valid UTF-8 once %-decoded");
+        }
     }
 
     // ---------------------------------------------------------------------------------------------- lifecycle
@@ -348,6 +551,8 @@ public final class HttpMetadataServer implements AutoCloseable {
     /** Parses CLI arguments; {@code null} for {@code --help}. */
     static Builder fromArgs(String[] args) {
         Builder b = builder().host("0.0.0.0").port(8080);
+        Path[] tlsCert = {null};
+        Path[] tlsKey = {null};
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             String name = a;
@@ -377,16 +582,33 @@ public final class HttpMetadataServer implements AutoCloseable {
                 case "--host" -> b.host(value);
                 case "--data-file" -> b.dataFile(Path.of(value));
                 case "--path" -> b.path(value);
+                case "--tls-cert" -> tlsCert[0] = Path.of(value);
+                case "--tls-key" -> tlsKey[0] = Path.of(value);
+                case "--max-value-bytes" -> {
+                    try {
+                        b.maxValueBytes(Integer.parseInt(value));
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException("--max-value-bytes: '" + value + "' is not a number");
+                    }
+                }
                 default -> throw new IllegalArgumentException("unknown option " + name);
             }
+        }
+        if ((tlsCert[0] == null) != (tlsKey[0] == null)) {
+            throw new IllegalArgumentException("--tls-cert and --tls-key go together");
+        }
+        if (tlsCert[0] != null) {
+            b.tls(tlsCert[0], tlsKey[0]);
         }
         return b;
     }
 
     private static void usage(PrintStream out) {
         out.println("usage: HttpMetadataServer [--port 8080] [--host 0.0.0.0] [--data-file FILE] [--path /metadata]");
+        out.println("         [--tls-cert CHAIN.pem --tls-key KEY.pem] [--max-value-bytes 1048576]");
         out.println("  Mooncake-compatible HTTP metadata server (GET/PUT/DELETE <path>?key=K) with TTL and watch.");
         out.println("  --data-file keeps every key on disk (written before each change is acknowledged).");
+        out.println("  --tls-cert/--tls-key serve https:// with a PEM certificate chain and unencrypted PKCS#8 key.");
     }
 
     /** Settings of a server to start. */
@@ -395,8 +617,76 @@ public final class HttpMetadataServer implements AutoCloseable {
         private int port;
         private Path dataFile;
         private String path = MetadataHttpProtocol.DEFAULT_PATH;
+        private int maxValueBytes = DEFAULT_MAX_VALUE_BYTES;
+        private int maxRequests = 64;
+        private int requestQueue = 256;
+        private Duration requestQueueWait = Duration.ofSeconds(5);
+        private int maxWatchers = 4096;
+        private Duration durableTimeout = Duration.ofSeconds(10);
+        private SnapshotFile snapshotFile;
+        private Path tlsCertificate;
+        private Path tlsKey;
 
         private Builder() {
+        }
+
+        /**
+         * Serves HTTPS with {@code certificateChain} (PEM, server certificate first) and {@code privateKey} (PEM,
+         * unencrypted PKCS#8, {@code -----BEGIN PRIVATE KEY-----}).
+         */
+        public Builder tls(Path certificateChain, Path privateKey) {
+            this.tlsCertificate = java.util.Objects.requireNonNull(certificateChain, "certificateChain");
+            this.tlsKey = java.util.Objects.requireNonNull(privateKey, "privateKey");
+            return this;
+        }
+
+        /** Largest value a PUT may carry (default 1 MiB); larger ones are answered 413. */
+        public Builder maxValueBytes(int bytes) {
+            this.maxValueBytes = positive(bytes, "maxValueBytes");
+            return this;
+        }
+
+        /**
+         * GET/PUT/DELETE requests handled at once (default 64), how many more may wait for a slot (default 256) and
+         * for how long (default 5 s); a request beyond that is answered 503.
+         */
+        public Builder maxRequests(int concurrent, int queue, Duration queueWait) {
+            this.maxRequests = positive(concurrent, "maxRequests");
+            if (queue < 0) {
+                throw new IllegalArgumentException("request queue must be >= 0, got " + queue);
+            }
+            this.requestQueue = queue;
+            this.requestQueueWait = queueWait;
+            return this;
+        }
+
+        /** Long-poll watches open at once (default 4096); one more is answered 503. */
+        public Builder maxWatchers(int watchers) {
+            this.maxWatchers = positive(watchers, "maxWatchers");
+            return this;
+        }
+
+        /** How long a PUT or DELETE waits for the data file (default 10 s) before it is answered 503. */
+        public Builder durableTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("durableTimeout must be > 0, got " + timeout);
+            }
+            this.durableTimeout = timeout;
+            return this;
+        }
+
+        /** Tests: a data file whose writes fail or stall. */
+        Builder snapshotFile(SnapshotFile file) {
+            this.snapshotFile = file;
+            this.dataFile = file.path();
+            return this;
+        }
+
+        private static int positive(int n, String what) {
+            if (n <= 0) {
+                throw new IllegalArgumentException(what + " must be > 0, got " + n);
+            }
+            return n;
         }
 
         /** Address to listen on (default 127.0.0.1; 0.0.0.0 for every interface). */

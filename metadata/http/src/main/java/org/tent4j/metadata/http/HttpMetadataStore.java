@@ -14,6 +14,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import okhttp3.Call;
 import okhttp3.HttpUrl;
 import okhttp3.MediaType;
+import javax.net.ssl.X509TrustManager;
+
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.RequestBody;
@@ -38,6 +40,8 @@ final class HttpMetadataStore implements MetadataStore {
     private static final Logger LOG = LoggerFactory.getLogger(HttpMetadataStore.class);
     private static final MediaType JSON = MediaType.get(MetadataHttpProtocol.CONTENT_TYPE);
     private static final AtomicInteger WATCH_IDS = new AtomicInteger();
+    /** Largest answer read from a server (a hostile or broken one could send without end); values are KiBs. */
+    static final int MAX_ANSWER_BYTES = 64 << 20;
 
     private final HttpEndpoint endpoint;
     private final OkHttpClient client;
@@ -49,18 +53,21 @@ final class HttpMetadataStore implements MetadataStore {
     private volatile boolean tent4jServer;
     private volatile boolean closed;
 
-    HttpMetadataStore(HttpEndpoint endpoint, Duration timeout, Duration connectTimeout, Duration watchHold,
+    HttpMetadataStore(HttpEndpoint endpoint, X509TrustManager trust, Duration timeout, Duration connectTimeout, Duration watchHold,
             Duration pollInterval) {
         this.endpoint = endpoint;
         this.watchHold = watchHold;
         this.pollInterval = pollInterval;
-        this.client = new OkHttpClient.Builder()
+        OkHttpClient.Builder builder = new OkHttpClient.Builder()
                 .connectTimeout(connectTimeout)
                 .callTimeout(timeout)
                 .readTimeout(timeout)
                 .writeTimeout(timeout)
-                .retryOnConnectionFailure(true)
-                .build();
+                .retryOnConnectionFailure(true);
+        if (trust != null) {
+            builder.sslSocketFactory(PemTls.clientContext(trust).getSocketFactory(), trust);
+        }
+        this.client = builder.build();
         // shares the connection pool; only the time a long poll may be held open differs
         Duration pollLimit = watchHold.plus(timeout);
         this.watchClient = client.newBuilder().callTimeout(pollLimit).readTimeout(pollLimit).build();
@@ -214,7 +221,14 @@ final class HttpMetadataStore implements MetadataStore {
     private byte[] body(Response r, String op, String key) {
         ResponseBody b = r.body();
         try {
-            return b.bytes();
+            long declared = b.contentLength();
+            byte[] data = declared > MAX_ANSWER_BYTES ? null : b.byteStream().readNBytes(MAX_ANSWER_BYTES + 1);
+            if (data == null || data.length > MAX_ANSWER_BYTES) {
+                throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "http metadata store " + uri() + ": "
+                        + op + " '" + key + "': the answer is larger than " + MAX_ANSWER_BYTES + " bytes"
+                        + (declared > 0 ? " (Content-Length " + declared + ")" : "") + "; refusing it");
+            }
+            return data;
         } catch (IOException e) {
             throw new TransferException(ErrorCode.METADATA_UNAVAILABLE, "http metadata store " + uri() + ": " + op
                     + " '" + key + "': reading the answer failed: " + describe(e), e);

@@ -1,14 +1,15 @@
 package org.tent4j.metadata.http;
 
 import java.io.IOException;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.TreeSet;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.DelayQueue;
-import java.util.concurrent.Delayed;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -28,6 +29,8 @@ import org.slf4j.LoggerFactory;
  */
 final class MetadataTable implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataTable.class);
+    /** Longest TTL a put may ask for (a year): larger ones would overflow deadline arithmetic. */
+    static final long MAX_TTL_MILLIS = TimeUnit.DAYS.toMillis(365);
 
     /** What a reader sees of one key. {@code value} is {@code null} when the key is absent. */
     record State(byte[] value, String version) {
@@ -40,21 +43,39 @@ final class MetadataTable implements AutoCloseable {
     record Removal(boolean existed, long generation) {
     }
 
-    private record Entry(byte[] value, long revision, long deadlineNanos, long expiresAtMillis) {
+    /** One stored key; the expiry order holds the same objects, so a re-put replaces rather than adds. */
+    private record Entry(String key, byte[] value, long revision, long deadlineNanos, long expiresAtMillis) {
+        boolean expires() {
+            return deadlineNanos != 0;
+        }
+
         boolean expired(long nowNanos) {
             return deadlineNanos != 0 && nowNanos - deadlineNanos >= 0;
         }
     }
 
+    /** Long polls parked on one key: one future they share, and how many wait, so the last to time out removes it. */
+    private static final class Signal {
+        final CompletableFuture<Void> changed = new CompletableFuture<>();
+        int waiters;
+    }
+
+    /** Keys that expire, soonest first (nanoTime deadlines compared by difference, so wrap-around is harmless). */
+    private static final Comparator<Entry> BY_DEADLINE = (x, y) -> {
+        int c = Long.compare(x.deadlineNanos - y.deadlineNanos, 0);
+        return c != 0 ? c : x.key.compareTo(y.key);
+    };
+
     private final Object lock = new Object();
     private final Map<String, Entry> entries = new HashMap<>();
-    private final Map<String, CompletableFuture<Void>> signals = new HashMap<>();
-    private final DelayQueue<Expiry> expiries = new DelayQueue<>();
+    private final Map<String, Signal> signals = new HashMap<>();
+    private final TreeSet<Entry> expiries = new TreeSet<>(BY_DEADLINE);
     private final String epoch;
     private long revision;
     private boolean closed;
 
     private final SnapshotFile file;
+    private final Duration durableTimeout;
     private final Object persistLock = new Object();
     private long requestedGeneration;
     private long attemptedGeneration;
@@ -64,9 +85,13 @@ final class MetadataTable implements AutoCloseable {
     private final Thread writer;
     private final Thread expirer;
 
-    /** Loads {@code file} if given and present; a missing file starts an empty table that will be written there. */
-    MetadataTable(SnapshotFile file) throws IOException {
+    /**
+     * Loads {@code file} if given and present; a missing file starts an empty table that will be written there. A
+     * change not on disk within {@code durableTimeout} fails its {@link #awaitDurable} instead of waiting on.
+     */
+    MetadataTable(SnapshotFile file, Duration durableTimeout) throws IOException {
         this.file = file;
+        this.durableTimeout = durableTimeout;
         SnapshotFile.Snapshot snapshot = file == null ? null : file.read();
         if (snapshot == null) {
             epoch = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
@@ -84,10 +109,13 @@ final class MetadataTable implements AutoCloseable {
                         expiredWhileDown++;
                         continue;
                     }
-                    deadline = nowNanos + TimeUnit.MILLISECONDS.toNanos(left);
-                    expiries.add(new Expiry(e.key(), e.revision(), deadline));
+                    deadline = deadlineAfter(nowNanos, left);
                 }
-                entries.put(e.key(), new Entry(e.value(), e.revision(), deadline, e.expiresAtMillis()));
+                Entry entry = new Entry(e.key(), e.value(), e.revision(), deadline, e.expiresAtMillis());
+                entries.put(e.key(), entry);
+                if (entry.expires()) {
+                    expiries.add(entry);
+                }
             }
             LOG.info("loaded {} keys (revision {}) from {}; {} expired while the server was down", entries.size(),
                     revision, file.path(), expiredWhileDown);
@@ -95,6 +123,12 @@ final class MetadataTable implements AutoCloseable {
         this.expirer = Thread.ofPlatform().daemon().name("tent4j-metadata-expiry").start(this::expireLoop);
         this.writer = file == null ? null
                 : Thread.ofPlatform().daemon().name("tent4j-metadata-writer").start(this::writeLoop);
+    }
+
+    /** A nanoTime deadline {@code millis} from {@code nowNanos}; never 0, which means "does not expire". */
+    private static long deadlineAfter(long nowNanos, long millis) {
+        long deadline = nowNanos + TimeUnit.MILLISECONDS.toNanos(millis);
+        return deadline == 0 ? 1 : deadline;
     }
 
     String epoch() {
@@ -126,21 +160,34 @@ final class MetadataTable implements AutoCloseable {
      * generation to pass to {@link #awaitDurable(long)}.
      */
     long put(String key, byte[] value, long ttlMillis) {
+        if (ttlMillis < 0 || ttlMillis > MAX_TTL_MILLIS) {
+            throw new IllegalArgumentException("TTL must be 0.." + MAX_TTL_MILLIS + " ms, got " + ttlMillis);
+        }
         synchronized (lock) {
             long rev = ++revision;
             long deadline = 0;
             long expiresAt = 0;
             if (ttlMillis > 0) {
-                deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ttlMillis);
-                if (deadline == 0) {
-                    deadline = 1;
-                }
+                deadline = deadlineAfter(System.nanoTime(), ttlMillis);
                 expiresAt = System.currentTimeMillis() + ttlMillis;
-                expiries.add(new Expiry(key, rev, deadline));
             }
-            entries.put(key, new Entry(value, rev, deadline, expiresAt));
+            Entry entry = new Entry(key, value, rev, deadline, expiresAt);
+            replace(entries.put(key, entry), entry);
             signal(key);
             return requestPersist();
+        }
+    }
+
+    /** Keeps {@link #expiries} holding exactly the live entries that expire; wakes the expirer for a sooner one. */
+    private void replace(Entry old, Entry now) {
+        if (old != null && old.expires()) {
+            expiries.remove(old);
+        }
+        if (now != null && now.expires()) {
+            expiries.add(now);
+            if (expiries.first() == now) {
+                lock.notifyAll();
+            }
         }
     }
 
@@ -150,6 +197,7 @@ final class MetadataTable implements AutoCloseable {
             if (e == null) {
                 return new Removal(false, 0);
             }
+            replace(e, null);
             ++revision;
             signal(key);
             return new Removal(!e.expired(System.nanoTime()), requestPersist());
@@ -161,7 +209,7 @@ final class MetadataTable implements AutoCloseable {
      * at once), or {@code null} if it did not change within {@code timeoutMillis} or the table is closing.
      */
     State awaitChange(String key, String knownVersion, long timeoutMillis) throws InterruptedException {
-        CompletableFuture<Void> signal;
+        Signal signal;
         synchronized (lock) {
             State s = stateOf(key);
             if (knownVersion == null || !s.version().equals(knownVersion)) {
@@ -170,14 +218,22 @@ final class MetadataTable implements AutoCloseable {
             if (closed || timeoutMillis <= 0) {
                 return null;
             }
-            signal = signals.computeIfAbsent(key, k -> new CompletableFuture<>());
+            signal = signals.computeIfAbsent(key, k -> new Signal());
+            signal.waiters++;
         }
         try {
-            signal.get(timeoutMillis, TimeUnit.MILLISECONDS);
+            signal.changed.get(timeoutMillis, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
             return null;
         } catch (ExecutionException e) {
             throw new IllegalStateException(e.getCause());
+        } finally {
+            synchronized (lock) {
+                // a poll that gives up must not leave its registration behind: keys nobody changes would pile up
+                if (--signal.waiters == 0 && signals.get(key) == signal) {
+                    signals.remove(key);
+                }
+            }
         }
         synchronized (lock) {
             State s = stateOf(key);
@@ -185,58 +241,56 @@ final class MetadataTable implements AutoCloseable {
         }
     }
 
+    /** Keys with at least one parked long poll (bounded by the polls in flight, not by the keys ever watched). */
+    int watchedKeyCount() {
+        synchronized (lock) {
+            return signals.size();
+        }
+    }
+
+    /** Keys that will expire (one entry per key however often it is re-put). */
+    int pendingExpiryCount() {
+        synchronized (lock) {
+            return expiries.size();
+        }
+    }
+
     private void signal(String key) {
-        CompletableFuture<Void> s = signals.remove(key);
+        Signal s = signals.remove(key);
         if (s != null) {
-            s.complete(null);
+            s.changed.complete(null);
         }
     }
 
     // ---------------------------------------------------------------------------------------------- expiry
 
     private void expireLoop() {
-        while (true) {
-            Expiry x;
-            try {
-                x = expiries.take();
-            } catch (InterruptedException e) {
-                return;
-            }
-            synchronized (lock) {
-                if (closed) {
-                    return;
-                }
-                Entry e = entries.get(x.key);
-                // a later put replaced the entry this expiry was scheduled for; its own expiry is queued
-                if (e != null && e.revision() == x.revision) {
-                    entries.remove(x.key);
+        synchronized (lock) {
+            while (!closed) {
+                long wait = Long.MAX_VALUE;
+                long now = System.nanoTime();
+                while (!expiries.isEmpty()) {
+                    Entry first = expiries.first();
+                    if (!first.expired(now)) {
+                        wait = first.deadlineNanos() - now;
+                        break;
+                    }
+                    expiries.pollFirst();
+                    entries.remove(first.key());
                     ++revision;
-                    signal(x.key);
+                    signal(first.key());
                     requestPersist();
                 }
+                try {
+                    if (wait == Long.MAX_VALUE) {
+                        lock.wait();
+                    } else {
+                        TimeUnit.NANOSECONDS.timedWait(lock, wait);
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                }
             }
-        }
-    }
-
-    private static final class Expiry implements Delayed {
-        final String key;
-        final long revision;
-        final long deadlineNanos;
-
-        Expiry(String key, long revision, long deadlineNanos) {
-            this.key = key;
-            this.revision = revision;
-            this.deadlineNanos = deadlineNanos;
-        }
-
-        @Override
-        public long getDelay(TimeUnit unit) {
-            return unit.convert(deadlineNanos - System.nanoTime(), TimeUnit.NANOSECONDS);
-        }
-
-        @Override
-        public int compareTo(Delayed o) {
-            return Long.compare(getDelay(TimeUnit.NANOSECONDS), o.getDelay(TimeUnit.NANOSECONDS));
         }
     }
 
@@ -262,14 +316,27 @@ final class MetadataTable implements AutoCloseable {
         if (generation == 0) {
             return;
         }
+        long deadline = System.nanoTime() + durableTimeout.toNanos();
         synchronized (persistLock) {
             while (flushedGeneration < generation && attemptedGeneration < generation) {
-                persistLock.wait();
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new DurabilityTimeoutException("the change is in memory but not yet on disk: writing "
+                            + file.path() + " has taken longer than " + durableTimeout.toMillis() + " ms");
+                }
+                TimeUnit.NANOSECONDS.timedWait(persistLock, left);
             }
             if (flushedGeneration < generation) {
                 throw new IOException("cannot write " + file.path() + ": " + lastPersistError.getMessage(),
                         lastPersistError);
             }
+        }
+    }
+
+    /** The data file did not take a change within the configured time (the disk is slow or stuck). */
+    static final class DurabilityTimeoutException extends IOException {
+        DurabilityTimeoutException(String message) {
+            super(message);
         }
     }
 
@@ -289,24 +356,17 @@ final class MetadataTable implements AutoCloseable {
                 }
                 target = requestedGeneration;
             }
-            SnapshotFile.Snapshot snapshot;
-            synchronized (lock) {
-                List<SnapshotFile.Entry> list = new ArrayList<>(entries.size());
-                long now = System.nanoTime();
-                for (Map.Entry<String, Entry> me : entries.entrySet()) {
-                    Entry e = me.getValue();
-                    if (!e.expired(now)) {
-                        list.add(new SnapshotFile.Entry(me.getKey(), e.value(), e.revision(), e.expiresAtMillis()));
-                    }
-                }
-                snapshot = new SnapshotFile.Snapshot(epoch, revision, list);
-            }
             IOException failure = null;
             try {
-                file.write(snapshot);
-            } catch (IOException | RuntimeException e) {
-                failure = e instanceof IOException io ? io : new IOException(e);
-                LOG.error("cannot write the metadata data file {}: {}", file.path(), e.toString());
+                file.write(snapshot());
+            } catch (IOException e) {
+                failure = e;
+            } catch (Throwable e) {
+                // an Error (OutOfMemoryError above all) must not end this thread: every later change would wait on it
+                failure = new IOException(e.toString(), e);
+            }
+            if (failure != null) {
+                LOG.error("cannot write the metadata data file {}: {}", file.path(), failure.getMessage());
             }
             synchronized (persistLock) {
                 attemptedGeneration = target;
@@ -320,10 +380,24 @@ final class MetadataTable implements AutoCloseable {
         }
     }
 
+    /** The table now; values are shared, not copied (they are never modified), and the file streams them out. */
+    private SnapshotFile.Snapshot snapshot() {
+        synchronized (lock) {
+            List<SnapshotFile.Entry> list = new ArrayList<>(entries.size());
+            long now = System.nanoTime();
+            for (Entry e : entries.values()) {
+                if (!e.expired(now)) {
+                    list.add(new SnapshotFile.Entry(e.key(), e.value(), e.revision(), e.expiresAtMillis()));
+                }
+            }
+            return new SnapshotFile.Snapshot(epoch, revision, list);
+        }
+    }
+
     /** Wakes every long poll; stops expiry; writes what is not yet on disk. */
     @Override
     public void close() {
-        List<CompletableFuture<Void>> waiting;
+        List<Signal> waiting;
         synchronized (lock) {
             if (closed) {
                 return;
@@ -332,7 +406,7 @@ final class MetadataTable implements AutoCloseable {
             waiting = new ArrayList<>(signals.values());
             signals.clear();
         }
-        waiting.forEach(f -> f.complete(null));
+        waiting.forEach(w -> w.changed.complete(null));
         expirer.interrupt();
         if (writer != null) {
             synchronized (persistLock) {

@@ -1,11 +1,12 @@
 package org.tent4j.metadata.http;
 
-import java.io.ByteArrayOutputStream;
+import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -16,6 +17,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32;
+import java.util.zip.CheckedOutputStream;
 
 /**
  * The metadata server's data file: the whole table, written to a temp file, fsynced and renamed over the old one, so a
@@ -23,7 +25,7 @@ import java.util.zip.CRC32;
  * epoch (length-prefixed UTF-8), revision, entry count, entries (key, value, revision, expiry as epoch millis or 0),
  * then a CRC32 of everything before it.
  */
-final class SnapshotFile {
+class SnapshotFile { // not final: tests give the server a file whose writes fail or stall
     private static final byte[] MAGIC = "T4JMETA1".getBytes(StandardCharsets.US_ASCII);
 
     /** One persisted key. {@code expiresAtMillis} is wall-clock epoch millis, 0 when the key does not expire. */
@@ -87,10 +89,21 @@ final class SnapshotFile {
         return in.readNBytes(n);
     }
 
-    /** Writes {@code snapshot} durably: temp file, fsync, atomic rename, fsync of the directory. */
+    /**
+     * Writes {@code snapshot} durably: temp file, fsync, atomic rename, fsync of the directory. Streamed through a
+     * small buffer, so writing needs no second copy of the table in memory however large it is.
+     */
     void write(Snapshot snapshot) throws IOException {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 * 1024);
-        try (DataOutputStream out = new DataOutputStream(bytes)) {
+        Path dir = file.getParent();
+        Files.createDirectories(dir);
+        Path tmp = dir.resolve(file.getFileName() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            CRC32 crc = new CRC32();
+            // not closed: closing would close the channel before force()
+            DataOutputStream raw = new DataOutputStream(new BufferedOutputStream(Channels.newOutputStream(ch),
+                    64 * 1024));
+            DataOutputStream out = new DataOutputStream(new CheckedOutputStream(raw, crc));
             out.write(MAGIC);
             writeBytes(out, snapshot.epoch().getBytes(StandardCharsets.UTF_8));
             out.writeLong(snapshot.revision());
@@ -101,20 +114,9 @@ final class SnapshotFile {
                 out.writeLong(e.revision());
                 out.writeLong(e.expiresAtMillis());
             }
-            CRC32 crc = new CRC32();
-            byte[] body = bytes.toByteArray();
-            crc.update(body);
-            out.writeInt((int) crc.getValue());
-        }
-        Path dir = file.getParent();
-        Files.createDirectories(dir);
-        Path tmp = dir.resolve(file.getFileName() + ".tmp");
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer buf = ByteBuffer.wrap(bytes.toByteArray());
-            while (buf.hasRemaining()) {
-                ch.write(buf);
-            }
+            out.flush();
+            raw.writeInt((int) crc.getValue());
+            raw.flush();
             ch.force(true);
         }
         try {

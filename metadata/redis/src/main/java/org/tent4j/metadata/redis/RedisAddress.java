@@ -8,12 +8,12 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 
 /**
- * A parsed {@code redis://[[user]:password@]host[:port][/db]} URI. As in the Redis URI scheme, a user info without ':'
+ * A parsed {@code redis://[[user]:password@]host[:port][/db]} URI ({@code rediss://} for TLS). As in the Redis URI scheme, a user info without ':'
  * is taken as the password of the default user. Port 6379 and database 0 are the defaults.
  *
  * @param masked the URI with the password replaced by {@code ***}, for messages and logs
  */
-record RedisAddress(String host, int port, String user, String password, int database, String masked) {
+record RedisAddress(String host, int port, String user, String password, int database, boolean tls, String masked) {
     static final int DEFAULT_PORT = 6379;
 
     @Override
@@ -24,8 +24,9 @@ record RedisAddress(String host, int port, String user, String password, int dat
     static RedisAddress parse(URI uri) {
         String raw = uri.toString();
         String maskedRaw = mask(raw);
-        if (!"redis".equalsIgnoreCase(uri.getScheme())) {
-            throw malformed(maskedRaw, "expected redis://[user:password@]host:port[/db]");
+        boolean tls = "rediss".equalsIgnoreCase(uri.getScheme());
+        if (!tls && !"redis".equalsIgnoreCase(uri.getScheme())) {
+            throw malformed(maskedRaw, "expected redis://[user:password@]host:port[/db] (rediss:// for TLS)");
         }
         String host = uri.getHost();
         if (host == null || host.isEmpty()) {
@@ -62,7 +63,7 @@ record RedisAddress(String host, int port, String user, String password, int dat
             throw malformed(maskedRaw, "redis URIs take no query or fragment; options go under metadata.redis.*");
         }
         String hostPart = host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
-        StringBuilder m = new StringBuilder("redis://");
+        StringBuilder m = new StringBuilder(tls ? "rediss://" : "redis://");
         if (password != null) {
             m.append(user == null ? "" : user).append(":***@");
         }
@@ -70,7 +71,7 @@ record RedisAddress(String host, int port, String user, String password, int dat
         if (database != 0) {
             m.append('/').append(database);
         }
-        return new RedisAddress(host, port, user, password, database, m.toString());
+        return new RedisAddress(host, port, user, password, database, tls, m.toString());
     }
 
     private static String decode(String s) {

@@ -29,6 +29,9 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.MetadataStore;
 
 import redis.clients.jedis.ConnectionPoolConfig;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocketFactory;
+
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
@@ -76,7 +79,7 @@ final class RedisMetadataStore implements MetadataStore {
 
     private enum WatchMode { NOTIFICATIONS, POLLING }
 
-    RedisMetadataStore(RedisAddress address, Duration timeout, Duration connectTimeout, int poolSize,
+    RedisMetadataStore(RedisAddress address, SSLSocketFactory tls, Duration timeout, Duration connectTimeout, int poolSize,
             Duration pollInterval, boolean notificationsAllowed) {
         this.address = address;
         this.timeout = timeout;
@@ -92,6 +95,15 @@ final class RedisMetadataStore implements MetadataStore {
                 .autoNegotiateProtocol(false);
         if (address.password() != null) {
             cfg.user(address.user()).password(address.password());
+        }
+        if (address.tls()) {
+            SSLParameters verifyHost = new SSLParameters();
+            // JSSE checks the certificate names the host we dialled; Jedis does not by itself
+            verifyHost.setEndpointIdentificationAlgorithm("HTTPS");
+            cfg.ssl(true).sslParameters(verifyHost);
+            if (tls != null) {
+                cfg.sslSocketFactory(tls);
+            }
         }
         this.clientConfig = cfg.build();
         ConnectionPoolConfig poolConfig = new ConnectionPoolConfig();

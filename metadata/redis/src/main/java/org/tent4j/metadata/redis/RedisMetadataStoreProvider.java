@@ -1,9 +1,14 @@
 package org.tent4j.metadata.redis;
 
+import java.io.IOException;
 import java.net.URI;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+
+import javax.net.ssl.SSLSocketFactory;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,7 +20,10 @@ import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
 
-/** Metadata stores on Redis: {@code redis://[[user]:password@]host[:port][/db]}. */
+/**
+ * Metadata stores on Redis: {@code redis://[[user]:password@]host[:port][/db]}; {@code rediss://} talks TLS (the
+ * certificate must name the host dialled), trusting the JDK's CAs or those of {@code metadata.redis.ca-file}.
+ */
 public final class RedisMetadataStoreProvider implements MetadataStoreProvider {
     private static final Logger LOG = LoggerFactory.getLogger(RedisMetadataStoreProvider.class);
     static final String TIMEOUT = "timeout";
@@ -23,6 +31,7 @@ public final class RedisMetadataStoreProvider implements MetadataStoreProvider {
     static final String POOL_SIZE = "pool-size";
     static final String KEYSPACE_NOTIFICATIONS = "keyspace-notifications";
     static final String WATCH_POLL_INTERVAL = "watch-poll-interval";
+    static final String CA_FILE = "ca-file";
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of(TIMEOUT, OptionSpec.Type.DURATION, "5s",
@@ -33,16 +42,18 @@ public final class RedisMetadataStoreProvider implements MetadataStoreProvider {
             OptionSpec.of(KEYSPACE_NOTIFICATIONS, OptionSpec.Type.BOOLEAN, true,
                     "watch through keyspace notifications (turned on with CONFIG SET when needed); false polls"),
             OptionSpec.of(WATCH_POLL_INTERVAL, OptionSpec.Type.DURATION, "500ms",
-                    "how often watched keys are read when notifications cannot be used"));
+                    "how often watched keys are read when notifications cannot be used"),
+            OptionSpec.of(CA_FILE, OptionSpec.Type.STRING, "",
+                    "rediss:// only: PEM file of the CA certificate(s) to trust instead of the JDK's default ones"));
 
     @Override
     public List<String> schemes() {
-        return List.of("redis");
+        return List.of("redis", "rediss");
     }
 
     @Override
     public String description() {
-        return "Redis (Jedis): redis://[user:password@]host:port[/db]";
+        return "Redis (Jedis): redis://[user:password@]host:port[/db], rediss:// for TLS";
     }
 
     @Override
@@ -61,7 +72,8 @@ public final class RedisMetadataStoreProvider implements MetadataStoreProvider {
         if (poolSize < 1) {
             throw new ConfigException("metadata.redis." + POOL_SIZE, "must be at least 1, got " + poolSize);
         }
-        RedisMetadataStore store = new RedisMetadataStore(address,
+        SSLSocketFactory tls = tls(values.getString(CA_FILE), address);
+        RedisMetadataStore store = new RedisMetadataStore(address, tls,
                 positive(values.getDuration(TIMEOUT), TIMEOUT),
                 positive(values.getDuration(CONNECT_TIMEOUT), CONNECT_TIMEOUT),
                 poolSize,
@@ -75,6 +87,22 @@ public final class RedisMetadataStoreProvider implements MetadataStoreProvider {
         }
         LOG.debug("opened redis metadata store {}", address.masked());
         return store;
+    }
+
+    /** The CAs of {@code caFile} as a socket factory; {@code null} (the JDK's CAs) when none is given. */
+    private static SSLSocketFactory tls(String caFile, RedisAddress address) {
+        if (caFile.isBlank()) {
+            return null;
+        }
+        if (!address.tls()) {
+            throw new ConfigException("metadata.redis." + CA_FILE, "is set but " + address.masked()
+                    + " is plain redis://; use rediss:// to talk TLS");
+        }
+        try {
+            return PemTrust.socketFactory(Path.of(caFile));
+        } catch (IOException | InvalidPathException e) {
+            throw new ConfigException("metadata.redis." + CA_FILE, e.getMessage(), e);
+        }
     }
 
     private static Duration positive(Duration d, String name) {

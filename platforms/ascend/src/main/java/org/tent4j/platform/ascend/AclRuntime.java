@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.platform.common.NativeRuntime;
 import org.tent4j.spi.NativeLibrary;
 
 /**
@@ -27,7 +28,7 @@ import org.tent4j.spi.NativeLibrary;
  * {@code aclrtPointerGetAttributes} exist only in recent CANN releases, so they are bound optionally: without them
  * the platform still allocates and copies, and IPC export/import fail naming the missing symbol.
  */
-final class AclRuntime {
+final class AclRuntime extends NativeRuntime {
     static final int SUCCESS = 0;
     static final int ERROR_INVALID_PARAM = 100000;
     static final int ERROR_UNINITIALIZE = 100001;
@@ -121,7 +122,6 @@ final class AclRuntime {
             Map.entry(507033, "ACL_ERROR_RT_DEV_SETUP_ERROR"), Map.entry(507046, "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
             Map.entry(507899, "ACL_ERROR_RT_DRV_INTERNAL_ERROR"));
 
-    private final NativeLibrary library;
     private final MethodHandle init;
     private final MethodHandle getDeviceCount;
     private final MethodHandle setDevice;
@@ -155,7 +155,7 @@ final class AclRuntime {
     private final ThreadLocal<int[]> threadDevice = ThreadLocal.withInitial(() -> new int[] {-1});
 
     private AclRuntime(NativeLibrary library) throws Availability.UnavailableException {
-        this.library = library;
+        super(library);
         init = bind("aclInit");
         getDeviceCount = bind("aclrtGetDeviceCount");
         setDevice = bind("aclrtSetDevice");
@@ -189,10 +189,6 @@ final class AclRuntime {
         return new AclRuntime(NativeLibrary.open(what, candidates));
     }
 
-    String openedFrom() {
-        return library.openedFrom();
-    }
-
     boolean hasIpc() {
         return ipcMemGetExportKey != null && ipcMemImportByKey != null && ipcMemClose != null;
     }
@@ -208,7 +204,8 @@ final class AclRuntime {
     }
 
     /** {@code 107001 ACL_ERROR_RT_INVALID_DEVICEID (<aclGetRecentErrMsg text>)}. */
-    String describe(int rc) {
+    @Override
+    public String describe(int rc) {
         String recent;
         try {
             recent = NativeLibrary.string((MemorySegment) getRecentErrMsg.invokeExact()).strip();
@@ -218,8 +215,9 @@ final class AclRuntime {
         return rc + " " + errorName(rc) + (recent.isEmpty() ? "" : " (" + recent + ")");
     }
 
-    TransferException error(int rc, String call) {
-        return new TransferException(errorCode(rc), call + " failed: " + describe(rc));
+    @Override
+    protected ErrorCode codeOf(int rc) {
+        return errorCode(rc);
     }
 
     static ErrorCode errorCode(int rc) {
@@ -229,19 +227,6 @@ final class AclRuntime {
                     ErrorCode.INVALID_ARGUMENT;
             default -> ErrorCode.INTERNAL;
         };
-    }
-
-    void check(int rc, String call) {
-        if (rc != SUCCESS) {
-            throw error(rc, call);
-        }
-    }
-
-    private static TransferException callFailed(String function, Throwable t) {
-        if (t instanceof TransferException te) {
-            return te;
-        }
-        return new TransferException(ErrorCode.INTERNAL, function + " could not be called: " + t, t);
     }
 
     /** Binds {@code device} to the calling thread unless it already is. */

@@ -8,7 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -26,6 +25,9 @@ import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DeviceStream;
 import org.tent4j.spi.platform.PointerInfo;
+import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
+import org.tent4j.platform.common.PlatformChecks;
 import org.tent4j.platform.ascend.AclRuntime.Block;
 
 /**
@@ -52,25 +54,10 @@ final class AscendPlatform implements DevicePlatform {
     private final Set<Long> ownedBlocks = ConcurrentHashMap.newKeySet();
     private final ConcurrentSkipListMap<Long, Block> importedBlocks = new ConcurrentSkipListMap<>();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<AscendStream> streams = ConcurrentHashMap.newKeySet();
-    private final Object ipcLock = new Object();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
     /** Imports by (device, key): one import per key and device, shared by repeated opens. */
-    private final Map<String, Imported> imports = new HashMap<>();
-    private final Map<Long, String> importKeyByAddress = new HashMap<>();
+    private final IpcMappings imports = new IpcMappings(this::closeImport);
     private volatile boolean closed;
-
-    private static final class Imported {
-        final long address;
-        final int device;
-        final String key;
-        int references;
-
-        Imported(long address, int device, String key) {
-            this.address = address;
-            this.device = device;
-            this.key = key;
-        }
-    }
 
     AscendPlatform(AclRuntime acl, int deviceCount) {
         this.acl = acl;
@@ -114,7 +101,7 @@ final class AscendPlatform implements DevicePlatform {
     public MemorySegment allocate(int device, long size) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         try (Arena arena = Arena.ofConfined()) {
             acl.useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
@@ -165,7 +152,7 @@ final class AscendPlatform implements DevicePlatform {
     @Override
     public MemorySegment allocateHost(long size) {
         ensureOpen();
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         try (Arena arena = Arena.ofConfined()) {
             acl.useDevice(0);
             MemorySegment out = arena.allocate(ADDRESS);
@@ -247,7 +234,7 @@ final class AscendPlatform implements DevicePlatform {
     @Override
     public void copy(MemorySegment dst, MemorySegment src, long length) {
         ensureOpen();
-        checkCopy(dst, src, length);
+        PlatformChecks.checkCopy(dst, src, length);
         if (length == 0) {
             return;
         }
@@ -261,18 +248,6 @@ final class AscendPlatform implements DevicePlatform {
         }
     }
 
-    static void checkCopy(MemorySegment dst, MemorySegment src, long length) {
-        if (length < 0 || length > dst.byteSize() || length > src.byteSize()) {
-            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "copy of " + length + " bytes from 0x"
-                    + Long.toHexString(src.address()) + " (+" + src.byteSize() + ") to 0x"
-                    + Long.toHexString(dst.address()) + " (+" + dst.byteSize() + ") does not fit");
-        }
-        if (!dst.isNative() || !src.isNative()) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT,
-                    "device copies need native memory segments, not Java heap arrays");
-        }
-    }
-
     @Override
     public DeviceStream createStream(int device) {
         ensureOpen();
@@ -281,14 +256,11 @@ final class AscendPlatform implements DevicePlatform {
             acl.useDevice(device);
             MemorySegment out = arena.allocate(ADDRESS);
             acl.check(acl.createStream(out), "aclrtCreateStream(npu:" + device + ")");
-            AscendStream stream = new AscendStream(acl, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            AscendStream stream = new AscendStream(acl, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         }
-    }
-
-    void forget(AscendStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -323,77 +295,55 @@ final class AscendPlatform implements DevicePlatform {
     public MemorySegment openIpcHandle(byte[] handle, long size, int device) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         if (handle == null || handle.length == 0 || handle.length >= AclRuntime.IPC_KEY_BYTES) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "ascend IPC key must be 1 to "
                     + (AclRuntime.IPC_KEY_BYTES - 1) + " bytes, got " + (handle == null ? "null" : handle.length));
         }
         String key = new String(handle, StandardCharsets.US_ASCII);
-        String importKey = device + ":" + key;
-        synchronized (ipcLock) {
-            Imported imported = imports.get(importKey);
-            if (imported == null) {
-                try (Arena arena = Arena.ofConfined()) {
-                    acl.useDevice(device);
-                    MemorySegment out = arena.allocate(ADDRESS);
-                    MemorySegment k = arena.allocateFrom(key);
-                    int rc = acl.ipcMemImportByKey(out, k, AclRuntime.IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS);
-                    if (rc == AclRuntime.ERROR_INVALID_PARAM || rc == AclRuntime.ERROR_RT_PARAM_INVALID) {
-                        // CANN releases before the peer-access flag take only 0 here
-                        rc = acl.ipcMemImportByKey(out, k, AclRuntime.IPC_MEM_IMPORT_FLAG_DEFAULT);
-                    }
-                    if (rc != AclRuntime.SUCCESS) {
-                        throw acl.error(rc, "aclrtIpcMemImportByKey(" + key + " on npu:" + device + ")");
-                    }
-                    imported = new Imported(out.get(ADDRESS, 0).address(), device, key);
-                    imports.put(importKey, imported);
-                    importKeyByAddress.put(imported.address, importKey);
-                    importedBlocks.put(imported.address, new Block(size, device, List.of()));
+        return imports.open(device + ":" + key, device, 0, size, () -> {
+            try (Arena arena = Arena.ofConfined()) {
+                acl.useDevice(device);
+                MemorySegment out = arena.allocate(ADDRESS);
+                MemorySegment k = arena.allocateFrom(key);
+                int rc = acl.ipcMemImportByKey(out, k, AclRuntime.IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS);
+                if (rc == AclRuntime.ERROR_INVALID_PARAM || rc == AclRuntime.ERROR_RT_PARAM_INVALID) {
+                    // CANN releases before the peer-access flag take only 0 here
+                    rc = acl.ipcMemImportByKey(out, k, AclRuntime.IPC_MEM_IMPORT_FLAG_DEFAULT);
                 }
+                if (rc != AclRuntime.SUCCESS) {
+                    throw acl.error(rc, "aclrtIpcMemImportByKey(" + key + " on npu:" + device + ")");
+                }
+                long address = out.get(ADDRESS, 0).address();
+                importedBlocks.put(address, new Block(size, device, List.of()));
+                return address;
             }
-            imported.references++;
-            return MemorySegment.ofAddress(imported.address).reinterpret(size);
-        }
+        });
     }
 
     @Override
     public void closeIpcMapping(MemorySegment mapped) {
         ensureOpen();
         long address = mapped.address();
-        synchronized (ipcLock) {
-            String importKey = importKeyByAddress.get(address);
-            if (importKey == null) {
-                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "aclrtIpcMemClose(0x"
-                        + Long.toHexString(address) + ") refused: not an IPC import of this ascend platform");
-            }
-            Imported imported = imports.get(importKey);
-            if (--imported.references == 0) {
-                imports.remove(importKey);
-                importKeyByAddress.remove(address);
-                importedBlocks.remove(address);
-                acl.useDevice(imported.device);
-                closeKey(imported.key);
-            }
+        if (!imports.close(address)) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "aclrtIpcMemClose(0x"
+                    + Long.toHexString(address) + ") refused: not an IPC import of this ascend platform");
         }
+    }
+
+    /** The last close of an import: {@code importKey} is {@code "<device>:<key>"}. */
+    private void closeImport(String importKey, long address, int device) {
+        importedBlocks.remove(address);
+        acl.useDevice(device);
+        closeKey(importKey.substring(importKey.indexOf(':') + 1));
     }
 
     private void checkDevice(int device) {
-        if (device < 0 || device >= deviceCount) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "device npu:" + device + " does not exist ("
-                    + deviceCount + " NPU" + (deviceCount == 1 ? "" : "s") + ")");
-        }
-    }
-
-    private static void checkSize(long size) {
-        if (size <= 0) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "size must be > 0, got " + size);
-        }
+        PlatformChecks.checkDevice(device, deviceCount, "npu", "NPU");
     }
 
     private void ensureOpen() {
-        if (closed) {
-            throw new TransferException(ErrorCode.ENGINE_CLOSED, "ascend platform is closed");
-        }
+        PlatformChecks.ensureOpen(closed, "ascend");
     }
 
     int liveAllocations() {
@@ -406,17 +356,12 @@ final class AscendPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (AscendStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
-        synchronized (ipcLock) {
-            for (Imported imported : imports.values()) {
-                quietly(() -> closeKey(imported.key), "IPC import");
-            }
-            imports.clear();
-            importKeyByAddress.clear();
-            importedBlocks.clear();
-        }
+        imports.closeAll((importKey, address, device) ->
+                quietly(() -> closeKey(importKey.substring(importKey.indexOf(':') + 1)), "IPC import"));
+        importedBlocks.clear();
         if (!ownedBlocks.isEmpty() || !hostBlocks.isEmpty()) {
             LOG.warn("ascend platform closed with {} device and {} host allocations still live; freeing them",
                     ownedBlocks.size(), hostBlocks.size());
@@ -436,10 +381,6 @@ final class AscendPlatform implements DevicePlatform {
     }
 
     private static void quietly(Runnable action, String what) {
-        try {
-            action.run();
-        } catch (RuntimeException e) {
-            LOG.warn("releasing {} on close failed: {}", what, e.getMessage());
-        }
+        PlatformChecks.quietly(LOG, action, what);
     }
 }

@@ -1,21 +1,20 @@
 package org.tent4j.platform.ascend;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
-import org.tent4j.api.ErrorCode;
-import org.tent4j.api.TransferException;
-import org.tent4j.spi.platform.DeviceStream;
+import org.tent4j.platform.common.NativeStream;
 
 /** An ACL stream; every call binds the stream's NPU to the calling thread first, as ACL requires. */
-final class AscendStream implements DeviceStream {
+final class AscendStream extends NativeStream {
     private final AclRuntime acl;
     private final AscendPlatform owner;
     private final MemorySegment stream;
     private final int device;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
-    AscendStream(AclRuntime acl, AscendPlatform owner, MemorySegment stream, int device) {
+    AscendStream(AclRuntime acl, AscendPlatform owner, MemorySegment stream, int device,
+                 Consumer<NativeStream> forget) {
+        super("npu:" + device, forget);
         this.acl = acl;
         this.owner = owner;
         this.stream = stream;
@@ -23,41 +22,25 @@ final class AscendStream implements DeviceStream {
     }
 
     @Override
-    public void copyAsync(MemorySegment dst, MemorySegment src, long length) {
-        ensureOpen();
-        AscendPlatform.checkCopy(dst, src, length);
-        if (length == 0) {
-            return;
-        }
+    protected void enqueueCopy(MemorySegment dst, MemorySegment src, long length) {
         int kind = AscendPlatform.memcpyKind(owner.deviceOf(src.address()), owner.deviceOf(dst.address()));
         acl.useDevice(device);
         int rc = acl.memcpyAsync(dst, dst.byteSize(), src, length, kind, stream);
         if (rc != AclRuntime.SUCCESS) {
             throw acl.error(rc, "aclrtMemcpyAsync(dst=0x" + Long.toHexString(dst.address()) + ", src=0x"
-                    + Long.toHexString(src.address()) + ", " + length + " bytes, kind " + kind + ", stream on npu:"
-                    + device + ")");
+                    + Long.toHexString(src.address()) + ", " + length + " bytes, kind " + kind + ", " + name() + ")");
         }
     }
 
     @Override
-    public void synchronize() {
-        ensureOpen();
+    protected void awaitQueued() {
         acl.useDevice(device);
-        acl.check(acl.synchronizeStream(stream), "aclrtSynchronizeStream(stream on npu:" + device + ")");
-    }
-
-    private void ensureOpen() {
-        if (closed.get()) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "stream on npu:" + device + " is closed");
-        }
+        acl.check(acl.synchronizeStream(stream), "aclrtSynchronizeStream(" + name() + ")");
     }
 
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            owner.forget(this);
-            acl.useDevice(device);
-            acl.check(acl.destroyStream(stream), "aclrtDestroyStream(stream on npu:" + device + ")");
-        }
+    protected void destroy() {
+        acl.useDevice(device);
+        acl.check(acl.destroyStream(stream), "aclrtDestroyStream(" + name() + ")");
     }
 }

@@ -6,9 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +24,11 @@ import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DeviceStream;
 import org.tent4j.spi.platform.PointerInfo;
+import org.tent4j.platform.common.CurrentDevice;
+import org.tent4j.platform.common.IpcHandleOffset;
+import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
+import org.tent4j.platform.common.PlatformChecks;
 
 /**
  * CUDA device memory through libcudart.
@@ -48,34 +51,34 @@ final class CudaPlatform implements DevicePlatform {
     /** Device blocks this instance allocated, freed by {@link #close} if still live. */
     private final Set<Long> ownedBlocks = ConcurrentHashMap.newKeySet();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
-    /** Guards the two IPC maps; opening and closing mappings is rare and never on a data path. */
-    private final Object ipcLock = new Object();
-    /** Opened handles by (device, 64 handle bytes): CUDA maps a handle once per context, so repeats share it. */
-    private final Map<String, OpenedHandle> openedHandles = new HashMap<>();
-    /** Addresses handed out by {@link #openIpcHandle} → the handle they came from and how often handed out. */
-    private final Map<Long, Mapping> mappings = new HashMap<>();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
+    /** Opened IPC handles by (device, 64 handle bytes): a handle is mapped once per process and device, repeats share it. */
+    private final IpcMappings ipc = new IpcMappings(this::closeHandle);
+    private final CurrentDevice currentDevice = new CurrentDevice() {
+        @Override
+        protected int current() {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(JAVA_INT);
+                return cuda.getDevice(out) == CudaRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
+            }
+        }
+
+        @Override
+        protected void select(int device) {
+            int rc = cuda.setDevice(device);
+            if (rc != CudaRuntime.SUCCESS) {
+                throw cuda.error(rc, "cudaSetDevice(" + device + ")");
+            }
+        }
+
+        @Override
+        protected void selectQuietly(int device) {
+            if (cuda.setDevice(device) != CudaRuntime.SUCCESS) {
+                cuda.clearLastError();
+            }
+        }
+    };
     private volatile boolean closed;
-
-    private static final class OpenedHandle {
-        final long base;
-        final int device;
-        int references;
-
-        OpenedHandle(long base, int device) {
-            this.base = base;
-            this.device = device;
-        }
-    }
-
-    private static final class Mapping {
-        final String handleKey;
-        int references;
-
-        Mapping(String handleKey) {
-            this.handleKey = handleKey;
-        }
-    }
 
     CudaPlatform(CudaRuntime cuda, int deviceCount) {
         this.cuda = cuda;
@@ -143,7 +146,7 @@ final class CudaPlatform implements DevicePlatform {
     public MemorySegment allocate(int device, long size) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
@@ -178,7 +181,7 @@ final class CudaPlatform implements DevicePlatform {
     @Override
     public MemorySegment allocateHost(long size) {
         ensureOpen();
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = cuda.mallocHost(out, size);
@@ -235,7 +238,7 @@ final class CudaPlatform implements DevicePlatform {
     @Override
     public void copy(MemorySegment dst, MemorySegment src, long length) {
         ensureOpen();
-        checkCopy(dst, src, length);
+        PlatformChecks.checkCopy(dst, src, length);
         if (length == 0) {
             return;
         }
@@ -243,18 +246,6 @@ final class CudaPlatform implements DevicePlatform {
         if (rc != CudaRuntime.SUCCESS) {
             throw cuda.error(rc, "cudaMemcpy(dst=0x" + Long.toHexString(dst.address()) + ", src=0x"
                     + Long.toHexString(src.address()) + ", " + length + " bytes)");
-        }
-    }
-
-    static void checkCopy(MemorySegment dst, MemorySegment src, long length) {
-        if (length < 0 || length > dst.byteSize() || length > src.byteSize()) {
-            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "copy of " + length + " bytes from 0x"
-                    + Long.toHexString(src.address()) + " (+" + src.byteSize() + ") to 0x"
-                    + Long.toHexString(dst.address()) + " (+" + dst.byteSize() + ") does not fit");
-        }
-        if (!dst.isNative() || !src.isNative()) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT,
-                    "device copies need native memory segments, not Java heap arrays");
         }
     }
 
@@ -269,16 +260,13 @@ final class CudaPlatform implements DevicePlatform {
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaStreamCreateWithFlags(cuda:" + device + ", cudaStreamNonBlocking)");
             }
-            CudaStream stream = new CudaStream(cuda, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            CudaStream stream = new CudaStream(cuda, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         } finally {
             restore(previous, device);
         }
-    }
-
-    void forget(CudaStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -320,12 +308,7 @@ final class CudaPlatform implements DevicePlatform {
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaIpcGetMemHandle(0x" + Long.toHexString(base) + " on cuda:" + device + ")");
             }
-            byte[] out = new byte[IPC_HANDLE_BYTES];
-            MemorySegment o = MemorySegment.ofArray(out);
-            o.copyFrom(handle);
-            o.set(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), CudaRuntime.IPC_HANDLE_BYTES,
-                    address - base);
-            return out;
+            return IpcHandleOffset.encode(handle, CudaRuntime.IPC_HANDLE_BYTES, address - base);
         }
     }
 
@@ -333,74 +316,54 @@ final class CudaPlatform implements DevicePlatform {
     public MemorySegment openIpcHandle(byte[] handle, long size, int device) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         if (handle == null || handle.length != IPC_HANDLE_BYTES) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cuda IPC handle must be " + IPC_HANDLE_BYTES
                     + " bytes (cudaIpcMemHandle_t + offset), got " + (handle == null ? "null" : handle.length));
         }
-        MemorySegment h = MemorySegment.ofArray(handle);
-        long offset = h.get(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), CudaRuntime.IPC_HANDLE_BYTES);
+        long offset = IpcHandleOffset.offset(handle, CudaRuntime.IPC_HANDLE_BYTES);
         String key = device + ":" + HexFormat.of().formatHex(handle, 0, CudaRuntime.IPC_HANDLE_BYTES);
-        synchronized (ipcLock) {
-            OpenedHandle opened = openedHandles.get(key);
-            if (opened == null) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment byValue = arena.allocate(CudaRuntime.IPC_MEM_HANDLE);
-                    byValue.copyFrom(h.asSlice(0, CudaRuntime.IPC_HANDLE_BYTES));
-                    MemorySegment out = arena.allocate(ADDRESS);
-                    int previous = switchTo(device);
-                    int rc;
-                    try {
-                        rc = cuda.ipcOpenMemHandle(out, byValue, CudaRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-                    } finally {
-                        restore(previous, device);
-                    }
-                    if (rc != CudaRuntime.SUCCESS) {
-                        throw cuda.error(rc, "cudaIpcOpenMemHandle(on cuda:" + device + ", " + size + " bytes at offset "
-                                + offset + ")");
-                    }
-                    opened = new OpenedHandle(out.get(ADDRESS, 0).address(), device);
-                    openedHandles.put(key, opened);
+        return ipc.open(key, device, offset, size, () -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment byValue = arena.allocate(CudaRuntime.IPC_MEM_HANDLE);
+                byValue.copyFrom(MemorySegment.ofArray(handle).asSlice(0, CudaRuntime.IPC_HANDLE_BYTES));
+                MemorySegment out = arena.allocate(ADDRESS);
+                int previous = switchTo(device);
+                int rc;
+                try {
+                    rc = cuda.ipcOpenMemHandle(out, byValue, CudaRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+                } finally {
+                    restore(previous, device);
                 }
+                if (rc != CudaRuntime.SUCCESS) {
+                    throw cuda.error(rc, "cudaIpcOpenMemHandle(on cuda:" + device + ", " + size + " bytes at offset "
+                            + offset + ")");
+                }
+                return out.get(ADDRESS, 0).address();
             }
-            opened.references++;
-            long address = opened.base + offset;
-            mappings.computeIfAbsent(address, a -> new Mapping(key)).references++;
-            return MemorySegment.ofAddress(address).reinterpret(size);
-        }
+        });
     }
 
     @Override
     public void closeIpcMapping(MemorySegment mapped) {
         ensureOpen();
         long address = mapped.address();
-        synchronized (ipcLock) {
-            Mapping mapping = mappings.get(address);
-            if (mapping == null) {
-                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cudaIpcCloseMemHandle(0x"
-                        + Long.toHexString(address) + ") refused: not an IPC mapping opened by this cuda platform");
-            }
-            if (--mapping.references == 0) {
-                mappings.remove(address);
-            }
-            release(mapping.handleKey);
+        if (!ipc.close(address)) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "cudaIpcCloseMemHandle(0x"
+                    + Long.toHexString(address) + ") refused: not an IPC mapping opened by this cuda platform");
         }
     }
 
-    private void release(String handleKey) {
-        OpenedHandle opened = openedHandles.get(handleKey);
-        if (--opened.references == 0) {
-            openedHandles.remove(handleKey);
-            int previous = switchTo(opened.device);
-            int rc;
-            try {
-                rc = cuda.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
-            } finally {
-                restore(previous, opened.device);
-            }
-            if (rc != CudaRuntime.SUCCESS) {
-                throw cuda.error(rc, "cudaIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")");
-            }
+    private void closeHandle(String key, long base, int device) {
+        int previous = switchTo(device);
+        int rc;
+        try {
+            rc = cuda.ipcCloseMemHandle(MemorySegment.ofAddress(base));
+        } finally {
+            restore(previous, device);
+        }
+        if (rc != CudaRuntime.SUCCESS) {
+            throw cuda.error(rc, "cudaIpcCloseMemHandle(0x" + Long.toHexString(base) + ")");
         }
     }
 
@@ -410,56 +373,23 @@ final class CudaPlatform implements DevicePlatform {
     }
 
     int liveIpcMappings() {
-        synchronized (ipcLock) {
-            return openedHandles.size();
-        }
+        return ipc.openHandleCount();
     }
 
-    private void useDevice(int device) {
-        int rc = cuda.setDevice(device);
-        if (rc != CudaRuntime.SUCCESS) {
-            throw cuda.error(rc, "cudaSetDevice(" + device + ")");
-        }
-    }
-
-    /**
-     * Makes {@code device} current on this thread and returns the device that was, so the caller can put it back:
-     * the current device is per-thread state that other CUDA code on the application's threads relies on.
-     */
     private int switchTo(int device) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_INT);
-            int previous = cuda.getDevice(out) == CudaRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
-            if (previous != device) {
-                useDevice(device);
-            }
-            return previous;
-        }
+        return currentDevice.switchTo(device);
     }
 
     private void restore(int previous, int device) {
-        if (previous >= 0 && previous != device && cuda.setDevice(previous) != CudaRuntime.SUCCESS) {
-            cuda.clearLastError();
-        }
+        currentDevice.restore(previous, device);
     }
 
     private void checkDevice(int device) {
-        if (device < 0 || device >= deviceCount) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "device cuda:" + device + " does not exist ("
-                    + deviceCount + " CUDA device" + (deviceCount == 1 ? "" : "s") + ")");
-        }
-    }
-
-    private static void checkSize(long size) {
-        if (size <= 0) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "size must be > 0, got " + size);
-        }
+        PlatformChecks.checkDevice(device, deviceCount, "cuda", "CUDA device");
     }
 
     private void ensureOpen() {
-        if (closed) {
-            throw new TransferException(ErrorCode.ENGINE_CLOSED, "cuda platform is closed");
-        }
+        PlatformChecks.ensureOpen(closed, "cuda");
     }
 
     /** Releases what this platform still holds: streams, IPC mappings, then allocations (with a warning). */
@@ -469,17 +399,11 @@ final class CudaPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (CudaStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
-        synchronized (ipcLock) {
-            for (OpenedHandle opened : openedHandles.values()) {
-                quietly(() -> cuda.check(cuda.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base)),
-                        "cudaIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")"), "IPC mapping");
-            }
-            openedHandles.clear();
-            mappings.clear();
-        }
+        ipc.closeAll((key, base, device) -> quietly(() -> cuda.check(cuda.ipcCloseMemHandle(MemorySegment.ofAddress(base)),
+                "cudaIpcCloseMemHandle(0x" + Long.toHexString(base) + ")"), "IPC mapping"));
         if (!ownedBlocks.isEmpty() || !hostBlocks.isEmpty()) {
             LOG.warn("cuda platform closed with {} device and {} host allocations still live; freeing them",
                     ownedBlocks.size(), hostBlocks.size());
@@ -500,10 +424,6 @@ final class CudaPlatform implements DevicePlatform {
     }
 
     private static void quietly(Runnable action, String what) {
-        try {
-            action.run();
-        } catch (RuntimeException e) {
-            LOG.warn("releasing {} on close failed: {}", what, e.getMessage());
-        }
+        PlatformChecks.quietly(LOG, action, what);
     }
 }

@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.platform.common.NativeRuntime;
 import org.tent4j.spi.NativeLibrary;
 
 /**
@@ -32,7 +33,7 @@ import org.tent4j.spi.NativeLibrary;
  * appended {@code reserved[8]}, so the buffer is sized for that). The layout test checks all of these offsets against
  * the installed headers.
  */
-final class CudaRuntime {
+final class CudaRuntime extends NativeRuntime {
     static final int SUCCESS = 0;
     static final int ERROR_INVALID_VALUE = 1;
     static final int ERROR_MEMORY_ALLOCATION = 2;
@@ -113,7 +114,6 @@ final class CudaRuntime {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);
     static final List<String> DRIVER_LIBRARIES = List.of("libcuda.so.1", "libcuda.so");
 
-    private final NativeLibrary library;
     private final MethodHandle runtimeGetVersion;
     private final MethodHandle driverGetVersion;
     private final MethodHandle getDeviceCount;
@@ -151,7 +151,7 @@ final class CudaRuntime {
     }
 
     private CudaRuntime(NativeLibrary library) throws Availability.UnavailableException {
-        this.library = library;
+        super(library);
         runtimeGetVersion = bind("cudaRuntimeGetVersion");
         driverGetVersion = bind("cudaDriverGetVersion");
         getDeviceCount = bind("cudaGetDeviceCount");
@@ -188,14 +188,11 @@ final class CudaRuntime {
         return new CudaRuntime(NativeLibrary.open(what, candidates));
     }
 
-    String openedFrom() {
-        return library.openedFrom();
-    }
-
     // ---- error reporting -------------------------------------------------------------------------------------
 
     /** {@code 35 cudaErrorInsufficientDriver (CUDA driver version is insufficient for CUDA runtime version)}. */
-    String describe(int rc) {
+    @Override
+    public String describe(int rc) {
         String name;
         String text;
         try {
@@ -207,10 +204,9 @@ final class CudaRuntime {
         return rc + " " + name + " (" + text + ")";
     }
 
-    /** A failure of {@code call}, naming the CUDA error; also clears it from the thread's last-error slot. */
-    TransferException error(int rc, String call) {
-        clearLastError();
-        return new TransferException(errorCode(rc), call + " failed: " + describe(rc));
+    @Override
+    protected ErrorCode codeOf(int rc) {
+        return errorCode(rc);
     }
 
     static ErrorCode errorCode(int rc) {
@@ -223,20 +219,8 @@ final class CudaRuntime {
         };
     }
 
-    void check(int rc, String call) {
-        if (rc != SUCCESS) {
-            throw error(rc, call);
-        }
-    }
-
-    private static TransferException callFailed(String function, Throwable t) {
-        if (t instanceof TransferException te) {
-            return te;
-        }
-        return new TransferException(ErrorCode.INTERNAL, function + " could not be called: " + t, t);
-    }
-
-    void clearLastError() {
+    @Override
+    public void clearLastError() {
         try {
             int ignored = (int) getLastError.invokeExact();
         } catch (Throwable t) {

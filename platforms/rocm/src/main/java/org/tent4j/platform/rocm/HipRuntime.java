@@ -18,6 +18,7 @@ import java.util.Map;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.platform.common.NativeRuntime;
 import org.tent4j.spi.NativeLibrary;
 
 /**
@@ -29,7 +30,7 @@ import org.tent4j.spi.NativeLibrary;
  * renumbered in ROCm 6 (CUDA's numbering), as was {@code hipIpcMemLazyEnablePeerAccess} (0 in 5.x, 1 in 6.x); both
  * are chosen from {@code hipRuntimeGetVersion}.
  */
-final class HipRuntime {
+final class HipRuntime extends NativeRuntime {
     static final int SUCCESS = 0;
     static final int ERROR_INVALID_VALUE = 1;
     static final int ERROR_OUT_OF_MEMORY = 2;
@@ -102,7 +103,6 @@ final class HipRuntime {
         return Collections.unmodifiableMap(f);
     }
 
-    private final NativeLibrary library;
     private final MethodHandle runtimeGetVersion;
     private final MethodHandle getDeviceCount;
     private final MethodHandle deviceGetName;
@@ -129,7 +129,7 @@ final class HipRuntime {
     private final MethodHandle getErrorString;
 
     private HipRuntime(NativeLibrary library) throws Availability.UnavailableException {
-        this.library = library;
+        super(library);
         runtimeGetVersion = bind("hipRuntimeGetVersion");
         getDeviceCount = bind("hipGetDeviceCount");
         deviceGetName = bind("hipDeviceGetName");
@@ -164,10 +164,6 @@ final class HipRuntime {
         return new HipRuntime(NativeLibrary.open(what, candidates));
     }
 
-    String openedFrom() {
-        return library.openedFrom();
-    }
-
     /** ROCm major version from a {@code hipRuntimeGetVersion} value ({@code major * 10_000_000 + minor * 100_000 + patch}). */
     static int majorVersion(int runtimeVersion) {
         return runtimeVersion / 10_000_000;
@@ -176,7 +172,8 @@ final class HipRuntime {
     // ---- error reporting -------------------------------------------------------------------------------------
 
     /** {@code 100 hipErrorNoDevice (no ROCm-capable device is detected)}; ROCm 5 has no separate text. */
-    String describe(int rc) {
+    @Override
+    public String describe(int rc) {
         String name;
         String text;
         try {
@@ -188,9 +185,9 @@ final class HipRuntime {
         return text.isEmpty() || text.equals(name) ? rc + " " + name : rc + " " + name + " (" + text + ")";
     }
 
-    TransferException error(int rc, String call) {
-        clearLastError();
-        return new TransferException(errorCode(rc), call + " failed: " + describe(rc));
+    @Override
+    protected ErrorCode codeOf(int rc) {
+        return errorCode(rc);
     }
 
     static ErrorCode errorCode(int rc) {
@@ -202,20 +199,8 @@ final class HipRuntime {
         };
     }
 
-    void check(int rc, String call) {
-        if (rc != SUCCESS) {
-            throw error(rc, call);
-        }
-    }
-
-    private static TransferException callFailed(String function, Throwable t) {
-        if (t instanceof TransferException te) {
-            return te;
-        }
-        return new TransferException(ErrorCode.INTERNAL, function + " could not be called: " + t, t);
-    }
-
-    void clearLastError() {
+    @Override
+    public void clearLastError() {
         try {
             int ignored = (int) getLastError.invokeExact();
         } catch (Throwable t) {

@@ -6,9 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +24,11 @@ import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DeviceStream;
 import org.tent4j.spi.platform.PointerInfo;
+import org.tent4j.platform.common.CurrentDevice;
+import org.tent4j.platform.common.IpcHandleOffset;
+import org.tent4j.platform.common.IpcMappings;
+import org.tent4j.platform.common.NativeStream;
+import org.tent4j.platform.common.PlatformChecks;
 
 /**
  * ROCm device memory through libamdhip64.
@@ -46,36 +49,36 @@ final class RocmPlatform implements DevicePlatform {
     /** hipMalloc blocks made here: base address → block; ordered so an interior address finds its block. */
     private final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
     private final Map<Long, Long> hostBlocks = new ConcurrentHashMap<>();
-    private final Set<RocmStream> streams = ConcurrentHashMap.newKeySet();
-    /** Guards the two IPC maps; opening and closing mappings is rare and never on a data path. */
-    private final Object ipcLock = new Object();
-    /** Opened handles by (device, 64 handle bytes): a handle is mapped once per process and device; repeats share it. */
-    private final Map<String, OpenedHandle> openedHandles = new HashMap<>();
-    /** Addresses handed out by {@link #openIpcHandle} → the handle they came from and how often handed out. */
-    private final Map<Long, Mapping> mappings = new HashMap<>();
+    private final Set<NativeStream> streams = ConcurrentHashMap.newKeySet();
+    /** Opened IPC handles by (device, 64 handle bytes): a handle is mapped once per process and device, repeats share it. */
+    private final IpcMappings ipc = new IpcMappings(this::closeHandle);
+    private final CurrentDevice currentDevice = new CurrentDevice() {
+        @Override
+        protected int current() {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(JAVA_INT);
+                return hip.getDevice(out) == HipRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
+            }
+        }
+
+        @Override
+        protected void select(int device) {
+            int rc = hip.setDevice(device);
+            if (rc != HipRuntime.SUCCESS) {
+                throw hip.error(rc, "hipSetDevice(" + device + ")");
+            }
+        }
+
+        @Override
+        protected void selectQuietly(int device) {
+            if (hip.setDevice(device) != HipRuntime.SUCCESS) {
+                hip.clearLastError();
+            }
+        }
+    };
     private volatile boolean closed;
 
     private record Block(long size, int device) {
-    }
-
-    private static final class OpenedHandle {
-        final long base;
-        final int device;
-        int references;
-
-        OpenedHandle(long base, int device) {
-            this.base = base;
-            this.device = device;
-        }
-    }
-
-    private static final class Mapping {
-        final String handleKey;
-        int references;
-
-        Mapping(String handleKey) {
-            this.handleKey = handleKey;
-        }
     }
 
     private final int runtimeMajor;
@@ -135,7 +138,7 @@ final class RocmPlatform implements DevicePlatform {
     public MemorySegment allocate(int device, long size) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         int previous = switchTo(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
@@ -168,7 +171,7 @@ final class RocmPlatform implements DevicePlatform {
     @Override
     public MemorySegment allocateHost(long size) {
         ensureOpen();
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = hip.hostMalloc(out, size, HipRuntime.HOST_MALLOC_DEFAULT);
@@ -242,7 +245,7 @@ final class RocmPlatform implements DevicePlatform {
     @Override
     public void copy(MemorySegment dst, MemorySegment src, long length) {
         ensureOpen();
-        checkCopy(dst, src, length);
+        PlatformChecks.checkCopy(dst, src, length);
         if (length == 0) {
             return;
         }
@@ -250,18 +253,6 @@ final class RocmPlatform implements DevicePlatform {
         if (rc != HipRuntime.SUCCESS) {
             throw hip.error(rc, "hipMemcpy(dst=0x" + Long.toHexString(dst.address()) + ", src=0x"
                     + Long.toHexString(src.address()) + ", " + length + " bytes)");
-        }
-    }
-
-    static void checkCopy(MemorySegment dst, MemorySegment src, long length) {
-        if (length < 0 || length > dst.byteSize() || length > src.byteSize()) {
-            throw new TransferException(ErrorCode.OUT_OF_BOUNDS, "copy of " + length + " bytes from 0x"
-                    + Long.toHexString(src.address()) + " (+" + src.byteSize() + ") to 0x"
-                    + Long.toHexString(dst.address()) + " (+" + dst.byteSize() + ") does not fit");
-        }
-        if (!dst.isNative() || !src.isNative()) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT,
-                    "device copies need native memory segments, not Java heap arrays");
         }
     }
 
@@ -276,16 +267,13 @@ final class RocmPlatform implements DevicePlatform {
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipStreamCreateWithFlags(rocm:" + device + ", hipStreamNonBlocking)");
             }
-            RocmStream stream = new RocmStream(hip, this, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device);
+            RocmStream stream = new RocmStream(hip, MemorySegment.ofAddress(out.get(ADDRESS, 0).address()), device,
+                    streams::remove);
             streams.add(stream);
             return stream;
         } finally {
             restore(previous, device);
         }
-    }
-
-    void forget(RocmStream stream) {
-        streams.remove(stream);
     }
 
     @Override
@@ -314,12 +302,7 @@ final class RocmPlatform implements DevicePlatform {
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipIpcGetMemHandle(0x" + Long.toHexString(base) + " on rocm:" + device + ")");
             }
-            byte[] out = new byte[IPC_HANDLE_BYTES];
-            MemorySegment o = MemorySegment.ofArray(out);
-            o.copyFrom(handle);
-            o.set(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), HipRuntime.IPC_HANDLE_BYTES,
-                    address - base);
-            return out;
+            return IpcHandleOffset.encode(handle, HipRuntime.IPC_HANDLE_BYTES, address - base);
         }
     }
 
@@ -346,75 +329,55 @@ final class RocmPlatform implements DevicePlatform {
     public MemorySegment openIpcHandle(byte[] handle, long size, int device) {
         ensureOpen();
         checkDevice(device);
-        checkSize(size);
+        PlatformChecks.checkSize(size);
         if (handle == null || handle.length != IPC_HANDLE_BYTES) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "rocm IPC handle must be " + IPC_HANDLE_BYTES
                     + " bytes (hipIpcMemHandle_t + offset), got " + (handle == null ? "null" : handle.length));
         }
-        MemorySegment h = MemorySegment.ofArray(handle);
-        long offset = h.get(JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).withByteAlignment(1), HipRuntime.IPC_HANDLE_BYTES);
+        long offset = IpcHandleOffset.offset(handle, HipRuntime.IPC_HANDLE_BYTES);
         String key = device + ":" + HexFormat.of().formatHex(handle, 0, HipRuntime.IPC_HANDLE_BYTES);
-        synchronized (ipcLock) {
-            OpenedHandle opened = openedHandles.get(key);
-            if (opened == null) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment byValue = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
-                    byValue.copyFrom(h.asSlice(0, HipRuntime.IPC_HANDLE_BYTES));
-                    MemorySegment out = arena.allocate(ADDRESS);
-                    int previous = switchTo(device);
-                    int rc;
-                    try {
-                        rc = hip.ipcOpenMemHandle(out, byValue, runtimeMajor >= 6
-                                ? HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V6 : HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5);
-                    } finally {
-                        restore(previous, device);
-                    }
-                    if (rc != HipRuntime.SUCCESS) {
-                        throw hip.error(rc, "hipIpcOpenMemHandle(on rocm:" + device + ", " + size + " bytes at offset "
-                                + offset + ")");
-                    }
-                    opened = new OpenedHandle(out.get(ADDRESS, 0).address(), device);
-                    openedHandles.put(key, opened);
+        return ipc.open(key, device, offset, size, () -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment byValue = arena.allocate(HipRuntime.IPC_MEM_HANDLE);
+                byValue.copyFrom(MemorySegment.ofArray(handle).asSlice(0, HipRuntime.IPC_HANDLE_BYTES));
+                MemorySegment out = arena.allocate(ADDRESS);
+                int previous = switchTo(device);
+                int rc;
+                try {
+                    rc = hip.ipcOpenMemHandle(out, byValue, runtimeMajor >= 6
+                            ? HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V6 : HipRuntime.IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5);
+                } finally {
+                    restore(previous, device);
                 }
+                if (rc != HipRuntime.SUCCESS) {
+                    throw hip.error(rc, "hipIpcOpenMemHandle(on rocm:" + device + ", " + size + " bytes at offset "
+                            + offset + ")");
+                }
+                return out.get(ADDRESS, 0).address();
             }
-            opened.references++;
-            long address = opened.base + offset;
-            mappings.computeIfAbsent(address, a -> new Mapping(key)).references++;
-            return MemorySegment.ofAddress(address).reinterpret(size);
-        }
+        });
     }
 
     @Override
     public void closeIpcMapping(MemorySegment mapped) {
         ensureOpen();
         long address = mapped.address();
-        synchronized (ipcLock) {
-            Mapping mapping = mappings.get(address);
-            if (mapping == null) {
-                throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcCloseMemHandle(0x"
-                        + Long.toHexString(address) + ") refused: not an IPC mapping opened by this rocm platform");
-            }
-            if (--mapping.references == 0) {
-                mappings.remove(address);
-            }
-            release(mapping.handleKey);
+        if (!ipc.close(address)) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "hipIpcCloseMemHandle(0x"
+                    + Long.toHexString(address) + ") refused: not an IPC mapping opened by this rocm platform");
         }
     }
 
-    private void release(String handleKey) {
-        OpenedHandle opened = openedHandles.get(handleKey);
-        if (--opened.references == 0) {
-            openedHandles.remove(handleKey);
-            int previous = switchTo(opened.device);
-            int rc;
-            try {
-                rc = hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base));
-            } finally {
-                restore(previous, opened.device);
-            }
-            if (rc != HipRuntime.SUCCESS) {
-                throw hip.error(rc, "hipIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")");
-            }
+    private void closeHandle(String key, long base, int device) {
+        int previous = switchTo(device);
+        int rc;
+        try {
+            rc = hip.ipcCloseMemHandle(MemorySegment.ofAddress(base));
+        } finally {
+            restore(previous, device);
+        }
+        if (rc != HipRuntime.SUCCESS) {
+            throw hip.error(rc, "hipIpcCloseMemHandle(0x" + Long.toHexString(base) + ")");
         }
     }
 
@@ -424,56 +387,23 @@ final class RocmPlatform implements DevicePlatform {
     }
 
     int liveIpcMappings() {
-        synchronized (ipcLock) {
-            return openedHandles.size();
-        }
+        return ipc.openHandleCount();
     }
 
-    private void useDevice(int device) {
-        int rc = hip.setDevice(device);
-        if (rc != HipRuntime.SUCCESS) {
-            throw hip.error(rc, "hipSetDevice(" + device + ")");
-        }
-    }
-
-    /**
-     * Makes {@code device} current on this thread and returns the device that was, so the caller can put it back:
-     * the current device is per-thread state that other HIP code on the application's threads relies on.
-     */
     private int switchTo(int device) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_INT);
-            int previous = hip.getDevice(out) == HipRuntime.SUCCESS ? out.get(JAVA_INT, 0) : -1;
-            if (previous != device) {
-                useDevice(device);
-            }
-            return previous;
-        }
+        return currentDevice.switchTo(device);
     }
 
     private void restore(int previous, int device) {
-        if (previous >= 0 && previous != device && hip.setDevice(previous) != HipRuntime.SUCCESS) {
-            hip.clearLastError();
-        }
+        currentDevice.restore(previous, device);
     }
 
     private void checkDevice(int device) {
-        if (device < 0 || device >= deviceCount) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "device rocm:" + device + " does not exist ("
-                    + deviceCount + " ROCm device" + (deviceCount == 1 ? "" : "s") + ")");
-        }
-    }
-
-    private static void checkSize(long size) {
-        if (size <= 0) {
-            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "size must be > 0, got " + size);
-        }
+        PlatformChecks.checkDevice(device, deviceCount, "rocm", "ROCm device");
     }
 
     private void ensureOpen() {
-        if (closed) {
-            throw new TransferException(ErrorCode.ENGINE_CLOSED, "rocm platform is closed");
-        }
+        PlatformChecks.ensureOpen(closed, "rocm");
     }
 
     /** Releases what this platform still holds: streams, IPC mappings, then allocations (with a warning). */
@@ -483,17 +413,11 @@ final class RocmPlatform implements DevicePlatform {
             return;
         }
         closed = true;
-        for (RocmStream s : List.copyOf(streams)) {
+        for (NativeStream s : List.copyOf(streams)) {
             quietly(s::close, "stream");
         }
-        synchronized (ipcLock) {
-            for (OpenedHandle opened : openedHandles.values()) {
-                quietly(() -> hip.check(hip.ipcCloseMemHandle(MemorySegment.ofAddress(opened.base)),
-                        "hipIpcCloseMemHandle(0x" + Long.toHexString(opened.base) + ")"), "IPC mapping");
-            }
-            openedHandles.clear();
-            mappings.clear();
-        }
+        ipc.closeAll((key, base, device) -> quietly(() -> hip.check(hip.ipcCloseMemHandle(MemorySegment.ofAddress(base)),
+                "hipIpcCloseMemHandle(0x" + Long.toHexString(base) + ")"), "IPC mapping"));
         if (!deviceBlocks.isEmpty() || !hostBlocks.isEmpty()) {
             LOG.warn("rocm platform closed with {} device and {} host allocations still live; freeing them",
                     deviceBlocks.size(), hostBlocks.size());
@@ -511,10 +435,6 @@ final class RocmPlatform implements DevicePlatform {
     }
 
     private static void quietly(Runnable action, String what) {
-        try {
-            action.run();
-        } catch (RuntimeException e) {
-            LOG.warn("releasing {} on close failed: {}", what, e.getMessage());
-        }
+        PlatformChecks.quietly(LOG, action, what);
     }
 }

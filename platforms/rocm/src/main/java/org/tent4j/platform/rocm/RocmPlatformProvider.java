@@ -10,6 +10,7 @@ import java.util.List;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.platform.common.LazyProbe;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.NativeLibrary;
@@ -33,22 +34,22 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     static final List<String> LIBRARY_NAMES = List.of("libamdhip64.so.6", "libamdhip64.so.5");
     static final String LIBRARY_DISPLAY = "libamdhip64.so.6/.5";
 
-    private static volatile Probe defaultProbe;
+    private static final LazyProbe<Probe> DEFAULT_PROBE = new LazyProbe<>(() -> run(defaultCandidates()));
 
-    private final List<String> candidates;
-    private volatile Probe probe;
+    private final LazyProbe<Probe> probe;
 
     /** The outcome of opening the runtime and counting devices. */
     record Probe(HipRuntime runtime, int deviceCount, int runtimeVersion, Availability availability) {
     }
 
     public RocmPlatformProvider() {
-        this.candidates = null;
+        this.probe = DEFAULT_PROBE;
     }
 
     /** A provider that searches only {@code candidates} and probes on its own (tests, custom installs). */
     public RocmPlatformProvider(List<String> candidates) {
-        this.candidates = List.copyOf(candidates);
+        List<String> only = List.copyOf(candidates);
+        this.probe = new LazyProbe<>(() -> run(only));
     }
 
     static List<String> defaultCandidates() {
@@ -88,28 +89,7 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
     }
 
     Probe probe() {
-        if (candidates == null) {
-            Probe p = defaultProbe;
-            if (p == null) {
-                synchronized (RocmPlatformProvider.class) {
-                    if (defaultProbe == null) {
-                        defaultProbe = run(defaultCandidates());
-                    }
-                    p = defaultProbe;
-                }
-            }
-            return p;
-        }
-        Probe p = probe;
-        if (p == null) {
-            synchronized (this) {
-                if (probe == null) {
-                    probe = run(candidates);
-                }
-                p = probe;
-            }
-        }
-        return p;
+        return probe.get();
     }
 
     private static Probe run(List<String> candidates) {

@@ -31,8 +31,8 @@ public final class UdsTransportProvider implements TransportProvider {
     /** Frames carry the length as a long, but a slice is copied through one ByteBuffer view, which holds < 2 GiB. */
     static final long MAX_SLICE_SIZE = 64L << 20;
 
-    private static final TransportCapabilities CAPABILITIES = new TransportCapabilities(
-            TransportCapabilities.hostOnly(), true, false, MAX_SLICE_SIZE, RANK);
+    private static final TransportCapabilities CAPABILITIES = TransportCapabilities.builder()
+            .sameHostOnly(true).maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("paths", OptionSpec.Type.INT, 2,

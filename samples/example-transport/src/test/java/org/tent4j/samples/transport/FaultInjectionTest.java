@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
@@ -35,7 +36,7 @@ import org.tent4j.spi.TransportProvider;
 import org.tent4j.testkit.conformance.BytePattern;
 import org.tent4j.testkit.conformance.ConformanceSlice;
 import org.tent4j.testkit.conformance.ConformanceSlice.Outcome;
-import org.tent4j.testkit.fault.FaultInjectingTransportProvider;
+import org.tent4j.transport.faulty.FaultInjectingTransportProvider;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestTransportContext;
 
@@ -66,16 +67,17 @@ class FaultInjectionTest {
     // ------------------------------------------------------------------------------------------- plumbing
 
     @Test
-    void isFoundThroughServiceLoaderAndInertByDefault() {
+    void isFoundThroughServiceLoaderButUnavailableAndUncreatableWhileInert() {
         assertTrue(ServiceLoader.load(TransportProvider.class).stream().anyMatch(p -> p.get().id().equals("faulty")));
         assertEquals(FaultInjectingTransportProvider.RANK, provider.capabilities().rank());
-        assertTrue(provider.availability(parse(Map.of())).isAvailable());
-        Side inert = side("a", Map.of());
-        TestLocalMemory.Buffer buffer = inert.context.memory().register(inert.arena.allocate(4096), Permission.READ_WRITE);
-        assertTrue(inert.transport.registerBuffer(buffer).isEmpty(), "an inert faulty must register nothing, so the "
-                + "runtime never selects it");
-        TransferException e = assertThrows(TransferException.class, () -> inert.transport.connect(inert.descriptor()));
-        assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, e.code());
+        // opt-in by name: an engine that only has it on the class path must neither run nor list it
+        for (Availability inert : List.of(provider.availability(), provider.availability(parse(Map.of())))) {
+            assertFalse(inert.isAvailable());
+            assertTrue(inert.reason().contains("transports.faulty.wraps"), inert.reason());
+        }
+        assertTrue(provider.availability(parse(Map.of("wraps", UdsTransportProvider.ID))).isAvailable());
+        ConfigException e = assertThrows(ConfigException.class, () -> side("a", Map.of()));
+        assertEquals("transports.faulty.wraps", e.key());
     }
 
     @Test
@@ -120,7 +122,28 @@ class FaultInjectionTest {
         TransferException malformed = assertThrows(TransferException.class, () -> side("a", Map.of("wraps", "uds",
                 "wrapped_options", "paths")));
         assertTrue(malformed.getMessage().contains("transports.faulty.wrapped_options"), malformed.getMessage());
-        assertFalse(provider.availability(parse(Map.of("wraps", "uds", "wrapped_options", "paths=x"))).isAvailable());
+        // available, so that create fails the engine's start with the key instead of the engine skipping faulty
+        assertTrue(provider.availability(parse(Map.of("wraps", "uds", "wrapped_options", "paths=x"))).isAvailable());
+        ConfigException bad = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "wrapped_options", "paths=x")));
+        assertEquals("transports.uds.paths", bad.key());
+    }
+
+    @Test
+    void delegateKeysReachTheWrappedTransportsOptions() {
+        assertTrue(provider.options().stream().anyMatch(o -> o.name().equals("delegate.paths")),
+                "every option of the transports on the class path has a delegate.<name> key");
+        Link link = link(Map.of("delegate.paths", "3"));
+        assertEquals(3, link.connection.pathCount(), "transports.faulty.delegate.paths=3 did not reach uds");
+        ConfigException twice = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.paths", "3", "wrapped_options", "paths=2")));
+        assertEquals("transports.faulty.delegate.paths", twice.key());
+        ConfigException typo = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.lanes", "4")));
+        assertEquals("transports.faulty.delegate.lanes", typo.key(), "no transport here declares lanes");
+        ConfigException bad = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.paths", "x")));
+        assertEquals("transports.uds.paths", bad.key(), "parsed against the wrapped transport's own spec");
     }
 
     @Test

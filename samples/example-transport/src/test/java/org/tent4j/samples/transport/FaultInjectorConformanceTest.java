@@ -4,7 +4,7 @@ import java.util.Map;
 
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.testkit.conformance.TransportConformance;
-import org.tent4j.testkit.fault.FaultInjectingTransportProvider;
+import org.tent4j.transport.faulty.FaultInjectingTransportProvider;
 
 /**
  * The fault injector with no fault configured must be invisible: faulty(wraps=uds) passes everything uds passes,

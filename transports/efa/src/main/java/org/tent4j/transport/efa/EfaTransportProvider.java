@@ -35,16 +35,6 @@ public final class EfaTransportProvider implements TransportProvider {
     static final String OPT_CQ_SIZE = "cq_size";
     static final String OPT_PROGRESS_INTERVAL = "progress_interval";
 
-    private volatile Availability availability;
-    /** max_msg_size of the provider probed by {@link #availability()}; {@code null} until one was found. */
-    private volatile Long probedMaxMsgSize;
-
-    /** The provider used when none is configured: {@code FI_PROVIDER} if set, else {@code efa}. */
-    static String defaultProvider() {
-        String env = System.getenv("FI_PROVIDER");
-        return env == null || env.isBlank() ? "efa" : env.strip();
-    }
-
     @Override
     public String id() {
         return ID;
@@ -55,50 +45,26 @@ public final class EfaTransportProvider implements TransportProvider {
         return "libfabric RDM one-sided READ/WRITE (AWS EFA; any RDM provider with FI_RMA) through FFM";
     }
 
+    /** The default provider, probed once per class loader; see {@link Efa}. */
     @Override
     public Availability availability() {
-        Availability a = availability;
-        if (a == null) {
-            synchronized (this) {
-                a = availability;
-                if (a == null) {
-                    String provider = defaultProvider();
-                    a = Availability.probe(() -> probedMaxMsgSize = maxMsgSize(provider));
-                    availability = a;
-                }
-            }
-        }
-        return a;
-    }
-
-    /** Probes the configured provider, so {@code transports.efa.provider=tcp;ofi_rxm} works without FI_PROVIDER. */
-    @Override
-    public Availability availability(OptionValues options) {
-        String provider = options.getString("provider");
-        return provider.equals(defaultProvider()) ? availability() : probe(provider);
+        return Efa.availability();
     }
 
     /**
-     * Whether libfabric loads and {@code fi_getinfo} offers an RDM + RMA endpoint of {@code provider}. The transport's
-     * {@code provider} option may name another provider than the one {@link #availability()} probes;
-     * {@link #create} checks that one.
+     * Probes the configured provider (once per class loader), so {@code transports.efa.provider=tcp;ofi_rxm} works
+     * without FI_PROVIDER.
      */
-    static Availability probe(String provider) {
-        return Availability.probe(() -> maxMsgSize(provider));
-    }
-
-    private static long maxMsgSize(String provider) throws Exception {
-        LibFabric lib = LibFabric.load();
-        try (FabricInfo info = FabricInfo.query(lib, provider)) {
-            return info.maxMsgSize;
-        }
+    @Override
+    public Availability availability(OptionValues options) {
+        return Efa.availability(options.getString(OPT_PROVIDER).strip());
     }
 
     @Override
     public TransportCapabilities capabilities() {
-        Long max = probedMaxMsgSize;
+        Long max = Efa.probedMaxMsgSize(); // known only once availability() probed; capabilities never probe
         long slice = max == null ? MAX_SLICE : Math.min(maxOpBytes(max), MAX_SLICE);
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, slice, RANK);
+        return TransportCapabilities.builder().maxSliceSize(slice).rank(RANK).build();
     }
 
     /** The provider's max_msg_size (an unsigned size_t) as the largest single operation. */
@@ -109,7 +75,7 @@ public final class EfaTransportProvider implements TransportProvider {
     @Override
     public List<OptionSpec> options() {
         return List.of(
-                OptionSpec.of(OPT_PROVIDER, OptionSpec.Type.STRING, defaultProvider(),
+                OptionSpec.of(OPT_PROVIDER, OptionSpec.Type.STRING, Efa.defaultProvider(),
                         "libfabric provider: efa in production; tcp;ofi_rxm, sockets or shm without EFA hardware"),
                 OptionSpec.of(OPT_ENDPOINT_COUNT, OptionSpec.Type.INT, 1,
                         "RDM endpoints per engine; slices are spread over them round-robin"),

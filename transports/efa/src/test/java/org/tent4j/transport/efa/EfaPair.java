@@ -94,7 +94,7 @@ final class EfaPair implements AutoCloseable {
 
     /** Skips the calling test unless {@code provider} offers RDM + RMA endpoints here. */
     static void assumeProvider(String provider) {
-        var availability = EfaTransportProvider.probe(provider);
+        var availability = Efa.availability(provider);
         Assumptions.assumeTrue(availability.isAvailable(), () -> "provider " + provider + ": "
                 + availability.reason());
     }

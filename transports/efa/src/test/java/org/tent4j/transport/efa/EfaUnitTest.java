@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -151,7 +152,7 @@ class EfaUnitTest {
     void defaultProviderComesFromTheEnvironment() {
         String env = System.getenv("FI_PROVIDER");
         String expected = env == null || env.isBlank() ? "efa" : env.strip();
-        assertEquals(expected, EfaTransportProvider.defaultProvider());
+        assertEquals(expected, Efa.defaultProvider());
         OptionValues o = OptionValues.parse("transports.efa.", new EfaTransportProvider().options(), Map.of());
         assertEquals(expected, o.getString("provider"));
         assertEquals(1, o.getInt("endpoint_count"));
@@ -162,7 +163,7 @@ class EfaUnitTest {
 
     @Test
     void efaIsUnavailableHereWithThePreciseCause() {
-        Availability a = EfaTransportProvider.probe("efa");
+        Availability a = Efa.availability("efa");
         assertFalse(a.isAvailable());
         if (libfabricLoads()) {
             assertTrue(a.reason().contains("fi_getinfo for provider 'efa' returned -61 (No data available)"),
@@ -171,16 +172,19 @@ class EfaUnitTest {
         } else {
             assertTrue(a.reason().contains("libfabric.so.1"), a.reason());
         }
-        Availability none = EfaTransportProvider.probe("no-such-provider");
+        Availability none = Efa.availability("no-such-provider");
         assertFalse(none.isAvailable());
         if (libfabricLoads()) {
             assertTrue(none.reason().contains("-61") && none.reason().contains("'no-such-provider' is not available"),
                     none.reason());
         }
         if (System.getenv("FI_PROVIDER") == null) {
-            assertEquals(a.reason(), new EfaTransportProvider().availability().reason(),
-                    "availability() probes the default provider, efa");
+            assertSame(a, new EfaTransportProvider().availability(), "availability() is the default provider's probe");
+            assertFalse(Efa.isAvailable());
+            assertSame(a.unavailabilityCause(), Efa.unavailabilityCause());
+            assertThrows(TransferException.class, Efa::ensureAvailability);
         }
+        assertSame(none, Efa.availability("no-such-provider"), "probed once per provider name");
     }
 
     @Test

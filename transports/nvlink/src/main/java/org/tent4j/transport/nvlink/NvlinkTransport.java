@@ -26,10 +26,10 @@ import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
 import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
-import org.tent4j.spi.platform.DevicePlatformProvider;
 import org.tent4j.spi.platform.DeviceStream;
 
 /**
@@ -67,21 +67,21 @@ final class NvlinkTransport implements Transport {
         Slice slice;
     }
 
-    NvlinkTransport(TransportContext context, List<DevicePlatformProvider> available) {
+    /**
+     * @param opened      the engine's device platforms ({@link TransportContext#devicePlatforms()}); the engine owns
+     *                    and closes them, this transport only uses them
+     * @param platformIds the platform id peers know each memory kind by ({@code cuda}, {@code rocm}, {@code ascend})
+     */
+    NvlinkTransport(TransportContext context, List<DevicePlatform> opened, Map<MemoryKind, String> platformIds) {
         this.context = context;
         this.sameProcessDirect = context.options().getBoolean(NvlinkTransportProvider.SAME_PROCESS_DIRECT.name());
         int laneCount = Math.max(1, context.options().getInt(NvlinkTransportProvider.LANES.name()));
         this.queueDepth = Math.max(1, context.options().getInt(NvlinkTransportProvider.QUEUE_DEPTH.name()));
-        try {
-            for (DevicePlatformProvider p : available) {
-                DevicePlatform platform = p.create();
-                platformByKind.put(platform.memoryKind(), platforms.size());
+        for (DevicePlatform platform : opened) {
+            if (platformByKind.putIfAbsent(platform.memoryKind(), platforms.size()) == null) {
                 platforms.add(platform);
-                platformIds.add(p.id());
+                this.platformIds.add(platformIds.getOrDefault(platform.memoryKind(), platform.memoryKind().prefix()));
             }
-        } catch (RuntimeException e) {
-            platforms.forEach(DevicePlatform::close);
-            throw e;
         }
         freeJobs = new ArrayBlockingQueue<>(queueDepth);
         pendingJobs = new ArrayBlockingQueue<>(queueDepth);
@@ -101,6 +101,12 @@ final class NvlinkTransport implements Transport {
     @Override
     public String id() {
         return NvlinkTransportProvider.ID;
+    }
+
+    /** The paths of the platforms this transport opened, narrower than the provider's when a platform module is unusable. */
+    @Override
+    public Optional<TransportCapabilities> capabilities() {
+        return Optional.of(NvlinkTransportProvider.capabilities(platformByKind.keySet()));
     }
 
     @Override
@@ -207,8 +213,9 @@ final class NvlinkTransport implements Transport {
                 platform.free(memory);
                 throw e;
             }
-            return new Allocation(memory, Map.of(IpcAttributes.PLATFORM, platformIds.get(index),
-                    IpcAttributes.DEVICE, Integer.toString(location.index())), () -> platform.free(memory));
+            return Allocation.builder(memory, () -> platform.free(memory)).backing(Map.of(
+                    IpcAttributes.PLATFORM, platformIds.get(index),
+                    IpcAttributes.DEVICE, Integer.toString(location.index()))).build();
         }
     }
 
@@ -392,7 +399,7 @@ final class NvlinkTransport implements Transport {
             }
         }
         if (idleLanes.size() < lanes.size()) {
-            LOG.warn("nvlink: {} lane(s) still copying after 30 s; releasing platforms anyway",
+            LOG.warn("nvlink: {} lane(s) still copying after 30 s; releasing streams and mappings anyway",
                     lanes.size() - idleLanes.size());
         }
         for (NvlinkConnection c : List.copyOf(connections)) {
@@ -401,13 +408,7 @@ final class NvlinkTransport implements Transport {
         for (Lane lane : lanes) {
             lane.closeStreams();
         }
-        for (DevicePlatform p : platforms) {
-            try {
-                p.close();
-            } catch (RuntimeException e) {
-                LOG.warn("nvlink: closing platform failed: {}", e.getMessage());
-            }
-        }
+        // the platforms are the engine's: it closes them after every transport
     }
 
 }

@@ -1,14 +1,19 @@
 package org.tent4j.transport.nvlink;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.function.Supplier;
 
+import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
+import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MemoryPath;
 import org.tent4j.spi.OptionSpec;
@@ -16,6 +21,7 @@ import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportProvider;
+import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 
 /**
@@ -23,8 +29,12 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
  * device platforms' IPC handles: CUDA over NVLink or PCIe, ROCm over xGMI or PCIe, Ascend over HCCS. The device
  * platforms are found with {@link ServiceLoader}, so this transport depends on no vendor library itself.
  *
- * <p>Discovery is cheap; {@link #availability()} probes the platforms once and is available when at least one is.
- * The memory paths declared are those of the platforms found: for each device kind K, K→K, K→cpu and cpu→K.
+ * <p>Discovery and {@link #capabilities()} load no native library: the memory paths declared are those of the platform
+ * modules present (for each device kind K, K→K, K→cpu and cpu→K), read from their providers' {@code memoryKind()}; a
+ * running transport narrows them to the platforms the engine opened for it ({@link TransportContext#devicePlatforms()};
+ * nvlink opens none itself). {@link #availability()} asks each platform (each probes its library once per class
+ * loader) and is available when at least one is; with the default discovery that answer too is kept once per class
+ * loader, like Netty's {@code Epoll}.
  */
 public final class NvlinkTransportProvider implements TransportProvider {
     public static final String ID = "nvlink";
@@ -41,18 +51,27 @@ public final class NvlinkTransportProvider implements TransportProvider {
             "copy by address when the peer segment lives in this process instead of opening IPC handles"
                     + " (CUDA cannot open a handle in the process that exported it)");
 
+    /** {@code null}: the class loader's platforms, discovered and probed once per class loader. */
     private final Supplier<List<DevicePlatformProvider>> discovery;
-    private volatile Probe probe;
+    private volatile List<DevicePlatformProvider> discovered;
+    private volatile Availability probe;
 
-    /** The platforms found, and which of them can run here. */
-    record Probe(List<DevicePlatformProvider> available, Availability availability, TransportCapabilities capabilities) {
+    /** The class loader's platform providers: constructing them is cheap by contract (no native library). */
+    private static final class DefaultDiscovery {
+        static final List<DevicePlatformProvider> PLATFORMS = ordered(ServiceLoader.load(DevicePlatformProvider.class)
+                .stream().map(ServiceLoader.Provider::get).toList());
+    }
+
+    /** Asked once per class loader, the first time availability is needed. */
+    private static final class DefaultProbe {
+        static final Availability PROBE = run(DefaultDiscovery.PLATFORMS);
     }
 
     public NvlinkTransportProvider() {
-        this(() -> ServiceLoader.load(DevicePlatformProvider.class).stream().map(ServiceLoader.Provider::get).toList());
+        this.discovery = null;
     }
 
-    /** Uses the given platform providers instead of {@link ServiceLoader} (tests, embedding). */
+    /** Uses the given platform providers instead of {@link ServiceLoader} (tests, embedding); probes on its own. */
     NvlinkTransportProvider(Supplier<List<DevicePlatformProvider>> discovery) {
         this.discovery = discovery;
     }
@@ -69,12 +88,13 @@ public final class NvlinkTransportProvider implements TransportProvider {
 
     @Override
     public Availability availability() {
-        return probe().availability();
+        return probe();
     }
 
+    /** The paths of every platform module present; never probes a platform (that loads its native library). */
     @Override
     public TransportCapabilities capabilities() {
-        return probe().capabilities();
+        return capabilities(platforms().stream().map(DevicePlatformProvider::memoryKind).toList());
     }
 
     @Override
@@ -82,19 +102,65 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return List.of(LANES, QUEUE_DEPTH, SAME_PROCESS_DIRECT);
     }
 
+    /**
+     * Runs on the engine's device platforms ({@link TransportContext#devicePlatforms()}), which the engine opens once
+     * for every transport and closes itself; nvlink opens none of its own.
+     *
+     * @throws TransferException TRANSPORT_UNAVAILABLE when no platform is available or the engine opened none
+     */
     @Override
     public Transport create(TransportContext context) {
-        Probe p = probe();
-        p.availability().ensureAvailable("nvlink transport");
-        return new NvlinkTransport(context, p.available());
+        probe().ensureAvailable("nvlink transport");
+        List<DevicePlatform> opened = context.devicePlatforms();
+        if (opened.isEmpty()) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "nvlink transport: the engine of segment '"
+                    + context.segmentName() + "' opened no device platform, although "
+                    + platforms().stream().map(DevicePlatformProvider::id).toList() + " reported one available");
+        }
+        Map<MemoryKind, String> ids = new EnumMap<>(MemoryKind.class);
+        for (DevicePlatformProvider p : platforms()) {
+            ids.putIfAbsent(p.memoryKind(), p.id());
+        }
+        return new NvlinkTransport(context, opened, ids);
     }
 
-    Probe probe() {
-        Probe p = probe;
+    /** Same-host, no cancellation; for each device kind K: K→K, K→cpu and cpu→K. */
+    static TransportCapabilities capabilities(Collection<MemoryKind> deviceKinds) {
+        Set<MemoryPath> paths = new LinkedHashSet<>();
+        for (MemoryKind k : deviceKinds) {
+            paths.add(MemoryPath.of(k, k));
+            paths.add(MemoryPath.of(k, MemoryKind.CPU));
+            paths.add(MemoryPath.of(MemoryKind.CPU, k));
+        }
+        return TransportCapabilities.builder().memoryPaths(paths).sameHostOnly(true)
+                .maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
+    }
+
+    private List<DevicePlatformProvider> platforms() {
+        if (discovery == null) {
+            return DefaultDiscovery.PLATFORMS;
+        }
+        List<DevicePlatformProvider> d = discovered;
+        if (d == null) {
+            synchronized (this) {
+                if (discovered == null) {
+                    discovered = ordered(discovery.get());
+                }
+                d = discovered;
+            }
+        }
+        return d;
+    }
+
+    private Availability probe() {
+        if (discovery == null) {
+            return DefaultProbe.PROBE;
+        }
+        Availability p = probe;
         if (p == null) {
             synchronized (this) {
                 if (probe == null) {
-                    probe = run(discovery.get());
+                    probe = run(platforms());
                 }
                 p = probe;
             }
@@ -102,15 +168,19 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return p;
     }
 
-    static Probe run(List<DevicePlatformProvider> found) {
+    /** CUDA, ROCm, Ascend first, in that order, then any other by id. */
+    private static List<DevicePlatformProvider> ordered(List<DevicePlatformProvider> found) {
         List<DevicePlatformProvider> ordered = new ArrayList<>(found);
         ordered.sort(Comparator.comparingInt((DevicePlatformProvider p) -> {
             int i = PREFERRED_ORDER.indexOf(p.id());
             return i < 0 ? PREFERRED_ORDER.size() : i;
         }).thenComparing(DevicePlatformProvider::id));
-        List<DevicePlatformProvider> available = new ArrayList<>();
+        return List.copyOf(ordered);
+    }
+
+    /** Available when any platform is; otherwise every platform's own cause, cuda, rocm, ascend first. */
+    private static Availability run(List<DevicePlatformProvider> ordered) {
         List<String> causes = new ArrayList<>();
-        Set<MemoryKind> kinds = new LinkedHashSet<>();
         for (DevicePlatformProvider p : ordered) {
             Availability a;
             try {
@@ -118,26 +188,15 @@ public final class NvlinkTransportProvider implements TransportProvider {
             } catch (RuntimeException | LinkageError e) {
                 a = Availability.unavailable(e);
             }
-            if (a.isAvailable() && kinds.add(p.memoryKind())) {
-                available.add(p);
-            } else if (!a.isAvailable()) {
-                causes.add(p.id() + ": " + a.reason());
+            if (a.isAvailable()) {
+                return Availability.available();
             }
-        }
-        Set<MemoryPath> paths = new LinkedHashSet<>();
-        for (MemoryKind k : kinds) {
-            paths.add(MemoryPath.of(k, k));
-            paths.add(MemoryPath.of(k, MemoryKind.CPU));
-            paths.add(MemoryPath.of(MemoryKind.CPU, k));
-        }
-        TransportCapabilities caps = new TransportCapabilities(paths, true, false, MAX_SLICE_SIZE, RANK);
-        if (!available.isEmpty()) {
-            return new Probe(List.copyOf(available), Availability.available(), caps);
+            causes.add(p.id() + ": " + a.reason());
         }
         String cause = ordered.isEmpty()
                 ? "no device platform available: no DevicePlatformProvider on the class path"
                 + " (add platform-cuda, platform-rocm or platform-ascend)"
                 : "no device platform available: " + String.join("; ", causes);
-        return new Probe(List.of(), Availability.unavailable(cause), caps);
+        return Availability.unavailable(cause);
     }
 }

@@ -3,10 +3,12 @@ package org.tent4j.transport.nvlink;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -22,6 +24,7 @@ import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
+import org.tent4j.testkit.transport.TestTransportContext;
 
 class NvlinkProviderTest {
 
@@ -62,7 +65,11 @@ class NvlinkProviderTest {
                 + "; ascend: " + causes.get("ascend"), a.reason());
         // the platforms' own causes on this kind of machine (see the platform modules' tests)
         assertTrue(causes.get("ascend").startsWith("libascendcl.so not found (searched: libascendcl.so"), causes.get("ascend"));
-        assertTrue(new NvlinkTransportProvider().capabilities().memoryPaths().isEmpty());
+        assertSame(a, new NvlinkTransportProvider().availability(), "probed once per class loader, not per provider");
+        // declared from the platform modules present, although none can run here
+        TransportCapabilities declared = new NvlinkTransportProvider().capabilities();
+        assertTrue(declared.supports(MemoryKind.CUDA, MemoryKind.CUDA) && declared.supports(MemoryKind.CPU, MemoryKind.ROCM)
+                && declared.supports(MemoryKind.NPU, MemoryKind.CPU), declared.toString());
     }
 
     @Test
@@ -87,21 +94,44 @@ class NvlinkProviderTest {
     }
 
     @Test
-    void memoryPathsAreThoseOfTheAvailablePlatforms() {
+    void capabilitiesDeclareThePlatformModulesPresentWithoutProbingAny() {
         DevicePlatformProvider rocm = new DevicePlatformProvider() {
             @Override public String id() { return "rocm"; }
             @Override public MemoryKind memoryKind() { return MemoryKind.ROCM; }
-            @Override public Availability availability() { return Availability.available(); }
+            @Override public Availability availability() { throw new AssertionError("capabilities() probed rocm"); }
             @Override public DevicePlatform create() { throw new AssertionError(); }
         };
-        NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(
-                new Unavailable("cuda", MemoryKind.CUDA, "no"), rocm));
-        assertTrue(p.availability().isAvailable());
+        NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(rocm));
         TransportCapabilities c = p.capabilities();
         assertEquals(Set.of(MemoryPath.of(MemoryKind.ROCM, MemoryKind.ROCM), MemoryPath.of(MemoryKind.ROCM, MemoryKind.CPU),
                 MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)), c.memoryPaths());
         assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CPU));
         assertFalse(c.supports(MemoryKind.CUDA, MemoryKind.CUDA));
+        assertTrue(c.sameHostOnly());
+        assertEquals(5, c.rank());
+    }
+
+    @Test
+    void runsOnTheEnginesPlatformsAndRefusesToStartWithoutAny() {
+        DevicePlatformProvider rocm = new DevicePlatformProvider() {
+            @Override public String id() { return "rocm"; }
+            @Override public MemoryKind memoryKind() { return MemoryKind.ROCM; }
+            @Override public Availability availability() { return Availability.available(); }
+            @Override public DevicePlatform create() { throw new AssertionError("nvlink must not open a platform itself"); }
+        };
+        NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(
+                new Unavailable("cuda", MemoryKind.CUDA, "no"), rocm));
+        assertTrue(p.availability().isAvailable());
+        try (TestTransportContext context = new TestTransportContext("seg", "m", NvlinkTransportProvider.ID,
+                p.options(), Map.of(), Duration.ofSeconds(5))) {
+            TransferException none = assertThrows(TransferException.class, () -> p.create(context));
+            assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, none.code());
+            assertTrue(none.getMessage().contains("opened no device platform"), none.getMessage());
+        }
+        assertEquals(Set.of(MemoryPath.of(MemoryKind.ROCM, MemoryKind.ROCM), MemoryPath.of(MemoryKind.ROCM, MemoryKind.CPU),
+                MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)),
+                NvlinkTransportProvider.capabilities(List.of(MemoryKind.ROCM)).memoryPaths(),
+                "a running transport declares the paths of the platforms it was given");
     }
 
     @Test

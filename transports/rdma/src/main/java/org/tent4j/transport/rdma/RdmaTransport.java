@@ -156,8 +156,9 @@ final class RdmaTransport implements Transport {
                 max = Math.min(max, d.maxMessageSize());
             }
         }
-        return Optional.of(new TransportCapabilities(options.gpuDirect() ? GPU_DIRECT_PATHS : TransportCapabilities.hostOnly(),
-                false, false, max, RdmaTransportProvider.RANK));
+        return Optional.of(TransportCapabilities.builder()
+                .memoryPaths(options.gpuDirect() ? GPU_DIRECT_PATHS : TransportCapabilities.hostOnly())
+                .maxSliceSize(max).rank(RdmaTransportProvider.RANK).build());
     }
 
     @Override

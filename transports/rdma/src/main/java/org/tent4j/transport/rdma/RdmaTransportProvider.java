@@ -11,16 +11,15 @@ import org.tent4j.spi.TransportProvider;
 
 /**
  * The {@code rdma} transport: RC one-sided RDMA READ/WRITE over libibverbs, bound through the FFM API (no JNI, no C
- * shim). Discovery is free; {@link #availability()} loads {@code libibverbs.so.1} and looks for a device with an
- * ACTIVE port once per JVM, keeping the precise cause when there is none.
+ * shim). Discovery and {@link #capabilities()} load nothing; {@link #availability()} asks {@link Rdma}, which loads
+ * {@code libibverbs.so.1} and looks for a device with an ACTIVE port once per class loader, keeping the precise cause
+ * when there is none.
  */
 public final class RdmaTransportProvider implements TransportProvider {
     /** Above tcp, below same-host transports. */
     static final int RANK = 20;
     /** An RDMA message can be 2 GiB; ports commonly advertise 1 GiB (max_msg_sz), which slices stay within. */
     static final long MAX_SLICE_SIZE = 1L << 30;
-
-    private static volatile Availability availability;
 
     @Override
     public String id() {
@@ -32,34 +31,16 @@ public final class RdmaTransportProvider implements TransportProvider {
         return "RDMA RC one-sided READ/WRITE over libibverbs (InfiniBand, RoCE)";
     }
 
+    /** Probed once per class loader; see {@link Rdma}. */
     @Override
     public Availability availability() {
-        Availability a = availability;
-        if (a == null) {
-            synchronized (RdmaTransportProvider.class) {
-                a = availability;
-                if (a == null) {
-                    a = probe();
-                    availability = a;
-                }
-            }
-        }
-        return a;
-    }
-
-    static Availability probe() {
-        return Availability.probe(() -> {
-            String cause = DeviceProbe.unavailability(VerbsLibrary.load());
-            if (cause != null) {
-                throw new Availability.UnavailableException(cause);
-            }
-        });
+        return Rdma.availability();
     }
 
     @Override
     public TransportCapabilities capabilities() {
         // Host memory is what every NIC can register; an instance with gpu_direct on declares device memory too.
-        return new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, RANK);
+        return TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
     }
 
     @Override
@@ -73,7 +54,7 @@ public final class RdmaTransportProvider implements TransportProvider {
      */
     @Override
     public Transport create(TransportContext context) {
-        availability().ensureAvailable("rdma transport");
+        Rdma.ensureAvailability();
         RdmaOptions options = RdmaOptions.from(context.options());
         return RdmaTransport.open(context, options, VerbsLibrary.load());
     }

@@ -98,6 +98,12 @@ class RdmaTransportProviderTest {
         assertFalse(a.isAvailable());
         assertEquals(NoDevice.ENOSYS_CAUSE, a.reason());
         assertSame(a, provider.availability(), "probed once and cached");
+        assertSame(a, new RdmaTransportProvider().availability(), "cached once per class loader, not per provider");
+        assertFalse(Rdma.isAvailable());
+        assertSame(a.unavailabilityCause(), Rdma.unavailabilityCause());
+        TransferException e = assertThrows(TransferException.class, Rdma::ensureAvailability);
+        assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, e.code());
+        assertSame(a.unavailabilityCause(), e.getCause());
     }
 
     @Test

@@ -10,7 +10,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.Files;
 import java.util.Map;
 
@@ -62,7 +62,7 @@ final class RemoteMapping {
      * @throws TransferException PEER_FAILED when the file is missing or cannot be mapped, PERMISSION_DENIED for a
      *                           LOCAL_ONLY buffer, PROTOCOL when the published attributes are malformed
      */
-    static RemoteMapping map(String segmentName, BufferDescriptor buffer) {
+    static RemoteMapping map(ShmDirectory directory, String segmentName, BufferDescriptor buffer) {
         String where = "buffer [0x" + Long.toHexString(buffer.address()) + ", +" + buffer.length() + ") of segment '"
                 + segmentName + "'";
         if (buffer.permission() == Permission.LOCAL_ONLY) {
@@ -80,9 +80,10 @@ final class RemoteMapping {
         } catch (InvalidPathException e) {
             throw new TransferException(ErrorCode.PROTOCOL, where + " publishes an invalid shm path '" + pathText + "'");
         }
-        if (!ShmDirectory.isShmFilePath(path)) {
-            throw new TransferException(ErrorCode.PROTOCOL, where + " publishes shm path '" + pathText
-                    + "', which is not a tent4j shm file (expected an absolute <dir>/tent4j-<pid>-<hex>); refusing to map it");
+        String refusal = directory.refusal(path, segmentName);
+        if (refusal != null) {
+            throw new TransferException(ErrorCode.PROTOCOL, where + " publishes shm path '" + pathText + "', but "
+                    + refusal + "; refusing to map it");
         }
         long size = parse(attrs, ShmAllocator.SIZE, -1, where);
         long offset = parse(attrs, ShmTransport.OFFSET, 0, where);
@@ -93,11 +94,17 @@ final class RemoteMapping {
         boolean writable = buffer.permission() == Permission.READ_WRITE;
         Arena arena = Arena.ofShared();
         try {
-            BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class,
+            PosixFileAttributes attributes = Files.readAttributes(path, PosixFileAttributes.class,
                     LinkOption.NOFOLLOW_LINKS);
             if (!attributes.isRegularFile()) {
                 throw new TransferException(ErrorCode.PROTOCOL, "shm file " + path + " of " + where
-                        + " is not a regular file; refusing to map it");
+                        + " is not a regular file (a link or special file); refusing to map it");
+            }
+            Object owner = Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            if (!(owner instanceof Integer uid) || uid.longValue() != ShmDirectory.PROCESS_UID) {
+                throw new TransferException(ErrorCode.PROTOCOL, "shm file " + path + " of " + where
+                        + " is owned by uid " + owner + " (" + attributes.owner().getName() + "), not by this "
+                        + "process's uid " + ShmDirectory.PROCESS_UID + "; refusing to map it");
             }
             try (FileChannel ch = FileChannel.open(path, writable ? READ_WRITE : READ_ONLY)) {
                 long fileSize = ch.size();

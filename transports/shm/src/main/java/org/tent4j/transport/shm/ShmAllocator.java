@@ -40,11 +40,13 @@ final class ShmAllocator implements MemoryAllocator {
     static final String SIZE = "size";
 
     private final ShmDirectory directory;
+    private final String segmentName;
     private final Map<String, ShmFile> files = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    ShmAllocator(ShmDirectory directory) {
+    ShmAllocator(ShmDirectory directory, String segmentName) {
         this.directory = directory;
+        this.segmentName = segmentName;
     }
 
     @Override
@@ -65,7 +67,7 @@ final class ShmAllocator implements MemoryAllocator {
             throw new TransferException(ErrorCode.ENGINE_CLOSED, "shm transport is closed; cannot allocate " + size
                     + " bytes");
         }
-        ShmFile file = ShmFile.create(directory.newFilePath(), size);
+        ShmFile file = ShmFile.create(directory.newFilePath(segmentName), size);
         files.put(file.path.toString(), file);
         if (closed) { // closeAll ran between the check above and the put
             file.release();
@@ -73,9 +75,8 @@ final class ShmAllocator implements MemoryAllocator {
                     + " bytes");
         }
         LOG.debug("allocated {} bytes at {} ({})", size, file.path, location);
-        return new Allocation(file.segment,
-                Map.of(PATH, file.path.toString(), SIZE, Long.toString(size)),
-                () -> release(file));
+        return Allocation.builder(file.segment, () -> release(file))
+                .backing(Map.of(PATH, file.path.toString(), SIZE, Long.toString(size))).build();
     }
 
     /** The live file this allocator made at {@code path}, or {@code null}. */

@@ -1,11 +1,14 @@
 package org.tent4j.transport.shm;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
@@ -20,16 +23,22 @@ import org.slf4j.LoggerFactory;
  * The directory shared-memory files live in (normally the tmpfs at {@code /dev/shm}): whether it is usable, how
  * files in it are named, and removal of files whose owner died without cleaning up.
  *
- * <p>Files are named {@code tent4j-<pid>-<random>}. Peers only map files whose name has this shape, so a descriptor
- * cannot point this process at an arbitrary file of its own (say {@code ~/.bashrc}) and have it overwritten.
+ * <p>Files are named {@code tent4j-<pid>-<segment tag>-<random>}, the tag being a hash of the name of the segment
+ * whose allocator made the file. A peer's file is mapped only when it lies directly in this directory, its name has
+ * this shape and carries the tag of the segment that publishes it, and it is a regular file (not a link) owned by
+ * this user: so a forged descriptor can point this process neither at an arbitrary file of its own (say
+ * {@code ~/.bashrc}) nor at another engine's buffer, published or LOCAL_ONLY.
  */
 final class ShmDirectory {
     private static final Logger LOG = LoggerFactory.getLogger(ShmDirectory.class);
-    private static final Pattern FILE_NAME = Pattern.compile("tent4j-(\\d{1,10})-([0-9a-f]{16})");
+    private static final Pattern FILE_NAME = Pattern.compile("tent4j-(\\d{1,10})-([0-9a-f]{16})-([0-9a-f]{16})");
     /**
      * A file younger than this is never swept: its owner may have created it and not yet taken its lock.
      */
     static final Duration SWEEP_MIN_AGE = Duration.ofSeconds(60);
+
+    /** This process's real uid: peers' files must have it, as the files this process creates do. */
+    static final long PROCESS_UID = new com.sun.security.auth.module.UnixSystem().getUid();
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -67,9 +76,10 @@ final class ShmDirectory {
         }
     }
 
-    /** A fresh, unused file name for this process. */
-    Path newFilePath() {
-        return dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-" + randomSuffix());
+    /** A fresh, unused file name for this process's segment {@code segmentName}. */
+    Path newFilePath(String segmentName) {
+        return dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-" + segmentTag(segmentName) + "-"
+                + randomSuffix());
     }
 
     /** Whether {@code path} names a file some tent4j allocator made (by shape: absolute, normalized, our name). */
@@ -78,6 +88,37 @@ final class ShmDirectory {
             return false;
         }
         return FILE_NAME.matcher(path.getFileName().toString()).matches();
+    }
+
+    /**
+     * Checks, by name alone, that {@code path} may be mapped for segment {@code segmentName}: a tent4j file directly
+     * in this directory that the allocator of that segment named. What the file is (regular, owner) is checked when
+     * it is opened.
+     *
+     * @return {@code null} when it may, else why not (for an error message)
+     */
+    String refusal(Path path, String segmentName) {
+        if (!isShmFilePath(path)) {
+            return "it is not a tent4j shm file (expected an absolute " + dir + "/tent4j-<pid>-<tag>-<hex>)";
+        }
+        if (!dir.equals(path.getParent())) {
+            return "it is outside this engine's shm directory " + dir;
+        }
+        Matcher m = FILE_NAME.matcher(path.getFileName().toString());
+        if (!m.matches() || !m.group(2).equals(segmentTag(segmentName))) {
+            return "segment '" + segmentName + "' did not create it (its name carries another segment's tag)";
+        }
+        return null;
+    }
+
+    /** Eight bytes of SHA-256 of the segment name, in hex: names that differ get different tags. */
+    static String segmentTag(String segmentName) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(segmentName.getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(digest, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JDK", e);
+        }
     }
 
     /**

@@ -360,7 +360,7 @@ final class ShmPeerConnection implements PeerConnection {
             if (i >= 0 && current[i].matches(buffer)) {
                 return current[i];
             }
-            created = RemoteMapping.map(segmentName, buffer);
+            created = RemoteMapping.map(transport.directory(), segmentName, buffer);
             RemoteMapping[] next;
             if (i >= 0) {
                 // the peer freed the buffer at this address and published another (new file, size or permission)

@@ -27,6 +27,7 @@ final class ShmTransport implements Transport {
     static final String OFFSET = "offset";
 
     private final TransportContext context;
+    private final ShmDirectory directory;
     private final ShmAllocator allocator;
     private final long copyThreshold;
     private final int copyParallelism;
@@ -35,7 +36,8 @@ final class ShmTransport implements Transport {
 
     ShmTransport(TransportContext context, ShmDirectory directory, long copyThreshold, int copyParallelism) {
         this.context = context;
-        this.allocator = new ShmAllocator(directory);
+        this.directory = directory;
+        this.allocator = new ShmAllocator(directory, context.segmentName());
         this.copyThreshold = copyThreshold;
         this.copyParallelism = copyParallelism;
         directory.sweepStaleFiles();
@@ -126,6 +128,10 @@ final class ShmTransport implements Transport {
 
     void connectionClosed(ShmPeerConnection connection) {
         connections.remove(connection);
+    }
+
+    ShmDirectory directory() {
+        return directory;
     }
 
     String machineId() {

@@ -31,8 +31,8 @@ public final class ShmTransportProvider implements TransportProvider {
     static final long MAX_SLICE_SIZE = 1L << 30;
     static final int RANK = 10;
 
-    private static final TransportCapabilities CAPABILITIES = new TransportCapabilities(
-            TransportCapabilities.hostOnly(), true, false, MAX_SLICE_SIZE, RANK);
+    private static final TransportCapabilities CAPABILITIES = TransportCapabilities.builder()
+            .sameHostOnly(true).maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("dir", OptionSpec.Type.STRING, DEFAULT_DIR,

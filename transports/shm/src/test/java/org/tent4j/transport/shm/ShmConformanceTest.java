@@ -5,7 +5,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Nested;
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.testkit.conformance.TransportConformance;
-import org.tent4j.testkit.fault.FaultInjectingTransportProvider;
+import org.tent4j.transport.faulty.FaultInjectingTransportProvider;
 
 /** shm against te-testkit's conformance suite, alone and through the fault injector (which must be transparent). */
 class ShmConformanceTest extends TransportConformance {

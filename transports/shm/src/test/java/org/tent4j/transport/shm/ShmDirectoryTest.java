@@ -15,6 +15,8 @@ import org.tent4j.testkit.transport.TestTransportContext;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -24,25 +26,41 @@ class ShmDirectoryTest {
 
     @Test
     void recognisesOnlyAbsoluteNormalizedTent4jFileNames() {
-        assertTrue(ShmDirectory.isShmFilePath(Path.of("/dev/shm/tent4j-123-0123456789abcdef")));
-        assertFalse(ShmDirectory.isShmFilePath(Path.of("dev/shm/tent4j-123-0123456789abcdef")));
-        assertFalse(ShmDirectory.isShmFilePath(Path.of("/dev/shm/../shm/tent4j-123-0123456789abcdef")));
+        assertTrue(ShmDirectory.isShmFilePath(Path.of("/dev/shm/tent4j-123-00112233445566ff-0123456789abcdef")));
+        assertFalse(ShmDirectory.isShmFilePath(Path.of("dev/shm/tent4j-123-00112233445566ff-0123456789abcdef")));
+        assertFalse(ShmDirectory.isShmFilePath(Path.of("/dev/shm/../shm/tent4j-123-00112233445566ff-0123456789abcdef")));
         assertFalse(ShmDirectory.isShmFilePath(Path.of("/home/u/.bashrc")));
-        assertFalse(ShmDirectory.isShmFilePath(Path.of("/dev/shm/tent4j-123-0123456789abcdef.x")));
+        assertFalse(ShmDirectory.isShmFilePath(Path.of("/dev/shm/tent4j-123-00112233445566ff-0123456789abcdef.x")));
         assertFalse(ShmDirectory.isShmFilePath(Path.of("/dev/shm/tent4j-probe-1-0123456789abcdef")));
         assertFalse(ShmDirectory.isShmFilePath(Path.of("/")));
+    }
+
+    @Test
+    void refusesFilesOutsideTheDirectoryOrNamedForAnotherSegment() {
+        ShmDirectory dir = new ShmDirectory(Path.of("/dev/shm"));
+        String tagB = ShmDirectory.segmentTag("b");
+        assertNull(dir.refusal(Path.of("/dev/shm/tent4j-1-" + tagB + "-0123456789abcdef"), "b"));
+        assertTrue(dir.refusal(Path.of("/dev/shm/tent4j-1-" + tagB + "-0123456789abcdef"), "c")
+                .contains("segment 'c' did not create it"));
+        assertTrue(dir.refusal(Path.of("/tmp/tent4j-1-" + tagB + "-0123456789abcdef"), "b")
+                .contains("outside this engine's shm directory /dev/shm"));
+        assertTrue(dir.refusal(Path.of("/dev/shm/sub/tent4j-1-" + tagB + "-0123456789abcdef"), "b")
+                .contains("outside"));
+        assertTrue(dir.refusal(Path.of("/dev/shm/x/../tent4j-1-" + tagB + "-0123456789abcdef"), "b")
+                .contains("not a tent4j shm file"));
+        assertNotEquals(ShmDirectory.segmentTag("b"), ShmDirectory.segmentTag("c"));
     }
 
     @Test
     void sweepRemovesOnlyOldUnlockedFilesOfDeadProcesses(@TempDir Path dir) throws Exception {
         assumeTrue(LibC.isAvailable(), "flock needs native access: " + LibC.unavailabilityCause());
         FileTime old = FileTime.from(Instant.now().minus(Duration.ofMinutes(5)));
-        Path stale = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00000000000000aa"));
+        Path stale = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00112233445566ff-00000000000000aa"));
         Files.setLastModifiedTime(stale, old);
-        Path young = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00000000000000bb"));
-        Path livePid = Files.createFile(dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-00000000000000cc"));
+        Path young = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00112233445566ff-00000000000000bb"));
+        Path livePid = Files.createFile(dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-00112233445566ff-00000000000000cc"));
         Files.setLastModifiedTime(livePid, old);
-        Path locked = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00000000000000dd"));
+        Path locked = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00112233445566ff-00000000000000dd"));
         Files.setLastModifiedTime(locked, old);
         Path unrelated = Files.createFile(dir.resolve("tent4j-notes.txt"));
         Files.setLastModifiedTime(unrelated, old);
@@ -85,7 +103,7 @@ class ShmDirectoryTest {
     @Test
     void creatingATransportSweepsItsDirectory(@TempDir Path dir) throws Exception {
         assumeTrue(LibC.isAvailable(), "flock needs native access: " + LibC.unavailabilityCause());
-        Path stale = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-0123456789abcdef"));
+        Path stale = Files.createFile(dir.resolve("tent4j-" + DEAD_PID + "-00112233445566ff-0123456789abcdef"));
         Files.setLastModifiedTime(stale, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
         try (TestTransportContext ctx = new TestTransportContext("x", "m", "shm", new ShmTransportProvider().options(),
                 Map.of("dir", dir.toString()), Duration.ofSeconds(5))) {

@@ -27,6 +27,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -322,6 +323,89 @@ class ShmTransportTest {
             TransferException e = failureException(write);
             assertEquals(ErrorCode.PROTOCOL, e.code(), e.getMessage());
             assertTrue(e.getMessage().contains(path), e.getMessage());
+        }
+    }
+
+    /** A descriptor of segment "b" naming a path b did not publish: refused before anything is opened or mapped. */
+    private void assertSpoofRefused(String path, String expectedReason) throws Exception {
+        TestLocalMemory.Buffer local = local(64);
+        BufferDescriptor forged = new BufferDescriptor(0x10000, 64, Location.CPU, Permission.READ_WRITE,
+                List.of(ShmTransportProvider.ID),
+                Map.of(ShmTransportProvider.ID, Map.of("path", path, "size", "64", "offset", "0")));
+        ShmPeerConnection conn = (ShmPeerConnection) a.connect(segmentB(forged));
+        TestSlice write = slice(Opcode.WRITE, local, 0, forged, 0, 64);
+        conn.post(write);
+        TransferException e = failureException(write);
+        assertEquals(ErrorCode.PROTOCOL, e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains(path) && e.getMessage().contains(expectedReason), e.getMessage());
+        assertTrue(e.getMessage().contains("'b'"), e.getMessage());
+        assertEquals(0, conn.mappedBufferCount(), "a refused file was mapped");
+        conn.close();
+    }
+
+    @Test
+    void anotherEnginesLocalOnlyFileIsRefusedWhenSpoofedAsPublished() throws Exception {
+        // engine "c" allocates a buffer it never publishes; "b"'s descriptor claims c's file as its own READ_WRITE one
+        try (TestTransportContext ctxC = context("c", Map.of());
+             ShmTransport c = (ShmTransport) provider.create(ctxC)) {
+            Allocation secret = c.allocator().orElseThrow().allocate(64, Location.CPU);
+            ctxC.memory().register(secret.segment(), Permission.LOCAL_ONLY, secret.backing());
+            secret.segment().fill((byte) 0x11);
+            assertSpoofRefused(secret.backing().get("path"), "segment 'b' did not create it");
+            assertTrue(Patterns.allEqual(secret.segment(), 0, 64, (byte) 0x11), "the LOCAL_ONLY buffer was written");
+        }
+    }
+
+    @Test
+    void fileOutsideTheConfiguredDirectoryIsRefused(@TempDir Path elsewhere) throws Exception {
+        // a real file, named exactly as b's allocator would, but not in a's shm directory
+        Path outside = elsewhere.resolve("tent4j-1-" + ShmDirectory.segmentTag("b") + "-0123456789abcdef");
+        Files.write(outside, new byte[64]);
+        assertSpoofRefused(outside.toString(), "outside this engine's shm directory");
+        assertTrue(Patterns.allEqual(MemorySegment.ofArray(Files.readAllBytes(outside)), 0, 64, (byte) 0),
+                "the outside file was written");
+    }
+
+    @Test
+    void dotDotTricksAreRefused() throws Exception {
+        Remote real = remote(64, Permission.READ_WRITE);
+        Path p = Path.of(real.allocation.backing().get("path"));
+        String name = p.getFileName().toString();
+        assertSpoofRefused(p.getParent() + "/../shm/" + name, "not a tent4j shm file");
+        assertSpoofRefused(p.getParent() + "/./" + name, "not a tent4j shm file");
+    }
+
+    @Test
+    void symlinkNamedLikeTheSegmentsFileIsRefused() throws Exception {
+        // b's name and tag, in the right directory, but a link to another engine's file
+        try (TestTransportContext ctxC = context("c", Map.of());
+             ShmTransport c = (ShmTransport) provider.create(ctxC)) {
+            Allocation target = c.allocator().orElseThrow().allocate(64, Location.CPU);
+            target.segment().fill((byte) 0x22);
+            Path link = Path.of(ShmTransportProvider.DEFAULT_DIR, "tent4j-" + ProcessHandle.current().pid() + "-"
+                    + ShmDirectory.segmentTag("b") + "-" + java.util.HexFormat.of().toHexDigits(System.nanoTime()));
+            Files.createSymbolicLink(link, Path.of(target.backing().get("path")));
+            try {
+                assertSpoofRefused(link.toString(), "not a regular file");
+            } finally {
+                Files.delete(link);
+            }
+            assertTrue(Patterns.allEqual(target.segment(), 0, 64, (byte) 0x22), "the link's target was written");
+        }
+    }
+
+    @Test
+    void fileOwnedByAnotherUserIsRefused() throws Exception {
+        // only root can give a file away; as root this checks the uid test, elsewhere other users' 0600 files fail open
+        assumeTrue(ShmDirectory.PROCESS_UID == 0, "chown needs root");
+        Path foreign = Path.of(ShmTransportProvider.DEFAULT_DIR, "tent4j-" + ProcessHandle.current().pid() + "-"
+                + ShmDirectory.segmentTag("b") + "-" + java.util.HexFormat.of().toHexDigits(System.nanoTime()));
+        Files.write(foreign, new byte[64]);
+        try {
+            Files.setAttribute(foreign, "unix:uid", 65534);
+            assertSpoofRefused(foreign.toString(), "owned by uid 65534");
+        } finally {
+            Files.delete(foreign);
         }
     }
 

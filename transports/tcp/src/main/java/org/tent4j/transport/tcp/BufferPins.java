@@ -5,7 +5,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.LocalMemory;
@@ -31,6 +30,8 @@ final class BufferPins {
         private final Key key;
         private final AtomicInteger holders = new AtomicInteger();
         private volatile boolean retired;
+        /** Threads in {@link #awaitIdle}; written under this pin's monitor. */
+        private volatile int waiters;
 
         private Pin(Key key) {
             this.key = key;
@@ -38,7 +39,36 @@ final class BufferPins {
         }
 
         void release() {
-            holders.decrementAndGet();
+            // a waiter registers before it checks the count, so one of the two sees the other
+            if (holders.decrementAndGet() == 0 && waiters > 0) {
+                synchronized (this) {
+                    notifyAll();
+                }
+            }
+        }
+
+        /**
+         * Waits until no access holds this buffer, woken by the release that ends the last one (an answer's bytes can
+         * reach its reader before the socket write that sent them returns and releases the view).
+         */
+        synchronized boolean awaitIdle(Duration patience) {
+            long deadline = System.nanoTime() + patience.toNanos();
+            waiters++;
+            try {
+                while (!idle()) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
+                }
+                return true;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return idle();
+            } finally {
+                waiters--;
+            }
         }
 
         boolean idle() {
@@ -70,10 +100,10 @@ final class BufferPins {
         Pin pin = pins.computeIfAbsent(new Key(buffer), Pin::new);
         pin.retired = true;
         retired.add(pin);
-        boolean idle = awaitIdle(pin, patience);
+        boolean idle = pin.awaitIdle(patience);
         if (!idle) {
             breakHolders.run();
-            idle = awaitIdle(pin, patience);
+            idle = pin.awaitIdle(patience);
         }
         return idle;
     }
@@ -101,6 +131,20 @@ final class BufferPins {
         return pin == null ? 0 : pin.holders.get();
     }
 
+    /**
+     * Waits up to {@code patience} for the accesses holding {@code buffer} to end; how many still hold it. An answer's
+     * bytes can reach its reader before the write that sent them returns, so a peer that saw its answer may still
+     * find the buffer held for a moment.
+     */
+    int awaitReleased(LocalBuffer buffer, Duration patience) {
+        Pin pin = pins.get(new Key(buffer));
+        if (pin == null) {
+            return 0;
+        }
+        pin.awaitIdle(patience);
+        return pin.holders.get();
+    }
+
     private record Key(LocalBuffer buffer) {
         @Override
         public boolean equals(Object o) {
@@ -111,19 +155,5 @@ final class BufferPins {
         public int hashCode() {
             return System.identityHashCode(buffer);
         }
-    }
-
-    private static boolean awaitIdle(Pin pin, Duration patience) {
-        long deadline = System.nanoTime() + patience.toNanos();
-        long pause = TimeUnit.MICROSECONDS.toNanos(100);
-        while (!pin.idle()) {
-            if (System.nanoTime() - deadline >= 0) {
-                return false;
-            }
-            // unregistering is rare and short; a growing sleep keeps this off the CPU without a condition variable
-            LockSupport.parkNanos(pause);
-            pause = Math.min(pause * 2, TimeUnit.MILLISECONDS.toNanos(10));
-        }
-        return true;
     }
 }

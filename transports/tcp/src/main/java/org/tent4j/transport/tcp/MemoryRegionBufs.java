@@ -46,8 +46,6 @@ final class MemoryRegionBufs {
     static final int READ_BUFFER_BYTES = 16 * 1024;
 
     private final EventLoop loop;
-    /** Storage of header and read buffers; freed with this object once the connection and its buffers are gone. */
-    private final Arena arena = Arena.ofAuto();
     private final Pool views = new Pool(0);
     private final Pool headers = new Pool(FRAME_HEADER_BYTES);
     private final Pool reads = new Pool(READ_BUFFER_BYTES);
@@ -80,6 +78,11 @@ final class MemoryRegionBufs {
         return reads.take().own();
     }
 
+    /** Header buffers in use: one per answer not yet written to the socket, one per frame being collected. */
+    int headersInUse() {
+        return headers.inUse;
+    }
+
     /** Free buffers of one kind: all views, or all own buffers of one size. */
     private final class Pool {
         /** More than any lane keeps in flight at the default caps; beyond it released buffers are left to the GC. */
@@ -87,23 +90,35 @@ final class MemoryRegionBufs {
 
         private final int storageBytes;
         private final ArrayDeque<RegionBuf> free = new ArrayDeque<>();
+        /** Taken and not yet back, counted on the owning loop (a release elsewhere happens only at shutdown). */
+        private int inUse;
 
         Pool(int storageBytes) {
             this.storageBytes = storageBytes;
         }
 
         RegionBuf take() {
-            RegionBuf b = loop.inEventLoop() ? free.pollFirst() : null;
+            boolean onLoop = loop.inEventLoop();
+            if (onLoop) {
+                inUse++;
+            }
+            RegionBuf b = onLoop ? free.pollFirst() : null;
             if (b != null) {
                 return b;
             }
-            return new RegionBuf(this, storageBytes == 0 ? null : arena.allocate(storageBytes, 8));
+            // each buffer's storage is its own, so one dropped past MAX_FREE is freed by the GC; memory shared by all
+            // of a connection's buffers would only be freed with the connection, and a long-lived connection that
+            // had many answers queued now and then would keep what each burst added
+            return new RegionBuf(this, storageBytes == 0 ? null : Arena.ofAuto().allocate(storageBytes, 8));
         }
 
         void recycle(RegionBuf b) {
             // only the owning loop touches the free lists; a buffer released elsewhere (shutdown) is simply dropped
-            if (loop.inEventLoop() && free.size() < MAX_FREE) {
-                free.addFirst(b);
+            if (loop.inEventLoop()) {
+                inUse--;
+                if (free.size() < MAX_FREE) {
+                    free.addFirst(b);
+                }
             }
         }
     }

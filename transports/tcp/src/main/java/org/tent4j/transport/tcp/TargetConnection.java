@@ -5,6 +5,7 @@ import static org.tent4j.transport.tcp.WireProtocol.*;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.timeout.IdleStateEvent;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,13 +26,18 @@ import org.tent4j.spi.LocalMemory;
 final class TargetConnection extends ChannelInboundHandlerAdapter implements LandingRecvAllocator.PayloadSink {
     private static final Logger log = LoggerFactory.getLogger(TargetConnection.class);
 
-    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED }
+    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED,
+        /** remote file segments (issue 12): a file WRITE's payload is arriving into {@link #fileBuffer} */
+        FILE_PAYLOAD,
+        /** remote file segments (issue 12): the file I/O is running; input waits in {@link #stash} */
+        FILE_WAIT }
 
     private final String segmentName;
     private final LocalMemory memory;
     private final BufferPins pins;
     private final long maxFrame;
     private final PayloadCounters counters;
+    private final InboundLimits limits;
 
     private ChannelHandlerContext ctx;
     /** The pin of the buffer this connection used last; consecutive requests mostly hit the same buffer. */
@@ -52,13 +58,28 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private int discardStatus;
     private String discardMessage;
 
+    // remote file segments (issue 12): begin
+    private FileServing fileServing;
+    private org.tent4j.spi.LocalFile file;
+    private long fileAddress;
+    private ByteBuf fileBuffer;
+    /** Requests that arrived while a file request was being served, in order. */
+    private ByteBuf stash;
+    // remote file segments (issue 12): end
+
     TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
-                     PayloadCounters counters) {
+                     PayloadCounters counters, InboundLimits limits) {
         this.segmentName = segmentName;
+        this.limits = limits;
         this.counters = counters;
         this.memory = memory;
         this.pins = pins;
         this.maxFrame = maxFrame;
+    }
+
+    /** remote file segments (issue 12): serve peers' requests for this engine's registered files too. */
+    void serveFiles(FileServing serving) {
+        this.fileServing = serving;
     }
 
     @Override
@@ -90,6 +111,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
         try {
+            consume(in);
+        } finally {
+            in.release();
+        }
+    }
+
+    private void consume(ByteBuf in) {
+        {
             while (in.isReadable()) {
                 switch (state) {
                     case HEADER -> {
@@ -116,10 +145,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                         }
                     }
                     case CLOSED -> in.skipBytes(in.readableBytes());
+                    case FILE_PAYLOAD -> onFilePayload(in); // remote file segments (issue 12)
+                    case FILE_WAIT -> stashInput(in); // remote file segments (issue 12)
                 }
             }
-        } finally {
-            in.release();
         }
     }
 
@@ -130,10 +159,28 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        if (ctx.channel().isWritable() && state != State.CLOSED) {
+        if (ctx.channel().isWritable() && state != State.CLOSED
+                && state != State.FILE_WAIT) { // remote file segments (issue 12): reads resume when the file I/O is done
             ctx.channel().config().setAutoRead(true);
         }
         ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        // idle = no request bytes for idle_timeout (a header cut off half way counts: that peer stalls us) and no
+        // answer still queued; a peer slowly reading a large answer is not idle
+        if (evt instanceof IdleStateEvent && state != State.CLOSED && state != State.PAYLOAD
+                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT // remote file segments (issue 12)
+                && ctx.channel().unsafe().outboundBuffer() != null && ctx.channel().unsafe().outboundBuffer().isEmpty()) {
+            limits.idleClosed.increment();
+            log.debug("segment '{}': closing tcp connection from {}: idle for {}", segmentName,
+                    ctx.channel().remoteAddress(), limits.idleTimeout);
+            shutDown();
+            ctx.close();
+            return;
+        }
+        ctx.fireUserEventTriggered(evt);
     }
 
     @Override
@@ -193,6 +240,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         requestId = id;
         length = (int) len;
         Opcode opcode = op == OP_READ ? Opcode.READ : Opcode.WRITE;
+        if (fileServing != null && fileServing.servesAddress(address)) { // remote file segments (issue 12)
+            onFileHeader(op, opcode, address);
+            return;
+        }
         LocalBuffer buffer;
         try {
             buffer = memory.checkRemoteAccess(address, len, opcode);
@@ -243,6 +294,86 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
+    // remote file segments (issue 12): begin
+    /** A request for a file range: checked, then its payload gathered (WRITE) or its I/O started (READ). */
+    private void onFileHeader(int op, Opcode opcode, long address) {
+        try {
+            file = fileServing.check(address, length, opcode);
+        } catch (TransferException e) {
+            reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            return;
+        }
+        fileAddress = address;
+        fileBuffer = ctx.alloc().directBuffer(length, length);
+        if (op == OP_READ) {
+            startFileIo(Opcode.READ);
+        } else {
+            state = State.FILE_PAYLOAD;
+        }
+    }
+
+    private void onFilePayload(ByteBuf in) {
+        int n = Math.min(in.readableBytes(), length - fileBuffer.writerIndex());
+        fileBuffer.writeBytes(in, n);
+        counters.copied.add(n);
+        if (fileBuffer.writerIndex() == length) {
+            startFileIo(Opcode.WRITE);
+        }
+    }
+
+    /** Stops reading the peer until the file I/O is done; what already arrived waits in the stash. */
+    private void startFileIo(Opcode opcode) {
+        state = State.FILE_WAIT;
+        ctx.channel().config().setAutoRead(false);
+        fileServing.run(opcode, file, fileAddress, fileBuffer, length, ctx.executor(), failure -> fileDone(opcode, failure));
+    }
+
+    private void fileDone(Opcode opcode, TransferException failure) {
+        ByteBuf buf = fileBuffer;
+        fileBuffer = null;
+        file = null;
+        if (state == State.CLOSED) {
+            buf.release();
+            return;
+        }
+        if (failure != null) {
+            buf.release();
+            respondError(requestId, statusOf(failure.code()), "segment '" + segmentName + "': " + failure.getMessage());
+        } else {
+            ByteBuf ok = views.header();
+            writeOkResponse(ok, requestId);
+            ctx.write(ok, ctx.voidPromise());
+            if (opcode == Opcode.READ) {
+                ctx.write(buf.writerIndex(length), ctx.voidPromise());
+            } else {
+                buf.release(); // the WRITE is in the file: only now may the initiator hear it is done
+            }
+            responded();
+        }
+        state = State.HEADER;
+        ByteBuf waiting = stash;
+        stash = null;
+        if (waiting != null) {
+            try {
+                consume(waiting);
+            } finally {
+                waiting.release();
+            }
+        }
+        flushIfPending();
+        if (state != State.FILE_WAIT && state != State.CLOSED && ctx.channel().isWritable()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    private void stashInput(ByteBuf in) {
+        if (stash == null) {
+            stash = ctx.alloc().buffer(in.readableBytes());
+        }
+        stash.writeBytes(in);
+    }
+    // remote file segments (issue 12): end
+
     private static String badMagic(int magic) {
         return "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x" + Integer.toHexString(REQUEST_MAGIC)
                 + ", \"T4JT\")";
@@ -285,8 +416,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     }
 
     private void respondError(long id, int status, String message) {
-        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
-        writeErrorResponse(frame, id, status, message);
+        byte[] text = errorText(message);
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
+        writeErrorResponse(frame, id, status, text);
         ctx.write(frame, ctx.voidPromise());
         responded();
     }
@@ -297,9 +429,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             // the peer is not reading its answers fast enough: stop reading its requests until it does. Reading
             // stops before the flush, because the flush may drain the queue and fire channelWritabilityChanged,
             // whose restart must not be undone afterwards (that would stop this connection for good).
+            limits.queued(views.headersInUse());
+            if (ctx.channel().config().isAutoRead()) {
+                limits.readPaused();
+            }
             ctx.channel().config().setAutoRead(false);
             flushIfPending();
-            if (ctx.channel().isWritable() && state != State.CLOSED) {
+            if (ctx.channel().isWritable() && state != State.CLOSED
+                    && state != State.FILE_WAIT) { // remote file segments (issue 12)
                 ctx.channel().config().setAutoRead(true);
             }
         }
@@ -315,9 +452,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private void violation(long id, String reason) {
         String message = "segment '" + segmentName + "': protocol violation from " + ctx.channel().remoteAddress()
                 + ": " + reason + "; closing the connection";
-        log.warn(message);
-        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + MAX_ERROR_MESSAGE_BYTES);
-        writeErrorResponse(frame, id, STATUS_PROTOCOL, message);
+        limits.violations.increment();
+        long n = limits.violations.sum();
+        if (Long.bitCount(n) == 1) { // the 1st, 2nd, 4th ...: a peer repeating one cannot flood the log
+            log.warn("{} [{} protocol violations so far]", message, n);
+        }
+        byte[] text = errorText(message);
+        ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
+        writeErrorResponse(frame, id, STATUS_PROTOCOL, text);
         shutDown();
         flushPending = false;
         // close at once rather than after the frame is written: a peer that does not read must not keep this
@@ -328,6 +470,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     /** Stops using memory: the landing view goes back (its pin with it) and further input is dropped. */
     private void shutDown() {
+        State stateBeforeClose = state;
         state = State.CLOSED;
         if (landing != null) {
             ByteBuf l = landing;
@@ -335,5 +478,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             l.release();
         }
         discardMessage = null;
+        // remote file segments (issue 12): a buffer under file I/O is released when that I/O reports back
+        if (fileBuffer != null && file != null && stateBeforeClose == State.FILE_PAYLOAD) {
+            fileBuffer.release();
+            fileBuffer = null;
+            file = null;
+        }
+        if (stash != null) {
+            stash.release();
+            stash = null;
+        }
     }
 }

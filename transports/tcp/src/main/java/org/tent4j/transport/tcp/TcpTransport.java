@@ -2,12 +2,18 @@ package org.tent4j.transport.tcp;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -17,10 +23,11 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import org.slf4j.Logger;
@@ -31,8 +38,11 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.LocalFile;
+import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
@@ -62,6 +72,14 @@ public final class TcpTransport implements Transport {
     private final ChannelGroup inbound;
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
+    private final InboundLimits limits;
+    private final SecuritySettings security;
+    /** remote file segments (issue 12): peers' requests for this engine's files; null where the engine has none. */
+    private final FileServing fileServing;
+    /** {@code null} without TLS. */
+    private final TlsContexts tls;
+    /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
+    private final AtomicInteger inboundCount = new AtomicInteger();
     private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
     private final ScheduledFuture<?> sweeper;
     private volatile boolean closed;
@@ -90,6 +108,24 @@ public final class TcpTransport implements Transport {
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new ConfigException("transports.tcp.connect_timeout", "must be > 0, got " + connectTimeout);
         }
+        int maxConnections = o.getInt("max_connections");
+        if (maxConnections < 1) {
+            throw new ConfigException("transports.tcp.max_connections", "must be >= 1, got " + maxConnections);
+        }
+        Duration idleTimeout = o.getDuration("idle_timeout");
+        if (idleTimeout.isNegative()) {
+            throw new ConfigException("transports.tcp.idle_timeout", "must be >= 0 (0 = never), got " + idleTimeout);
+        }
+        long maxQueued = o.getSize("max_queued_bytes");
+        if (maxQueued < InboundLimits.MIN_ANSWER_CHARGE || maxQueued > Integer.MAX_VALUE) {
+            throw new ConfigException("transports.tcp.max_queued_bytes", "must be in [" + InboundLimits.MIN_ANSWER_CHARGE
+                    + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
+        }
+        this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        this.fileServing = context.localFiles() == LocalFiles.NONE ? null
+                : new FileServing(context.localFiles(), context.workers()); // remote file segments (issue 12)
+        this.security = context.security();
+        this.tls = security.tls() ? TlsContexts.of(security) : null;
         this.ioMode = IoMode.resolve(o.getString("io_mode"));
         this.group = new MultiThreadIoEventLoopGroup(ioThreads,
                 new DefaultThreadFactory("tent4j-tcp-" + context.segmentName(), true), ioMode.handlerFactory());
@@ -101,14 +137,38 @@ public final class TcpTransport implements Transport {
                     .option(ChannelOption.SO_REUSEADDR, true)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     // answers are views of registered memory, so the queue costs no copies; the mark only decides
-                    // when to stop reading requests from a peer that does not read its answers
-                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(4 << 20, 16 << 20))
+                    // when to stop reading requests from a peer that does not read its answers, and every answer
+                    // counts at least MIN_ANSWER_CHARGE, so that also bounds how many are queued
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, limits.waterMark)
+                    .childOption(ChannelOption.MESSAGE_SIZE_ESTIMATOR, limits.answerCharge)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
+                            if (inboundCount.incrementAndGet() > limits.maxConnections) {
+                                inboundCount.decrementAndGet();
+                                refuse(ch);
+                                return;
+                            }
+                            ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
                             TargetConnection target = new TargetConnection(context.segmentName(),
-                                    context.localMemory(), pins, maxFrame, counters);
-                            ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
+                                    context.localMemory(), pins, maxFrame, counters, limits);
+                            target.serveFiles(fileServing); // remote file segments (issue 12)
+                            if (limits.idleTimeout.isPositive()) {
+                                ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
+                                        TimeUnit.MILLISECONDS));
+                            }
+                            if (tls != null) {
+                                // ciphertext must never land in registered memory: TLS reads go to Netty's buffers
+                                // and payloads are copied from the decrypted ones
+                                ch.pipeline().addLast(tls.server().newHandler(ch.alloc()));
+                            } else {
+                                ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
+                            }
+                            if (security.authenticates()) {
+                                ch.pipeline().addLast(new TokenAuthHandler(security.handshake(false), "segment '"
+                                        + context.segmentName() + "' tcp data port", connectTimeout,
+                                        limits.authFailures));
+                            }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
                         }
@@ -128,8 +188,21 @@ public final class TcpTransport implements Transport {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS); // also closes a bound server channel
             throw e;
         }
-        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {})",
-                context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame);
+        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {}, token {}, "
+                        + "TLS {})", context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame,
+                security.authenticates() ? "required" : "off", tls != null ? "on" : "off");
+    }
+
+    /** Closes an inbound connection beyond {@code max_connections} before it is read. */
+    private void refuse(SocketChannel ch) {
+        limits.refusedConnections.increment();
+        long refused = limits.refusedConnections.sum();
+        if (Long.bitCount(refused) == 1) { // 1, 2, 4, 8 ...: a flood of connections must not flood the log too
+            log.warn("segment '{}': refusing tcp connection from {}: {} inbound connections are open "
+                    + "(transports.tcp.max_connections); {} refused so far", context.segmentName(), ch.remoteAddress(),
+                    limits.maxConnections, refused);
+        }
+        ch.close();
     }
 
     static TcpTransport start(TransportContext context) {
@@ -175,6 +248,14 @@ public final class TcpTransport implements Transport {
         }
         return Optional.of(Map.of());
     }
+
+    // remote file segments (issue 12): begin
+    /** Serves peers' requests for the file (the engine reads or writes it for them), when the engine offers its files. */
+    @Override
+    public Optional<Map<String, String>> registerFile(LocalFile file) {
+        return fileServing == null ? Optional.empty() : Optional.of(Map.of());
+    }
+    // remote file segments (issue 12): end
 
     /**
      * Blocks until no peer request reads or writes {@code buffer} any more, so the engine may free it afterwards. A peer
@@ -222,30 +303,51 @@ public final class TcpTransport implements Transport {
         TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes,
                 counters);
         ChannelFuture[] connecting = new ChannelFuture[lanes];
+        List<CompletableFuture<?>> secured = new ArrayList<>();
         for (int i = 0; i < lanes; i++) {
             InitiatorLane lane = connection.lane(i);
-            connecting[i] = new Bootstrap()
+            Bootstrap b = new Bootstrap()
                     .group(group)
                     .channel(ioMode.socketChannel())
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
-                            connectTimeout.toMillis()))
-                    .option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane))
-                    .handler(lane)
-                    .connect(peer.host(), peerPort);
+                            connectTimeout.toMillis()));
+            if (tls == null && !security.authenticates()) {
+                b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane)).handler(lane);
+            } else {
+                if (tls == null) {
+                    b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane));
+                }
+                CompletableFuture<Void> ready = new CompletableFuture<>();
+                secured.add(ready);
+                b.handler(securedLane(lane, peer, peerPort, ready));
+            }
+            connecting[i] = b.connect(peer.host(), peerPort);
         }
         for (int i = 0; i < lanes; i++) {
             ChannelFuture f = connecting[i];
             // Netty enforces CONNECT_TIMEOUT_MILLIS itself; the extra second only covers a stuck event loop
             if (!f.awaitUninterruptibly(connectTimeout.toMillis() + 1000) || !f.isSuccess()) {
                 Throwable cause = f.isDone() ? f.cause() : null;
-                for (ChannelFuture other : connecting) {
-                    other.cancel(false);
-                    other.channel().close();
-                }
+                closeAll(connecting);
                 throw new TransferException(ErrorCode.PEER_UNREACHABLE, "tcp: cannot connect to segment '"
                         + peer.name() + "' at " + endpoint + " (lane " + i + " of " + lanes + "): "
                         + (cause != null ? cause : "no answer within " + connectTimeout), cause);
+            }
+        }
+        for (CompletableFuture<?> ready : secured) {
+            try {
+                ready.get(connectTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException | InterruptedException e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                closeAll(connecting);
+                Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+                throw new TransferException(ErrorCode.PERMISSION_DENIED, "tcp: cannot connect to segment '"
+                        + peer.name() + "' at " + endpoint + ": " + (tls != null ? "TLS" : "")
+                        + (tls != null && security.authenticates() ? " or " : "")
+                        + (security.authenticates() ? "token" : "") + " handshake failed: " + cause, cause);
             }
         }
         connections.add(connection);
@@ -255,9 +357,90 @@ public final class TcpTransport implements Transport {
         return connection;
     }
 
+    private static void closeAll(ChannelFuture[] connecting) {
+        for (ChannelFuture other : connecting) {
+            other.cancel(false);
+            other.channel().close();
+        }
+    }
+
+    /** A lane behind TLS and/or the token handshake; {@code ready} completes once both are through. */
+    private ChannelInitializer<SocketChannel> securedLane(InitiatorLane lane, SegmentDescriptor peer, int peerPort,
+                                                          CompletableFuture<Void> ready) {
+        return new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                CompletableFuture<Void> tlsDone = CompletableFuture.completedFuture(null);
+                if (tls != null) {
+                    SslHandler ssl = tls.client().newHandler(ch.alloc(), peer.host(), peerPort);
+                    ch.pipeline().addLast(ssl);
+                    CompletableFuture<Void> handshake = new CompletableFuture<>();
+                    ssl.handshakeFuture().addListener(h -> {
+                        if (h.isSuccess()) {
+                            handshake.complete(null);
+                        } else {
+                            handshake.completeExceptionally(h.cause());
+                        }
+                    });
+                    tlsDone = handshake;
+                }
+                CompletableFuture<Void> tokenDone = CompletableFuture.completedFuture(null);
+                if (security.authenticates()) {
+                    TokenAuthHandler auth = new TokenAuthHandler(security.handshake(true), "segment '"
+                            + context.segmentName() + "' tcp lane to '" + peer.name() + "'", connectTimeout,
+                            limits.authFailures);
+                    ch.pipeline().addLast(auth);
+                    tokenDone = auth.authenticated();
+                }
+                ch.pipeline().addLast(lane);
+                tlsDone.thenCombine(tokenDone, (x, y) -> (Void) null).whenComplete((v, e) -> {
+                    if (e != null) {
+                        ready.completeExceptionally(e);
+                    } else {
+                        ready.complete(null);
+                    }
+                });
+            }
+        };
+    }
+
+    /** Connections that failed the token handshake, either side. */
+    public long authFailures() {
+        return limits.authFailures.sum();
+    }
+
     /** How many peer accesses hold {@code buffer} right now; 0 once no socket can touch it. */
     int pinsHeld(LocalBuffer buffer) {
         return pins.holders(buffer);
+    }
+
+    /** Inbound connections refused because {@code max_connections} were open. */
+    public long refusedConnections() {
+        return limits.refusedConnections.sum();
+    }
+
+    /** Inbound connections closed after {@code idle_timeout} without a request. */
+    public long idleConnectionsClosed() {
+        return limits.idleClosed.sum();
+    }
+
+    /** Times an inbound connection stopped reading requests because its peer did not read the answers. */
+    public long readPauses() {
+        return limits.readPauses();
+    }
+
+    boolean awaitReadPauses(long n, Duration patience) throws InterruptedException {
+        return limits.awaitReadPauses(n, patience);
+    }
+
+    /** The most answers one inbound connection had queued (not yet in its socket) while it could not write. */
+    long queuedAnswersPeak() {
+        return limits.queuedPeak();
+    }
+
+    /** Waits (on the release, not by polling) until no peer access holds {@code buffer}; how many still do. */
+    int awaitPinsReleased(LocalBuffer buffer, Duration patience) {
+        return pins.awaitReleased(buffer, patience);
     }
 
     void forget(TcpPeerConnection connection) {

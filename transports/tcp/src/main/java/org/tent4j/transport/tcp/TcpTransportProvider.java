@@ -2,6 +2,7 @@ package org.tent4j.transport.tcp;
 
 import java.util.List;
 
+import org.tent4j.api.MemoryKind;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionSpec.Type;
@@ -19,7 +20,10 @@ public final class TcpTransportProvider implements TransportProvider {
     public static final long MAX_SLICE_SIZE = 64L << 20;
 
     private static final TransportCapabilities CAPABILITIES =
-            new TransportCapabilities(TransportCapabilities.hostOnly(), false, false, MAX_SLICE_SIZE, 100);
+            TransportCapabilities.builder().maxSliceSize(MAX_SLICE_SIZE).rank(100)
+                    .memoryPath(MemoryKind.CPU, MemoryKind.CPU)
+                    .memoryPath(MemoryKind.CPU, MemoryKind.FILE) // remote file segments (issue 12): the target does the I/O
+                    .build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("lanes", Type.INT, 2, "persistent connections per peer, each a path of the runtime's "
@@ -30,7 +34,13 @@ public final class TcpTransportProvider implements TransportProvider {
                     + "else nio"),
             OptionSpec.of("connect_timeout", Type.DURATION, "5s", "how long connecting to a peer may take"),
             OptionSpec.of("max_frame", Type.SIZE, "64m", "largest slice a peer may request; a larger request is a "
-                    + "protocol error that closes its connection"));
+                    + "protocol error that closes its connection"),
+            OptionSpec.of("max_connections", Type.INT, 1024, "inbound data connections at most; more are closed at "
+                    + "once (logged, counted)"),
+            OptionSpec.of("idle_timeout", Type.DURATION, "10m", "close an inbound connection that sent nothing for "
+                    + "this long and has no answer queued; its initiator reconnects when it needs it; 0 = never"),
+            OptionSpec.of("max_queued_bytes", Type.SIZE, "16m", "answers queued for a peer that does not read them, "
+                    + "each counted as at least 4k; past this the target stops reading that peer's requests"));
 
     @Override
     public String id() {

@@ -80,14 +80,19 @@ final class WireProtocol {
         };
     }
 
-    /** Writes a whole error response: header, u32 message length, at most 1 KiB of UTF-8 cut at a character edge. */
-    static void writeErrorResponse(ByteBuf out, long requestId, int status, String message) {
+    /** Writes a whole error response: header, u32 length of {@code text} (from {@link #errorText}), the text. */
+    static void writeErrorResponse(ByteBuf out, long requestId, int status, byte[] text) {
+        out.writeIntLE(RESPONSE_MAGIC).writeIntLE(status).writeLongLE(requestId).writeIntLE(text.length).writeBytes(text);
+    }
+
+    /** {@code message} as UTF-8, cut at a character edge to at most {@link #MAX_ERROR_MESSAGE_BYTES}. */
+    static byte[] errorText(String message) {
         byte[] utf8 = message.getBytes(StandardCharsets.UTF_8);
         int n = Math.min(utf8.length, MAX_ERROR_MESSAGE_BYTES);
         while (n > 0 && n < utf8.length && (utf8[n] & 0xC0) == 0x80) {
             n--; // utf8[n] continues a character: cut before that character starts
         }
-        out.writeIntLE(RESPONSE_MAGIC).writeIntLE(status).writeLongLE(requestId).writeIntLE(n).writeBytes(utf8, 0, n);
+        return n == utf8.length ? utf8 : java.util.Arrays.copyOf(utf8, n);
     }
 
     static void writeOkResponse(ByteBuf out, long requestId) {

@@ -25,7 +25,16 @@ final class RawClient implements AutoCloseable {
     }
 
     RawClient(int port) throws IOException {
-        socket = new Socket(InetAddress.getLoopbackAddress(), port);
+        this(port, 0);
+    }
+
+    /** With a receive buffer of about {@code receiveBuffer} bytes (0 = the system's), to stop reading early. */
+    RawClient(int port, int receiveBuffer) throws IOException {
+        socket = new Socket();
+        if (receiveBuffer > 0) {
+            socket.setReceiveBufferSize(receiveBuffer);
+        }
+        socket.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port));
         socket.setSoTimeout(20_000); // hang guard only
         socket.setTcpNoDelay(true);
         out = socket.getOutputStream();
@@ -95,6 +104,10 @@ final class RawClient implements AutoCloseable {
             // a reset ends the stream as well
         }
         return total;
+    }
+
+    Socket socket() {
+        return socket;
     }
 
     /** Closes with RST instead of FIN, as a crashed client would. */

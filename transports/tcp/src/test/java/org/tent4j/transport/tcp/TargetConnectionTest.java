@@ -34,7 +34,8 @@ class TargetConnectionTest {
     void setUp() {
         buffer = memory.register(arena.allocate(64 << 10, 64), Permission.READ_WRITE);
         TcpFixture.fillRandom(buffer.segment(), 4);
-        channel = new EmbeddedChannel(new TargetConnection("b", memory, pins, 1 << 20, new PayloadCounters()));
+        channel = new EmbeddedChannel(new TargetConnection("b", memory, pins, 1 << 20, new PayloadCounters(),
+                new InboundLimits(16, java.time.Duration.ZERO, 16 << 20)));
     }
 
     @AfterEach

@@ -6,7 +6,7 @@ import org.junit.jupiter.api.Nested;
 
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.testkit.conformance.TransportConformance;
-import org.tent4j.testkit.fault.FaultInjectingTransportProvider;
+import org.tent4j.transport.faulty.FaultInjectingTransportProvider;
 
 /** tcp against te-testkit's conformance suite, alone (in this JVM and with a peer JVM) and through the fault injector. */
 class TcpConformanceTest extends TransportConformance {

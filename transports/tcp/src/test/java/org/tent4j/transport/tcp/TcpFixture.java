@@ -22,6 +22,7 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
@@ -51,11 +52,22 @@ final class TcpFixture implements AutoCloseable {
     }
 
     TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout) {
+        this(optionsA, optionsB, targetTransferTimeout, SecuritySettings.NONE, SecuritySettings.NONE);
+    }
+
+    /** With the security settings engine "a" and engine "b" would hand their transports. */
+    TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout,
+               SecuritySettings securityA, SecuritySettings securityB) {
         contextA = context("a", optionsA);
         contextB = new TestTransportContext("b", "machine-b", "tcp", PROVIDER.options(), optionsB,
                 targetTransferTimeout);
-        a = (TcpTransport) PROVIDER.create(contextA);
-        b = (TcpTransport) PROVIDER.create(contextB);
+        a = (TcpTransport) PROVIDER.create(new SecuredContext(contextA, securityA));
+        try {
+            b = (TcpTransport) PROVIDER.create(new SecuredContext(contextB, securityB));
+        } catch (RuntimeException e) {
+            a.close();
+            throw e;
+        }
     }
 
     static TestTransportContext context(String name, Map<String, String> options) {

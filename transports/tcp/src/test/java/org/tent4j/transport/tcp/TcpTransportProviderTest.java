@@ -37,7 +37,9 @@ class TcpTransportProviderTest {
     @Test
     void declaresHostOnlyCapabilitiesAndIsAlwaysAvailable() {
         TransportCapabilities c = provider.capabilities();
-        assertEquals(TransportCapabilities.hostOnly(), c.memoryPaths());
+        // host memory, and a peer's files through the peer's engine (remote file segments, issue 12)
+        assertEquals(java.util.Set.of(org.tent4j.spi.MemoryPath.of(MemoryKind.CPU, MemoryKind.CPU),
+                org.tent4j.spi.MemoryPath.of(MemoryKind.CPU, MemoryKind.FILE)), c.memoryPaths());
         assertTrue(c.supports(MemoryKind.CPU, MemoryKind.CPU));
         assertFalse(c.supports(MemoryKind.CPU, MemoryKind.CUDA));
         assertFalse(c.sameHostOnly());
@@ -54,7 +56,8 @@ class TcpTransportProviderTest {
         Map<String, OptionSpec> o = provider.options().stream()
                 .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
         assertEquals(Map.of("lanes", "2", "io_threads", "2", "port", "0", "io_mode", "auto",
-                        "connect_timeout", "5s", "max_frame", "64m"),
+                        "connect_timeout", "5s", "max_frame", "64m", "max_connections", "1024", "idle_timeout", "10m",
+                        "max_queued_bytes", "16m"),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
         assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());

@@ -1,0 +1,810 @@
+package org.tent4j.store.client;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferStatus;
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.proto.PutEndRequest;
+import org.tent4j.store.proto.PutStartRequest;
+import org.tent4j.store.proto.PutStartResponse;
+import org.tent4j.store.proto.ReplicaListResponse;
+import org.tent4j.store.proto.Status;
+import org.tent4j.store.rpc.Wire;
+
+/**
+ * A store client: asks the master where objects live and moves their bytes itself, through the transfer engine,
+ * to and from other clients' segments (a plain copy when the replica is in memory this client contributed).
+ *
+ * <p>Two roles, as in Mooncake: a requester (put, get, remove, exist, with batch, zero-copy and multi-buffer forms)
+ * and, after {@link #contribute}, a storage node whose memory holds replicas for everyone.
+ *
+ * <p>Reads never return bytes a lease did not cover: the lease's deadline is counted from before the master was
+ * asked, and a read that finishes after it is discarded and retried. A replica that cannot be read is skipped for the
+ * next nearest (this process, then this host, then others).
+ */
+public final class StoreClient implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(StoreClient.class);
+    /** How many times a read is retried when its lease ends while bytes are moving. */
+    static final int READ_ATTEMPTS = 4;
+    /** Keys whose replica lists a batch read fetches at once, before it adapts to how fast reads go. */
+    static final int FIRST_WAVE = 256;
+
+    private final TransferEngine engine;
+    private final MasterClient master;
+    private final String clientId;
+    private final String host;
+    private final StoreClock clock;
+    private final long stagingBytes;
+    private volatile StagingBuffer staging;
+    private final Map<String, Contribution> contributions = new ConcurrentHashMap<>();
+    private final Map<String, SegmentHandle> openSegments = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService heartbeats;
+
+    final LongAdder leaseExpiredReads = new LongAdder();
+    final LongAdder replicaFailovers = new LongAdder();
+    private long reportedLeaseExpiries;
+
+    private record Contribution(SegmentSpec spec, RegisteredMemory memory, boolean allocatedHere) {
+    }
+
+    private StoreClient(Builder b) {
+        this.engine = b.engine;
+        this.master = new MasterClient(b.masterAddress, b.rpcTimeout);
+        this.clientId = b.clientId != null ? b.clientId : UUID.randomUUID().toString();
+        this.host = b.host != null ? b.host : hostOf(engine.segmentName());
+        this.clock = b.clock;
+        this.stagingBytes = b.stagingBytes;
+        if (b.heartbeatInterval.isZero()) {
+            heartbeats = null;
+        } else {
+            heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "store-client-heartbeat");
+                t.setDaemon(true);
+                return t;
+            });
+            long ms = b.heartbeatInterval.toMillis();
+            heartbeats.scheduleWithFixedDelay(this::heartbeat, ms, ms, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    public static Builder builder(TransferEngine engine, String masterAddress) {
+        return new Builder(engine, masterAddress);
+    }
+
+    public static final class Builder {
+        private final TransferEngine engine;
+        private final String masterAddress;
+        private String clientId;
+        private String host;
+        private StoreClock clock = StoreClock.system();
+        private Duration rpcTimeout = Duration.ofSeconds(10);
+        private Duration heartbeatInterval = Duration.ofSeconds(1);
+        private long stagingBytes = 64L << 20;
+
+        private Builder(TransferEngine engine, String masterAddress) {
+            this.engine = Objects.requireNonNull(engine, "engine");
+            this.masterAddress = Objects.requireNonNull(masterAddress, "masterAddress");
+        }
+
+        public Builder clientId(String id) {
+            this.clientId = id;
+            return this;
+        }
+
+        /** Host name used for locality (default: the host part of the engine's segment name). */
+        public Builder host(String host) {
+            this.host = host;
+            return this;
+        }
+
+        public Builder clock(StoreClock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        public Builder rpcTimeout(Duration timeout) {
+            this.rpcTimeout = timeout;
+            return this;
+        }
+
+        /** How often to tell the master this client is alive; zero sends none (tests drive {@link #heartbeat}). */
+        public Builder heartbeatInterval(Duration interval) {
+            this.heartbeatInterval = interval;
+            return this;
+        }
+
+        /** Registered scratch memory for the copying API. */
+        public Builder stagingBytes(long bytes) {
+            this.stagingBytes = bytes;
+            return this;
+        }
+
+        /** Connects to the master (checking it answers) and starts heartbeats. */
+        public StoreClient connect() {
+            StoreClient c = new StoreClient(this);
+            try {
+                c.master.serviceReady();
+            } catch (StoreException e) {
+                c.close();
+                throw e;
+            }
+            return c;
+        }
+    }
+
+    public String clientId() {
+        return clientId;
+    }
+
+    public String host() {
+        return host;
+    }
+
+    public TransferEngine engine() {
+        return engine;
+    }
+
+    public MasterClient master() {
+        return master;
+    }
+
+    public long leaseExpiredReads() {
+        return leaseExpiredReads.sum();
+    }
+
+    public long replicaFailovers() {
+        return replicaFailovers.sum();
+    }
+
+    // ---------------------------------------------------------------- contributing memory
+
+    /** Allocates {@code bytes} with the engine and mounts them on the master as a segment for everyone's replicas. */
+    public SegmentSpec contribute(long bytes) {
+        RegisteredMemory mem = engine.allocate(bytes, Location.CPU, Permission.READ_WRITE);
+        try {
+            return mount(mem, true);
+        } catch (RuntimeException e) {
+            engine.unregister(mem);
+            throw e;
+        }
+    }
+
+    /** Mounts memory the caller registered (and keeps alive until {@link #withdraw}). */
+    public SegmentSpec contribute(RegisteredMemory memory) {
+        return mount(memory, false);
+    }
+
+    private SegmentSpec mount(RegisteredMemory mem, boolean allocatedHere) {
+        SegmentSpec spec = new SegmentSpec(UUID.randomUUID().toString(), engine.segmentName(), host, mem.address(), mem.length());
+        master.mount(clientId, spec);
+        contributions.put(spec.id(), new Contribution(spec, mem, allocatedHere));
+        return spec;
+    }
+
+    /** Unmounts a contributed segment (its replicas are dropped) and frees it if this client allocated it. */
+    public void withdraw(String segmentId) {
+        Contribution c = contributions.remove(segmentId);
+        if (c == null) {
+            throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "segment " + segmentId + " was not contributed by this client");
+        }
+        master.unmount(clientId, segmentId);
+        if (c.allocatedHere) {
+            engine.unregister(c.memory);
+        }
+    }
+
+    public List<SegmentSpec> contributions() {
+        return contributions.values().stream().map(Contribution::spec).toList();
+    }
+
+    /** Tells the master this client is alive, remounting its segments if the master had given them up. */
+    public void heartbeat() {
+        try {
+            long expired = leaseExpiredReads.sum();
+            boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            reportedLeaseExpiries = expired;
+            if (remount && !contributions.isEmpty()) {
+                for (Contribution c : contributions.values()) {
+                    master.mount(clientId, c.spec);
+                }
+                LOG.warn("master {} had dropped client {}; remounted {} segments", master.address(), clientId, contributions.size());
+            }
+        } catch (StoreException e) {
+            LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
+        }
+    }
+
+    // ---------------------------------------------------------------- puts
+
+    /** Stores a copy of {@code value} (any memory, heap included) through the registered staging buffer. */
+    public PutResult put(String key, MemorySegment value, ReplicateConfig config) {
+        StagingBuffer.Lease lease = staging().borrow(Math.max(1, value.byteSize()));
+        try {
+            MemorySegment s = lease.segment().asSlice(0, value.byteSize());
+            MemorySegment.copy(value, 0, s, 0, value.byteSize());
+            return putFrom(key, s, config);
+        } finally {
+            staging().release(lease);
+        }
+    }
+
+    public PutResult put(String key, byte[] value, ReplicateConfig config) {
+        return put(key, MemorySegment.ofArray(value), config);
+    }
+
+    public PutResult put(String key, byte[] value) {
+        return put(key, value, ReplicateConfig.defaults());
+    }
+
+    /** Zero-copy put: {@code source} must lie in memory registered with this client's engine. */
+    public PutResult putFrom(String key, MemorySegment source, ReplicateConfig config) {
+        return putParts(key, List.of(source), config, false);
+    }
+
+    /** Zero-copy put of one value gathered from several registered buffers, in order. */
+    public PutResult putFromParts(String key, List<MemorySegment> parts, ReplicateConfig config) {
+        return putParts(key, parts, config, false);
+    }
+
+    /** Replaces the value (or stores it if absent); readers see the old value until the new one is complete. */
+    public void upsertFrom(String key, MemorySegment source, ReplicateConfig config) {
+        putParts(key, List.of(source), config, true);
+    }
+
+    public void upsert(String key, byte[] value, ReplicateConfig config) {
+        StagingBuffer.Lease lease = staging().borrow(Math.max(1, value.length));
+        try {
+            MemorySegment s = lease.segment().asSlice(0, value.length);
+            MemorySegment.copy(MemorySegment.ofArray(value), 0, s, 0, value.length);
+            upsertFrom(key, s, config);
+        } finally {
+            staging().release(lease);
+        }
+    }
+
+    private PutResult putParts(String key, List<MemorySegment> parts, ReplicateConfig config, boolean upsert) {
+        long size = totalSize(parts);
+        PutStartResponse ticket;
+        try {
+            ticket = master.putStart(MasterClient.putStartRequest(clientId, key, size, config, host, upsert));
+        } catch (StoreException e) {
+            if (e.error() == StoreError.OBJECT_ALREADY_EXISTS && !upsert) {
+                return PutResult.ALREADY_EXISTS;
+            }
+            throw e;
+        }
+        List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
+        List<CompletableFuture<StoreException>> writes = startWrites(replicas, parts);
+        StoreException failure = awaitWrites(key, writes);
+        if (failure == null) {
+            master.putEnd(clientId, key, ticket.getPutId());
+            return PutResult.STORED;
+        }
+        revokeQuietly(key, ticket.getPutId());
+        // a segment whose owner died stays mounted until the master's client TTL runs out: place again without it
+        List<String> failed = failedSegments(replicas, parts, writes);
+        if (failed.isEmpty() || !config.excludedSegments().isEmpty()) {
+            throw failure;
+        }
+        LOG.warn("put of '{}' could not write to segments {} ({}); placing it again without them", key, failed, failure.getMessage());
+        return putParts(key, parts, config.withExcludedSegments(failed), upsert);
+    }
+
+    /** Puts many values with one RPC per phase; each key succeeds or fails on its own. */
+    public List<Outcome<PutResult>> putBatchFrom(List<String> keys, List<MemorySegment> sources, ReplicateConfig config) {
+        if (keys.size() != sources.size()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sources.size() + " values");
+        }
+        List<PutStartRequest> reqs = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            reqs.add(MasterClient.putStartRequest(clientId, keys.get(i), sources.get(i).byteSize(), config, host, false));
+        }
+        List<PutStartResponse> tickets = master.batchPutStart(reqs);
+        List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
+        List<List<CompletableFuture<StoreException>>> writes = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            PutStartResponse t = tickets.get(i);
+            if (t.getStatus().getCode() != 0) {
+                StoreException e = error(t.getStatus());
+                out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+                writes.add(null);
+            } else {
+                writes.add(startWrites(Wire.replicas(t.getReplicasList()), List.of(sources.get(i))));
+            }
+        }
+        List<PutEndRequest> ends = new ArrayList<>();
+        List<Integer> endIdx = new ArrayList<>();
+        List<PutEndRequest> revokes = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            if (writes.get(i) == null) {
+                continue;
+            }
+            StoreException failure = awaitWrites(keys.get(i), writes.get(i));
+            PutEndRequest req = MasterClient.endRequest(clientId, keys.get(i), tickets.get(i).getPutId());
+            if (failure == null) {
+                ends.add(req);
+                endIdx.add(i);
+            } else {
+                revokes.add(req);
+                out.set(i, Outcome.failed(failure));
+            }
+        }
+        if (!revokes.isEmpty()) {
+            try {
+                master.batchPutRevoke(revokes);
+            } catch (StoreException e) {
+                LOG.warn("revoking {} failed puts: {} (the master reclaims them after its release timeout)", revokes.size(), e.getMessage());
+            }
+        }
+        if (!ends.isEmpty()) {
+            List<Status> st = master.batchPutEnd(ends);
+            for (int j = 0; j < st.size(); j++) {
+                int i = endIdx.get(j);
+                out.set(i, st.get(j).getCode() == 0 ? Outcome.of(PutResult.STORED) : Outcome.failed(error(st.get(j))));
+            }
+        }
+        return out;
+    }
+
+    /** Starts writing every part into every replica (consecutively within each replica). */
+    private List<CompletableFuture<StoreException>> startWrites(List<ReplicaLocation> replicas, List<MemorySegment> parts) {
+        List<CompletableFuture<StoreException>> writes = new ArrayList<>(replicas.size() * parts.size());
+        for (ReplicaLocation r : replicas) {
+            long off = 0;
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0) {
+                    writes.add(move(false, r, off, part));
+                }
+                off += part.byteSize();
+            }
+        }
+        return writes;
+    }
+
+    /** Ids of the segments some write to which failed ({@code writes} in {@link #startWrites} order). */
+    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts,
+                                               List<CompletableFuture<StoreException>> writes) {
+        List<String> failed = new ArrayList<>();
+        int w = 0;
+        for (ReplicaLocation r : replicas) {
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0 && writes.get(w++).join() != null && !failed.contains(r.segmentId())) {
+                    failed.add(r.segmentId());
+                }
+            }
+        }
+        return failed;
+    }
+
+    private static StoreException awaitWrites(String key, List<CompletableFuture<StoreException>> writes) {
+        StoreException first = null;
+        for (CompletableFuture<StoreException> w : writes) {
+            StoreException e = w.join();
+            if (e != null && first == null) {
+                first = new StoreException(StoreError.TRANSFER_FAIL, "writing key '" + key + "': " + e.getMessage(), e);
+            }
+        }
+        return first;
+    }
+
+    private void revokeQuietly(String key, long putId) {
+        try {
+            master.putRevoke(clientId, key, putId);
+        } catch (StoreException e) {
+            LOG.warn("revoking put of '{}' failed: {} (the master reclaims it after its release timeout)", key, e.getMessage());
+        }
+    }
+
+    // ---------------------------------------------------------------- gets
+
+    /** A copy of the value, read through the registered staging buffer. */
+    public byte[] get(String key) {
+        for (int attempt = 1; ; attempt++) {
+            long t0 = clock.nanoTime();
+            ReplicaListResponse list = master.getReplicaList(key);
+            long size = list.getSize();
+            if (size > Integer.MAX_VALUE - 8) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "key '" + key + "' of " + size + " bytes does not fit a byte[]; use getInto");
+            }
+            long deadline = t0 + Duration.ofMillis(list.getLeaseTtlMs()).toNanos();
+            StagingBuffer.Lease lease = staging().borrow(Math.max(1, size));
+            try {
+                MemorySegment dst = lease.segment().asSlice(0, size);
+                StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), List.of(dst), deadline);
+                if (e == null) {
+                    return dst.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                }
+                if (e.error() != StoreError.LEASE_EXPIRED || attempt >= READ_ATTEMPTS) {
+                    throw e;
+                }
+            } finally {
+                staging().release(lease);
+            }
+        }
+    }
+
+    /** Zero-copy read into {@code destination} (registered memory at least as large as the value); returns its size. */
+    public long getInto(String key, MemorySegment destination) {
+        return getIntoParts(key, List.of(destination));
+    }
+
+    /** Zero-copy read scattered over several registered buffers, in order; returns the value's size. */
+    public long getIntoParts(String key, List<MemorySegment> parts) {
+        long room = totalSize(parts);
+        return readInto(key, parts, room);
+    }
+
+    private long readInto(String key, List<MemorySegment> parts, long room) {
+        for (int attempt = 1; ; attempt++) {
+            long t0 = clock.nanoTime();
+            ReplicaListResponse list = master.getReplicaList(key);
+            long deadline = t0 + Duration.ofMillis(list.getLeaseTtlMs()).toNanos();
+            if (list.getSize() > room) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "buffer of " + room + " bytes is too small for key '"
+                        + key + "' (" + list.getSize() + " bytes)");
+            }
+            StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), parts, deadline);
+            if (e == null) {
+                return list.getSize();
+            }
+            if (e.error() != StoreError.LEASE_EXPIRED || attempt >= READ_ATTEMPTS) {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Reads the value from the first replica that works into {@code parts}; null on success, else why not. A read
+     * that ends at or after {@code deadline} is discarded (LEASE_EXPIRED), since the master may have reused the bytes.
+     */
+    private StoreException readReplicas(String key, List<ReplicaLocation> replicas, List<MemorySegment> parts, long deadline) {
+        StoreException last = null;
+        for (ReplicaLocation r : replicas) {
+            List<CompletableFuture<StoreException>> reads = new ArrayList<>(parts.size());
+            long off = 0;
+            for (MemorySegment p : parts) {
+                long n = Math.min(p.byteSize(), r.length() - off);
+                if (n > 0) {
+                    reads.add(move(true, r, off, p.asSlice(0, n)));
+                }
+                off += n;
+            }
+            StoreException failed = null;
+            for (CompletableFuture<StoreException> f : reads) {
+                StoreException e = f.join();
+                if (e != null && failed == null) {
+                    failed = e;
+                }
+            }
+            if (failed != null) {
+                replicaFailovers.increment();
+                last = new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + key + "': " + failed.getMessage(), failed);
+                continue;
+            }
+            if (clock.nanoTime() >= deadline) {
+                leaseExpiredReads.increment();
+                return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
+                        + "' finished after its lease ended; the bytes were discarded");
+            }
+            return null;
+        }
+        return last != null ? last : new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no replica to read");
+    }
+
+    /**
+     * Reads many values, each into its registered buffer. Replica lists are fetched in waves, and a wave that ran past
+     * leases makes the next one smaller, so a batch of any size completes as long as single reads fit in a lease.
+     */
+    public List<Outcome<Long>> getBatchInto(List<String> keys, List<MemorySegment> destinations) {
+        if (keys.size() != destinations.size()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + destinations.size() + " buffers");
+        }
+        List<Outcome<Long>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
+        int[] attempts = new int[keys.size()];
+        Deque<Integer> todo = new ArrayDeque<>();
+        for (int i = 0; i < keys.size(); i++) {
+            todo.add(i);
+        }
+        int wave = FIRST_WAVE;
+        while (!todo.isEmpty()) {
+            List<Integer> idx = new ArrayList<>(Math.min(wave, todo.size()));
+            while (idx.size() < wave && !todo.isEmpty()) {
+                idx.add(todo.poll());
+            }
+            List<String> waveKeys = idx.stream().map(keys::get).toList();
+            long t0 = clock.nanoTime();
+            List<ReplicaListResponse> lists = master.batchGetReplicaList(waveKeys);
+            List<Integer> expired = new ArrayList<>();
+            int inTime = 0;
+            // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
+            List<List<ReplicaLocation>> ranked = new ArrayList<>(idx.size());
+            List<CompletableFuture<StoreException>> first = new ArrayList<>(idx.size());
+            for (int j = 0; j < idx.size(); j++) {
+                int i = idx.get(j);
+                ReplicaListResponse l = lists.get(j);
+                ranked.add(null);
+                first.add(null);
+                if (l.getStatus().getCode() != 0) {
+                    out.set(i, Outcome.failed(error(l.getStatus())));
+                    continue;
+                }
+                MemorySegment dst = destinations.get(i);
+                if (l.getSize() > dst.byteSize()) {
+                    out.set(i, Outcome.failed(new StoreException(StoreError.INVALID_PARAMS, "buffer of " + dst.byteSize()
+                            + " bytes is too small for key '" + keys.get(i) + "' (" + l.getSize() + " bytes)")));
+                    continue;
+                }
+                List<ReplicaLocation> rs = nearestFirst(Wire.replicas(l.getReplicasList()));
+                ranked.set(j, rs);
+                first.set(j, rs.isEmpty() ? CompletableFuture.completedFuture(new StoreException(StoreError.OBJECT_NOT_FOUND,
+                        "key '" + keys.get(i) + "' has no replica to read")) : move(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize())));
+            }
+            for (int j = 0; j < idx.size(); j++) {
+                if (first.get(j) == null) {
+                    continue;
+                }
+                int i = idx.get(j);
+                ReplicaListResponse l = lists.get(j);
+                long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
+                StoreException e = first.get(j).join();
+                if (e == null) {
+                    if (clock.nanoTime() >= deadline) {
+                        leaseExpiredReads.increment();
+                        e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
+                                + "' finished after its lease ended; the bytes were discarded");
+                    }
+                } else {
+                    replicaFailovers.increment();
+                    List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
+                    e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
+                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
+                }
+                if (e == null) {
+                    out.set(i, Outcome.of(l.getSize()));
+                    if (expired.isEmpty()) {
+                        inTime++;
+                    }
+                } else if (e.error() == StoreError.LEASE_EXPIRED && ++attempts[i] < READ_ATTEMPTS) {
+                    expired.add(i);
+                } else {
+                    out.set(i, Outcome.failed(e));
+                }
+            }
+            if (!expired.isEmpty()) {
+                wave = Math.max(1, Math.min(wave / 2, inTime));
+                for (int k = expired.size() - 1; k >= 0; k--) {
+                    todo.addFirst(expired.get(k));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Values as copies; a missing key's outcome carries OBJECT_NOT_FOUND. */
+    public List<Outcome<byte[]>> getBatch(List<String> keys) {
+        List<Outcome<byte[]>> out = new ArrayList<>(keys.size());
+        for (String k : keys) {
+            try {
+                out.add(Outcome.of(get(k)));
+            } catch (StoreException e) {
+                out.add(Outcome.failed(e));
+            }
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- sessions
+
+    /** Reserves space for several values at once; bytes are then written at any offsets, and the session ended or revoked. */
+    public PutSession putSession(List<String> keys, List<Long> sizes, ReplicateConfig config) {
+        return new PutSession(this, keys, sizes, config);
+    }
+
+    /** One replica-list fetch for several keys; reads then go straight to the replicas until the lease ends. */
+    public GetSession getSession(List<String> keys) {
+        long t0 = clock.nanoTime();
+        List<ReplicaListResponse> lists = master.batchGetReplicaList(keys);
+        return new GetSession(this, keys, lists, t0);
+    }
+
+    // ---------------------------------------------------------------- metadata
+
+    /** Whether the key is readable. Takes no lease, so probing keeps nothing from eviction. */
+    public boolean exists(String key) {
+        return master.exists(key);
+    }
+
+    public List<Outcome<Boolean>> existsBatch(List<String> keys) {
+        return master.batchExists(keys).stream().map(r -> r.getStatus().getCode() == 0 ? Outcome.of(r.getExists())
+                : Outcome.<Boolean>failed(error(r.getStatus()))).toList();
+    }
+
+    public long size(String key) {
+        return master.size(key);
+    }
+
+    public void remove(String key) {
+        master.remove(key, false);
+    }
+
+    /** Removes even a leased object (its bytes stay reserved until the lease ends, so readers are not torn). */
+    public void remove(String key, boolean force) {
+        master.remove(key, force);
+    }
+
+    public List<Outcome<Void>> removeBatch(List<String> keys, boolean force) {
+        return master.batchRemove(keys, force).stream().map(s -> s.getCode() == 0 ? Outcome.<Void>of(null)
+                : Outcome.<Void>failed(error(s))).toList();
+    }
+
+    /** Removes every unleased readable object whose key matches {@code regex} (whole key); returns how many. */
+    public long removeByRegex(String regex) {
+        return master.removeByRegex(regex, false);
+    }
+
+    public long removeByRegex(String regex, boolean force) {
+        return master.removeByRegex(regex, force);
+    }
+
+    public long removeAll(boolean force) {
+        return master.removeAll(force);
+    }
+
+    // ---------------------------------------------------------------- moving bytes
+
+    /** Moves bytes between {@code local} and a replica at {@code offset}; completes with null or the failure. */
+    CompletableFuture<StoreException> move(boolean read, ReplicaLocation r, long offset, MemorySegment local) {
+        Contribution mine = contributions.get(r.segmentId());
+        if (mine != null) {
+            MemorySegment seg = mine.memory.segment().asSlice(r.address() - mine.spec.base() + offset, local.byteSize());
+            if (read) {
+                MemorySegment.copy(seg, 0, local, 0, local.byteSize());
+            } else {
+                MemorySegment.copy(local, 0, seg, 0, local.byteSize());
+            }
+            return CompletableFuture.completedFuture(null);
+        }
+        try {
+            SegmentHandle target = openSegments.computeIfAbsent(r.engineSegment(), engine::openSegment);
+            TransferRequest req = read ? TransferRequest.read(local, target, r.address() + offset)
+                    : TransferRequest.write(local, target, r.address() + offset);
+            return engine.submit(req).thenApply(StoreClient::failure);
+        } catch (RuntimeException e) {
+            openSegments.remove(r.engineSegment());
+            return CompletableFuture.completedFuture(new StoreException(StoreError.TRANSFER_FAIL, "segment "
+                    + r.engineSegment() + " (" + r.segmentId() + ") unreachable: " + e.getMessage(), e));
+        }
+    }
+
+    private static StoreException failure(TransferStatus s) {
+        return s.isCompleted() ? null : new StoreException(StoreError.TRANSFER_FAIL, s.state() + " " + s.error()
+                + (s.message() == null ? "" : ": " + s.message()));
+    }
+
+    /** Replicas in this process first, then on this host, then the rest. */
+    List<ReplicaLocation> nearestFirst(List<ReplicaLocation> replicas) {
+        List<ReplicaLocation> out = new ArrayList<>(replicas);
+        out.sort(java.util.Comparator.comparingInt(r -> contributions.containsKey(r.segmentId()) ? 0 : host.equals(r.host()) ? 1 : 2));
+        return out;
+    }
+
+    StoreClock clock() {
+        return clock;
+    }
+
+    String id() {
+        return clientId;
+    }
+
+    List<CompletableFuture<StoreException>> writeAt(List<ReplicaLocation> replicas, long offset, MemorySegment src) {
+        List<CompletableFuture<StoreException>> out = new ArrayList<>();
+        for (ReplicaLocation r : replicas) {
+            out.add(move(false, r, offset, src));
+        }
+        return out;
+    }
+
+    StoreException readFrom(String key, List<ReplicaLocation> replicas, long offset, MemorySegment dst, long deadline) {
+        StoreException last = null;
+        for (ReplicaLocation r : nearestFirst(replicas)) {
+            StoreException e = move(true, r, offset, dst).join();
+            if (e == null) {
+                if (clock.nanoTime() >= deadline) {
+                    leaseExpiredReads.increment();
+                    return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
+                            + "' finished after its lease ended; the bytes were discarded");
+                }
+                return null;
+            }
+            replicaFailovers.increment();
+            last = new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + key + "': " + e.getMessage(), e);
+        }
+        return last;
+    }
+
+    static StoreException error(Status s) {
+        try {
+            Wire.check(s);
+            return null;
+        } catch (StoreException e) {
+            return e;
+        }
+    }
+
+    static StoreException awaitAll(String key, List<CompletableFuture<StoreException>> writes) {
+        return awaitWrites(key, writes);
+    }
+
+    private StagingBuffer staging() {
+        StagingBuffer s = staging;
+        if (s == null) {
+            synchronized (this) {
+                if (staging == null) {
+                    staging = new StagingBuffer(engine, stagingBytes);
+                }
+                s = staging;
+            }
+        }
+        return s;
+    }
+
+    private static long totalSize(List<MemorySegment> parts) {
+        long n = 0;
+        for (MemorySegment p : parts) {
+            n += p.byteSize();
+        }
+        return n;
+    }
+
+    private static String hostOf(String segmentName) {
+        int colon = segmentName.lastIndexOf(':');
+        return colon > 0 ? segmentName.substring(0, colon) : segmentName;
+    }
+
+    /** Unmounts contributed segments (their replicas are dropped), stops heartbeats, closes the master connection. */
+    @Override
+    public void close() {
+        if (heartbeats != null) {
+            heartbeats.shutdownNow();
+        }
+        for (String id : List.copyOf(contributions.keySet())) {
+            try {
+                withdraw(id);
+            } catch (StoreException e) {
+                LOG.warn("unmounting segment {} on close failed: {}", id, e.getMessage());
+            }
+        }
+        if (staging != null) {
+            staging.close();
+        }
+        master.close();
+    }
+}

@@ -1,0 +1,70 @@
+package org.tent4j.store.master;
+
+import java.time.Duration;
+import java.util.List;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+
+/**
+ * Every change to the master's state, as a value. {@link MasterState#apply} is the only place state changes, and
+ * does so from the command and the time it is applied at alone (placement draws from the command's seed), so a log
+ * of (time, command) replays to the same state.
+ *
+ * @param <R> what applying it answers
+ */
+public sealed interface Command<R> {
+
+    /** Reserve space for a new object (or, with {@code upsert}, a new version of an existing one). */
+    record PutStart(String clientId, String key, long size, ReplicateConfig config, String writerHost, boolean upsert,
+                    long seed) implements Command<PutTicket> {
+    }
+
+    /** The writer moved every replica's bytes: make the object (or its new version) readable. */
+    record PutEnd(String clientId, String key, long putId) implements Command<Void> {
+    }
+
+    /** The writer gave up: drop the space reserved by {@code putId}. */
+    record PutRevoke(String clientId, String key, long putId) implements Command<Void> {
+    }
+
+    /** Readable replicas of the key, granting a read lease. */
+    record GrantRead(String key) implements Command<ReplicaList> {
+    }
+
+    record Remove(String key, boolean force) implements Command<Void> {
+    }
+
+    record RemoveByRegex(String regex, boolean force) implements Command<Integer> {
+    }
+
+    record RemoveAll(boolean force) implements Command<Integer> {
+    }
+
+    record Mount(String clientId, SegmentSpec segment) implements Command<Void> {
+    }
+
+    record Unmount(String clientId, String segmentId) implements Command<Void> {
+    }
+
+    record Heartbeat(String clientId) implements Command<ClientStatus> {
+    }
+
+    /** Periodic housekeeping: parked ranges released, dead clients dropped, abandoned puts reclaimed, eviction. */
+    record Tick() implements Command<TickReport> {
+    }
+
+    /** A put's reservation: the id to end or revoke it with and where to write each replica. */
+    record PutTicket(long putId, List<ReplicaLocation> replicas) {
+    }
+
+    /** A read's answer: the object's size, its readable replicas, and how long the lease granted lasts. */
+    record ReplicaList(long size, List<ReplicaLocation> replicas, Duration leaseTtl) {
+    }
+
+    enum ClientStatus { OK, NEED_REMOUNT }
+
+    record TickReport(List<String> clientsExpired, int putsReclaimed, long evictedObjects, long evictedBytes) {
+    }
+}

@@ -1,0 +1,45 @@
+package org.tent4j.store.master;
+
+import java.time.Duration;
+
+/**
+ * The master's policies. Defaults are Mooncake Store's (mid-2026): 10 s read lease, 0.90 high watermark evicting 5% a
+ * round, 30 min soft pin (24 h max), 10 s client TTL, abandoned puts taken over after 30 s and reclaimed after 600 s.
+ */
+public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl,
+                           double highWatermark, double evictionRatio, Duration clientTtl,
+                           Duration putDiscardTimeout, Duration putReleaseTimeout, Placement placement,
+                           int maxKeyBytes, int maxReplicas, int shards) {
+
+    public MasterConfig {
+        if (!(highWatermark > 0 && highWatermark <= 1)) {
+            throw new IllegalArgumentException("highWatermark must be in (0, 1]: " + highWatermark);
+        }
+        if (!(evictionRatio > 0 && evictionRatio <= 1)) {
+            throw new IllegalArgumentException("evictionRatio must be in (0, 1]: " + evictionRatio);
+        }
+        if (Integer.bitCount(shards) != 1) {
+            throw new IllegalArgumentException("shards must be a power of two: " + shards);
+        }
+    }
+
+    public static MasterConfig defaults() {
+        return new MasterConfig(Duration.ofSeconds(10), Duration.ofMinutes(30), Duration.ofHours(24), 0.90, 0.05,
+                Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofSeconds(600), Placement.RANDOM, 4096, 8, 1024);
+    }
+
+    public MasterConfig withPlacement(Placement p) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards);
+    }
+
+    public MasterConfig withLeaseTtl(Duration ttl) {
+        return new MasterConfig(ttl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards);
+    }
+
+    public MasterConfig withClientTtl(Duration ttl) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, ttl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards);
+    }
+}

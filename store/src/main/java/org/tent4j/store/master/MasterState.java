@@ -1,0 +1,966 @@
+package org.tent4j.store.master;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.master.Command.ClientStatus;
+import org.tent4j.store.master.Command.PutTicket;
+import org.tent4j.store.master.Command.ReplicaList;
+import org.tent4j.store.master.Command.TickReport;
+
+/**
+ * The master's whole state: segments and their allocators, clients, and the object map split into shards, each
+ * guarded by its own lock. Nothing here reads a clock; {@link #apply} is told the time.
+ *
+ * <p>Invariants: a byte of a mounted segment belongs to at most one live replica or parked range; a range is reused
+ * only after every read lease that could cover it has ended (removals of leased objects and replaced upsert versions
+ * are parked until the lease deadline, abandoned puts until their release timeout).
+ */
+public final class MasterState {
+    private final MasterConfig config;
+    private final long leaseNanos;
+    private final Shard[] shards;
+
+    private final Object segmentsLock = new Object();
+    private final ConcurrentHashMap<String, MountedSegment> segmentsById = new ConcurrentHashMap<>();
+    /** Index -> segment, copy-on-write; indexes are never reused, so a stale packed replica never names a new segment. */
+    private volatile MountedSegment[] segmentTable = new MountedSegment[0];
+    /** Segments open for allocation, copy-on-write. */
+    private volatile MountedSegment[] active = new MountedSegment[0];
+
+    private final ConcurrentHashMap<String, ClientRecord> clients = new ConcurrentHashMap<>();
+    private final AtomicLong clientIndexes = new AtomicLong();
+    private final AtomicLong putIds = new AtomicLong();
+
+    private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
+    private long lastReclaimSweep = Long.MIN_VALUE;
+
+    private static final int HOT_KEY_SAMPLING = 4;
+    private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
+
+    final LongAdder objects = new LongAdder();
+    final LongAdder objectBytes = new LongAdder();
+    final LongAdder evictedObjects = new LongAdder();
+    final LongAdder evictedBytes = new LongAdder();
+    final LongAdder evictionRounds = new LongAdder();
+    final LongAdder leasesGranted = new LongAdder();
+    final LongAdder removalsBlockedByLease = new LongAdder();
+    final LongAdder putsTakenOver = new LongAdder();
+    final LongAdder putsReclaimed = new LongAdder();
+    final LongAdder partialAllocations = new LongAdder();
+    final LongAdder allocationFailures = new LongAdder();
+    final LongAdder clientsExpired = new LongAdder();
+
+    public MasterState(MasterConfig config) {
+        this.config = config;
+        this.leaseNanos = config.leaseTtl().toNanos();
+        this.shards = new Shard[config.shards()];
+        for (int i = 0; i < shards.length; i++) {
+            shards[i] = new Shard();
+        }
+    }
+
+    public MasterConfig config() {
+        return config;
+    }
+
+    /** Applies one command at time {@code now} (nanos); the only way state changes. */
+    @SuppressWarnings("unchecked")
+    public <R> R apply(long now, Command<R> command) {
+        Object result = switch (command) {
+            case Command.PutStart c -> putStart(now, c);
+            case Command.PutEnd c -> {
+                putEnd(now, c);
+                yield null;
+            }
+            case Command.PutRevoke c -> {
+                putRevoke(c);
+                yield null;
+            }
+            case Command.GrantRead c -> grantRead(now, c.key());
+            case Command.Remove c -> {
+                remove(now, c.key(), c.force());
+                yield null;
+            }
+            case Command.RemoveByRegex c -> removeMatching(now, compile(c.regex()).asMatchPredicate(), c.force());
+            case Command.RemoveAll c -> removeMatching(now, k -> true, c.force());
+            case Command.Mount c -> {
+                mount(now, c.clientId(), c.segment());
+                yield null;
+            }
+            case Command.Unmount c -> {
+                unmount(c.clientId(), c.segmentId());
+                yield null;
+            }
+            case Command.Heartbeat c -> heartbeat(now, c.clientId());
+            case Command.Tick c -> tick(now);
+        };
+        return (R) result;
+    }
+
+    // ---------------------------------------------------------------- puts
+
+    private PutTicket putStart(long now, Command.PutStart c) {
+        checkKey(c.key());
+        ReplicateConfig cfg = c.config();
+        if (c.size() <= 0) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + c.key() + "' must be > 0: " + c.size());
+        }
+        if (cfg.replicas() < 1 || cfg.replicas() > config.maxReplicas()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "replica count for key '" + c.key() + "' must be in [1, "
+                    + config.maxReplicas() + "]: " + cfg.replicas());
+        }
+        if (cfg.excludedSegments().size() > 1024 || cfg.preferredSegments().size() > 1024) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "at most 1024 preferred and 1024 excluded segments per put");
+        }
+        if (cfg.softPinTtl() != null && (cfg.softPinTtl().isNegative() || cfg.softPinTtl().compareTo(config.maxSoftPinTtl()) > 0)) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "soft pin TTL for key '" + c.key() + "' must be in [0, "
+                    + config.maxSoftPinTtl() + "]: " + cfg.softPinTtl());
+        }
+        ClientRecord client = clients.computeIfAbsent(c.clientId(), id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
+        client.lastSeen = now;
+        MountedSegment[] candidates = active;
+        if (candidates.length == 0) {
+            allocationFailures.increment();
+            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment is mounted to hold key '" + c.key() + "'");
+        }
+        long largest = 0;
+        for (MountedSegment s : candidates) {
+            largest = Math.max(largest, s.allocator.capacity());
+        }
+        if (RangeAllocator.aligned(c.size()) > largest) {
+            throw new StoreException(StoreError.OBJECT_TOO_LARGE, "key '" + c.key() + "' of " + c.size()
+                    + " bytes is larger than the largest mounted segment (" + largest + " bytes)");
+        }
+        PutTicket ticket = tryPutStart(now, c, client);
+        if (ticket == null) {
+            // eviction takes other shards' locks, so it runs with none held
+            evict(now, true);
+            ticket = tryPutStart(now, c, client);
+        }
+        if (ticket == null) {
+            allocationFailures.increment();
+            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + c.size()
+                    + " free bytes for key '" + c.key() + "' even after eviction (leased, pinned and in-flight objects are kept)");
+        }
+        return ticket;
+    }
+
+    /** The reservation, or null when no segment had room. */
+    private PutTicket tryPutStart(long now, Command.PutStart c, ClientRecord client) {
+        Shard shard = shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(c.key());
+            boolean takeOver = false;
+            if (rec != null && rec.inFlight()) {
+                long age = now - rec.putStart;
+                if (age < config.putDiscardTimeout().toNanos()) {
+                    throw new StoreException(StoreError.OBJECT_IN_FLIGHT, "key '" + c.key() + "' is being written by client "
+                            + ownerName(rec.owner) + " (started " + age / 1_000_000 + " ms ago); it is not readable yet");
+                }
+                takeOver = true;
+            }
+            if (rec != null && rec.state == ObjectRecord.COMPLETE && !c.upsert()) {
+                throw new StoreException(StoreError.OBJECT_ALREADY_EXISTS, "key '" + c.key() + "' already exists");
+            }
+            long[] placed = place(c, client);
+            if (placed == null) {
+                return null;
+            }
+            if (placed.length < c.config().replicas()) {
+                partialAllocations.increment();
+            }
+            if (takeOver) {
+                putsTakenOver.increment();
+                // the abandoned writer may still be moving bytes: its space waits out the release timeout
+                long releaseAt = rec.putStart + config.putReleaseTimeout().toNanos();
+                if (rec.state == ObjectRecord.PROCESSING) {
+                    park(rec.replicas(), rec.size, releaseAt);
+                    shard.map.remove(c.key());
+                    objects.decrement();
+                    rec = null;
+                } else {
+                    park(rec.pending, rec.pendingSize, releaseAt);
+                    rec.pending = null;
+                    rec.flags &= ~ObjectRecord.UPSERTING;
+                }
+            }
+            long putId = putIds.incrementAndGet();
+            long pinTtl = c.config().softPin()
+                    ? (c.config().softPinTtl() == null ? config.defaultSoftPinTtl() : c.config().softPinTtl()).toNanos() : 0;
+            if (rec == null) {
+                rec = new ObjectRecord();
+                rec.state = ObjectRecord.PROCESSING;
+                rec.size = c.size();
+                rec.setReplicas(placed);
+                shard.map.put(c.key(), rec);
+                objects.increment();
+            } else {
+                // upsert of a readable object: readers keep the old version until the new one is complete
+                rec.pending = placed;
+                rec.pendingSize = c.size();
+                rec.flags |= ObjectRecord.UPSERTING;
+            }
+            rec.putStart = now;
+            rec.putId = putId;
+            rec.owner = client.index;
+            rec.pin = pinTtl;
+            if (c.config().hardPin()) {
+                rec.flags |= ObjectRecord.HARD_PIN;
+            }
+            return new PutTicket(putId, locations(placed, c.size()));
+        }
+    }
+
+    /** Allocates up to the wanted number of replicas on distinct segments; null if none could be placed. */
+    private long[] place(Command.PutStart c, ClientRecord client) {
+        MountedSegment[] segs = active;
+        int want = Math.min(c.config().replicas(), segs.length);
+        long[] out = new long[want];
+        int n = 0;
+        boolean[] tried = new boolean[segs.length];
+        if (!c.config().excludedSegments().isEmpty()) {
+            for (int i = 0; i < segs.length; i++) {
+                tried[i] = c.config().excludedSegments().contains(segs[i].spec.id());
+            }
+        }
+        SplittableRandom rnd = new SplittableRandom(c.seed());
+        for (String pref : c.config().preferredSegments()) {
+            for (int i = 0; i < segs.length && n < want; i++) {
+                if (!tried[i] && (segs[i].spec.id().equals(pref) || segs[i].spec.engineSegment().equals(pref))) {
+                    tried[i] = true;
+                    n = tryAllocate(segs[i], c.size(), out, n);
+                }
+            }
+        }
+        if (c.config().preferLocalHost() && c.writerHost() != null && n < want) {
+            int start = rnd.nextInt(segs.length);
+            for (int k = 0; k < segs.length && n < want; k++) {
+                int i = (start + k) % segs.length;
+                if (!tried[i] && segs[i].spec.host().equals(c.writerHost())) {
+                    tried[i] = true;
+                    n = tryAllocate(segs[i], c.size(), out, n);
+                }
+            }
+        }
+        if (config.placement() == Placement.FREE_RATIO_FIRST) {
+            // two random choices, the emptier wins; a bounded number of rounds, then the walk below mops up
+            for (int round = 0; round < 2 * segs.length && n < want; round++) {
+                int a = rnd.nextInt(segs.length);
+                int b = rnd.nextInt(segs.length);
+                if (tried[a] && tried[b]) {
+                    continue;
+                }
+                int pick = tried[a] ? b : tried[b] ? a : (segs[a].freeRatio() >= segs[b].freeRatio() ? a : b);
+                tried[pick] = true;
+                n = tryAllocate(segs[pick], c.size(), out, n);
+            }
+        }
+        int start = rnd.nextInt(segs.length);
+        for (int k = 0; k < segs.length && n < want; k++) {
+            int i = (start + k) % segs.length;
+            if (!tried[i]) {
+                tried[i] = true;
+                n = tryAllocate(segs[i], c.size(), out, n);
+            }
+        }
+        return n == 0 ? null : (n == want ? out : Arrays.copyOf(out, n));
+    }
+
+    private static int tryAllocate(MountedSegment seg, long size, long[] out, int n) {
+        long off = seg.allocate(size);
+        if (off < 0) {
+            return n;
+        }
+        out[n] = ObjectRecord.pack(seg.index, off);
+        return n + 1;
+    }
+
+    private void putEnd(long now, Command.PutEnd c) {
+        Shard shard = shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = writeInProgress(shard, c.clientId(), c.key(), c.putId());
+            if (rec == null) {
+                return;
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                if (!rec.hasReplicas()) {
+                    shard.map.remove(c.key());
+                    objects.decrement();
+                    throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for key '" + c.key()
+                            + "' was unmounted before the put ended");
+                }
+                rec.state = ObjectRecord.COMPLETE;
+                objectBytes.add(rec.size);
+            } else {
+                if (rec.pending.length == 0) {
+                    rec.pending = null;
+                    rec.flags &= ~ObjectRecord.UPSERTING;
+                    throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for the upsert of key '"
+                            + c.key() + "' was unmounted before it ended");
+                }
+                // readers holding a lease may still be copying the old version
+                park(rec.replicas(), rec.size, Math.max(now, rec.lease));
+                objectBytes.add(rec.pendingSize - rec.size);
+                rec.size = rec.pendingSize;
+                rec.setReplicas(rec.pending);
+                rec.pending = null;
+                rec.flags &= ~ObjectRecord.UPSERTING;
+            }
+            rec.lease = now;
+            if (rec.pin > 0) {
+                rec.flags |= ObjectRecord.SOFT_PIN;
+                rec.pin = now + rec.pin;
+            }
+        }
+    }
+
+    private void putRevoke(Command.PutRevoke c) {
+        Shard shard = shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = writeInProgress(shard, c.clientId(), c.key(), c.putId());
+            if (rec == null) {
+                throw new StoreException(StoreError.INVALID_WRITE, "put " + c.putId() + " of key '" + c.key()
+                        + "' already ended; it cannot be revoked");
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                free(rec.replicas(), rec.size);
+                shard.map.remove(c.key());
+                objects.decrement();
+            } else {
+                free(rec.pending, rec.pendingSize);
+                rec.pending = null;
+                rec.flags &= ~ObjectRecord.UPSERTING;
+            }
+        }
+    }
+
+    /** The record whose put {@code putId} is in flight; null if that put already ended (an idempotent repeat). */
+    private ObjectRecord writeInProgress(Shard shard, String clientId, String key, long putId) {
+        ObjectRecord rec = shard.map.get(key);
+        if (rec == null) {
+            throw new StoreException(StoreError.OBJECT_NOT_FOUND, "no put of key '" + key + "' is known (reclaimed or removed?)");
+        }
+        if (rec.putId != putId) {
+            throw new StoreException(StoreError.INVALID_WRITE, "put " + putId + " of key '" + key
+                    + "' was taken over by a later put (" + rec.putId + ")");
+        }
+        ClientRecord client = clients.get(clientId);
+        if (client == null || client.index != rec.owner) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "client " + clientId + " did not start put " + putId
+                    + " of key '" + key + "' (" + ownerName(rec.owner) + " did)");
+        }
+        return rec.inFlight() ? rec : null;
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    private ReplicaList grantRead(long now, String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+            }
+            if (rec.state != ObjectRecord.COMPLETE) {
+                throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
+            }
+            List<ReplicaLocation> locs = locations(rec.replicas(), rec.size);
+            if (locs.isEmpty()) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
+            }
+            rec.lease = Math.max(rec.lease, now + leaseNanos);
+            leasesGranted.increment();
+            // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
+            if (java.util.concurrent.ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
+            }
+            return new ReplicaList(rec.size, locs, config.leaseTtl());
+        }
+    }
+
+    /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */
+    public boolean exists(String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            return rec != null && rec.state == ObjectRecord.COMPLETE && !locations(rec.replicas(), rec.size).isEmpty();
+        }
+    }
+
+    /** The object's size in bytes; no lease. */
+    public long size(String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null || rec.state != ObjectRecord.COMPLETE) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+            }
+            return rec.size;
+        }
+    }
+
+    // ---------------------------------------------------------------- removal
+
+    private void remove(long now, String key, boolean force) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+            }
+            if (rec.inFlight()) {
+                throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' has a put in flight");
+            }
+            if (rec.lease > now && !force) {
+                removalsBlockedByLease.increment();
+                throw new StoreException(StoreError.OBJECT_HAS_LEASE, "key '" + key + "' is leased to a reader for "
+                        + (rec.lease - now) / 1_000_000 + " ms more");
+            }
+            erase(shard, key, rec, now);
+        }
+    }
+
+    private int removeMatching(long now, Predicate<String> match, boolean force) {
+        int removed = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
+                    Map.Entry<String, ObjectRecord> e = it.next();
+                    ObjectRecord rec = e.getValue();
+                    if (rec.inFlight() || (rec.lease > now && !force) || !match.test(e.getKey())) {
+                        continue;
+                    }
+                    it.remove();
+                    release(rec, now);
+                    removed++;
+                }
+            }
+        }
+        return removed;
+    }
+
+    private void erase(Shard shard, String key, ObjectRecord rec, long now) {
+        shard.map.remove(key);
+        release(rec, now);
+    }
+
+    /** Frees a removed record's space, or parks it while a lease may still cover it. */
+    private void release(ObjectRecord rec, long now) {
+        objects.decrement();
+        objectBytes.add(-rec.size);
+        if (rec.lease > now) {
+            park(rec.replicas(), rec.size, rec.lease);
+        } else {
+            free(rec.replicas(), rec.size);
+        }
+    }
+
+    private static Pattern compile(String regex) {
+        if (regex == null || regex.isEmpty() || regex.length() > 4096) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "regex must be 1 to 4096 characters");
+        }
+        try {
+            return Pattern.compile(regex);
+        } catch (PatternSyntaxException e) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "bad regex '" + regex + "': " + e.getDescription());
+        }
+    }
+
+    // ---------------------------------------------------------------- segments and clients
+
+    private void mount(long now, String clientId, SegmentSpec spec) {
+        if (clientId == null || clientId.isEmpty()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
+        }
+        if (spec.id() == null || spec.id().isEmpty() || spec.engineSegment() == null || spec.engineSegment().isEmpty()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "segment id and engine segment name must not be empty");
+        }
+        if (spec.size() < RangeAllocator.ALIGNMENT || spec.size() > ObjectRecord.OFFSET_MASK) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " size must be in ["
+                    + RangeAllocator.ALIGNMENT + ", " + ObjectRecord.OFFSET_MASK + "]: " + spec.size());
+        }
+        synchronized (segmentsLock) {
+            MountedSegment existing = segmentsById.get(spec.id());
+            if (existing != null) {
+                if (existing.owner.equals(clientId) && existing.spec.equals(spec)) {
+                    return;
+                }
+                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
+                        + existing.owner);
+            }
+            ClientRecord client = clients.computeIfAbsent(clientId, id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
+            client.lastSeen = now;
+            int index = segmentTable.length;
+            if (index >= ObjectRecord.MAX_SEGMENTS) {
+                throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
+                        + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
+            }
+            MountedSegment seg = new MountedSegment(index, spec, clientId);
+            MountedSegment[] table = Arrays.copyOf(segmentTable, index + 1);
+            table[index] = seg;
+            segmentTable = table;
+            segmentsById.put(spec.id(), seg);
+            MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
+            act[act.length - 1] = seg;
+            active = act;
+            client.segments.add(seg);
+        }
+    }
+
+    private void unmount(String clientId, String segmentId) {
+        MountedSegment seg = segmentsById.get(segmentId);
+        if (seg == null) {
+            return;
+        }
+        if (!seg.owner.equals(clientId)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "segment " + segmentId + " belongs to " + seg.owner
+                    + ", not " + clientId);
+        }
+        dropSegments(List.of(seg));
+    }
+
+    /** Takes segments out of service; replicas on them vanish and objects left without one are erased. */
+    private void dropSegments(List<MountedSegment> gone) {
+        if (gone.isEmpty()) {
+            return;
+        }
+        synchronized (segmentsLock) {
+            for (MountedSegment seg : gone) {
+                seg.markUnmounted();
+                segmentsById.remove(seg.spec.id());
+                ClientRecord owner = clients.get(seg.owner);
+                if (owner != null) {
+                    owner.segments.remove(seg);
+                }
+            }
+            active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+        }
+        boolean[] dropped = new boolean[segmentTable.length];
+        for (MountedSegment seg : gone) {
+            dropped[seg.index] = true;
+        }
+        // one pass over every object however many segments went
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (!touches(rec, dropped)) {
+                        continue;
+                    }
+                    rec.setReplicas(liveOnly(rec.replicas()));
+                    if (rec.pending != null) {
+                        rec.pending = liveOnly(rec.pending);
+                    }
+                    if (rec.state == ObjectRecord.COMPLETE && !rec.hasReplicas()) {
+                        it.remove();
+                        objects.decrement();
+                        objectBytes.add(-rec.size);
+                        if (rec.pending != null) {
+                            free(rec.pending, rec.pendingSize);
+                        }
+                    }
+                }
+            }
+        }
+        synchronized (parked) {
+            parked.removeIf(p -> !segmentAt(ObjectRecord.segment(p.replica)).mounted());
+        }
+    }
+
+    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+        if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        return touches(rec.more, dropped) || touches(rec.pending, dropped);
+    }
+
+    private static boolean touches(long[] replicas, boolean[] dropped) {
+        if (replicas != null) {
+            for (long r : replicas) {
+                if (dropped[ObjectRecord.segment(r)]) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private long[] liveOnly(long[] replicas) {
+        int n = 0;
+        for (long r : replicas) {
+            if (segmentAt(ObjectRecord.segment(r)).mounted()) {
+                n++;
+            }
+        }
+        if (n == replicas.length) {
+            return replicas;
+        }
+        long[] out = new long[n];
+        int i = 0;
+        for (long r : replicas) {
+            if (segmentAt(ObjectRecord.segment(r)).mounted()) {
+                out[i++] = r;
+            }
+        }
+        return out;
+    }
+
+    private ClientStatus heartbeat(long now, String clientId) {
+        ClientRecord client = clients.get(clientId);
+        if (client == null) {
+            return ClientStatus.NEED_REMOUNT;
+        }
+        client.lastSeen = now;
+        return ClientStatus.OK;
+    }
+
+    // ---------------------------------------------------------------- housekeeping
+
+    private TickReport tick(long now) {
+        releaseParked(now);
+        List<String> expired = expireClients(now);
+        int reclaimed = 0;
+        long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
+        if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
+            lastReclaimSweep = now;
+            reclaimed = reclaimAbandonedPuts(now);
+        }
+        long objs = evictedObjects.sum();
+        long bytes = evictedBytes.sum();
+        evict(now, false);
+        trimReadCounts();
+        return new TickReport(expired, reclaimed, evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
+    }
+
+    private List<String> expireClients(long now) {
+        long ttl = config.clientTtl().toNanos();
+        List<String> expired = new ArrayList<>();
+        List<MountedSegment> gone = new ArrayList<>();
+        for (ClientRecord client : clients.values()) {
+            if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
+                expired.add(client.id);
+                clientsExpired.increment();
+                gone.addAll(client.segments);
+            }
+        }
+        dropSegments(gone);
+        return expired;
+    }
+
+    private int reclaimAbandonedPuts(long now) {
+        long timeout = config.putReleaseTimeout().toNanos();
+        int reclaimed = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (!rec.inFlight() || now - rec.putStart < timeout) {
+                        continue;
+                    }
+                    reclaimed++;
+                    putsReclaimed.increment();
+                    if (rec.state == ObjectRecord.PROCESSING) {
+                        it.remove();
+                        objects.decrement();
+                        free(rec.replicas(), rec.size);
+                    } else {
+                        free(rec.pending, rec.pendingSize);
+                        rec.pending = null;
+                        rec.flags &= ~ObjectRecord.UPSERTING;
+                    }
+                }
+            }
+        }
+        return reclaimed;
+    }
+
+    /**
+     * Frees space by dropping the least recently leased objects until usage is an eviction ratio under the high
+     * watermark (or, when {@code force}d by a failed allocation, by an eviction ratio of capacity). Leased, in-flight
+     * and hard-pinned objects are never taken; soft-pinned ones only when nothing else is left.
+     */
+    void evict(long now, boolean force) {
+        long capacity = 0;
+        long used = 0;
+        for (MountedSegment s : active) {
+            capacity += s.allocator.capacity();
+            used += s.allocator.used();
+        }
+        if (capacity == 0) {
+            return;
+        }
+        double ratio = (double) used / capacity;
+        if (!force && ratio <= config.highWatermark()) {
+            return;
+        }
+        evictionRounds.increment();
+        double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
+        long target = (long) (capacity * fraction);
+        long count = Math.max(1, objects.sum());
+        long avg = Math.max(RangeAllocator.ALIGNMENT, used / count);
+        int limit = (int) Math.min(Integer.MAX_VALUE - 8, Math.max(64, 2 * (target / avg) + 64));
+        long freed = evictPass(now, target, limit, false);
+        if (freed < target) {
+            evictPass(now, target - freed, limit, true);
+        }
+    }
+
+    private long evictPass(long now, long target, int limit, boolean softPinned) {
+        // the `limit` least recently leased candidates: a max-heap on lease, the most recent on top to be replaced
+        PriorityQueue<Candidate> heap = new PriorityQueue<>(Comparator.comparingLong(Candidate::lease).reversed());
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
+                    ObjectRecord rec = e.getValue();
+                    if (!evictable(rec, now, softPinned)) {
+                        continue;
+                    }
+                    if (heap.size() < limit) {
+                        heap.add(new Candidate(e.getKey(), rec.lease));
+                    } else if (rec.lease < heap.peek().lease()) {
+                        heap.poll();
+                        heap.add(new Candidate(e.getKey(), rec.lease));
+                    }
+                }
+            }
+        }
+        Candidate[] order = heap.toArray(new Candidate[0]);
+        Arrays.sort(order, Comparator.comparingLong(Candidate::lease));
+        long freed = 0;
+        for (Candidate cand : order) {
+            if (freed >= target) {
+                break;
+            }
+            Shard shard = shard(cand.key());
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(cand.key());
+                if (rec == null || !evictable(rec, now, softPinned)) {
+                    continue;
+                }
+                long bytes = RangeAllocator.aligned(rec.size) * rec.replicas().length;
+                erase(shard, cand.key(), rec, now);
+                freed += bytes;
+                evictedObjects.increment();
+                evictedBytes.add(bytes);
+            }
+        }
+        return freed;
+    }
+
+    private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo) {
+        if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0) {
+            return false;
+        }
+        boolean pinned = (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;
+        return softPinnedToo || !pinned;
+    }
+
+    private void park(long[] replicas, long size, long releaseAt) {
+        synchronized (parked) {
+            for (long r : replicas) {
+                parked.add(new Parked(r, size, releaseAt));
+            }
+        }
+    }
+
+    private void releaseParked(long now) {
+        List<Parked> due = new ArrayList<>();
+        synchronized (parked) {
+            while (!parked.isEmpty() && parked.peek().releaseAt() <= now) {
+                due.add(parked.poll());
+            }
+        }
+        for (Parked p : due) {
+            segmentAt(ObjectRecord.segment(p.replica)).free(ObjectRecord.offset(p.replica), p.size);
+        }
+    }
+
+    private void free(long[] replicas, long size) {
+        for (long r : replicas) {
+            segmentAt(ObjectRecord.segment(r)).free(ObjectRecord.offset(r), size);
+        }
+    }
+
+    private void trimReadCounts() {
+        if (readCounts.size() > 4096) {
+            List<Map.Entry<String, LongAdder>> all = new ArrayList<>(readCounts.entrySet());
+            all.sort(Comparator.comparingLong(e -> e.getValue().sum()));
+            for (int i = 0; i < all.size() / 2; i++) {
+                readCounts.remove(all.get(i).getKey());
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- views
+
+    public record SegmentView(String id, String engineSegment, String host, String owner, long capacity, long used,
+                              long largestFree) {
+    }
+
+    public record ClientView(String id, int segments, long silentNanos) {
+    }
+
+    public record KeyView(String key, long size, String state, long leaseRemainingNanos, boolean hardPin,
+                          boolean softPin, List<ReplicaLocation> replicas) {
+    }
+
+    public List<SegmentView> segments() {
+        List<SegmentView> out = new ArrayList<>();
+        for (MountedSegment s : active) {
+            out.add(new SegmentView(s.spec.id(), s.spec.engineSegment(), s.spec.host(), s.owner, s.allocator.capacity(),
+                    s.allocator.used(), s.allocator.largestFree()));
+        }
+        return out;
+    }
+
+    public List<ClientView> clients(long now) {
+        List<ClientView> out = new ArrayList<>();
+        for (ClientRecord c : clients.values()) {
+            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen));
+        }
+        return out;
+    }
+
+    public KeyView describe(long now, String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null) {
+                return null;
+            }
+            return new KeyView(key, rec.size, rec.state == ObjectRecord.COMPLETE ? "COMPLETE" : "PROCESSING",
+                    Math.max(0, rec.lease - now), (rec.flags & ObjectRecord.HARD_PIN) != 0,
+                    (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now, locations(rec.replicas(), rec.size));
+        }
+    }
+
+    /** Up to {@code limit} keys, in no particular order. */
+    public List<String> keys(int limit) {
+        List<String> out = new ArrayList<>();
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (String k : shard.map.keySet()) {
+                    if (out.size() >= limit) {
+                        return out;
+                    }
+                    out.add(k);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
+    public List<Map.Entry<String, Long>> hotKeys(int limit) {
+        return readCounts.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue().sum()))
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
+    }
+
+    public long objectCount() {
+        return objects.sum();
+    }
+
+    /** Counters since start, for metrics and the status page. */
+    public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
+                        long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
+                        long partialAllocations, long allocationFailures, long clientsExpired, int clients) {
+    }
+
+    public Stats stats() {
+        return new Stats(objects.sum(), objectBytes.sum(), evictedObjects.sum(), evictedBytes.sum(), evictionRounds.sum(),
+                leasesGranted.sum(), removalsBlockedByLease.sum(), putsTakenOver.sum(), putsReclaimed.sum(),
+                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size());
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private List<ReplicaLocation> locations(long[] replicas, long size) {
+        List<ReplicaLocation> out = new ArrayList<>(replicas.length);
+        for (long r : replicas) {
+            MountedSegment seg = segmentAt(ObjectRecord.segment(r));
+            if (seg.mounted()) {
+                out.add(new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(),
+                        seg.spec.base() + ObjectRecord.offset(r), size));
+            }
+        }
+        return out;
+    }
+
+    private MountedSegment segmentAt(int index) {
+        return segmentTable[index];
+    }
+
+    private String ownerName(int index) {
+        for (ClientRecord c : clients.values()) {
+            if (c.index == index) {
+                return c.id;
+            }
+        }
+        return "#" + index + " (gone)";
+    }
+
+    private void checkKey(String key) {
+        if (key == null || key.isEmpty()) {
+            throw new StoreException(StoreError.INVALID_KEY, "key is empty");
+        }
+        if (key.length() > config.maxKeyBytes() || key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes()) {
+            throw new StoreException(StoreError.INVALID_KEY, "key of " + key.getBytes(StandardCharsets.UTF_8).length
+                    + " UTF-8 bytes is longer than the limit of " + config.maxKeyBytes() + " (key starts '"
+                    + key.substring(0, Math.min(32, key.length())) + "…')");
+        }
+    }
+
+    private Shard shard(String key) {
+        int h = key.hashCode();
+        h ^= h >>> 16;
+        return shards[h & (shards.length - 1)];
+    }
+
+    private static final class Shard {
+        final HashMap<String, ObjectRecord> map = new HashMap<>();
+    }
+
+    private record Candidate(String key, long lease) {
+    }
+
+    private record Parked(long replica, long size, long releaseAt) {
+    }
+
+    static final class ClientRecord {
+        final String id;
+        final int index;
+        volatile long lastSeen;
+        final java.util.Set<MountedSegment> segments = ConcurrentHashMap.newKeySet();
+
+        ClientRecord(String id, int index, long now) {
+            this.id = id;
+            this.index = index;
+            this.lastSeen = now;
+        }
+    }
+}

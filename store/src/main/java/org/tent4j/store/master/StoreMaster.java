@@ -1,0 +1,144 @@
+package org.tent4j.store.master;
+
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.master.Command.ClientStatus;
+import org.tent4j.store.master.Command.PutTicket;
+import org.tent4j.store.master.Command.ReplicaList;
+import org.tent4j.store.master.Command.TickReport;
+
+/**
+ * The metadata master, embeddable: a {@link MasterState} driven by a clock. Every mutating call builds a
+ * {@link Command} and applies it at the clock's time. {@link #startHousekeeping} runs {@link #tick} on a timer; tests
+ * call it themselves in virtual time.
+ */
+public final class StoreMaster implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(StoreMaster.class);
+
+    private final MasterState state;
+    private final StoreClock clock;
+    private ScheduledExecutorService housekeeping;
+
+    public StoreMaster(MasterConfig config, StoreClock clock) {
+        this.state = new MasterState(config);
+        this.clock = clock;
+    }
+
+    public MasterState state() {
+        return state;
+    }
+
+    public StoreClock clock() {
+        return clock;
+    }
+
+    public <R> R apply(Command<R> command) {
+        return state.apply(clock.nanoTime(), command);
+    }
+
+    public PutTicket putStart(String clientId, String key, long size, ReplicateConfig config, String writerHost) {
+        return apply(new Command.PutStart(clientId, key, size, config, writerHost, false, ThreadLocalRandom.current().nextLong()));
+    }
+
+    public PutTicket upsertStart(String clientId, String key, long size, ReplicateConfig config, String writerHost) {
+        return apply(new Command.PutStart(clientId, key, size, config, writerHost, true, ThreadLocalRandom.current().nextLong()));
+    }
+
+    public void putEnd(String clientId, String key, long putId) {
+        apply(new Command.PutEnd(clientId, key, putId));
+    }
+
+    public void putRevoke(String clientId, String key, long putId) {
+        apply(new Command.PutRevoke(clientId, key, putId));
+    }
+
+    public ReplicaList getReplicas(String key) {
+        return apply(new Command.GrantRead(key));
+    }
+
+    public boolean exists(String key) {
+        return state.exists(key);
+    }
+
+    public long size(String key) {
+        return state.size(key);
+    }
+
+    public void remove(String key, boolean force) {
+        apply(new Command.Remove(key, force));
+    }
+
+    public int removeByRegex(String regex, boolean force) {
+        return apply(new Command.RemoveByRegex(regex, force));
+    }
+
+    public int removeAll(boolean force) {
+        return apply(new Command.RemoveAll(force));
+    }
+
+    public void mount(String clientId, SegmentSpec segment) {
+        apply(new Command.Mount(clientId, segment));
+    }
+
+    public void unmount(String clientId, String segmentId) {
+        apply(new Command.Unmount(clientId, segmentId));
+    }
+
+    public ClientStatus heartbeat(String clientId) {
+        return apply(new Command.Heartbeat(clientId));
+    }
+
+    public TickReport tick() {
+        return apply(new Command.Tick());
+    }
+
+    public List<MasterState.SegmentView> segments() {
+        return state.segments();
+    }
+
+    /** Runs housekeeping every {@code periodMillis} on a daemon thread (eviction is checked each time). */
+    public synchronized void startHousekeeping(long periodMillis) {
+        startHousekeeping(periodMillis, r -> { });
+    }
+
+    /** As {@link #startHousekeeping(long)}, also handing every round's report to {@code observer}. */
+    public synchronized void startHousekeeping(long periodMillis, java.util.function.Consumer<TickReport> observer) {
+        if (housekeeping != null) {
+            return;
+        }
+        housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "store-master-housekeeping");
+            t.setDaemon(true);
+            return t;
+        });
+        housekeeping.scheduleWithFixedDelay(() -> {
+            try {
+                TickReport r = tick();
+                if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
+                    LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
+                            r.clientsExpired(), r.putsReclaimed());
+                }
+                observer.accept(r);
+            } catch (RuntimeException e) {
+                LOG.error("housekeeping failed", e);
+            }
+        }, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (housekeeping != null) {
+            housekeeping.shutdownNow();
+            housekeeping = null;
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package org.tent4j.store.rpc;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.StoreMaster;
+
+/** A master serving its RPCs (and housekeeping) in this process; {@link MasterMain} runs one on its own. */
+public final class MasterServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
+    /** Largest RPC message accepted: bounds what one peer can make the master buffer. */
+    public static final int MAX_MESSAGE_BYTES = 64 << 20;
+
+    private final StoreMaster master;
+    private final Server server;
+    private final RpcStats stats;
+
+    private MasterServer(StoreMaster master, Server server, RpcStats stats) {
+        this.master = master;
+        this.server = server;
+        this.stats = stats;
+    }
+
+    /** Starts a master on {@code host:port} (port 0 picks a free one) with housekeeping every {@code tickMillis}. */
+    public static MasterServer start(MasterConfig config, StoreClock clock, String host, int port, long tickMillis) throws IOException {
+        return start(config, clock, host, port, tickMillis, r -> { });
+    }
+
+    /** As above, handing every housekeeping round's report to {@code observer}. */
+    public static MasterServer start(MasterConfig config, StoreClock clock, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
+        StoreMaster master = new StoreMaster(config, clock);
+        RpcStats stats = new RpcStats();
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+                .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+                .addService(new MasterService(master, stats))
+                .build().start();
+        MasterServer self = new MasterServer(master, server, stats);
+        if (tickMillis > 0) {
+            master.startHousekeeping(tickMillis, observer);
+        }
+        LOG.info("store master listening on {}:{}", host, server.getPort());
+        return self;
+    }
+
+    public StoreMaster master() {
+        return master;
+    }
+
+    public RpcStats stats() {
+        return stats;
+    }
+
+    public int port() {
+        return server.getPort();
+    }
+
+    public void awaitTermination() throws InterruptedException {
+        server.awaitTermination();
+    }
+
+    @Override
+    public void close() {
+        master.close();
+        server.shutdownNow();
+        try {
+            server.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

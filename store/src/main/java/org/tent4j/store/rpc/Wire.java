@@ -1,0 +1,75 @@
+package org.tent4j.store.rpc;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.proto.Replica;
+import org.tent4j.store.proto.Segment;
+import org.tent4j.store.proto.Status;
+
+/** Conversions between the store's types and their protobuf messages. */
+public final class Wire {
+    public static final Status OK = Status.getDefaultInstance();
+
+    private Wire() {
+    }
+
+    public static Status status(StoreException e) {
+        return Status.newBuilder().setCode(e.error().code()).setMessage(e.getMessage()).build();
+    }
+
+    /** Throws the error a non-OK status carries. */
+    public static void check(Status s) {
+        if (s.getCode() != 0) {
+            StoreError error = StoreError.ofCode(s.getCode());
+            String prefix = error + ": ";
+            String msg = s.getMessage().startsWith(prefix) ? s.getMessage().substring(prefix.length()) : s.getMessage();
+            throw new StoreException(error, msg);
+        }
+    }
+
+    public static Replica replica(ReplicaLocation r) {
+        return Replica.newBuilder().setSegmentId(r.segmentId()).setEngineSegment(r.engineSegment()).setHost(r.host())
+                .setAddress(r.address()).setLength(r.length()).build();
+    }
+
+    public static ReplicaLocation replica(Replica r) {
+        return new ReplicaLocation(r.getSegmentId(), r.getEngineSegment(), r.getHost(), r.getAddress(), r.getLength());
+    }
+
+    public static List<ReplicaLocation> replicas(List<Replica> rs) {
+        List<ReplicaLocation> out = new ArrayList<>(rs.size());
+        for (Replica r : rs) {
+            out.add(replica(r));
+        }
+        return out;
+    }
+
+    public static Segment segment(SegmentSpec s) {
+        return Segment.newBuilder().setId(s.id()).setEngineSegment(s.engineSegment()).setHost(s.host())
+                .setBase(s.base()).setSize(s.size()).build();
+    }
+
+    public static SegmentSpec segment(Segment s) {
+        return new SegmentSpec(s.getId(), s.getEngineSegment(), s.getHost(), s.getBase(), s.getSize());
+    }
+
+    public static org.tent4j.store.proto.ReplicateConfig config(ReplicateConfig c) {
+        return org.tent4j.store.proto.ReplicateConfig.newBuilder().setReplicas(c.replicas())
+                .addAllPreferredSegments(c.preferredSegments()).setPreferLocalHost(c.preferLocalHost())
+                .setSoftPin(c.softPin()).setSoftPinTtlMs(c.softPinTtl() == null ? -1 : c.softPinTtl().toMillis())
+                .setHardPin(c.hardPin()).addAllExcludedSegments(c.excludedSegments()).build();
+    }
+
+    public static ReplicateConfig config(org.tent4j.store.proto.ReplicateConfig c) {
+        return new ReplicateConfig(c.getReplicas(), c.getPreferredSegmentsList(), c.getPreferLocalHost(), c.getSoftPin(),
+                c.getSoftPinTtlMs() < 0 ? null : Duration.ofMillis(c.getSoftPinTtlMs()), c.getHardPin(),
+                c.getExcludedSegmentsList());
+    }
+}

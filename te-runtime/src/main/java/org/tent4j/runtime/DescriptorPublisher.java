@@ -1,0 +1,123 @@
+package org.tent4j.runtime;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.tent4j.api.Permission;
+import org.tent4j.api.TransferException;
+import org.tent4j.runtime.metadata.SegmentDirectory;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.SegmentDescriptor;
+
+/**
+ * Builds this engine's descriptor from its registrations and transports, and keeps it published: on every change
+ * ({@link #republish}) and, for stores with a TTL, periodically. The local segment's cached descriptor is the
+ * published one.
+ */
+final class DescriptorPublisher implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(DescriptorPublisher.class);
+
+    /** Who publishes: the segment and the process behind it. */
+    record Identity(String segmentName, String machineId, String host, int controlPort, long pid, String instanceId) {
+    }
+
+    private final Identity identity;
+    private final TransportRegistry transports;
+    private final Registrations registrations;
+    private final FileSegments files;
+    private final SegmentDirectory directory;
+    private final RemoteSegment localSegment;
+    private long version;
+    private ScheduledFuture<?> keepAlive;
+
+    DescriptorPublisher(Identity identity, TransportRegistry transports, Registrations registrations, FileSegments files,
+                        SegmentDirectory directory) {
+        this.identity = identity;
+        this.transports = transports;
+        this.registrations = registrations;
+        this.files = files;
+        this.directory = directory;
+        this.localSegment = new RemoteSegment(0, identity.segmentName(), true, build(), transports.size());
+    }
+
+    /** The local segment, whose descriptor is always the last one built. */
+    RemoteSegment localSegment() {
+        return localSegment;
+    }
+
+    SegmentDescriptor current() {
+        return localSegment.descriptor;
+    }
+
+    /** Publishes the first descriptor and, if the directory forgets unrefreshed entries, keeps it alive. */
+    void start(ScheduledExecutorService scheduler, long refreshMillis) {
+        directory.publish(current());
+        if (refreshMillis > 0) {
+            keepAlive = scheduler.scheduleAtFixedRate(this::refresh, refreshMillis, refreshMillis, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private synchronized SegmentDescriptor build() {
+        List<BufferDescriptor> buffers = new ArrayList<>();
+        for (RegisteredBuffer b : registrations.all()) {
+            if (b.permission() == Permission.LOCAL_ONLY) {
+                continue;
+            }
+            List<String> ts = new ArrayList<>();
+            for (TransportSlot s : transports.slots()) {
+                if (b.registeredWith(s.index())) {
+                    ts.add(s.id());
+                }
+            }
+            buffers.add(new BufferDescriptor(b.address(), b.length(), b.location(), b.permission(), ts, b.transportAttributes));
+        }
+        files.describe(buffers, transports.slots());
+        Map<String, Map<String, String>> attrs = new LinkedHashMap<>();
+        for (TransportSlot s : transports.slots()) {
+            attrs.put(s.id(), s.transport().segmentAttributes());
+        }
+        return new SegmentDescriptor(identity.segmentName(), identity.machineId(), identity.host(), identity.controlPort(),
+                transports.ids(), attrs, buffers, ++version, identity.pid(), identity.instanceId());
+    }
+
+    /** Registrations changed: build and publish a new version. */
+    synchronized void republish() {
+        SegmentDescriptor d = build();
+        localSegment.descriptor = d;
+        try {
+            directory.publish(d);
+        } catch (TransferException e) {
+            // The keep-alive publishes again once a store answers; the registration itself stands.
+            log.warn("descriptor of '{}' (version {}) not published yet: {}", identity.segmentName(), d.version(), e.getMessage());
+        }
+    }
+
+    private void refresh() {
+        try {
+            directory.publish(current());
+        } catch (RuntimeException e) {
+            log.debug("descriptor refresh of '{}' failed: {}", identity.segmentName(), e.getMessage());
+        }
+    }
+
+    /** Stops refreshing and withdraws the descriptor. */
+    @Override
+    public void close() {
+        if (keepAlive != null) {
+            keepAlive.cancel(false);
+        }
+        try {
+            directory.unpublish(identity.segmentName());
+        } catch (RuntimeException e) {
+            log.debug("unpublish of '{}' failed: {}", identity.segmentName(), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package org.tent4j.runtime;
+
+import java.time.Duration;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.runtime.config.CoreKey;
+import org.tent4j.spi.OptionValues;
+
+/** The core settings the parts are built with, read and range-checked once (each bad value names its key). */
+record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int maxBatch, int maxAttempts, PathLimits pathLimits,
+                      boolean fallback, String machineId, String host, Duration metadataTtl) {
+    static EngineSettings of(OptionValues core) {
+        int workers = core.getInt(EngineConfig.WORKERS);
+        if (workers < 0) {
+            throw new ConfigException(EngineConfig.WORKERS, "must be >= 0, got " + workers);
+        }
+        long sliceSize = core.getSize(EngineConfig.SLICE_SIZE);
+        if (sliceSize < 4096) {
+            throw new ConfigException(EngineConfig.SLICE_SIZE, "must be at least 4k, got " + sliceSize);
+        }
+        Duration transferTimeout = core.getDuration(EngineConfig.TRANSFER_TIMEOUT);
+        if (transferTimeout.isNegative() || transferTimeout.isZero()) {
+            throw new ConfigException(EngineConfig.TRANSFER_TIMEOUT, "must be positive");
+        }
+        int maxInflight = core.getInt(CoreKey.PATHS_MAX_INFLIGHT);
+        if (maxInflight < 1) {
+            throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT, "must be >= 1, got " + maxInflight);
+        }
+        long cooldown = core.getDuration(CoreKey.PATHS_COOLDOWN).toNanos();
+        PathLimits limits = new PathLimits(maxInflight, core.getSize(CoreKey.PATHS_MAX_INFLIGHT_BYTES),
+                core.getDuration(CoreKey.QOS_AGING).toNanos(), cooldown,
+                Math.max(cooldown, core.getDuration(CoreKey.PATHS_MAX_COOLDOWN).toNanos()));
+        return new EngineSettings(workers == 0 ? Runtime.getRuntime().availableProcessors() : workers, sliceSize, transferTimeout,
+                core.getInt(CoreKey.BATCH_MAX_CAPACITY), core.getInt(CoreKey.FAILOVER_MAX_ATTEMPTS), limits,
+                core.getBoolean(EngineConfig.TRANSPORTS_FALLBACK), core.getString(CoreKey.MACHINE_ID),
+                core.getString(EngineConfig.CONTROL_HOST), core.getDuration(CoreKey.METADATA_TTL));
+    }
+}

@@ -1,0 +1,158 @@
+package org.tent4j.runtime;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import org.tent4j.api.ErrorCode;
+import org.tent4j.api.TransferException;
+import org.tent4j.api.TransferPlan;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.spi.TimeSource;
+
+/**
+ * Starts tasks: resolve, select, cut into slices, queue them on the chosen transport's path group. Never blocks on a
+ * peer (the group connects on a worker). {@link #explain} runs the same resolve and select and reports instead of
+ * posting. Also what batches need around a task: its creation, metrics when it ends, completing its future off the
+ * transport's thread, notifications.
+ */
+final class TaskLauncher {
+    private static final Logger log = LoggerFactory.getLogger(TaskLauncher.class);
+
+    private final EngineState state;
+    private final RequestResolver resolver;
+    private final TransportSelector selector;
+    private final PathGroups groups;
+    private final SlicePool slicePool;
+    private final Notifications notifications;
+    private final EngineMetrics metrics;
+    private final Executor workers;
+    private final TimeSource clock;
+    private final long sliceSize;
+    private final long transferTimeoutNanos;
+
+    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, PathGroups groups, SlicePool slicePool,
+                 Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
+                 long transferTimeoutNanos) {
+        this.state = state;
+        this.resolver = resolver;
+        this.selector = selector;
+        this.groups = groups;
+        this.slicePool = slicePool;
+        this.notifications = notifications;
+        this.metrics = metrics;
+        this.workers = workers;
+        this.clock = clock;
+        this.sliceSize = sliceSize;
+        this.transferTimeoutNanos = transferTimeoutNanos;
+    }
+
+    void ensureOpen() {
+        state.ensureOpen();
+    }
+
+    Notifications notifications() {
+        return notifications;
+    }
+
+    Task task(BatchImpl batch, int id, TransferRequest r) {
+        return new Task(batch, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime());
+    }
+
+    /** Resolves and selects exactly as {@link #start} does, and reports the decision. */
+    TransferPlan explain(TransferRequest r) {
+        ResolvedRequest rr;
+        Selection sel;
+        try {
+            rr = resolver.resolve(r);
+        } catch (TransferException e) {
+            return new TransferPlan(null, List.of(), null, null, 0, 0, e.getMessage());
+        }
+        Policy policy;
+        try {
+            policy = selector.policyFor(rr);
+        } catch (TransferException e) {
+            return new TransferPlan(null, List.of(), null, null, 0, 0, e.getMessage());
+        }
+        sel = selector.select(rr, policy, 0, 0, false, true);
+        String policyName = policy == null ? null : policy.name();
+        if (sel.transport() == null) {
+            return new TransferPlan(policyName, sel.trace(), null, null, 0, 0, sel.rejection().getMessage());
+        }
+        long step = Math.min(sliceSize, sel.transport().capabilities().maxSliceSize());
+        TransferPlan plan = new TransferPlan(policyName, sel.trace(), sel.transport().id(),
+                policy == null || policy.devices() == null ? null : List.copyOf(policy.devices()), step,
+                (int) ((r.length() + step - 1) / step), null);
+        log.debug("explain {} of {} bytes to '{}': {}", r.opcode(), r.length(), r.target().name(), plan);
+        return plan;
+    }
+
+    /** Validates, selects, slices and queues one task; every failure ends the task rather than throwing. */
+    void start(Task task, TransferRequest r) {
+        try {
+            post(task, r);
+        } catch (TransferException e) {
+            task.finish(new TransferStatus(e.code() == ErrorCode.PEER_UNREACHABLE || e.code() == ErrorCode.PEER_FAILED
+                    || e.code() == ErrorCode.TRANSPORT_UNAVAILABLE || e.code() == ErrorCode.METADATA_UNAVAILABLE
+                    ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id + ": " + e.getMessage()));
+        } catch (RuntimeException e) {
+            log.error("task {} failed unexpectedly", task.id, e);
+            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + e));
+        }
+    }
+
+    private void post(Task task, TransferRequest r) {
+        ResolvedRequest rr = resolver.resolve(r);
+        long now = clock.nanoTime();
+        long deadline = r.deadlineNanos() != 0 ? r.deadlineNanos() : now + transferTimeoutNanos;
+        if (r.deadlineNanos() != 0 && deadline - now <= 0) {
+            task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id + ": deadline passed before submission"));
+            return;
+        }
+        Policy policy = selector.policyFor(rr);
+        Selection sel = selector.select(rr, policy, 0, 0, false, false);
+        TransportSlot slot = sel.orThrow();
+        selector.recordFallback(rr, sel);
+        task.resolved = rr;
+        task.policy = policy;
+        task.transport = slot;
+        PathGroup group = groups.groupFor(rr.segment(), slot);
+        long length = r.length();
+        long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
+        int n = (int) ((length + step - 1) / step);
+        task.expectSlices(n);
+        RegisteredBuffer local = rr.local();
+        long localOffset = r.local().address() - local.address();
+        long target = r.targetOffset();
+        int priority = r.priority().ordinal();
+        for (int i = 0; i < n; i++) {
+            long off = i * step;
+            RuntimeSlice s = slicePool.take();
+            s.init(task, r.opcode(), local, localOffset + off, rr.remote(), target + off, Math.min(step, length - off), deadline, priority);
+            s.group = group;
+            group.enqueue(s, false);
+        }
+    }
+
+    void recordTask(Task task, TransferStatus status) {
+        TransportSlot t = task.transport;
+        metrics.record(t == null ? -1 : t.index(), task.opcode, status.state() == TransferState.COMPLETED, task.length,
+                clock.nanoTime() - task.submitNanos);
+    }
+
+    /** Completes a future off the transport's thread, so callers' callbacks cannot stall an I/O loop. */
+    void completeAsync(CompletableFuture<TransferStatus> f, TransferStatus status) {
+        try {
+            workers.execute(() -> f.complete(status));
+        } catch (RejectedExecutionException e) {
+            f.complete(status);
+        }
+    }
+}

@@ -1,0 +1,160 @@
+package org.tent4j.runtime.control;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import org.tent4j.api.ErrorCode;
+
+/** Whatever size or count a peer chooses, the control plane holds a bounded amount for it and keeps serving others. */
+class ControlPlaneLimitsTest {
+    private final ExecutorService workers = Executors.newFixedThreadPool(4);
+    private ControlPlaneNode node;
+
+    private ControlPlaneNode start(Map<String, String> core) {
+        node = new ControlPlaneNode("127.0.0.1", 0, workers, ControlPlaneTrustTest.settings(core));
+        node.localSegment("a");
+        node.serve("echo", (caller, req) -> req);
+        return node;
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (node != null) {
+            node.close();
+        }
+        workers.shutdownNow();
+    }
+
+    private void assertHonestCallWorks() {
+        byte[] reply = node.call("127.0.0.1", node.port(), "echo", "still here".getBytes(), Duration.ofSeconds(10));
+        assertEquals("still here", new String(reply, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void framesAboveMaxFrameCloseTheirConnection() throws Exception {
+        start(Map.of());
+        for (int i = 0; i < 4; i++) {
+            try (RawControlClient c = new RawControlClient(node.port())) {
+                // a 16 MiB notify frame: the length alone is enough to refuse it; nothing is buffered for it
+                byte[] head = ByteBuffer.allocate(4 + 64).putInt(16 << 20).array();
+                c.sendRaw(head);
+                try {
+                    c.sendRaw(new byte[1 << 20]);
+                } catch (IOException e) {
+                    // the node may already have closed: that is the point
+                }
+                assertTrue(c.closedByPeer());
+            }
+        }
+        assertEquals(4, node.badFrames());
+        assertHonestCallWorks();
+    }
+
+    @Test
+    void requestsAboveTheirServiceLimitAreRefusedOnArrival() throws Exception {
+        start(Map.of());
+        AtomicInteger handled = new AtomicInteger();
+        node.serve("notify", 64 << 10, (caller, req) -> {
+            handled.incrementAndGet();
+            return new byte[0];
+        });
+        try (RawControlClient c = new RawControlClient(node.port())) {
+            c.send(RawControlClient.REQUEST, 5, "notify", "x", new byte[(64 << 10) + 1]);
+            RawControlClient.Frame f = c.read();
+            assertEquals(ErrorCode.INVALID_ARGUMENT.ordinal(), f.errorOrdinal());
+            assertTrue(f.text().contains("exceeds its limit of 65536"), f.text());
+            c.send(RawControlClient.REQUEST, 6, "notify", "x", new byte[64 << 10]);
+            assertEquals(RawControlClient.REPLY, c.read().kind());
+        }
+        assertEquals(1, handled.get());
+        assertEquals(1, node.refusedRequests());
+    }
+
+    @Test
+    void requestsBeyondTheWorkerQueueLimitAreAnsweredTooManyRequests() throws Exception {
+        start(Map.of("control.max_requests_per_connection", "8", "control.max_requests", "8"));
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch started = new CountDownLatch(4);
+        node.serve("slow", (caller, req) -> {
+            started.countDown();
+            release.await();
+            return req;
+        });
+        try (RawControlClient c = new RawControlClient(node.port())) {
+            ByteBuffer all = ByteBuffer.allocate(20 * 64);
+            for (int i = 1; i <= 20; i++) {
+                all.put(RawControlClient.encode(RawControlClient.REQUEST, i, "slow", "x", new byte[] {(byte) i}));
+            }
+            c.sendRaw(java.util.Arrays.copyOf(all.array(), all.position()));
+            // 8 wait for workers; the other 12 are refused at once, while the 8 still hang
+            for (int i = 0; i < 12; i++) {
+                RawControlClient.Frame f = c.read();
+                assertEquals(ErrorCode.TOO_MANY_REQUESTS.ordinal(), f.errorOrdinal(), f.text());
+                assertTrue(f.id() > 8, "request " + f.id() + " should have been admitted");
+            }
+            started.await();
+            release.countDown();
+            Set<Long> answered = new HashSet<>();
+            for (int i = 0; i < 8; i++) {
+                RawControlClient.Frame f = c.read();
+                assertEquals(RawControlClient.REPLY, f.kind());
+                answered.add(f.id());
+            }
+            assertEquals(Set.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L), answered);
+        }
+        assertEquals(12, node.refusedRequests());
+        assertHonestCallWorks();
+    }
+
+    @Test
+    void connectionsBeyondTheLimitAreClosedAtOnce() throws Exception {
+        start(Map.of("control.max_connections", "50"));
+        List<RawControlClient> open = new ArrayList<>();
+        try {
+            for (int i = 0; i < 50; i++) {
+                RawControlClient c = new RawControlClient(node.port());
+                open.add(c);
+                c.send(RawControlClient.REQUEST, i, "echo", "c" + i, new byte[] {1});
+                assertEquals(RawControlClient.REPLY, c.read().kind());
+            }
+            for (int i = 0; i < 20; i++) {
+                try (RawControlClient c = new RawControlClient(node.port())) {
+                    assertTrue(c.closedByPeer(), "connection " + (50 + i) + " exceeds control.max_connections");
+                }
+            }
+            assertEquals(20, node.refusedConnections());
+        } finally {
+            for (RawControlClient c : open) {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void idleConnectionsAreClosed() throws Exception {
+        start(Map.of("control.idle_timeout", "200ms"));
+        try (RawControlClient c = new RawControlClient(node.port())) {
+            c.send(RawControlClient.REQUEST, 1, "echo", "x", new byte[] {1});
+            c.read();
+            assertTrue(c.closedByPeer(), "an idle connection is closed after control.idle_timeout");
+        }
+        assertHonestCallWorks();
+    }
+}

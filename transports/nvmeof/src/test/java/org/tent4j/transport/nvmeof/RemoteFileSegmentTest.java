@@ -1,0 +1,222 @@
+package org.tent4j.transport.nvmeof;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.transport.nvmeof.FileSegmentEngineTest.crc;
+import static org.tent4j.transport.nvmeof.FileSegmentEngineTest.fill;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.RandomAccessFile;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import org.tent4j.api.BufferInfo;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.Location;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredFile;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferPlan;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
+
+/**
+ * Remote file segments (issue 12): an engine's files reached by another engine through tcp, the owner's engine doing
+ * the file I/O (runtime {@code FileAccess}, tcp {@code FileServing}). The owner runs only tcp, so nothing but tcp can
+ * serve its files; the reader also runs nvmeof and still goes through tcp (required, and shown by explain).
+ */
+class RemoteFileSegmentTest {
+    private static final long MIB = 1 << 20;
+
+    @TempDir
+    Path dir;
+
+    private static TransferEngine engine(String name, String enabled, int tcpPort) {
+        return TransferEngine.create(EngineConfig.builder()
+                .set(EngineConfig.SEGMENT_NAME, name)
+                .set(EngineConfig.METADATA_URI, "memory://remote-files-" + name.split("-")[0])
+                .set(EngineConfig.CONTROL_HOST, "127.0.0.1")
+                .set(EngineConfig.TRANSPORTS_ENABLED, enabled)
+                .set(EngineConfig.SLICE_SIZE, "1m")
+                .set(EngineConfig.WORKERS, 2)
+                .set("transports.tcp.port", tcpPort)
+                .build());
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static TransferStatus run(TransferEngine e, Opcode op, MemorySegment local, SegmentHandle seg, long target) {
+        return e.transfer(TransferRequest.builder(op, local, seg, target).require("tcp").build());
+    }
+
+    private static void ok(TransferStatus s) {
+        assertEquals(TransferState.COMPLETED, s.state(), s::toString);
+    }
+
+    private static byte[] onDisk(Path p, long offset, int length) throws IOException {
+        byte[] b = new byte[length];
+        try (RandomAccessFile raf = new RandomAccessFile(p.toFile(), "r")) {
+            raf.seek(offset);
+            raf.readFully(b);
+        }
+        return b;
+    }
+
+    @Test
+    void peerFileIsReadAndWrittenThroughTcp() throws Exception {
+        try (TransferEngine owner = engine("rw-owner", "tcp", 0);
+             TransferEngine reader = engine("rw-reader", "tcp,nvmeof", 0)) {
+            Path path = dir.resolve("pool.bin");
+            RegisteredFile file = owner.registerFile(path, 16 * MIB, Permission.READ_WRITE);
+            // lay out known bytes without the engine
+            MemorySegment seed = MemorySegment.ofArray(new byte[(int) (16 * MIB)]);
+            fill(seed, 42);
+            try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
+                raf.write(seed.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+            }
+            SegmentHandle seg = reader.openSegment("rw-owner");
+            BufferInfo published = reader.segmentInfo(seg).buffers().stream()
+                    .filter(b -> b.location().kind() == MemoryKind.FILE).findFirst().orElseThrow();
+            assertTrue(published.transports().contains("tcp"), "the file lists tcp: " + published);
+
+            RegisteredMemory local = reader.allocate(8 * MIB, Location.CPU, Permission.LOCAL_ONLY);
+            // unaligned, several slices: read
+            long fileOffset = 3 * MIB + 12345;
+            MemorySegment into = local.segment().asSlice(7, 5 * MIB + 3);
+            TransferRequest read = TransferRequest.builder(Opcode.READ, into, seg, file.address() + fileOffset)
+                    .require("tcp").build();
+            TransferPlan plan = reader.explain(read);
+            assertEquals("tcp", plan.transport(), plan::toString);
+            ok(reader.transfer(read));
+            assertEquals(crc(seed.asSlice(fileOffset, into.byteSize())), crc(into));
+
+            // write, acknowledged only once in the file: read back without the engine right after completion
+            MemorySegment from = local.segment().asSlice(1, 2 * MIB + 7);
+            fill(from, 7);
+            long writeOffset = 9 * MIB + 1;
+            ok(run(reader, Opcode.WRITE, from, seg, file.address() + writeOffset));
+            assertEquals(crc(from), crc(MemorySegment.ofArray(onDisk(path, writeOffset, (int) from.byteSize()))));
+
+            // and through the engine again, from the owner's file via tcp
+            MemorySegment back = local.segment().asSlice(3 * MIB, from.byteSize());
+            ok(run(reader, Opcode.READ, back, seg, file.address() + writeOffset));
+            assertEquals(crc(from), crc(back));
+        }
+    }
+
+    /** The target's own checks, for a peer that does not check (raw protocol): each answer names file, offset, length. */
+    @Test
+    void targetRejectsBadRangesAndPermissionsAndServesInOrder() throws Exception {
+        int port = freePort();
+        try (TransferEngine owner = engine("raw-owner", "tcp", port)) {
+            Path rwPath = dir.resolve("rw.bin");
+            Path roPath = dir.resolve("ro.bin");
+            RegisteredFile rw = owner.registerFile(rwPath, 1 * MIB, Permission.READ_WRITE);
+            RegisteredFile ro = owner.registerFile(roPath, 64 * 1024, Permission.READ_ONLY);
+            byte[] content = new byte[(int) MIB];
+            new java.util.Random(5).nextBytes(content);
+            try (RandomAccessFile raf = new RandomAccessFile(rwPath.toFile(), "rw")) {
+                raf.write(content);
+            }
+            try (Raw raw = new Raw(port)) {
+                // pipelined: a good READ, an over-long READ, a WRITE to the read-only file, an address in the gap after
+                // a file, a good WRITE, then a READ of what it wrote; answers come back in this order
+                byte[] payload = new byte[1000];
+                new java.util.Random(6).nextBytes(payload);
+                raw.request(1, 1, rw.address() + 100, 4096);
+                raw.request(1, 2, rw.address() + MIB - 10, 11);
+                raw.request(2, 3, ro.address() + 5, payload.length);
+                raw.out.write(payload);
+                raw.request(1, 4, rw.address() + MIB + 4096, 8);
+                raw.request(2, 5, rw.address() + 777, payload.length);
+                raw.out.write(payload);
+                raw.request(1, 6, rw.address() + 777, payload.length);
+                raw.out.flush();
+
+                raw.expectOk(1);
+                assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOfRange(content, 100, 100 + 4096)),
+                        java.util.Arrays.toString(raw.in.readNBytes(4096)));
+                String outOfBounds = raw.expectError(2, 3);
+                assertTrue(outOfBounds.contains(rwPath.toString()) && outOfBounds.contains("offset " + (MIB - 10))
+                        && outOfBounds.contains("length 11"), outOfBounds);
+                String denied = raw.expectError(3, 4);
+                assertTrue(denied.contains(roPath.toString()) && denied.contains("offset 5")
+                        && denied.contains("length 1000") && denied.contains("READ_ONLY"), denied);
+                String gap = raw.expectError(4, 2);
+                assertTrue(gap.contains("no registered file"), gap);
+                raw.expectOk(5);
+                raw.expectOk(6);
+                assertEquals(java.util.Arrays.toString(payload), java.util.Arrays.toString(raw.in.readNBytes(payload.length)));
+                assertEquals(java.util.Arrays.toString(payload), java.util.Arrays.toString(onDisk(rwPath, 777, payload.length)));
+                // the read-only file is untouched
+                assertEquals(crc(MemorySegment.ofArray(new byte[payload.length])),
+                        crc(MemorySegment.ofArray(onDisk(roPath, 5, payload.length))));
+            }
+        }
+    }
+
+    /** The tcp data protocol, spoken over a plain socket (transports/tcp/PROTOCOL.md). */
+    private static final class Raw implements AutoCloseable {
+        final Socket socket;
+        final OutputStream out;
+        final DataInputStream in;
+
+        Raw(int port) throws IOException {
+            socket = new Socket(InetAddress.getLoopbackAddress(), port);
+            socket.setSoTimeout(20_000); // hang guard only
+            out = socket.getOutputStream();
+            in = new DataInputStream(socket.getInputStream());
+        }
+
+        void request(int op, long id, long address, long length) throws IOException {
+            out.write(ByteBuffer.allocate(32).order(ByteOrder.LITTLE_ENDIAN).putInt(0x544A3454).put((byte) 1)
+                    .put((byte) op).putShort((short) 0).putLong(id).putLong(address).putLong(length).array());
+        }
+
+        private ByteBuffer header() throws IOException {
+            ByteBuffer h = ByteBuffer.wrap(in.readNBytes(16)).order(ByteOrder.LITTLE_ENDIAN);
+            assertEquals(0x524A3454, h.getInt(0));
+            return h;
+        }
+
+        void expectOk(long id) throws IOException {
+            ByteBuffer h = header();
+            assertEquals(0, h.getInt(4), "status of request " + id);
+            assertEquals(id, h.getLong(8));
+        }
+
+        String expectError(long id, int status) throws IOException {
+            ByteBuffer h = header();
+            int n = Integer.reverseBytes(in.readInt());
+            String text = new String(in.readNBytes(n), StandardCharsets.UTF_8);
+            assertEquals(status, h.getInt(4), text);
+            assertEquals(id, h.getLong(8));
+            return text;
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+    }
+}
