@@ -382,12 +382,25 @@ public final class Agent implements AutoCloseable {
         if (!NAME.matcher(md.agent()).matches()) {
             throw new NixlException(NixlStatus.INVALID_PARAM, "bad agent metadata: agent name '" + md.agent() + "'");
         }
+        boolean known = peers.containsKey(md.agent());
         Peer peer = peers.computeIfAbsent(md.agent(), Peer::new);
+        try {
+            load(md, peer);
+        } catch (RuntimeException e) {
+            if (!known && peer.regions.isEmpty()) {
+                peers.remove(md.agent(), peer);
+            }
+            throw e;
+        }
+        return md.agent();
+    }
+
+    private void load(AgentMetadata md, Peer peer) {
         synchronized (peer) {
             if (!md.partial() && md.generation() < peer.generation) {
                 log.info("agent '{}': metadata of '{}' generation {} is older than the loaded {}; ignored", name, md.agent(),
                         md.generation(), peer.generation);
-                return md.agent();
+                return;
             }
             for (AgentMetadata.Section sec : md.sections()) {
                 Slot s = backends.get(sec.backend());
@@ -417,7 +430,6 @@ public final class Agent implements AutoCloseable {
                 peer.generation = md.generation();
             }
         }
-        return md.agent();
     }
 
     /** Drops a peer's metadata and closes every backend's connections to it. */

@@ -242,6 +242,10 @@ class AgentTest {
         a.registerMem(DescriptorList.dram(la));
         b.registerMem(DescriptorList.dram(r1, r2));
 
+        // partial metadata without connection info cannot be used before a's tent4j knows b's endpoint; nothing is kept
+        fails(NixlStatus.NOT_FOUND, "no connection info of agent 'b'", () -> a.loadRemoteMD(b.getLocalPartialMD(DescriptorList.dram(r2), false)));
+        assertFalse(a.checkRemoteMD("b", null));
+
         // partial: only r2, with connection info; r1 is not known to a
         assertEquals("b", a.loadRemoteMD(b.getLocalPartialMD(DescriptorList.dram(r2.asSlice(100, 10)), true)));
         assertTrue(a.checkRemoteMD("b", DescriptorList.dram(r2)));
