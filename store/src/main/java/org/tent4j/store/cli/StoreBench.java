@@ -53,6 +53,11 @@ public final class StoreBench {
             return;
         }
         String mode = o.string("mode", "put").toLowerCase(Locale.ROOT);
+        if (!Set.of("put", "get", "mixed", "exist").contains(mode)) {
+            System.err.println("store-bench: --mode must be put, get, mixed or exist: " + mode);
+            System.exit(2);
+            return;
+        }
         long size = o.size("size", 4096);
         int batch = Math.max(1, o.integer("batch", 1));
         int threads = Math.max(1, o.integer("threads", 4));
