@@ -17,21 +17,21 @@ final class Options {
                 throw new IllegalArgumentException("unexpected argument '" + a + "' (options start with --)");
             }
             String name = a.substring(2);
-            String value;
             int eq = name.indexOf('=');
-            if (eq >= 0) {
-                value = name.substring(eq + 1);
-                name = name.substring(0, eq);
-            } else if (flags.contains(name)) {
-                value = "true";
-            } else {
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("option --" + name + " needs a value");
-                }
-                value = args[++i];
-            }
+            String inline = eq >= 0 ? name.substring(eq + 1) : null;
+            name = eq >= 0 ? name.substring(0, eq) : name;
             if (!known.contains(name) && !flags.contains(name)) {
                 throw new IllegalArgumentException("unknown option --" + name + " (known: " + new java.util.TreeSet<>(known) + " " + flags + ")");
+            }
+            String value;
+            if (inline != null) {
+                value = inline;
+            } else if (flags.contains(name)) {
+                value = "true";
+            } else if (i + 1 < args.length) {
+                value = args[++i];
+            } else {
+                throw new IllegalArgumentException("option --" + name + " needs a value");
             }
             values.put(name, value);
         }

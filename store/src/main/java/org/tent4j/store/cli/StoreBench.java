@@ -43,15 +43,21 @@ public final class StoreBench {
         }
         if (o.flag("help")) {
             System.out.println("""
-                    usage: store-bench --master host:port [--mode put|get|mixed] [--size 4k] [--batch 1] [--threads 4]
+                    usage: store-bench --master host:port [--mode put|get|mixed|exist] [--size 4k] [--batch 1] [--threads 4]
                                        [--count 1000 (per thread)] [--replicas 1] [--prefix bench] [--contribute 0]
                                        [--verify] [--json] [--control-host ip]
                       put:   writes count values per thread (batch > 1 uses batch put)
                       get:   reads them back (run a put with the same prefix/threads/count first)
-                      mixed: each thread writes its values, then alternates a get of a written value with a put""");
+                      mixed: each thread writes its values, then alternates a get of a written value with a put
+                      exist: metadata only (batched exist checks of the keys a put wrote): the master's RPC rate""");
             return;
         }
         String mode = o.string("mode", "put").toLowerCase(Locale.ROOT);
+        if (!Set.of("put", "get", "mixed", "exist").contains(mode)) {
+            System.err.println("store-bench: --mode must be put, get, mixed or exist: " + mode);
+            System.exit(2);
+            return;
+        }
         long size = o.size("size", 4096);
         int batch = Math.max(1, o.integer("batch", 1));
         int threads = Math.max(1, o.integer("threads", 4));
@@ -86,7 +92,8 @@ public final class StoreBench {
                             case "put" -> w.put(0, count);
                             case "get" -> w.get(0, count);
                             case "mixed" -> w.mixed(count);
-                            default -> throw new IllegalArgumentException("--mode must be put, get or mixed: " + mode);
+                            case "exist" -> w.exist(count);
+                            default -> throw new IllegalArgumentException("--mode must be put, get, mixed or exist: " + mode);
                         }
                     } catch (RuntimeException e) {
                         errors.increment();
@@ -190,6 +197,19 @@ public final class StoreBench {
                             check(dsts.get(j), i + j);
                         }
                     }
+                }
+            }
+        }
+
+        void exist(int count) {
+            for (int i = 0; i < count; i += batch) {
+                int n = Math.min(batch, count - i);
+                List<String> keys = new ArrayList<>(n);
+                for (int j = 0; j < n; j++) {
+                    keys.add(key(i + j));
+                }
+                for (Outcome<Boolean> r : client.existsBatch(keys)) {
+                    count(r.ok() && r.value());
                 }
             }
         }

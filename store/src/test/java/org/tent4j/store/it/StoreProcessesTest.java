@@ -48,7 +48,7 @@ class StoreProcessesTest {
     @Test
     void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
         master = NodeProcess.launch(MasterMain.class, "store-master.log", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "-1", "--client-ttl", "2s", "--tick", "50ms");
+                "--admin-port", "-1", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
         BufferedReader masterOut = new BufferedReader(new InputStreamReader(master.getInputStream(), StandardCharsets.UTF_8));
         String address = "127.0.0.1:" + awaitLine(masterOut, "LISTENING ").split(" ")[1];
         NodeProcess.Node[] nodes = new NodeProcess.Node[3];
