@@ -127,6 +127,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     @Override
     public ByteBuf nextReadBuffer() {
+        if (state == State.FILE_PAYLOAD) { // remote file segments (issue 12): the socket reads into the WRITE's buffer
+            ByteBuf b = filePayload.buf;
+            b.retain();
+            return b.setIndex(b.writerIndex(), b.writerIndex());
+        }
         if (state != State.PAYLOAD) {
             return views.readBuffer();
         }
@@ -357,9 +362,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     private void onFilePayload(ByteBuf in) {
         FileOp f = filePayload;
-        int n = Math.min(in.readableBytes(), f.length - f.buf.writerIndex());
-        f.buf.writeBytes(in, n);
-        counters.copied.add(n);
+        if (in == f.buf) {
+            counters.landed.add(in.readableBytes()); // the socket read straight into the buffer
+            in.skipBytes(in.readableBytes());
+        } else {
+            int n = Math.min(in.readableBytes(), f.length - f.buf.writerIndex());
+            f.buf.writeBytes(in, n);
+            counters.copied.add(n);
+        }
         if (f.buf.writerIndex() == f.length) {
             filePayload = null;
             state = State.HEADER;
