@@ -30,7 +30,7 @@ class BoundariesTest {
     @Test
     void apiDependsOnTheJdkOnly() {
         noClasses().that().resideInAnyPackage("org.tent4j.api..", "org.tent4j.spi..")
-                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax.crypto..", "org.tent4j.api..", "org.tent4j.spi..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.tent4j.api..", "org.tent4j.spi..")
                 .because("te-api depends on nothing but the JDK").check(classes);
     }
 
@@ -113,12 +113,19 @@ class BoundariesTest {
     }
 
     @Test
-    void storeAndIntegrationsUseOnlyThePublicApi() {
-        noClasses().that().resideInAnyPackage("org.tent4j.store..", "org.tent4j.integration..")
+    void storeUsesOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.store..")
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
                         "org.tent4j.platform..", "org.tent4j.metadata..")
-                .because("the store and integrations are consumers of the public API like any other")
-                .check(classes);
+                .because("the store is a consumer of the public API like any other").check(classes);
+    }
+
+    @Test
+    void integrationsUseOnlyThePublicApi() {
+        noClasses().that().resideInAPackage("org.tent4j.integration..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.spi..", "org.tent4j.transport..",
+                        "org.tent4j.platform..", "org.tent4j.metadata..")
+                .because("integrations are consumers of the public API like any other").check(classes);
     }
 
     @Test

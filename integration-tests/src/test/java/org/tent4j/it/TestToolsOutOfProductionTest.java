@@ -2,6 +2,7 @@ package org.tent4j.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -12,7 +13,17 @@ import java.util.ServiceLoader;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
+import org.tent4j.api.TransferStatus;
 import org.tent4j.api.TransportInfo;
 import org.tent4j.spi.TransportProvider;
 
@@ -39,6 +50,31 @@ class TestToolsOutOfProductionTest {
             assertFalse(faulty.available());
             assertTrue(faulty.cause().contains("transports.faulty.wraps"), faulty.cause());
         }
+    }
+
+    @Test
+    void theFaultInjectorRunsWhenNamedAndItsDelegateKeysReachTheWrappedTransport() {
+        try (TransferEngine target = TransferEngine.create(faultyOverTcp().build());
+             TransferEngine initiator = TransferEngine.create(faultyOverTcp().build())) {
+            assertTrue(initiator.transports().stream().anyMatch(t -> t.id().equals("faulty") && t.enabled()));
+            RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
+            RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
+            TargetProcess.pattern(local.segment(), 41);
+            SegmentHandle segment = initiator.openSegment(target.segmentName());
+            TransferStatus w = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), segment,
+                    remote.address()).require("faulty").build());
+            assertEquals(TransferState.COMPLETED, w.state(), w.message());
+            assertEquals(TargetProcess.crc(local.segment()), TargetProcess.crc(remote.segment()));
+        }
+        // a value the wrapped transport rejects stops the engine, naming the key, rather than skipping faulty
+        ConfigException e = assertThrows(ConfigException.class, () -> TransferEngine.create(faultyOverTcp()
+                .set("transports.faulty.delegate.lanes", "many").build()).close());
+        assertEquals("transports.tcp.lanes", e.key());
+    }
+
+    private static EngineConfig.Builder faultyOverTcp() {
+        return TransferEndToEndTest.cfg().set(EngineConfig.TRANSPORTS_ENABLED, "faulty")
+                .set("transports.faulty.wraps", "tcp").set("transports.faulty.delegate.lanes", "1");
     }
 
     @Test

@@ -15,11 +15,22 @@ import java.util.Objects;
  *                          be evicted
  * @param softPinTtl        soft pin lifetime; {@code null} for the master's default
  * @param hardPin           never evict (only an explicit remove frees it)
+ * @param excludedSegments  segment ids never to place on (the client fills it when a write to a segment failed)
  */
 public record ReplicateConfig(int replicas, List<String> preferredSegments, boolean preferLocalHost, boolean softPin,
-                              Duration softPinTtl, boolean hardPin) {
+                              Duration softPinTtl, boolean hardPin, List<String> excludedSegments) {
     public ReplicateConfig {
         preferredSegments = List.copyOf(Objects.requireNonNull(preferredSegments, "preferredSegments"));
+        excludedSegments = List.copyOf(Objects.requireNonNull(excludedSegments, "excludedSegments"));
+    }
+
+    public ReplicateConfig(int replicas, List<String> preferredSegments, boolean preferLocalHost, boolean softPin,
+                           Duration softPinTtl, boolean hardPin) {
+        this(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, List.of());
+    }
+
+    public ReplicateConfig withExcludedSegments(List<String> segmentIds) {
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, segmentIds);
     }
 
     public static ReplicateConfig defaults() {

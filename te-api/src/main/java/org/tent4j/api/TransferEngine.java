@@ -49,7 +49,12 @@ public interface TransferEngine extends AutoCloseable {
      */
     RegisteredMemory allocate(long size, Location location, Permission permission);
 
-    /** Removes a registration (and frees engine-allocated memory). In-flight requests on it may fail. */
+    /**
+     * Removes a registration (and frees engine-allocated memory). New requests on it fail at once; slices already
+     * posted on it are waited for (up to {@code transfer.timeout}) and every transport must confirm peers can no
+     * longer reach it. When that cannot be guaranteed it throws {@link ErrorCode#TIMEOUT} naming what still holds the
+     * memory, which then stays allocated (and must stay alive if the caller owns it); calling it again retries.
+     */
     void unregister(RegisteredMemory memory);
 
     /**

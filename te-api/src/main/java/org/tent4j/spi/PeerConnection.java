@@ -24,7 +24,11 @@ public interface PeerConnection extends AutoCloseable {
 
     /**
      * Tries to stop a posted slice. Returns {@code true} only if the slice will not move any more bytes and the
-     * transport will not complete or fail it; the caller then owns the slice again.
+     * transport will not complete or fail it; the caller then owns the slice again. The runtime calls it, when the
+     * transport's capabilities declare {@link TransportCapabilities#cancellation() cancellation}, for every slice
+     * still posted when its task ends (a sibling failed, the task or its batch was canceled, the batch closed), so
+     * the task can be reported without waiting for bytes nobody wants. Must not block, and must not complete or fail
+     * the slice from inside this call.
      */
     default boolean cancel(Slice slice) {
         return false;

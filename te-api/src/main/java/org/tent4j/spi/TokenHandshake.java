@@ -1,13 +1,10 @@
 package org.tent4j.spi;
 
 import java.nio.charset.StandardCharsets;
-import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.Arrays;
-
-import javax.crypto.Mac;
-import javax.crypto.spec.SecretKeySpec;
 
 /**
  * Mutual challenge-response over a fresh connection, proving to each side that the other holds the shared token
@@ -31,13 +28,22 @@ public final class TokenHandshake {
     private static final byte INITIATOR = 'I';
     private static final byte ACCEPTOR = 'A';
 
-    private final SecretKeySpec key;
+    private static final int SHA256_BLOCK = 64;
+
+    /** The token padded to SHA-256's block, xor-ed with HMAC's inner and outer pads (RFC 2104). */
+    private final byte[] innerPad = new byte[SHA256_BLOCK];
+    private final byte[] outerPad = new byte[SHA256_BLOCK];
     private final boolean initiator;
     private final byte[] nonce = new byte[NONCE_BYTES];
     private byte[] peerNonce;
 
     TokenHandshake(byte[] token, boolean initiator) {
-        this.key = new SecretKeySpec(token, "HmacSHA256");
+        byte[] key = token.length > SHA256_BLOCK ? sha256().digest(token) : token;
+        for (int i = 0; i < SHA256_BLOCK; i++) {
+            byte k = i < key.length ? key[i] : 0;
+            innerPad[i] = (byte) (k ^ 0x36);
+            outerPad[i] = (byte) (k ^ 0x5c);
+        }
         this.initiator = initiator;
         RANDOM.nextBytes(nonce);
     }
@@ -85,17 +91,28 @@ public final class TokenHandshake {
         return proof.length == PROOF_BYTES && MessageDigest.isEqual(expected, proof);
     }
 
+    /**
+     * HMAC-SHA256 (RFC 2104) over the label, role and nonces, written out with {@link MessageDigest} because te-api
+     * depends on {@code java.*} only (javax.crypto's {@code Mac} computes the same).
+     */
     private byte[] mac(byte role, byte[] challenge, byte[] response) {
+        MessageDigest inner = sha256();
+        inner.update(innerPad);
+        inner.update(LABEL);
+        inner.update(role);
+        inner.update(challenge);
+        inner.update(response);
+        MessageDigest outer = sha256();
+        outer.update(outerPad);
+        outer.update(inner.digest());
+        return outer.digest();
+    }
+
+    private static MessageDigest sha256() {
         try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(key);
-            mac.update(LABEL);
-            mac.update(role);
-            mac.update(challenge);
-            mac.update(response);
-            return mac.doFinal();
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("HmacSHA256 is not available", e);
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is not available", e);
         }
     }
 }

@@ -38,7 +38,9 @@ public interface Transport extends AutoCloseable {
     /**
      * A buffer is being unregistered; release what {@link #registerBuffer} set up. May block until no I/O touches the
      * buffer: once this returns the transport must never touch its memory again. The buffer is already gone from
-     * {@link LocalMemory}, so new peer requests for it fail.
+     * {@link LocalMemory}, so new peer requests for it fail. If the transport cannot guarantee that in bounded time
+     * (a peer's access still pending), it must throw rather than return: the runtime then keeps the memory allocated
+     * and fails {@code unregister} naming this transport; a later {@code unregister} asks again.
      */
     default void unregisterBuffer(LocalBuffer buffer) {
     }

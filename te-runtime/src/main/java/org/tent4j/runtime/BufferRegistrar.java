@@ -2,9 +2,13 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.slf4j.Logger;
@@ -31,8 +35,13 @@ final class BufferRegistrar {
     private final TransportRegistry transports;
     private final DescriptorPublisher publisher;
     private final AtomicInteger ids = new AtomicInteger();
+    /** Unregistered, but not yet freed because something might still touch them. */
+    private final Set<RegisteredBuffer> unreleased = ConcurrentHashMap.newKeySet();
+    private final long fenceTimeoutNanos;
 
-    BufferRegistrar(EngineState state, Registrations registrations, TransportRegistry transports, DescriptorPublisher publisher) {
+    BufferRegistrar(EngineState state, Registrations registrations, TransportRegistry transports, DescriptorPublisher publisher,
+                    long fenceTimeoutNanos) {
+        this.fenceTimeoutNanos = fenceTimeoutNanos;
         this.state = state;
         this.registrations = registrations;
         this.transports = transports;
@@ -102,34 +111,74 @@ final class BufferRegistrar {
         }
     }
 
+    /**
+     * Withdraws a registration and then frees engine-allocated memory, but only once nothing can touch it: new
+     * requests on it fail at once; slices of this engine already posted on it are waited for (up to
+     * {@code transfer.timeout}); every transport must confirm it fenced off peers' access. If either cannot be
+     * guaranteed, the call fails naming what still holds the memory, the memory stays allocated, and calling
+     * unregister again retries.
+     */
     void unregister(RegisteredMemory memory) {
-        if (!(memory instanceof RegisteredBuffer b) || !registrations.remove(b)) {
+        if (!(memory instanceof RegisteredBuffer b) || !(registrations.remove(b) || unreleased.contains(b))) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "memory " + memory + " is not registered with engine '"
                     + state.segmentName() + "'");
         }
-        withdraw(b);
-        b.release();
+        unreleased.add(b);
         if (!state.isClosed()) {
             publisher.republish();
         }
+        List<String> holders = withdraw(b);
+        long inFlight;
+        try {
+            inFlight = b.retire(fenceTimeoutNanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TransferException(ErrorCode.CANCELED, "interrupted while unregistering " + b + "; its memory stays allocated");
+        }
+        if (inFlight > 0) {
+            holders.add(inFlight + " slice(s) of this engine still posted on it after " + fenceTimeoutNanos / 1_000_000 + " ms");
+        }
+        if (!holders.isEmpty()) {
+            throw new TransferException(ErrorCode.TIMEOUT, "cannot unregister " + b + " safely: " + String.join("; ", holders)
+                    + ". It no longer accepts requests; its memory stays allocated; call unregister again to retry");
+        }
+        unreleased.remove(b);
+        b.release();
     }
 
-    private void withdraw(RegisteredBuffer b) {
+    /** Asks every transport that served {@code b} to let go of it; returns those that could not confirm. */
+    private List<String> withdraw(RegisteredBuffer b) {
+        List<String> failed = new ArrayList<>();
         for (TransportSlot s : transports.slots()) {
-            if (b.registeredWith(s.index())) {
+            if (b.registeredWith(s.index()) && !b.withdrawnFrom(s.index())) {
                 try {
                     s.transport().unregisterBuffer(b);
+                    b.markWithdrawn(s.index());
                 } catch (RuntimeException e) {
-                    log.warn("transport '{}' failed to unregister {}: {}", s.id(), b, e.getMessage());
+                    log.warn("transport '{}' could not release {}: {}", s.id(), b, e.getMessage());
+                    failed.add("transport '" + s.id() + "' could not fence it off: " + e.getMessage());
                 }
             }
         }
+        return failed;
     }
 
-    /** At close, after the transports closed (so none touches memory any more): releases every registration. */
-    void releaseAll() {
-        for (RegisteredBuffer b : registrations.all()) {
+    /**
+     * At close, after the transports closed (each promised that none of its threads touches memory any more): frees
+     * every registration, except one a transport that failed to close may still touch, or one a slice is still
+     * posted on. Those are left allocated (a leak, logged) rather than freed under a transport's feet.
+     */
+    void releaseAll(long transportsNotClosedMask) {
+        List<RegisteredBuffer> all = new ArrayList<>(List.of(registrations.all()));
+        all.addAll(unreleased);
+        for (RegisteredBuffer b : all) {
             registrations.remove(b);
+            unreleased.remove(b);
+            if ((b.transportMask & transportsNotClosedMask) != 0 || b.pins() > 0) {
+                log.error("{} left allocated at close: {}", b, b.pins() > 0 ? b.pins() + " slice(s) still posted on it"
+                        : "a transport serving it failed to close");
+                continue;
+            }
             b.release();
         }
     }

@@ -101,7 +101,7 @@ final class FailoverController {
             }
         }
         t.exclude(slot.index());
-        Selection next = selector.select(t.resolved, t.policy, t.excluded(), s.length(), true);
+        Selection next = selector.select(t.resolved, t.policy, t.excluded(), s.length(), true, false);
         if (next.transport() == null) {
             s.giveUp(code, message + "; failover found no other transport: " + next.rejection().getMessage());
             return;
@@ -150,7 +150,7 @@ final class FailoverController {
             if (!g.isOpen() || g.allPathsPaused(now)) {
                 for (RuntimeSlice s : g.takeAll()) {
                     reroute(s, g, -1, ErrorCode.PEER_FAILED, "every path of " + g.transport.id() + " to segment '"
-                            + seg.name() + "' is paused or closed");
+                            + seg.name() + "' is paused or closed (last failure: " + g.lastFailure() + ")");
                 }
             } else {
                 g.drain();

@@ -73,7 +73,7 @@ final class HostStaging {
      * The staged route for a request no transport carries directly, or {@code null} when staging cannot help: the local
      * memory is not device memory, no platform here copies it, or no transport carries host memory to the target.
      */
-    Route route(ResolvedRequest rr) {
+    Route route(ResolvedRequest rr, boolean traced) {
         MemoryKind kind = rr.localKind();
         if (!kind.isDevice()) {
             return null;
@@ -91,7 +91,7 @@ final class HostStaging {
         TransferRequest r = rr.request();
         MemorySegment probe = pool.probe.asSlice(0, Math.min(CHUNK, r.length()));
         ResolvedRequest staged = resolver.resolve(chunkRequest(r, probe, r.targetOffset()));
-        Selection carrier = selector.select(staged, selector.policyFor(staged), 0, 0, false);
+        Selection carrier = selector.select(staged, selector.policyFor(staged), 0, 0, false, traced);
         return carrier.transport() == null ? null : new Route(platform, pool, carrier);
     }
 

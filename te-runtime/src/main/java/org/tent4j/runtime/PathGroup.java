@@ -53,9 +53,12 @@ final class PathGroup {
     volatile PathState[] paths;
     private volatile int state = CONNECTING;
     private volatile TransferException connectError;
+    private volatile String lastFailure;
     private final SliceRing[] queues = {new SliceRing(), new SliceRing(), new SliceRing()};
     private final AtomicInteger wip = new AtomicInteger();
     private final PathLimits limits;
+    /** The transport declares {@link PeerConnection#cancel}: posted slices are tracked so an ended task can cancel them. */
+    private final boolean cancellable;
     private volatile int queued;
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
@@ -69,6 +72,7 @@ final class PathGroup {
         this.clock = clock;
         this.metrics = metrics;
         this.limits = limits;
+        this.cancellable = transport.capabilities().cancellation();
     }
 
     /** Connects (blocking: call it on a worker), then starts posting what waits in the queues. */
@@ -154,6 +158,7 @@ final class PathGroup {
 
     void enqueue(RuntimeSlice s, boolean front) {
         s.enqueueNanos = clock.nanoTime();
+        boolean closedNow;
         synchronized (queues) {
             SliceRing q = queues[s.priority];
             if (front) {
@@ -163,6 +168,15 @@ final class PathGroup {
             }
             queued++;
             queuedBytes += s.length();
+            closedNow = state == CLOSED;
+        }
+        if (closedNow) {
+            // lost the race with close (a replaced or dropped group): nothing drains a closed group, so move them on
+            for (RuntimeSlice r : takeAll()) {
+                failover.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+                        + transport.id() + " was closed");
+            }
+            return;
         }
         if (state == FAILED) {
             // lost the race with a failed connect: its slices were taken already, so this one goes the same way
@@ -174,6 +188,12 @@ final class PathGroup {
 
     int queued() {
         return queued;
+    }
+
+    /** The last retryable failure of any path, so slices moved off a paused group still name the cause. */
+    String lastFailure() {
+        String f = lastFailure;
+        return f == null ? "no failure recorded" : f;
     }
 
     /** Whether every path is paused and still cooling down, so queued slices should go elsewhere (never while connecting). */
@@ -209,6 +229,7 @@ final class PathGroup {
             p.withdrawn(length);
             return;
         }
+        lastFailure = code + ": " + message;
         long cooldown = p.failed(length, clock.nanoTime());
         if (cooldown > 0) {
             log.warn("path {} to segment '{}' paused for {} ms after {} failures in a row: {} ({})", describe(path),
@@ -261,6 +282,18 @@ final class PathGroup {
                 failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                         + transport.id() + " is closed");
                 continue;
+            }
+            if (!t.enterTransport()) {
+                s.discard();
+                continue;
+            }
+            if (!s.local().pin()) {
+                t.leaveTransport();
+                s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
+                continue;
+            }
+            if (cancellable) {
+                t.linkPosted(s);
             }
             s.post(path, now);
             ps[path].posted(s.length());

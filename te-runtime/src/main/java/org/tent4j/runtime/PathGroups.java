@@ -10,19 +10,19 @@ import org.tent4j.spi.TimeSource;
 
 /**
  * Finds or starts the path group of (segment, transport). Never blocks: a new group is installed with a
- * compare-and-set (no lock around connecting) and connects on a worker while slices queue in it. A group whose
+ * compare-and-set (no lock around connecting) and connects on a connector thread while slices queue in it. A group whose
  * connection closed or failed is replaced; slices still queued in a closed one move to its replacement.
  */
 final class PathGroups {
     private final FailoverController failover;
-    private final Executor workers;
+    private final Executor connector;
     private final EngineMetrics metrics;
     private final TimeSource clock;
     private final PathLimits limits;
 
-    PathGroups(FailoverController failover, Executor workers, EngineMetrics metrics, TimeSource clock, PathLimits limits) {
+    PathGroups(FailoverController failover, Executor connector, EngineMetrics metrics, TimeSource clock, PathLimits limits) {
         this.failover = failover;
-        this.workers = workers;
+        this.connector = connector;
         this.metrics = metrics;
         this.clock = clock;
         this.limits = limits;
@@ -39,7 +39,7 @@ final class PathGroups {
                 continue;
             }
             try {
-                workers.execute(() -> fresh.connect(seg.descriptor));
+                connector.execute(() -> fresh.connect(seg.descriptor));
             } catch (RejectedExecutionException e) {
                 fresh.connectFailed(new TransferException(ErrorCode.ENGINE_CLOSED, "engine closed while connecting to segment '"
                         + seg.name() + "' over " + slot.id()));

@@ -2,6 +2,7 @@ package org.tent4j.runtime;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
 
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
@@ -22,6 +23,15 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     long transportMask;
     /** What each transport published for this buffer, by transport id. */
     Map<String, Map<String, String>> transportAttributes = Map.of();
+    /**
+     * Slices of this engine's tasks posted on this buffer and not yet settled: a transport may be touching it. An
+     * adder, since every submitting and completing thread updates it and only unregister reads it.
+     */
+    private final LongAdder pins = new LongAdder();
+    /** Bit i set: transport i confirmed it let go of this buffer (unregister retries only the others). */
+    private long withdrawnMask;
+    /** Set by unregister: no new slice may be posted on it. */
+    private volatile boolean retired;
 
     RegisteredBuffer(int id, MemorySegment segment, Location location, Permission permission,
                      Map<String, String> backing, Runnable release) {
@@ -44,8 +54,56 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     @Override public Map<String, String> backing() { return backing; }
     @Override public boolean engineAllocated() { return release != null; }
 
+    synchronized boolean withdrawnFrom(int transportIndex) {
+        return (withdrawnMask & (1L << transportIndex)) != 0;
+    }
+
+    synchronized void markWithdrawn(int transportIndex) {
+        withdrawnMask |= 1L << transportIndex;
+    }
+
     boolean registeredWith(int transportIndex) {
         return (transportMask & (1L << transportIndex)) != 0;
+    }
+
+    /**
+     * Marks a slice about to be handed to a transport; false if the buffer is being unregistered (then nothing was
+     * pinned). Pin first, then check: unregister retires first, then counts, so one of them sees the other.
+     */
+    boolean pin() {
+        pins.increment();
+        if (retired) {
+            unpin();
+            return false;
+        }
+        return true;
+    }
+
+    /** A slice on this buffer settled: its transport no longer touches it. */
+    void unpin() {
+        pins.decrement();
+        if (retired) {
+            synchronized (this) {
+                notifyAll();
+            }
+        }
+    }
+
+    /** Exact only when no slice is being pinned at the same time (after {@link #retire}, or at close). */
+    long pins() {
+        return pins.sum();
+    }
+
+    /** Refuses new slices and waits up to {@code timeoutNanos} for the posted ones to settle; returns those left. */
+    long retire(long timeoutNanos) throws InterruptedException {
+        retired = true;
+        long end = System.nanoTime() + timeoutNanos;
+        synchronized (this) {
+            for (long left = timeoutNanos; pins.sum() > 0 && left > 0; left = end - System.nanoTime()) {
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+        }
+        return pins.sum();
     }
 
     void release() {

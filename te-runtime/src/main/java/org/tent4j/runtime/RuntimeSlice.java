@@ -10,30 +10,43 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalBuffer;
+import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
 
 /**
- * The runtime's slice: pooled, armed for each post. A completion settles it once (a second one from a faulty
- * transport is logged and ignored); a failure hands it to the {@link FailoverController}, which may reroute the same slice to another
- * path or transport, so its bytes are counted once, when it finally completes.
+ * The runtime's slice: pooled, armed for each post. A completion settles it once; a failure hands it to the
+ * {@link FailoverController}, which may reroute the same slice to another path or transport, so its bytes are
+ * counted once, when it finally completes.
+ *
+ * <p>Its state is one word: a generation (incremented each time the slice returns to the pool) and a phase (idle,
+ * armed, being canceled). A settlement finds the slice armed or it is stale: a transport settling a slice twice, or
+ * after the runtime canceled it, is logged and counted ({@link SlicePool#staleSettlements()}) and changes nothing.
+ * The pool reuses a slice only after a quarantine (oldest first), so a second settlement within it always meets an
+ * idle slice, never one re-armed for another task; a later one is still detected whenever the slice is idle.
+ * Canceling checks the generation, so it never touches a slice recycled meanwhile.
  */
 final class RuntimeSlice implements Slice {
     private static final Logger log = LoggerFactory.getLogger(RuntimeSlice.class);
-    private static final VarHandle ARMED;
+    private static final VarHandle STATE;
+    private static final long IDLE = 0;
+    private static final long ARMED = 1;
+    private static final long CANCELING = 2;
+    private static final long PHASE = 3;
 
     static {
         try {
-            ARMED = MethodHandles.lookup().findVarHandle(RuntimeSlice.class, "armed", boolean.class);
+            STATE = MethodHandles.lookup().findVarHandle(RuntimeSlice.class, "state", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
     private final SlicePool pool;
-    private volatile boolean armed;
+    /** generation &lt;&lt; 2 | phase. */
+    private volatile long state;
     private Task task;
     private Opcode opcode;
-    private LocalBuffer localBuffer;
+    private RegisteredBuffer localBuffer;
     private long localOffset;
     private BufferDescriptor remoteBuffer;
     private long remoteAddress;
@@ -47,13 +60,19 @@ final class RuntimeSlice implements Slice {
     /** Times this slice failed and was retried, against the task's failover budget. */
     int retries;
     long enqueueNanos;
+    /** When it went back to the pool (guards its quarantine there). */
+    long idleSinceNanos;
     private long postNanos;
+    /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
+    RuntimeSlice prevPosted;
+    RuntimeSlice nextPosted;
+    boolean linked;
 
     RuntimeSlice(SlicePool pool) {
         this.pool = pool;
     }
 
-    void init(Task task, Opcode opcode, LocalBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
+    void init(Task task, Opcode opcode, RegisteredBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
               long remoteAddress, long length, long deadlineNanos, int priority) {
         this.task = task;
         this.opcode = opcode;
@@ -73,6 +92,15 @@ final class RuntimeSlice implements Slice {
         return task;
     }
 
+    RegisteredBuffer local() {
+        return localBuffer;
+    }
+
+    /** Which use of this object this is; changes every time it returns to the pool. */
+    long generation() {
+        return state >>> 2;
+    }
+
     @Override public Opcode opcode() { return opcode; }
     @Override public LocalBuffer localBuffer() { return localBuffer; }
     @Override public long localOffset() { return localOffset; }
@@ -86,16 +114,28 @@ final class RuntimeSlice implements Slice {
     void post(int path, long now) {
         this.path = path;
         this.postNanos = now;
-        this.armed = true;
+        this.state = (state & ~PHASE) | ARMED;
     }
 
     private boolean disarm() {
-        if (ARMED.compareAndSet(this, true, false)) {
-            return true;
+        for (;;) {
+            long s = state;
+            long phase = s & PHASE;
+            if (phase == ARMED && STATE.compareAndSet(this, s, s & ~PHASE)) {
+                return true;
+            }
+            if (phase == CANCELING) {
+                // the runtime is asking the transport to cancel it; its answer decides who settles
+                Thread.onSpinWait();
+                continue;
+            }
+            if (phase != ARMED) {
+                pool.staleSettlement();
+                log.error("a transport settled a slice that was not in flight (generation {}, 0x{} +{}): a second settlement, or one"
+                        + " after the slice was canceled; ignoring it", s >>> 2, Long.toHexString(remoteAddress), length);
+                return false;
+            }
         }
-        log.error("transport '{}' settled a slice that was not in flight (0x{} +{}); ignoring it",
-                group == null ? "?" : group.transport.id(), Long.toHexString(remoteAddress), length);
-        return false;
     }
 
     @Override
@@ -105,10 +145,14 @@ final class RuntimeSlice implements Slice {
         }
         PathGroup g = group;
         Task t = task;
+        RegisteredBuffer b = localBuffer;
         long len = length;
+        t.unlinkPosted(this);
         g.completed(path, len, postNanos);
         recycle();
+        b.unpin();
         t.sliceCompleted(len);
+        t.leaveTransport();
         g.drain();
     }
 
@@ -118,10 +162,49 @@ final class RuntimeSlice implements Slice {
             return;
         }
         PathGroup g = group;
+        Task t = task;
+        RegisteredBuffer b = localBuffer;
         int p = path;
+        t.unlinkPosted(this);
         g.failed(p, length, code, message);
+        b.unpin();
+        // rerouting may post this slice again at once, or end the task; it leaves the transport after either
         g.failover.reroute(this, g, p, code, message);
+        t.leaveTransport();
         g.drain();
+    }
+
+    /**
+     * Asks the transport to drop this slice, if it is still the use {@code generation} and in flight. Returns whether
+     * the transport gave it back; then it is settled here (its task already ended) and returned to the pool.
+     */
+    boolean cancel(long generation) {
+        long armed = (generation << 2) | ARMED;
+        if (!STATE.compareAndSet(this, armed, (generation << 2) | CANCELING)) {
+            return false; // settled, or recycled and reused, meanwhile
+        }
+        // ours until we say otherwise: its fields describe the post being canceled
+        PeerConnection connection = group.connection;
+        boolean dropped;
+        try {
+            dropped = connection.cancel(this);
+        } catch (RuntimeException e) {
+            log.warn("transport '{}' threw from cancel: {}", group.transport.id(), e.toString());
+            dropped = false;
+        }
+        if (!dropped) {
+            state = armed;
+            return false;
+        }
+        state = generation << 2; // idle: the transport promised not to touch or settle it again
+        Task t = task;
+        RegisteredBuffer b = localBuffer;
+        t.unlinkPosted(this);
+        group.paths[path].withdrawn(length);
+        recycle();
+        b.unpin();
+        t.leaveTransport();
+        return true;
     }
 
     /** Ends the slice's task: it will not be tried again. */
@@ -147,6 +230,7 @@ final class RuntimeSlice implements Slice {
         localBuffer = null;
         remoteBuffer = null;
         group = null;
+        state = ((state >>> 2) + 1) << 2;
         pool.give(this);
     }
 }

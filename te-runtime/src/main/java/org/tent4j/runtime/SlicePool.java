@@ -1,23 +1,40 @@
 package org.tent4j.runtime;
 
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.tent4j.spi.TimeSource;
+
 /**
- * Recycles {@link RuntimeSlice}s so the data path allocates nothing per slice in steady state. A plain array stack
- * under a lock: uncontended locking costs less than a slice's transfer, and unlike a lock-free stack of reused nodes
- * it has no ABA hazard. Grows when empty; keeps at most {@code max} idle slices.
+ * Recycles {@link RuntimeSlice}s so the data path allocates nothing per slice in steady state. A ring under a lock,
+ * handing out the slice that came back longest ago, and only once it has been idle for the quarantine: a transport
+ * that wrongly settles a slice a second time within that window always finds it idle (detected, counted, ignored),
+ * never re-armed for another task. Under steady load the ring holds about (slices per second × quarantine) idle
+ * slices and allocates nothing. Uncontended locking costs less than a slice's transfer. Keeps at most {@code max}.
  */
 final class SlicePool {
-    private final RuntimeSlice[] stack;
-    private int size;
+    /** Long enough for a transport's callback to return after settling; short enough to keep the ring small. */
+    static final long QUARANTINE_NANOS = 1_000_000;
 
-    SlicePool(int max) {
-        stack = new RuntimeSlice[max];
+    private final RuntimeSlice[] ring;
+    private final TimeSource clock;
+    private final long quarantineNanos;
+    private int head;
+    private int size;
+    private final AtomicLong stale = new AtomicLong();
+
+    SlicePool(int max, TimeSource clock, long quarantineNanos) {
+        this.ring = new RuntimeSlice[max];
+        this.clock = clock;
+        this.quarantineNanos = quarantineNanos;
     }
 
     RuntimeSlice take() {
         synchronized (this) {
-            if (size > 0) {
-                RuntimeSlice s = stack[--size];
-                stack[size] = null;
+            if (size > 0 && clock.nanoTime() - ring[head].idleSinceNanos >= quarantineNanos) {
+                RuntimeSlice s = ring[head];
+                ring[head] = null;
+                head = head + 1 == ring.length ? 0 : head + 1;
+                size--;
                 return s;
             }
         }
@@ -25,10 +42,22 @@ final class SlicePool {
     }
 
     void give(RuntimeSlice s) {
+        s.idleSinceNanos = clock.nanoTime();
         synchronized (this) {
-            if (size < stack.length) {
-                stack[size++] = s;
+            if (size < ring.length) {
+                int tail = head + size;
+                ring[tail >= ring.length ? tail - ring.length : tail] = s;
+                size++;
             }
         }
+    }
+
+    void staleSettlement() {
+        stale.incrementAndGet();
+    }
+
+    /** Settlements that found their slice not in flight (a transport's bug), since the engine started. */
+    AtomicLong staleSettlements() {
+        return stale;
     }
 }

@@ -88,10 +88,10 @@ final class TaskLauncher {
         } catch (TransferException e) {
             return new TransferPlan(null, List.of(), null, null, 0, 0, e.getMessage());
         }
-        sel = selector.select(rr, policy, 0, 0, false);
+        sel = selector.select(rr, policy, 0, 0, false, true);
         String policyName = policy == null ? null : policy.name();
         if (sel.transport() == null) {
-            HostStaging.Route staged = stagedRoute(rr); // staging (issue 12)
+            HostStaging.Route staged = stagedRoute(rr, true); // staging (issue 12)
             if (staged != null) {
                 return staging.explain(rr, sel, staged);
             }
@@ -128,9 +128,9 @@ final class TaskLauncher {
             return;
         }
         Policy policy = selector.policyFor(rr);
-        Selection sel = selector.select(rr, policy, 0, 0, false);
+        Selection sel = selector.select(rr, policy, 0, 0, false, false);
         if (sel.transport() == null) { // staging (issue 12)
-            HostStaging.Route staged = stagedRoute(rr);
+            HostStaging.Route staged = stagedRoute(rr, false);
             if (staged != null) {
                 task.policy = policy;
                 staging.start(task, rr, staged);
@@ -161,13 +161,13 @@ final class TaskLauncher {
     }
 
     /** staging (issue 12): the route through host memory, or {@code null} (then the direct rejection stands). */
-    private HostStaging.Route stagedRoute(ResolvedRequest rr) {
+    private HostStaging.Route stagedRoute(ResolvedRequest rr, boolean traced) {
         HostStaging h = staging;
         if (h == null) {
             return null;
         }
         try {
-            return h.route(rr);
+            return h.route(rr, traced);
         } catch (TransferException e) {
             log.debug("no staged route for {} to '{}': {}", rr.request().opcode(), rr.segment().name(), e.getMessage());
             return null;

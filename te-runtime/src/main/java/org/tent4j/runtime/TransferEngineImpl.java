@@ -52,6 +52,7 @@ import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
@@ -76,6 +77,11 @@ final class TransferEngineImpl implements TransferEngine {
     private final ResolvedConfig config;
     private final ExecutorService workers;
     private final ScheduledExecutorService scheduler;
+    /**
+     * Connects to peers. Its own threads, not the workers: a connect may wait on a handshake that a worker of this
+     * very engine must answer (a loopback connection), which must not deadlock with few workers.
+     */
+    private final ExecutorService connector;
     private final ControlPlaneNode control;
     private final FileSegments files = new FileSegments(); // file segments (issue 12)
     private final SegmentDirectory directory;
@@ -116,6 +122,7 @@ final class TransferEngineImpl implements TransferEngine {
 
         this.workers = Executors.newFixedThreadPool(settings.workers(), Thread.ofPlatform().daemon().name("tent4j-worker-", 0).factory());
         this.scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("tent4j-timer").factory());
+        this.connector = Executors.newCachedThreadPool(Thread.ofPlatform().daemon().name("tent4j-connect-", 0).factory());
         List<AutoCloseable> built = new ArrayList<>();
         try {
             this.control = new ControlPlaneNode(host, config.core().getInt(EngineConfig.CONTROL_PORT), workers,
@@ -125,7 +132,7 @@ final class TransferEngineImpl implements TransferEngine {
             String segmentName = name.isEmpty() ? host + ":" + control.port() : name;
             this.state = new EngineState(segmentName);
             control.localSegment(segmentName);
-            this.directory = openDirectory(config, control, storeProviders);
+            this.directory = openDirectory(config, control, storeProviders, clock);
             built.add(directory);
             this.metrics = new EngineMetrics(segmentName);
             built.add(metrics);
@@ -144,15 +151,17 @@ final class TransferEngineImpl implements TransferEngine {
                     ProcessHandle.current().pid(), HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())),
                     transports, registrations, files, directory);
             this.segments = new SegmentTable(state, directory, publisher.localSegment(), transports.size());
-            this.buffers = new BufferRegistrar(state, registrations, transports, publisher);
+            this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.selector = new TransportSelector(transports, Policy.parse(config.core().getString(Policy.KEY),
                     providers.stream().map(p -> p.id()).collect(java.util.stream.Collectors.toSet()), transports::indexOf),
                     settings.fallback(), metrics);
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
-            PathGroups groups = new PathGroups(failover, workers, metrics, clock, settings.pathLimits());
+            PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
             this.notifications = new Notifications(segmentName, control, config.core());
+            SlicePool slicePool = new SlicePool(8192, clock, SlicePool.QUARANTINE_NANOS);
+            metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
-                    new SlicePool(8192), notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
+                    slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
             // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
             this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
                     selector, workers, this::submit));
@@ -171,13 +180,15 @@ final class TransferEngineImpl implements TransferEngine {
             }
             workers.shutdownNow();
             scheduler.shutdownNow();
+            connector.shutdownNow();
             throw e;
         }
         log.info("engine '{}' up: transports {}, metadata {}", state.segmentName(), transports.ids(),
                 config.core().getString(EngineConfig.METADATA_URI));
     }
 
-    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, List<MetadataStoreProvider> providers) {
+    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, List<MetadataStoreProvider> providers,
+                                                  TimeSource clock) {
         List<String> list = List.copyOf(TransportRegistry.parseList(config.core().getString(EngineConfig.METADATA_URI)));
         if (list.equals(List.of("p2p"))) {
             return new PeerToPeerDirectory(control, Duration.ofSeconds(5));
@@ -197,7 +208,8 @@ final class TransferEngineImpl implements TransferEngine {
             p.availability().ensureAvailable("metadata store " + scheme);
             targets.add(new StoreDirectory.Target(uri, p, config.rawUnder("metadata." + scheme + ".")));
         }
-        return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL));
+        return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL),
+                clock);
     }
 
     /** The context each transport is created with. */
@@ -232,6 +244,7 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public ScheduledExecutorService scheduler() { return scheduler; }
         @Override public ControlPlane controlPlane() { return control; }
         @Override public Duration transferTimeout() { return transferTimeout; }
+        @Override public SecuritySettings security() { return control.security(); }
         @Override public TimeSource clock() { return clock; }
         @Override public TransportMetrics metrics() { return metrics.forTransport(transportId); }
         @Override public List<DevicePlatform> devicePlatforms() { return platforms.get(); }
@@ -406,14 +419,15 @@ final class TransferEngineImpl implements TransferEngine {
         publisher.close();
         directory.close();
         segments.close();
-        transports.close();
+        long notClosed = transports.closeAll();
         files.access().closeAll(); // remote file segments (issue 12)
         control.close();
-        buffers.releaseAll();
+        buffers.releaseAll(notClosed);
         platforms.close();
         metrics.close();
         workers.shutdown();
         scheduler.shutdownNow();
+        connector.shutdown();
         log.info("engine '{}' closed", state.segmentName());
     }
 

@@ -240,12 +240,20 @@ final class TransportRegistry implements AutoCloseable {
 
     @Override
     public void close() {
+        closeAll();
+    }
+
+    /** Closes every transport; returns the slots (bit = index) that failed to, whose memory may still be touched. */
+    long closeAll() {
+        long failed = 0;
         for (TransportSlot s : slots) {
             try {
                 s.transport().close();
             } catch (RuntimeException e) {
-                log.warn("transport '{}' failed to close: {}", s.id(), e.getMessage());
+                failed |= 1L << s.index();
+                log.error("transport '{}' failed to close; memory registered with it stays allocated: {}", s.id(), e.getMessage());
             }
         }
+        return failed;
     }
 }

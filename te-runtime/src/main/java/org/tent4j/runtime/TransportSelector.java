@@ -72,13 +72,15 @@ final class TransportSelector {
      * @param sliceLength on failover, the length of the slice to move (a transport with smaller slices cannot take it)
      * @param failover    whether a slice is moving after a failure: then order and hint still rank the candidates, but
      *                    falling back from the preferred one is expected, not a fallback
+     * @param traced      whether to record every candidate (explain) or stop at the decision (submit): the decision
+     *                    is the same either way, only the record differs
      */
-    Selection select(ResolvedRequest rr, Policy policy, long excluded, long sliceLength, boolean failover) {
+    Selection select(ResolvedRequest rr, Policy policy, long excluded, long sliceLength, boolean failover, boolean traced) {
         TransferRequest r = rr.request();
         TransportSlot[] slots = transports.slots();
         int[] order = policy == null ? transports.preference() : policy.order();
         boolean ordered = transports.explicitPreference() || policy != null;
-        List<TransferPlan.Candidate> trace = new ArrayList<>(slots.length + 1);
+        List<TransferPlan.Candidate> trace = traced ? new ArrayList<>(slots.length + 1) : null;
         String hint = r.transport();
         TransportSlot chosen = null;
         TransferException rejection = null;
@@ -89,7 +91,9 @@ final class TransportSelector {
             String problem = h < 0 ? "this engine does not run it (running: " + transports.ids() + ")"
                     : (excluded & (1L << h)) != 0 ? "it failed for this task"
                     : unusable(slots[h], rr, sliceLength);
-            trace.add(new TransferPlan.Candidate(hint, problem == null, problem));
+            if (traced) {
+                trace.add(new TransferPlan.Candidate(hint, problem == null, problem));
+            }
             if (problem == null) {
                 chosen = slots[h];
             } else if (r.transportMode() == TransportMode.REQUIRE || !fallback) {
@@ -108,13 +112,21 @@ final class TransportSelector {
             if (s.id().equals(hint)) {
                 continue; // judged above
             }
+            if (chosen != null || rejection != null) {
+                if (!traced) {
+                    break;
+                }
+                // decided; the rest is listed for explain
+                String problem = (excluded & (1L << idx)) != 0 ? "it failed for this task" : unusable(s, rr, sliceLength);
+                trace.add(new TransferPlan.Candidate(s.id(), problem == null, problem));
+                continue;
+            }
             String problem = (excluded & (1L << idx)) != 0 ? "it failed for this task" : unusable(s, rr, sliceLength);
-            trace.add(new TransferPlan.Candidate(s.id(), problem == null, problem));
+            if (traced) {
+                trace.add(new TransferPlan.Candidate(s.id(), problem == null, problem));
+            }
             if (idx == order[0]) {
                 firstProblem = problem;
-            }
-            if (chosen != null || rejection != null) {
-                continue; // decided; the rest is listed for explain
             }
             if (problem != null) {
                 why = (why == null ? new StringBuilder() : why.append("; ")).append(s.id()).append(": ").append(problem);
@@ -142,7 +154,7 @@ final class TransportSelector {
             fallbackFrom = null;
             fallbackWhy = null;
         }
-        return new Selection(policy, chosen, List.copyOf(trace), rejection, fallbackFrom, fallbackWhy);
+        return new Selection(policy, chosen, traced ? List.copyOf(trace) : List.of(), rejection, fallbackFrom, fallbackWhy);
     }
 
     /** Why {@code s} cannot carry the request, or {@code null} if it can. */

@@ -298,7 +298,13 @@ class EngineTest {
         initiator.transfer(TransferRequest.write(local.segment(), seg, remote.address())).orThrow();
         String scrape = ((TransferEngineImpl) initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_transfer_bytes_total{operation=\"write\",segment=\"" + initiator.segmentName() + "\",transport=\"inproc\"} 4096.0"), scrape);
-        assertTrue(scrape.contains("tent4j_transfer_latency_seconds_bucket"), scrape);
         assertTrue(scrape.contains("tent4j_transfer_requests_total"), scrape);
+        // fixed buckets: 16 bounds + Inf per (transport, operation), not a percentile histogram's ~110
+        long buckets = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds_bucket{")
+                && l.contains("operation=\"write\"") && l.contains("transport=\"inproc\"")).count();
+        assertEquals(17, buckets, scrape);
+        long latencySeries = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds")).count();
+        // (2 transports + none) x 2 operations, each with 17 buckets, count, sum and max
+        assertTrue(latencySeries <= 3 * 2 * 20, "latency series: " + latencySeries);
     }
 }

@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,7 +16,6 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalFile;
-import org.tent4j.spi.MemoryPath;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
@@ -62,8 +60,8 @@ class FileSegmentsTest {
     private static TransportSlot[] slots(Transport... ts) {
         TransportSlot[] out = new TransportSlot[ts.length];
         for (int i = 0; i < ts.length; i++) {
-            out[i] = new TransportSlot(i, ts[i].id(), null, new TransportCapabilities(
-                    Set.of(MemoryPath.of(MemoryKind.CPU, MemoryKind.FILE)), true, false, 1 << 20, 0), ts[i]);
+            out[i] = new TransportSlot(i, ts[i].id(), null, TransportCapabilities.builder()
+                    .memoryPath(MemoryKind.CPU, MemoryKind.FILE).sameHostOnly(true).maxSliceSize(1 << 20).rank(0).build(), ts[i]);
         }
         return out;
     }

@@ -32,6 +32,12 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
     /** Slices posted, by {@code transport@initiator segment}: which transport really carried a request. */
     static final Map<String, AtomicLong> POSTS = new ConcurrentHashMap<>();
+    /** Completed when the first slice is posted, by {@code transport@initiator segment}. */
+    static final Map<String, java.util.concurrent.CompletableFuture<Void>> FIRST_POST = new ConcurrentHashMap<>();
+    /** Slices copied and completed, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> COPIES = new ConcurrentHashMap<>();
+    /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -52,7 +58,11 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("paths", OptionSpec.Type.INT, 1, "paths per connection"),
                 OptionSpec.of("slow_path", OptionSpec.Type.INT, -1, "path whose slices are delayed"),
                 OptionSpec.of("slow_delay", OptionSpec.Type.DURATION, "0ms", "delay of each slice on the slow path (all paths when slow_path is -1)"),
-                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"));
+                OptionSpec.of("fail_path", OptionSpec.Type.INT, -1, "path whose slices all fail"),
+                OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
+                OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
+                OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
+                OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
 
     @Override
@@ -64,11 +74,38 @@ public class InProcessTransportProvider implements TransportProvider {
         int slowPath = o.getInt("slow_path");
         long slowNanos = o.getDuration("slow_delay").toNanos();
         int failPath = o.getInt("fail_path");
+        int denyPath = o.getInt("deny_path");
+        boolean cancellable = o.getBoolean("cancellable");
+        boolean doubleComplete = o.getBoolean("double_complete");
+        java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
+        java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
+        // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
+        String key = id() + "@" + context.segmentName();
+        AtomicLong inFlight = new AtomicLong();
+        IN_FLIGHT.put(key, inFlight);
+        AtomicLong copies = new AtomicLong();
+        COPIES.put(key, copies);
+        java.util.concurrent.CompletableFuture<Void> firstPost = new java.util.concurrent.CompletableFuture<>();
+        FIRST_POST.put(key, firstPost);
         AtomicLong posted = new AtomicLong();
         String id = id();
-        AtomicLong posts = POSTS.computeIfAbsent(id + "@" + context.segmentName(), k -> new AtomicLong());
+        AtomicLong posts = new AtomicLong();
+        POSTS.put(key, posts);
         return new Transport() {
             @Override public String id() { return id; }
+
+            @Override
+            public void unregisterBuffer(LocalBuffer buffer) {
+                if (refusals.getAndDecrement() > 0) {
+                    throw new TransferException(ErrorCode.TIMEOUT, "a peer's access to " + buffer + " is still pending");
+                }
+            }
+
+            @Override
+            public java.util.Optional<TransportCapabilities> capabilities() {
+                TransportCapabilities c = InProcessTransportProvider.this.capabilities();
+                return cancellable ? java.util.Optional.of(c.toBuilder().cancellation(true).build()) : java.util.Optional.empty();
+            }
 
             @Override
             public PeerConnection connect(SegmentDescriptor peer) {
@@ -84,9 +121,21 @@ public class InProcessTransportProvider implements TransportProvider {
                     public void post(Slice s) {
                         long n = posted.incrementAndGet();
                         posts.incrementAndGet();
+                        inFlight.incrementAndGet();
+                        pending.add(s);
+                        firstPost.complete(null);
                         Runnable copy = () -> {
+                            if (!pending.remove(s)) {
+                                return; // canceled
+                            }
                             if ((failAfter >= 0 && n > failAfter) || s.path() == failPath) {
+                                inFlight.decrementAndGet();
                                 s.fail(ErrorCode.PEER_FAILED, "injected failure on path " + s.path());
+                                return;
+                            }
+                            if (s.path() == denyPath) {
+                                inFlight.decrementAndGet();
+                                s.fail(ErrorCode.PERMISSION_DENIED, "injected denial on path " + s.path());
                                 return;
                             }
                             try {
@@ -99,8 +148,14 @@ public class InProcessTransportProvider implements TransportProvider {
                                 } else {
                                     MemorySegment.copy(r, roff, l, s.localOffset(), s.length());
                                 }
+                                inFlight.decrementAndGet();
+                                copies.incrementAndGet();
                                 s.complete();
+                                if (doubleComplete) {
+                                    s.complete();
+                                }
                             } catch (TransferException e) {
+                                inFlight.decrementAndGet();
                                 s.fail(e.code(), e.getMessage());
                             }
                         };
@@ -109,6 +164,15 @@ public class InProcessTransportProvider implements TransportProvider {
                         } else {
                             context.workers().execute(copy);
                         }
+                    }
+
+                    @Override
+                    public boolean cancel(Slice s) {
+                        if (cancellable && pending.remove(s)) {
+                            inFlight.decrementAndGet();
+                            return true;
+                        }
+                        return false;
                     }
 
                     @Override public boolean isOpen() { return true; }
@@ -121,6 +185,17 @@ public class InProcessTransportProvider implements TransportProvider {
                 TARGETS.remove(id + "@" + context.segmentName(), context);
             }
         };
+    }
+
+    /** Completes when {@code transportId} of the engine {@code segment} posts its first slice. */
+    static java.util.concurrent.CompletableFuture<Void> firstPost(String transportId, String segment) {
+        return FIRST_POST.computeIfAbsent(transportId + "@" + segment, k -> new java.util.concurrent.CompletableFuture<>());
+    }
+
+    /** Slices posted by {@code transportId} of the engine {@code segment} and not settled yet. */
+    static long inFlight(String transportId, String segment) {
+        AtomicLong n = IN_FLIGHT.get(transportId + "@" + segment);
+        return n == null ? 0 : n.get();
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} so far. */
@@ -182,9 +257,9 @@ public class InProcessTransportProvider implements TransportProvider {
 
                 @Override
                 public java.util.Optional<TransportCapabilities> capabilities() {
-                    return mode.equals("no_kinds") ? java.util.Optional.of(new TransportCapabilities(java.util.Set.of(
-                            org.tent4j.spi.MemoryPath.of(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)),
-                            true, false, 256 << 10, 10)) : java.util.Optional.empty();
+                    return mode.equals("no_kinds") ? java.util.Optional.of(TransportCapabilities.builder()
+                            .memoryPath(org.tent4j.api.MemoryKind.CUDA, org.tent4j.api.MemoryKind.CUDA)
+                            .sameHostOnly(true).maxSliceSize(256 << 10).rank(10).build()) : java.util.Optional.empty();
                 }
 
                 @Override
@@ -210,6 +285,38 @@ public class InProcessTransportProvider implements TransportProvider {
                     inner.close();
                 }
             };
+        }
+    }
+
+    /** Built against a newer transport SPI than this runtime's: must be refused, never probed. */
+    public static final class FromTheFuture extends InProcessTransportProvider {
+        @Override public String id() { return "future"; }
+
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+
+        @Override
+        public Availability availability() {
+            throw new AssertionError("a refused provider was probed");
+        }
+    }
+
+    /** Counts probes, so tests can prove a disabled provider is neither probed nor asked for capabilities at start. */
+    public static final class Unprobed extends InProcessTransportProvider {
+        static final java.util.concurrent.atomic.AtomicInteger AVAILABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+        static final java.util.concurrent.atomic.AtomicInteger CAPABILITY_CALLS = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override public String id() { return "unprobed"; }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            AVAILABILITY_CALLS.incrementAndGet();
+            return Availability.unavailable("never runs");
+        }
+
+        @Override
+        public TransportCapabilities capabilities() {
+            CAPABILITY_CALLS.incrementAndGet();
+            return super.capabilities();
         }
     }
 }

@@ -35,9 +35,8 @@ import picocli.CommandLine.Option;
  * A nixlbench-style sweep through the NIXL-style agent ({@code integration-nixl}) with its tent4j backend: block sizes
  * and batch sizes in powers of two, one row per pair with bandwidth and average / p99 of prepare, post and transfer
  * times. Descriptor lists are prepared once per block size and reused; each iteration makes a request by index
- * ({@link Agent#makeXferReq}), posts it, waits, releases it. Within a batch the remote blocks are paired in reverse
- * order, so no two entries are contiguous on both sides and the agent merges nothing: a batch is {@code batch_size}
- * requests of {@code block_size}, the shape te-bench submits.
+ * ({@link Agent#makeXferReq}, without merging contiguous neighbours), posts it, waits, releases it: a batch is
+ * {@code batch_size} requests of {@code block_size} at consecutive blocks, the shape te-bench submits.
  *
  * <p>Two processes: {@code --mode=target} registers a buffer and prints {@code --peer=host:port}; {@code
  * --mode=initiator --peer=...} fetches the target agent's metadata straight from it and runs the sweep.
@@ -46,6 +45,7 @@ import picocli.CommandLine.Option;
         description = "nixlbench-style sweep through the NIXL-style agent (tent4j backend).")
 public final class NixlBench implements Callable<Integer> {
     private static final String BUFFER_LABEL = "nixl-bench-buffer";
+    private static final XferOptions UNMERGED = XferOptions.NONE.withoutMerging();
 
     enum Mode { TARGET, INITIATOR }
 
@@ -75,6 +75,9 @@ public final class NixlBench implements Callable<Integer> {
     long bufferSize;
     @Option(names = {"--listen_port", "--listen-port"}, defaultValue = "0", description = "Target's listen (control) port; 0 picks one.")
     int listenPort;
+    @Option(names = "--baseline", description = "Run the same loop straight on the agent's engine (a batch of the same "
+            + "requests per iteration, built once), without the agent: what the agent itself costs. Prep and post columns are 0.")
+    boolean baseline;
     @Option(names = "--set", paramLabel = "KEY=VALUE", description = "Extra engine setting (repeatable).")
     Map<String, String> settings;
 
@@ -110,7 +113,7 @@ public final class NixlBench implements Callable<Integer> {
             MemorySegment buffer = arena.allocate(bufferSize, 4096);
             DataPattern.fill(buffer, 0, DataPattern.TARGET_SEED);
             agent.registerMem(DescriptorList.dram(buffer));
-            String where = buffer.address() + " " + buffer.byteSize();
+            String where = buffer.address() + " " + buffer.byteSize() + " " + agent.engine().segmentName();
             agent.engine().offerBlob(BUFFER_LABEL, () -> where.getBytes(StandardCharsets.UTF_8));
             out.println("nixl-bench target: agent '" + agent.name() + "', buffer 0x" + Long.toHexString(buffer.address()) + " of "
                     + buffer.byteSize() + " bytes, transport " + protocol);
@@ -150,14 +153,17 @@ public final class NixlBench implements Callable<Integer> {
                     continue;
                 }
                 List<PreparedList[]> lists = new ArrayList<>();
+                List<long[]> bases = new ArrayList<>();
                 for (int t = 0; t < threads; t++) {
                     long offset = t * range;
+                    bases.add(new long[]{local.address() + offset, remoteBase + offset});
                     lists.add(new PreparedList[]{
                             agent.prepXferDlist("", DescriptorList.blocks(MemoryType.DRAM, local.address() + offset, block, blocks, 0)),
                             agent.prepXferDlist(remote, DescriptorList.blocks(MemoryType.DRAM, remoteBase + offset, block, blocks, 0))});
                 }
                 for (int batch = startBatch; batch <= maxBatch && batch <= blocks; batch <<= 1) {
-                    Row row = run(agent, op, lists, block, batch, blocks);
+                    Row row = baseline ? runOnEngine(agent.engine(), where[2], op, local, bases, block, batch, blocks)
+                            : run(agent, op, lists, block, batch, blocks);
                     if (row.error != null) {
                         System.err.println("nixl-bench: block " + block + " batch " + batch + ": " + row.error);
                         return 1;
@@ -216,7 +222,7 @@ public final class NixlBench implements Callable<Integer> {
         for (int w = 0; w < localIdx.length; w++) {
             for (int k = 0; k < batch; k++) {
                 localIdx[w][k] = w * batch + k;
-                remoteIdx[w][k] = w * batch + (batch - 1 - k);
+                remoteIdx[w][k] = w * batch + k;
             }
         }
         long start = System.nanoTime();
@@ -235,7 +241,7 @@ public final class NixlBench implements Callable<Integer> {
                         if (t0 >= deadline) {
                             break;
                         }
-                        XferRequest r = agent.makeXferReq(op, l[0], localIdx[w], l[1], remoteIdx[w], XferOptions.NONE);
+                        XferRequest r = agent.makeXferReq(op, l[0], localIdx[w], l[1], remoteIdx[w], UNMERGED);
                         long t1 = System.nanoTime();
                         XferState s = r.post();
                         if (s != XferState.DONE) {
@@ -272,6 +278,78 @@ public final class NixlBench implements Callable<Integer> {
         for (Thread w : workers) {
             w.join();
         }
+        long end = recordFrom;
+        for (long d : lastDone) {
+            end = Math.max(end, d);
+        }
+        total.nanos = Math.max(1, end - recordFrom);
+        total.error = error.get();
+        return total;
+    }
+
+    /** The baseline: te-bench's loop on the agent's engine, requests built once per window, one batch per iteration. */
+    private Row runOnEngine(org.tent4j.api.TransferEngine engine, String segmentName, Opcode op, MemorySegment local, List<long[]> bases,
+                            long block, int batch,
+                            int blocks) throws InterruptedException {
+        org.tent4j.api.SegmentHandle target = engine.openSegment(segmentName);
+        Row total = new Row();
+        AtomicReference<String> error = new AtomicReference<>();
+        long start = System.nanoTime();
+        long recordFrom = start + (long) (warmup * 1e9);
+        long deadline = recordFrom + (long) (duration * 1e9);
+        long[] lastDone = new long[bases.size()];
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < bases.size(); t++) {
+            long[] base = bases.get(t);
+            int ti = t;
+            List<List<org.tent4j.api.TransferRequest>> windows = new ArrayList<>();
+            for (int w = 0; w < blocks / batch; w++) {
+                List<org.tent4j.api.TransferRequest> q = new ArrayList<>(batch);
+                for (int k = 0; k < batch; k++) {
+                    long off = (w * (long) batch + k) * block;
+                    q.add(org.tent4j.api.TransferRequest.builder(op, local.asSlice(base[0] - local.address() + off, block), target,
+                            base[1] + off).require(protocol).build());
+                }
+                windows.add(List.copyOf(q));
+            }
+            workers.add(Thread.ofPlatform().name("nixl-bench-baseline-" + t).start(() -> {
+                Row mine = new Row();
+                try {
+                    for (int w = 0; ; w = (w + 1) % windows.size()) {
+                        long t0 = System.nanoTime();
+                        if (t0 >= deadline) {
+                            break;
+                        }
+                        try (org.tent4j.api.Batch b = engine.allocateBatch(batch)) {
+                            b.submit(windows.get(w));
+                            org.tent4j.api.TransferStatus s = b.completion().get();
+                            if (!s.isCompleted()) {
+                                error.compareAndSet(null, s.toString());
+                                break;
+                            }
+                        }
+                        long t2 = System.nanoTime();
+                        if (t0 >= recordFrom) {
+                            mine.prep.record(0);
+                            mine.post.record(0);
+                            mine.tx.record(t2 - t0);
+                            mine.sumTx += t2 - t0;
+                            mine.lat.record(t2 - t0);
+                            mine.sumLat += t2 - t0;
+                            mine.bytes += block * batch;
+                            lastDone[ti] = t2;
+                        }
+                    }
+                } catch (Exception e) {
+                    error.compareAndSet(null, e.toString());
+                }
+                total.add(mine);
+            }));
+        }
+        for (Thread w : workers) {
+            w.join();
+        }
+        engine.closeSegment(target);
         long end = recordFrom;
         for (long d : lastDone) {
             end = Math.max(end, d);

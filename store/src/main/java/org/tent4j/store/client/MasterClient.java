@@ -84,8 +84,9 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Whether the master wants this client to mount its segments again. */
-    public boolean ping(String clientId) {
-        PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId).build()));
+    public boolean ping(String clientId, long leaseExpiredReads) {
+        PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId)
+                .setLeaseExpiredReads(leaseExpiredReads).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
     }

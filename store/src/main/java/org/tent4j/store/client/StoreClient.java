@@ -70,6 +70,7 @@ public final class StoreClient implements AutoCloseable {
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
+    private long reportedLeaseExpiries;
 
     private record Contribution(SegmentSpec spec, RegisteredMemory memory, boolean allocatedHere) {
     }
@@ -227,7 +228,10 @@ public final class StoreClient implements AutoCloseable {
     /** Tells the master this client is alive, remounting its segments if the master had given them up. */
     public void heartbeat() {
         try {
-            if (master.ping(clientId)) {
+            long expired = leaseExpiredReads.sum();
+            boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            reportedLeaseExpiries = expired;
+            if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
                     master.mount(clientId, c.spec);
                 }
@@ -297,13 +301,21 @@ public final class StoreClient implements AutoCloseable {
             }
             throw e;
         }
-        StoreException failure = awaitWrites(key, startWrites(Wire.replicas(ticket.getReplicasList()), parts));
-        if (failure != null) {
-            revokeQuietly(key, ticket.getPutId());
+        List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
+        List<CompletableFuture<StoreException>> writes = startWrites(replicas, parts);
+        StoreException failure = awaitWrites(key, writes);
+        if (failure == null) {
+            master.putEnd(clientId, key, ticket.getPutId());
+            return PutResult.STORED;
+        }
+        revokeQuietly(key, ticket.getPutId());
+        // a segment whose owner died stays mounted until the master's client TTL runs out: place again without it
+        List<String> failed = failedSegments(replicas, parts, writes);
+        if (failed.isEmpty() || !config.excludedSegments().isEmpty()) {
             throw failure;
         }
-        master.putEnd(clientId, key, ticket.getPutId());
-        return PutResult.STORED;
+        LOG.warn("put of '{}' could not write to segments {} ({}); placing it again without them", key, failed, failure.getMessage());
+        return putParts(key, parts, config.withExcludedSegments(failed), upsert);
     }
 
     /** Puts many values with one RPC per phase; each key succeeds or fails on its own. */
@@ -375,6 +387,21 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         return writes;
+    }
+
+    /** Ids of the segments some write to which failed ({@code writes} in {@link #startWrites} order). */
+    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts,
+                                               List<CompletableFuture<StoreException>> writes) {
+        List<String> failed = new ArrayList<>();
+        int w = 0;
+        for (ReplicaLocation r : replicas) {
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0 && writes.get(w++).join() != null && !failed.contains(r.segmentId())) {
+                    failed.add(r.segmentId());
+                }
+            }
+        }
+        return failed;
     }
 
     private static StoreException awaitWrites(String key, List<CompletableFuture<StoreException>> writes) {
@@ -517,9 +544,14 @@ public final class StoreClient implements AutoCloseable {
             List<ReplicaListResponse> lists = master.batchGetReplicaList(waveKeys);
             List<Integer> expired = new ArrayList<>();
             int inTime = 0;
+            // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
+            List<List<ReplicaLocation>> ranked = new ArrayList<>(idx.size());
+            List<CompletableFuture<StoreException>> first = new ArrayList<>(idx.size());
             for (int j = 0; j < idx.size(); j++) {
                 int i = idx.get(j);
                 ReplicaListResponse l = lists.get(j);
+                ranked.add(null);
+                first.add(null);
                 if (l.getStatus().getCode() != 0) {
                     out.set(i, Outcome.failed(error(l.getStatus())));
                     continue;
@@ -530,9 +562,31 @@ public final class StoreClient implements AutoCloseable {
                             + " bytes is too small for key '" + keys.get(i) + "' (" + l.getSize() + " bytes)")));
                     continue;
                 }
+                List<ReplicaLocation> rs = nearestFirst(Wire.replicas(l.getReplicasList()));
+                ranked.set(j, rs);
+                first.set(j, rs.isEmpty() ? CompletableFuture.completedFuture(new StoreException(StoreError.OBJECT_NOT_FOUND,
+                        "key '" + keys.get(i) + "' has no replica to read")) : move(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize())));
+            }
+            for (int j = 0; j < idx.size(); j++) {
+                if (first.get(j) == null) {
+                    continue;
+                }
+                int i = idx.get(j);
+                ReplicaListResponse l = lists.get(j);
                 long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
-                StoreException e = readReplicas(keys.get(i), nearestFirst(Wire.replicas(l.getReplicasList())),
-                        List.of(dst.asSlice(0, l.getSize())), deadline);
+                StoreException e = first.get(j).join();
+                if (e == null) {
+                    if (clock.nanoTime() >= deadline) {
+                        leaseExpiredReads.increment();
+                        e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
+                                + "' finished after its lease ended; the bytes were discarded");
+                    }
+                } else {
+                    replicaFailovers.increment();
+                    List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
+                    e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
+                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
+                }
                 if (e == null) {
                     out.set(i, Outcome.of(l.getSize()));
                     if (expired.isEmpty()) {

@@ -65,6 +65,6 @@ public sealed interface Command<R> {
 
     enum ClientStatus { OK, NEED_REMOUNT }
 
-    record TickReport(int clientsExpired, int putsReclaimed, long evictedObjects, long evictedBytes) {
+    record TickReport(List<String> clientsExpired, int putsReclaimed, long evictedObjects, long evictedBytes) {
     }
 }

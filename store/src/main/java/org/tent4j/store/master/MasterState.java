@@ -54,6 +54,7 @@ public final class MasterState {
     private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
     private long lastReclaimSweep = Long.MIN_VALUE;
 
+    private static final int HOT_KEY_SAMPLING = 4;
     private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
 
     final LongAdder objects = new LongAdder();
@@ -127,6 +128,9 @@ public final class MasterState {
         if (cfg.replicas() < 1 || cfg.replicas() > config.maxReplicas()) {
             throw new StoreException(StoreError.INVALID_PARAMS, "replica count for key '" + c.key() + "' must be in [1, "
                     + config.maxReplicas() + "]: " + cfg.replicas());
+        }
+        if (cfg.excludedSegments().size() > 1024 || cfg.preferredSegments().size() > 1024) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "at most 1024 preferred and 1024 excluded segments per put");
         }
         if (cfg.softPinTtl() != null && (cfg.softPinTtl().isNegative() || cfg.softPinTtl().compareTo(config.maxSoftPinTtl()) > 0)) {
             throw new StoreException(StoreError.INVALID_PARAMS, "soft pin TTL for key '" + c.key() + "' must be in [0, "
@@ -234,6 +238,11 @@ public final class MasterState {
         long[] out = new long[want];
         int n = 0;
         boolean[] tried = new boolean[segs.length];
+        if (!c.config().excludedSegments().isEmpty()) {
+            for (int i = 0; i < segs.length; i++) {
+                tried[i] = c.config().excludedSegments().contains(segs[i].spec.id());
+            }
+        }
         SplittableRandom rnd = new SplittableRandom(c.seed());
         for (String pref : c.config().preferredSegments()) {
             for (int i = 0; i < segs.length && n < want; i++) {
@@ -382,8 +391,9 @@ public final class MasterState {
             }
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             leasesGranted.increment();
-            if ((now & 15) == 0) {
-                readCounts.computeIfAbsent(key, k -> new LongAdder()).increment();
+            // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
+            if (java.util.concurrent.ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
             }
             return new ReplicaList(rec.size, locs, config.leaseTtl());
         }
@@ -549,10 +559,18 @@ public final class MasterState {
             }
             active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
         }
+        boolean[] dropped = new boolean[segmentTable.length];
+        for (MountedSegment seg : gone) {
+            dropped[seg.index] = true;
+        }
+        // one pass over every object however many segments went
         for (Shard shard : shards) {
             synchronized (shard) {
                 for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
                     ObjectRecord rec = it.next();
+                    if (!touches(rec, dropped)) {
+                        continue;
+                    }
                     rec.setReplicas(liveOnly(rec.replicas()));
                     if (rec.pending != null) {
                         rec.pending = liveOnly(rec.pending);
@@ -571,6 +589,24 @@ public final class MasterState {
         synchronized (parked) {
             parked.removeIf(p -> !segmentAt(ObjectRecord.segment(p.replica)).mounted());
         }
+    }
+
+    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+        if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        return touches(rec.more, dropped) || touches(rec.pending, dropped);
+    }
+
+    private static boolean touches(long[] replicas, boolean[] dropped) {
+        if (replicas != null) {
+            for (long r : replicas) {
+                if (dropped[ObjectRecord.segment(r)]) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private long[] liveOnly(long[] replicas) {
@@ -606,7 +642,7 @@ public final class MasterState {
 
     private TickReport tick(long now) {
         releaseParked(now);
-        int expired = expireClients(now);
+        List<String> expired = expireClients(now);
         int reclaimed = 0;
         long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
         if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
@@ -620,16 +656,18 @@ public final class MasterState {
         return new TickReport(expired, reclaimed, evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
     }
 
-    private int expireClients(long now) {
+    private List<String> expireClients(long now) {
         long ttl = config.clientTtl().toNanos();
-        int expired = 0;
+        List<String> expired = new ArrayList<>();
+        List<MountedSegment> gone = new ArrayList<>();
         for (ClientRecord client : clients.values()) {
             if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
-                expired++;
+                expired.add(client.id);
                 clientsExpired.increment();
-                dropSegments(List.copyOf(client.segments));
+                gone.addAll(client.segments);
             }
         }
+        dropSegments(gone);
         return expired;
     }
 
@@ -837,7 +875,7 @@ public final class MasterState {
         return out;
     }
 
-    /** The most read keys (sampled), most read first. */
+    /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
     public List<Map.Entry<String, Long>> hotKeys(int limit) {
         return readCounts.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue().sum()))
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
@@ -845,6 +883,18 @@ public final class MasterState {
 
     public long objectCount() {
         return objects.sum();
+    }
+
+    /** Counters since start, for metrics and the status page. */
+    public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
+                        long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
+                        long partialAllocations, long allocationFailures, long clientsExpired, int clients) {
+    }
+
+    public Stats stats() {
+        return new Stats(objects.sum(), objectBytes.sum(), evictedObjects.sum(), evictedBytes.sum(), evictionRounds.sum(),
+                leasesGranted.sum(), removalsBlockedByLease.sum(), putsTakenOver.sum(), putsReclaimed.sum(),
+                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size());
     }
 
     // ---------------------------------------------------------------- internals

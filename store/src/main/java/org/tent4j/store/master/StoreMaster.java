@@ -107,6 +107,11 @@ public final class StoreMaster implements AutoCloseable {
 
     /** Runs housekeeping every {@code periodMillis} on a daemon thread (eviction is checked each time). */
     public synchronized void startHousekeeping(long periodMillis) {
+        startHousekeeping(periodMillis, r -> { });
+    }
+
+    /** As {@link #startHousekeeping(long)}, also handing every round's report to {@code observer}. */
+    public synchronized void startHousekeeping(long periodMillis, java.util.function.Consumer<TickReport> observer) {
         if (housekeeping != null) {
             return;
         }
@@ -118,9 +123,11 @@ public final class StoreMaster implements AutoCloseable {
         housekeeping.scheduleWithFixedDelay(() -> {
             try {
                 TickReport r = tick();
-                if (r.clientsExpired() > 0 || r.putsReclaimed() > 0) {
-                    LOG.info("housekeeping: {} clients expired, {} abandoned puts reclaimed", r.clientsExpired(), r.putsReclaimed());
+                if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
+                    LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
+                            r.clientsExpired(), r.putsReclaimed());
                 }
+                observer.accept(r);
             } catch (RuntimeException e) {
                 LOG.error("housekeeping failed", e);
             }

@@ -30,6 +30,12 @@ public final class MasterServer implements AutoCloseable {
 
     /** Starts a master on {@code host:port} (port 0 picks a free one) with housekeeping every {@code tickMillis}. */
     public static MasterServer start(MasterConfig config, StoreClock clock, String host, int port, long tickMillis) throws IOException {
+        return start(config, clock, host, port, tickMillis, r -> { });
+    }
+
+    /** As above, handing every housekeeping round's report to {@code observer}. */
+    public static MasterServer start(MasterConfig config, StoreClock clock, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
         StoreMaster master = new StoreMaster(config, clock);
         RpcStats stats = new RpcStats();
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
@@ -38,7 +44,7 @@ public final class MasterServer implements AutoCloseable {
                 .build().start();
         MasterServer self = new MasterServer(master, server, stats);
         if (tickMillis > 0) {
-            master.startHousekeeping(tickMillis);
+            master.startHousekeeping(tickMillis, observer);
         }
         LOG.info("store master listening on {}:{}", host, server.getPort());
         return self;

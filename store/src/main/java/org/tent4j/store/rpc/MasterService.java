@@ -59,6 +59,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void ping(PingRequest req, StreamObserver<PingResponse> out) {
+        if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
+            stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
+        }
         one("Ping", out, () -> PingResponse.newBuilder().setNeedRemount(
                         master.heartbeat(req.getClientId()) == Command.ClientStatus.NEED_REMOUNT).build(),
                 s -> PingResponse.newBuilder().setStatus(s).build());
@@ -239,6 +242,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             } catch (StoreException e) {
                 failed = true;
                 results.add(onError.apply(Wire.status(e)));
+            } catch (RuntimeException e) {
+                failed = true;
+                results.add(onError.apply(Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code())
+                        .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build()));
             }
         }
         stats.record(method, System.nanoTime() - start, failed);

@@ -21,6 +21,18 @@ public final class RpcStats {
             }
         }
 
+        public long calls() {
+            return calls.sum();
+        }
+
+        public long failures() {
+            return failures.sum();
+        }
+
+        public long nanos() {
+            return nanos.sum();
+        }
+
         void record(long elapsedNanos, boolean failed) {
             calls.increment();
             nanos.add(elapsedNanos);
@@ -38,6 +50,16 @@ public final class RpcStats {
     }
 
     private final Map<String, Method> methods = new ConcurrentHashMap<>();
+    /** Reads clients discarded because their lease ended while bytes moved, as reported with their heartbeats. */
+    final LongAdder clientLeaseExpiries = new LongAdder();
+
+    public void addClientLeaseExpiries(long n) {
+        clientLeaseExpiries.add(n);
+    }
+
+    public long clientLeaseExpiries() {
+        return clientLeaseExpiries.sum();
+    }
 
     public void record(String method, long elapsedNanos, boolean failed) {
         methods.computeIfAbsent(method, m -> new Method()).record(elapsedNanos, failed);
@@ -45,6 +67,8 @@ public final class RpcStats {
 
     /** Appends the {@code store_rpc_*} families. */
     public void appendPrometheus(StringBuilder sb) {
+        sb.append("# HELP store_lease_expired_reads_total Reads clients discarded because the lease ended while bytes moved\n")
+                .append("# TYPE store_lease_expired_reads_total counter\nstore_lease_expired_reads_total ").append(clientLeaseExpiries.sum()).append('\n');
         sb.append("# HELP store_rpc_requests_total Master RPCs served, by method\n# TYPE store_rpc_requests_total counter\n");
         methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls.sum()).append('\n'));
         sb.append("# HELP store_rpc_failures_total Master RPCs (or batch items) that returned an error\n# TYPE store_rpc_failures_total counter\n");

@@ -64,11 +64,12 @@ public final class Wire {
         return org.tent4j.store.proto.ReplicateConfig.newBuilder().setReplicas(c.replicas())
                 .addAllPreferredSegments(c.preferredSegments()).setPreferLocalHost(c.preferLocalHost())
                 .setSoftPin(c.softPin()).setSoftPinTtlMs(c.softPinTtl() == null ? -1 : c.softPinTtl().toMillis())
-                .setHardPin(c.hardPin()).build();
+                .setHardPin(c.hardPin()).addAllExcludedSegments(c.excludedSegments()).build();
     }
 
     public static ReplicateConfig config(org.tent4j.store.proto.ReplicateConfig c) {
         return new ReplicateConfig(c.getReplicas(), c.getPreferredSegmentsList(), c.getPreferLocalHost(), c.getSoftPin(),
-                c.getSoftPinTtlMs() < 0 ? null : Duration.ofMillis(c.getSoftPinTtlMs()), c.getHardPin());
+                c.getSoftPinTtlMs() < 0 ? null : Duration.ofMillis(c.getSoftPinTtlMs()), c.getHardPin(),
+                c.getExcludedSegmentsList());
     }
 }

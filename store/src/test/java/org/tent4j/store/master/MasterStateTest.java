@@ -253,7 +253,7 @@ class MasterStateTest {
     }
 
     @Test
-    void preferredAndLocalHostSegmentsComeFirst() {
+    void preferredAndLocalHostSegmentsComeFirstAndExcludedNeverServe() {
         mount("c1", "s1", "hostA", 1 << 20);
         mount("c2", "s2", "hostB", 1 << 20);
         mount("c3", "s3", "hostC", 1 << 20);
@@ -262,6 +262,8 @@ class MasterStateTest {
                     .replicas().getFirst().segmentId());
             assertEquals("s3", master.putStart("w", "l" + i, 10, ReplicateConfig.defaults().withPreferLocalHost(true), "hostC")
                     .replicas().getFirst().segmentId());
+            assertEquals(List.of("s1"), master.putStart("w", "x" + i, 10, ReplicateConfig.replicas(3).withExcludedSegments(List.of("s2", "s3")), "hostA")
+                    .replicas().stream().map(ReplicaLocation::segmentId).toList());
         }
     }
 

@@ -33,6 +33,13 @@ public final class CoreKey {
     /** Notifications received and not yet taken by the application; beyond it new ones are dropped (logged). */
     public static final String NOTIFICATIONS_MAX_QUEUED = "notifications.max_queued";
 
+    /** Shared secret every control-plane and data connection proves with a challenge-response before it is served. */
+    public static final String SECURITY_TOKEN = "security.token";
+    public static final String SECURITY_TOKEN_FILE = "security.token_file";
+    public static final String SECURITY_TLS_CERTIFICATE = "security.tls.certificate";
+    public static final String SECURITY_TLS_PRIVATE_KEY = "security.tls.private_key";
+    public static final String SECURITY_TLS_TRUSTED_CERTIFICATES = "security.tls.trusted_certificates";
+
     public static final List<OptionSpec> ALL = List.of(
             OptionSpec.of(EngineConfig.SEGMENT_NAME, Type.STRING, "", "segment name; empty = host:port of the control plane"),
             OptionSpec.of(EngineConfig.METADATA_URI, Type.STRING, "p2p", "metadata store URI(s), comma separated: p2p, memory://name, etcd://, redis://, http://"),
@@ -62,6 +69,11 @@ public final class CoreKey {
             OptionSpec.of(CONTROL_IDLE_TIMEOUT, Type.DURATION, "5m", "close a control-plane connection that received nothing for this long and has no call or request open; 0 = never"),
             OptionSpec.of(CONTROL_CALL_TIMEOUT, Type.DURATION, "30s", "how long an asynchronous control-plane call (a notification) waits for its reply"),
             OptionSpec.of(NOTIFICATIONS_MAX_QUEUED, Type.INT, "65536", "received notifications kept until the application takes them; more are dropped with a WARN"),
+            OptionSpec.of(SECURITY_TOKEN, Type.STRING, "", "shared secret; when set, every control-plane and data connection starts with a mutual HMAC-SHA256 challenge-response and peers without it are refused; empty = anyone who can connect is served (logged as WARN)"),
+            OptionSpec.of(SECURITY_TOKEN_FILE, Type.STRING, "", "file holding security.token (surrounding whitespace dropped); keeps the secret out of command lines and environment"),
+            OptionSpec.of(SECURITY_TLS_CERTIFICATE, Type.STRING, "", "PEM certificate (chain) of this engine; with security.tls.private_key, control-plane and tcp data connections run over mutual TLS"),
+            OptionSpec.of(SECURITY_TLS_PRIVATE_KEY, Type.STRING, "", "PEM private key (PKCS#8) of security.tls.certificate"),
+            OptionSpec.of(SECURITY_TLS_TRUSTED_CERTIFICATES, Type.STRING, "", "PEM certificates that sign peers' certificates; empty = trust security.tls.certificate itself (one key pair for the cluster)"),
             OptionSpec.of(QOS_AGING, Type.DURATION, "5ms", "a MEDIUM slice waiting this long (LOW: twice) is served before HIGH ones"));
 
     private CoreKey() {

@@ -1,7 +1,10 @@
 package org.tent4j.runtime.control;
 
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Map;
@@ -35,8 +38,10 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.AttributeKey;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,6 +51,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 
 /**
@@ -69,7 +75,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     /** What a peer can make this node hold, from the {@code control.*} keys of {@link CoreKey}. */
     public record Settings(int maxFrame, int maxConnections, int maxRequestsPerConnection, int maxRequests,
-                           Duration idleTimeout, Duration callTimeout) {
+                           Duration idleTimeout, Duration callTimeout, SecuritySettings security) {
         public Settings {
             if (maxFrame < 1024) {
                 throw new ConfigException(CoreKey.CONTROL_MAX_FRAME, "must be at least 1k, got " + maxFrame);
@@ -101,7 +107,38 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
             return new Settings((int) frame, core.getInt(CoreKey.CONTROL_MAX_CONNECTIONS),
                     core.getInt(CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION), core.getInt(CoreKey.CONTROL_MAX_REQUESTS),
-                    core.getDuration(CoreKey.CONTROL_IDLE_TIMEOUT), core.getDuration(CoreKey.CONTROL_CALL_TIMEOUT));
+                    core.getDuration(CoreKey.CONTROL_IDLE_TIMEOUT), core.getDuration(CoreKey.CONTROL_CALL_TIMEOUT),
+                    security(core));
+        }
+
+        /** The {@code security.*} keys; a token file is read once, at start, and its surrounding whitespace dropped. */
+        static SecuritySettings security(OptionValues core) {
+            String token = core.getString(CoreKey.SECURITY_TOKEN);
+            String tokenFile = core.getString(CoreKey.SECURITY_TOKEN_FILE);
+            if (!token.isEmpty() && !tokenFile.isEmpty()) {
+                throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, "set either " + CoreKey.SECURITY_TOKEN
+                        + " or " + CoreKey.SECURITY_TOKEN_FILE + ", not both");
+            }
+            if (!tokenFile.isEmpty()) {
+                try {
+                    token = Files.readString(Path.of(tokenFile)).strip();
+                } catch (IOException | RuntimeException e) {
+                    throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, "cannot read " + tokenFile + ": " + e);
+                }
+                if (token.isEmpty()) {
+                    throw new ConfigException(CoreKey.SECURITY_TOKEN_FILE, tokenFile + " is empty");
+                }
+            }
+            String cert = core.getString(CoreKey.SECURITY_TLS_CERTIFICATE);
+            String key = core.getString(CoreKey.SECURITY_TLS_PRIVATE_KEY);
+            String trusted = core.getString(CoreKey.SECURITY_TLS_TRUSTED_CERTIFICATES);
+            if (cert.isEmpty() != key.isEmpty()) {
+                throw new ConfigException(cert.isEmpty() ? CoreKey.SECURITY_TLS_CERTIFICATE : CoreKey.SECURITY_TLS_PRIVATE_KEY,
+                        "TLS needs both " + CoreKey.SECURITY_TLS_CERTIFICATE + " and " + CoreKey.SECURITY_TLS_PRIVATE_KEY);
+            }
+            return new SecuritySettings(token.isEmpty() ? null : token.getBytes(StandardCharsets.UTF_8),
+                    cert.isEmpty() ? null : Path.of(cert), key.isEmpty() ? null : Path.of(key),
+                    trusted.isEmpty() ? null : Path.of(trusted));
         }
     }
 
@@ -123,11 +160,15 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private final LongAdder refusedRequests = new LongAdder();
     private final LongAdder refusedConnections = new LongAdder();
     private final LongAdder badFrames = new LongAdder();
+    private final LongAdder authFailures = new LongAdder();
+    /** {@code null} without TLS. */
+    private final TlsContexts tls;
     private volatile String localSegment = "";
 
     public ControlPlaneNode(String host, int port, Executor workers, Settings settings) {
         this.workers = workers;
         this.settings = settings;
+        this.tls = settings.security().tls() ? TlsContexts.of(settings.security()) : null;
         try {
             server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
@@ -137,7 +178,24 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new TransferException(ErrorCode.CONFIG, "cannot listen on control plane " + host + ":" + port + ": " + e, e);
         }
+        if (!settings.security().authenticates()) {
+            log.warn("{} is not set: the control plane on {}:{} and the transports' data ports serve any host that "
+                    + "can reach them (TLS {})", CoreKey.SECURITY_TOKEN, host, port(), tls != null ? "on" : "off");
+        }
     }
+
+    /** How connections of this engine are secured; transports get the same through their context. */
+    public SecuritySettings security() {
+        return settings.security();
+    }
+
+    /** Connections that failed the token handshake, inbound or outbound. */
+    public long authFailures() {
+        return authFailures.sum();
+    }
+
+    private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    private static final AttributeKey<CompletableFuture<Void>> READY = AttributeKey.valueOf("tent4j.control.ready");
 
     /** Replies queued beyond this stop reading the connection's requests until the peer reads its replies. */
     private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
@@ -183,7 +241,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                     if (connections.incrementAndGet() > settings.maxConnections()) {
                         connections.decrementAndGet();
                         refusedConnections.increment();
-                        log.warn("control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
+                        warnSometimes(refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
                                 localSegment, ch.remoteAddress(), settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
                         ch.close();
                         return;
@@ -194,6 +252,28 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 if (idle > 0) {
                     ch.pipeline().addLast(new IdleStateHandler(idle, 0, 0, TimeUnit.MILLISECONDS));
                 }
+                CompletableFuture<Void> ready = CompletableFuture.completedFuture(null);
+                if (tls != null) {
+                    SslHandler ssl = inbound ? tls.server().newHandler(ch.alloc()) : tls.client().newHandler(ch.alloc());
+                    ch.pipeline().addLast(ssl);
+                    CompletableFuture<Void> handshake = new CompletableFuture<>();
+                    ssl.handshakeFuture().addListener(h -> {
+                        if (h.isSuccess()) {
+                            handshake.complete(null);
+                        } else {
+                            handshake.completeExceptionally(h.cause());
+                        }
+                    });
+                    ready = handshake;
+                }
+                SecuritySettings security = settings.security();
+                if (security.authenticates()) {
+                    TokenAuthHandler auth = new TokenAuthHandler(security.handshake(!inbound), "control plane of '"
+                            + localSegment + "'", HANDSHAKE_TIMEOUT, authFailures);
+                    ch.pipeline().addLast(auth);
+                    ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
+                }
+                ch.attr(READY).set(ready);
                 ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(settings.maxFrame(), 0, 4, 0, 4),
                         new LengthFieldPrepender(4), new FrameHandler());
             }
@@ -302,7 +382,18 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 .handler(pipeline(false)).connect(host, port);
         cf.addListener(f -> {
             if (f.isSuccess()) {
-                fresh.complete(cf.channel());
+                // no request goes out before the peer proved itself (TLS, token)
+                cf.channel().attr(READY).get().whenComplete((v, e) -> {
+                    if (e == null) {
+                        fresh.complete(cf.channel());
+                    } else {
+                        peers.remove(endpoint, fresh);
+                        cf.channel().close();
+                        fresh.completeExceptionally(new TransferException(ErrorCode.PERMISSION_DENIED,
+                                "control plane " + endpoint + " failed the " + (tls != null ? "TLS/" : "")
+                                        + "token handshake: " + e, e));
+                    }
+                });
             } else {
                 peers.remove(endpoint, fresh);
                 fresh.completeExceptionally(new TransferException(ErrorCode.PEER_UNREACHABLE,
@@ -318,6 +409,19 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         ByteBuf buf = ch.alloc().buffer(1 + 8 + 2 + s.length + 2 + c.length + payload.length);
         buf.writeByte(kind).writeLong(id).writeShort(s.length).writeBytes(s).writeShort(c.length).writeBytes(c).writeBytes(payload);
         return buf;
+    }
+
+    /**
+     * Logs the 1st, 2nd, 4th, 8th ... event that {@code count} counts: every kind of refusal is visible in the log,
+     * and a peer that repeats one a million times cannot flood it.
+     */
+    private static void warnSometimes(LongAdder count, String format, Object... args) {
+        long n = count.sum();
+        if (Long.bitCount(n) == 1) {
+            Object[] withCount = java.util.Arrays.copyOf(args, args.length + 1);
+            withCount[args.length] = n;
+            log.warn(format + " [{} so far]", withCount);
+        }
     }
 
     private static byte[] errorPayload(ErrorCode code, String message) {
@@ -347,7 +451,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 case REPLY, ERROR -> onReply(ch, kind, id, service, claimed, in);
                 default -> {
                     badFrames.increment();
-                    log.warn("control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
+                    warnSometimes(badFrames, "control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
                             ch.remoteAddress(), kind);
                     ctx.close();
                 }
@@ -359,7 +463,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             if (p == null || p.channel() != ch) {
                 // a reply on a connection its call did not go out on is forged, or too late to matter
                 strayReplies.increment();
-                log.warn("control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
+                warnSometimes(strayReplies, "control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
                         service, ch.remoteAddress(), claimed, p == null ? "no call is waiting for it"
                                 : "its call went out on another connection");
                 return;
@@ -380,7 +484,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             String refusal = claim(ch, claimed);
             if (refusal != null) {
                 refusedCallers.increment();
-                log.warn("control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
+                warnSometimes(refusedCallers, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
                         refusal);
                 ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(ErrorCode.PERMISSION_DENIED, refusal)));
                 return;
@@ -442,7 +546,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
         private void refuse(Channel ch, long id, String service, ErrorCode code, String why) {
             refusedRequests.increment();
-            log.warn("control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
+            warnSometimes(refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
             ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(code, "segment '" + localSegment + "': " + why)));
             if (!ch.isWritable()) {
                 ch.config().setAutoRead(false);
@@ -496,7 +600,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             if (cause instanceof TooLongFrameException || cause instanceof IndexOutOfBoundsException) {
                 badFrames.increment();
-                log.warn("control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
+                warnSometimes(badFrames, "control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
                         ctx.channel().remoteAddress(), cause instanceof TooLongFrameException ? cause.getMessage()
                                 : "truncated frame", CoreKey.CONTROL_MAX_FRAME, settings.maxFrame());
             } else {

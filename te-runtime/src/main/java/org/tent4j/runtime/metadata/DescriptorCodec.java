@@ -61,6 +61,20 @@ public final class DescriptorCodec {
         }
     }
 
+    /**
+     * Decodes a descriptor fetched for segment {@code expectedName}. A descriptor that names another segment is refused:
+     * whoever can write one key of the store must not be able to pass for another engine (shm maps files by the
+     * publishing segment's name).
+     */
+    public static SegmentDescriptor decodeFor(String expectedName, byte[] json, String source) {
+        SegmentDescriptor d = decode(json, source);
+        if (!d.name().equals(expectedName)) {
+            throw new TransferException(ErrorCode.PROTOCOL, "descriptor from " + source + " fetched for segment '" + expectedName
+                    + "' names segment '" + d.name() + "': refused");
+        }
+        return d;
+    }
+
     public static SegmentDescriptor decode(byte[] json, String source) {
         try {
             JsonNode root = JSON.readTree(json);

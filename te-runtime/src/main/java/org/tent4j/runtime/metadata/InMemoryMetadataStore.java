@@ -12,6 +12,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
+import org.tent4j.spi.TimeSource;
 
 /**
  * A metadata store shared by the engines of one JVM ({@code memory://<name>}): no server to install, for tests and
@@ -22,11 +23,22 @@ public final class InMemoryMetadataStore implements MetadataStore {
 
     private final String uri;
     private final Space space;
+    private final TimeSource clock;
     private volatile boolean closed;
 
-    private InMemoryMetadataStore(String uri, Space space) {
+    private InMemoryMetadataStore(String uri, Space space, TimeSource clock) {
         this.uri = uri;
         this.space = space;
+        this.clock = clock;
+    }
+
+    /**
+     * Opens {@code memory://name} reading time from {@code clock} (expiries follow it: tests run TTLs in virtual
+     * time). Stores of one name share their entries whatever their clocks.
+     */
+    public static InMemoryMetadataStore open(URI uri, TimeSource clock) {
+        String name = uri.getAuthority() == null ? "default" : uri.getAuthority();
+        return new InMemoryMetadataStore(uri.toString(), SPACES.computeIfAbsent(name, n -> new Space()), clock);
     }
 
     private record Entry(byte[] value, long expiresAtNanos) {
@@ -69,7 +81,7 @@ public final class InMemoryMetadataStore implements MetadataStore {
         if (e == null) {
             return Optional.empty();
         }
-        if (!e.live(System.nanoTime())) {
+        if (!e.live(clock.nanoTime())) {
             if (space.entries.remove(key, e)) {
                 space.fire(key, null);
             }
@@ -81,7 +93,7 @@ public final class InMemoryMetadataStore implements MetadataStore {
     @Override
     public void put(String key, byte[] value, Duration ttl) {
         open();
-        long exp = ttl.isZero() ? 0 : System.nanoTime() + ttl.toNanos();
+        long exp = ttl.isZero() ? 0 : clock.nanoTime() + ttl.toNanos();
         space.entries.put(key, new Entry(value.clone(), exp == 0 ? 0 : exp | 1));
         space.fire(key, value.clone());
     }
@@ -123,8 +135,7 @@ public final class InMemoryMetadataStore implements MetadataStore {
 
         @Override
         public MetadataStore open(URI uri, Map<String, String> options) {
-            String name = uri.getAuthority() == null ? "default" : uri.getAuthority();
-            return new InMemoryMetadataStore(uri.toString(), SPACES.computeIfAbsent(name, n -> new Space()));
+            return InMemoryMetadataStore.open(uri, TimeSource.SYSTEM);
         }
     }
 }

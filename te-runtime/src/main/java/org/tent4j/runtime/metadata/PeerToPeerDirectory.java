@@ -42,7 +42,7 @@ public final class PeerToPeerDirectory implements SegmentDirectory {
         String host = segmentName.substring(0, colon);
         try {
             byte[] json = control.call(host, port, SERVICE, new byte[0], timeout);
-            return DescriptorCodec.decode(json, "peer " + segmentName);
+            return DescriptorCodec.decodeFor(segmentName, json, "peer " + segmentName);
         } catch (TransferException e) {
             throw new TransferException(ErrorCode.UNKNOWN_SEGMENT, "cannot open segment '" + segmentName + "': " + e.getMessage(), e);
         }

@@ -16,6 +16,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 
 /**
  * Descriptors in one or more metadata stores, under {@code tent4j/<cluster>/segments/<name>}. Publishing goes to every
@@ -32,6 +33,7 @@ public final class StoreDirectory implements SegmentDirectory {
     private final List<Slot> slots = new ArrayList<>();
     private final String prefix;
     private final Duration ttl;
+    private final TimeSource clock;
 
     /** A configured store: opened lazily, reopened after a failed open. */
     private static final class Slot {
@@ -59,6 +61,12 @@ public final class StoreDirectory implements SegmentDirectory {
     }
 
     public StoreDirectory(List<Target> targets, String cluster, Duration ttl) {
+        this(targets, cluster, ttl, TimeSource.SYSTEM);
+    }
+
+    /** @param clock when to try reopening a store that failed (tests pass a virtual one) */
+    public StoreDirectory(List<Target> targets, String cluster, Duration ttl, TimeSource clock) {
+        this.clock = clock;
         this.prefix = "tent4j/" + cluster + "/segments/";
         this.ttl = ttl;
         TransferException first = null;
@@ -93,7 +101,7 @@ public final class StoreDirectory implements SegmentDirectory {
         }
         synchronized (s) {
             if (s.store == null) {
-                s.lastOpenAttempt = System.nanoTime();
+                s.lastOpenAttempt = clock.nanoTime();
                 s.store = s.provider.open(s.uri, s.options);
                 s.rewatch.forEach(Runnable::run);
             }
@@ -107,7 +115,7 @@ public final class StoreDirectory implements SegmentDirectory {
             return s.store;
         }
         synchronized (s) {
-            if (System.nanoTime() - s.lastOpenAttempt < REOPEN_INTERVAL_NANOS) {
+            if (clock.nanoTime() - s.lastOpenAttempt < REOPEN_INTERVAL_NANOS) {
                 return null;
             }
         }
@@ -156,15 +164,18 @@ public final class StoreDirectory implements SegmentDirectory {
             if (m == null) {
                 continue;
             }
+            Optional<byte[]> v;
             try {
-                Optional<byte[]> v = m.get(key(segmentName));
+                v = m.get(key(segmentName));
                 up(s);
-                if (v.isPresent()) {
-                    return DescriptorCodec.decode(v.get(), m.uri());
-                }
             } catch (TransferException e) {
                 skip(s, "lookup", e);
                 last = e;
+                continue;
+            }
+            if (v.isPresent()) {
+                // outside the try: a malformed or foreign descriptor is the answer, not an unavailable store
+                return DescriptorCodec.decodeFor(segmentName, v.get(), m.uri());
             }
         }
         if (last != null && slots.size() == 1) {
@@ -179,7 +190,7 @@ public final class StoreDirectory implements SegmentDirectory {
         List<MetadataStore.Watch> watches = new ArrayList<>();
         MetadataStore.MetadataListener l = (key, value) -> {
             try {
-                listener.accept(value == null ? null : DescriptorCodec.decode(value, "watch of " + key));
+                listener.accept(value == null ? null : DescriptorCodec.decodeFor(segmentName, value, "watch of " + key));
             } catch (TransferException e) {
                 log.warn("ignoring a malformed descriptor of segment '{}': {}", segmentName, e.getMessage());
             }

@@ -34,6 +34,7 @@ import org.tent4j.api.TransferException;
  * <li>{@code tent4j_transfer_latency_seconds{transport,operation}} submit → completion histogram</li>
  * <li>{@code tent4j_transport_fallbacks_total{from,to}} requests carried by another transport than preferred</li>
  * <li>{@code tent4j_transport_failovers_total{from,to}} slices moved to another transport after a failure</li>
+ * <li>{@code tent4j_slice_stale_settlements_total} a transport settled a slice that was not in flight (twice, or after a cancel)</li>
  * <li>{@code tent4j_path_bandwidth_bytes_per_second{peer,transport,path}} EWMA of each path's delivered bandwidth</li>
  * <li>{@code tent4j_path_inflight_bytes{peer,transport,path}} bytes posted and not yet settled</li>
  * <li>{@code tent4j_path_paused{peer,transport,path}} 1 while a failing path cools down</li>
@@ -98,6 +99,13 @@ public final class EngineMetrics implements AutoCloseable {
         } else {
             errors[i].increment();
         }
+    }
+
+    /** {@code tent4j_slice_stale_settlements_total}: settlements of slices not in flight (a transport's bug). */
+    public void staleSettlements(java.util.concurrent.atomic.AtomicLong count) {
+        // the counter must be held by its owner: Micrometer keeps only a weak reference to it
+        FunctionCounter.builder("tent4j.slice.stale.settlements", count, java.util.concurrent.atomic.AtomicLong::get)
+                .tags("segment", segment).register(registry);
     }
 
     public void fallback(String from, String to) {

@@ -12,6 +12,7 @@ import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.TransportContext;
+import org.tent4j.spi.platform.DevicePlatform;
 
 /** A transport context without an engine, for transport tests. Close it to stop its threads. */
 public final class TestTransportContext implements TransportContext, AutoCloseable {
@@ -23,6 +24,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("test-timer").factory());
     private final Duration timeout;
     private final InJvmControlPlane controlPlane;
+    private volatile List<DevicePlatform> devicePlatforms = List.of();
 
     public TestTransportContext(String segmentName, String machineId, String transportId, List<OptionSpec> specs,
                                 Map<String, String> options, Duration timeout) {
@@ -42,6 +44,16 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     @Override public ScheduledExecutorService scheduler() { return scheduler; }
     @Override public Duration transferTimeout() { return timeout; }
     @Override public ControlPlane controlPlane() { return controlPlane; }
+    @Override public List<DevicePlatform> devicePlatforms() { return devicePlatforms; }
+
+    /**
+     * Hands {@code platforms} to the transport as the engine's device platforms (none by default). The caller owns
+     * them and closes them after the transport, as an engine does.
+     */
+    public TestTransportContext devicePlatforms(List<DevicePlatform> platforms) {
+        this.devicePlatforms = List.copyOf(platforms);
+        return this;
+    }
 
     public TestLocalMemory memory() {
         return memory;

@@ -59,7 +59,8 @@ public final class Agent implements AutoCloseable {
     private final AtomicLong generation = new AtomicLong();
     private final Set<String> published = ConcurrentHashMap.newKeySet();
     private final Set<String> offered = ConcurrentHashMap.newKeySet();
-    private final Set<String> loggedChoices = ConcurrentHashMap.newKeySet();
+    private final Set<ChoiceKey> loggedChoices = ConcurrentHashMap.newKeySet();
+    private volatile List<String> defaultOrder;
     private volatile boolean closed;
 
     private record Slot(String id, BackendProvider provider, Backend backend, BackendOptions options) {
@@ -206,6 +207,7 @@ public final class Agent implements AutoCloseable {
                 throw new NixlException(NixlStatus.BACKEND, "backend '" + id + "' failed to start: " + e, e);
             }
             backends.put(id, new Slot(id, p, b, opts));
+            defaultOrder = null;
         }
         log.info("agent '{}': backend '{}' created with {}", name, id, opts.values());
         return new BackendHandle(id, opts.values());
@@ -380,12 +382,25 @@ public final class Agent implements AutoCloseable {
         if (!NAME.matcher(md.agent()).matches()) {
             throw new NixlException(NixlStatus.INVALID_PARAM, "bad agent metadata: agent name '" + md.agent() + "'");
         }
+        boolean known = peers.containsKey(md.agent());
         Peer peer = peers.computeIfAbsent(md.agent(), Peer::new);
+        try {
+            load(md, peer);
+        } catch (RuntimeException e) {
+            if (!known && peer.regions.isEmpty()) {
+                peers.remove(md.agent(), peer);
+            }
+            throw e;
+        }
+        return md.agent();
+    }
+
+    private void load(AgentMetadata md, Peer peer) {
         synchronized (peer) {
             if (!md.partial() && md.generation() < peer.generation) {
                 log.info("agent '{}': metadata of '{}' generation {} is older than the loaded {}; ignored", name, md.agent(),
                         md.generation(), peer.generation);
-                return md.agent();
+                return;
             }
             for (AgentMetadata.Section sec : md.sections()) {
                 Slot s = backends.get(sec.backend());
@@ -415,7 +430,6 @@ public final class Agent implements AutoCloseable {
                 peer.generation = md.generation();
             }
         }
-        return md.agent();
     }
 
     /** Drops a peer's metadata and closes every backend's connections to it. */
@@ -640,7 +654,7 @@ public final class Agent implements AutoCloseable {
         if (localIdx.length != remoteIdx.length) {
             throw new NixlException(NixlStatus.MISMATCH, localIdx.length + " local indices, " + remoteIdx.length + " remote indices");
         }
-        return build(op, local, localIdx, remote, remoteIdx, options, true);
+        return build(op, local, localIdx, remote, remoteIdx, options, !options.skipMerge());
     }
 
     private XferRequest build(Opcode op, PreparedList local, int[] li, PreparedList remote, int[] ri, XferOptions options, boolean merge) {
@@ -692,38 +706,68 @@ public final class Agent implements AutoCloseable {
         } catch (TransferException e) {
             throw new NixlException(NixlStatus.BACKEND, "backend '" + c.slot.id() + "' could not prepare a request to '" + peer + "': " + e.getMessage(), e);
         }
-        return new XferRequest(peer, c.slot.id(), c.slot.backend(), handle, c.reason, bytes, ls.size(), options.notification());
+        return new XferRequest(peer, c.slot.id(), c.slot.backend(), handle, c::reason, bytes, ls.size(), options.notification());
     }
 
-    private record Choice(Slot slot, String reason) {
+    /** A backend choice; its reason is put into words only when asked for. */
+    private record Choice(Slot slot, List<String> order, Map<String, String> skipped, String target, MemoryType from, MemoryType to) {
+        String reason() {
+            return "backend '" + slot.id() + "' chosen for " + target + " " + from + "->" + to + " from order " + order
+                    + (skipped.isEmpty() ? "" : "; skipped " + skipped);
+        }
+    }
+
+    private record ChoiceKey(String peer, MemoryType from, MemoryType to, List<String> order, String chosen) {
+    }
+
+    /** Agent preference, then every other created backend by id; recomputed when a backend is created. */
+    private List<String> defaultOrder() {
+        List<String> order = defaultOrder;
+        if (order == null) {
+            List<String> o = new ArrayList<>();
+            synchronized (backends) {
+                for (String id : config.backendPreference()) {
+                    if (backends.containsKey(id)) {
+                        o.add(id);
+                    }
+                }
+                for (String id : new TreeMap<>(backends).keySet()) {
+                    if (!o.contains(id)) {
+                        o.add(id);
+                    }
+                }
+            }
+            defaultOrder = order = List.copyOf(o);
+        }
+        return order;
     }
 
     private Choice choose(List<String> requested, boolean loopback, boolean notify, PreparedList local, int[] li, PreparedList remote, int[] ri) {
-        List<String> order = new ArrayList<>();
-        for (String id : requested) {
-            provider(id);
-            if (!backends.containsKey(id)) {
-                throw new NixlException(NixlStatus.NOT_FOUND, "request prefers backend '" + id + "', which agent '" + name + "' has not created");
+        List<String> order = defaultOrder();
+        if (!requested.isEmpty()) {
+            List<String> o = new ArrayList<>();
+            for (String id : requested) {
+                provider(id);
+                if (!backends.containsKey(id)) {
+                    throw new NixlException(NixlStatus.NOT_FOUND, "request prefers backend '" + id + "', which agent '" + name + "' has not created");
+                }
+                if (!o.contains(id)) {
+                    o.add(id);
+                }
             }
-            if (!order.contains(id)) {
-                order.add(id);
+            for (String id : order) {
+                if (!o.contains(id)) {
+                    o.add(id);
+                }
             }
+            order = o;
         }
-        for (String id : config.backendPreference()) {
-            if (backends.containsKey(id) && !order.contains(id)) {
-                order.add(id);
-            }
-        }
-        for (String id : new TreeMap<>(backends).keySet()) {
-            if (!order.contains(id)) {
-                order.add(id);
-            }
-        }
-        Map<String, String> skipped = new LinkedHashMap<>();
+        Map<String, String> skipped = Map.of();
+        String target = loopback ? "loopback" : "agent '" + remote.agent + "'";
         for (String id : order) {
             Slot s = backends.get(id);
             BackendProvider p = s.provider();
-            String why = null;
+            String why;
             if (loopback && !p.supportsLocal()) {
                 why = "no loopback";
             } else if (!loopback && !p.supportsRemote()) {
@@ -739,14 +783,16 @@ public final class Agent implements AutoCloseable {
                 }
             }
             if (why == null) {
-                String reason = "backend '" + id + "' chosen for " + (loopback ? "loopback" : "agent '" + remote.agent + "'") + " "
-                        + local.type() + "->" + remote.type() + " from order " + order + (skipped.isEmpty() ? "" : "; skipped " + skipped);
-                if (loggedChoices.add(remote.agent + "|" + local.type() + "|" + remote.type() + "|" + order + "|" + id)) {
-                    log.info("agent '{}': {}", name, reason);
-                } else {
-                    log.debug("agent '{}': {}", name, reason);
+                Choice c = new Choice(s, order, skipped, target, local.type(), remote.type());
+                if (loggedChoices.add(new ChoiceKey(remote.agent, local.type(), remote.type(), order, id))) {
+                    log.info("agent '{}': {}", name, c.reason());
+                } else if (log.isDebugEnabled()) {
+                    log.debug("agent '{}': {}", name, c.reason());
                 }
-                return new Choice(s, reason);
+                return c;
+            }
+            if (skipped.isEmpty()) {
+                skipped = new LinkedHashMap<>();
             }
             skipped.put(id, why);
         }
@@ -773,13 +819,7 @@ public final class Agent implements AutoCloseable {
         if (p == null) {
             throw new NixlException(NixlStatus.NOT_FOUND, "agent '" + name + "' has no metadata of '" + agent + "'");
         }
-        List<String> order = new ArrayList<>(config.backendPreference());
-        new TreeMap<>(backends).keySet().forEach(id -> {
-            if (!order.contains(id)) {
-                order.add(id);
-            }
-        });
-        for (String id : order) {
+        for (String id : defaultOrder()) {
             Slot s = backends.get(id);
             if (s != null && s.provider().supportsNotifications() && p.regions.containsKey(id)) {
                 s.backend().sendNotification(agent, message);

@@ -6,6 +6,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 import org.tent4j.api.TransferException;
 import org.tent4j.integration.nixl.spi.Backend;
@@ -20,7 +21,7 @@ public final class XferRequest implements AutoCloseable {
     private final String backendId;
     private final Backend backend;
     private final Object handle;
-    private final String reason;
+    private final Supplier<String> reason;
     private final long bytes;
     private final int descriptors;
     private final byte[] notification;
@@ -32,7 +33,7 @@ public final class XferRequest implements AutoCloseable {
     private long transferNanos;
     private long posts;
 
-    XferRequest(String remoteAgent, String backendId, Backend backend, Object handle, String reason, long bytes, int descriptors,
+    XferRequest(String remoteAgent, String backendId, Backend backend, Object handle, Supplier<String> reason, long bytes, int descriptors,
                 byte[] notification) {
         this.remoteAgent = remoteAgent;
         this.backendId = backendId;
@@ -149,7 +150,7 @@ public final class XferRequest implements AutoCloseable {
 
     /** Why that backend was chosen (and the others were not). */
     public String selectionReason() {
-        return reason;
+        return reason.get();
     }
 
     public String remoteAgent() {

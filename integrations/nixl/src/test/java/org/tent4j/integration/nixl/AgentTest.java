@@ -77,7 +77,7 @@ class AgentTest {
         BackendDescription d = a.describeBackend("tent4j");
         assertTrue(d.supportsRemote() && d.supportsLocal() && d.supportsNotifications());
         assertEquals(List.of("transport", "timeout", "vram_kind"), d.options().stream().map(OptionSpec::key).toList());
-        assertEquals("30s", d.options().get(1).defaultValue());
+        assertEquals("0", d.options().get(1).defaultValue());
 
         fails(NixlStatus.INVALID_PARAM, "has no option 'tranport' (it accepts [transport, timeout, vram_kind])",
                 () -> a.createBackend("tent4j", Map.of("tranport", "tcp")));
@@ -175,6 +175,10 @@ class AgentTest {
         assertEquals(crc(la.asSlice(0, 4L * block)), crc(rb.asSlice(4L * block, 4L * block)));
         assertEquals(crc(la.asSlice(7L * block, block)), crc(rb.asSlice(0, block)));
 
+        XferRequest unmerged = a.makeXferReq(Opcode.WRITE, local, new int[]{0, 1, 2, 3, 7}, remote, new int[]{4, 5, 6, 7, 0},
+                XferOptions.NONE.withoutMerging());
+        assertEquals(5, unmerged.telemetry().descriptors());
+
         // reposting a terminal request moves the data again
         fill(la, 4);
         assertEquals(XferState.DONE, r.post() == XferState.DONE ? XferState.DONE : finish(r));
@@ -238,6 +242,10 @@ class AgentTest {
         a.registerMem(DescriptorList.dram(la));
         b.registerMem(DescriptorList.dram(r1, r2));
 
+        // partial metadata without connection info cannot be used before a's tent4j knows b's endpoint; nothing is kept
+        fails(NixlStatus.NOT_FOUND, "no connection info of agent 'b'", () -> a.loadRemoteMD(b.getLocalPartialMD(DescriptorList.dram(r2), false)));
+        assertFalse(a.checkRemoteMD("b", null));
+
         // partial: only r2, with connection info; r1 is not known to a
         assertEquals("b", a.loadRemoteMD(b.getLocalPartialMD(DescriptorList.dram(r2.asSlice(100, 10)), true)));
         assertTrue(a.checkRemoteMD("b", DescriptorList.dram(r2)));
@@ -250,6 +258,7 @@ class AgentTest {
         a.genNotif("b", "alone".getBytes(StandardCharsets.UTF_8));
         Map<String, List<byte[]>> got = b.getNotifs();
         assertEquals(List.of("a"), List.copyOf(got.keySet()));
+        // DONE means the peer has the transfer's notification, so the stand-alone one sent after it comes second
         assertEquals(List.of("kv ready", "alone"), got.get("a").stream().map(x -> new String(x, StandardCharsets.UTF_8)).toList());
         assertTrue(b.getNotifs().isEmpty());
 

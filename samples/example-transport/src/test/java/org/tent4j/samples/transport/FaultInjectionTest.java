@@ -122,7 +122,28 @@ class FaultInjectionTest {
         TransferException malformed = assertThrows(TransferException.class, () -> side("a", Map.of("wraps", "uds",
                 "wrapped_options", "paths")));
         assertTrue(malformed.getMessage().contains("transports.faulty.wrapped_options"), malformed.getMessage());
-        assertFalse(provider.availability(parse(Map.of("wraps", "uds", "wrapped_options", "paths=x"))).isAvailable());
+        // available, so that create fails the engine's start with the key instead of the engine skipping faulty
+        assertTrue(provider.availability(parse(Map.of("wraps", "uds", "wrapped_options", "paths=x"))).isAvailable());
+        ConfigException bad = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "wrapped_options", "paths=x")));
+        assertEquals("transports.uds.paths", bad.key());
+    }
+
+    @Test
+    void delegateKeysReachTheWrappedTransportsOptions() {
+        assertTrue(provider.options().stream().anyMatch(o -> o.name().equals("delegate.paths")),
+                "every option of the transports on the class path has a delegate.<name> key");
+        Link link = link(Map.of("delegate.paths", "3"));
+        assertEquals(3, link.connection.pathCount(), "transports.faulty.delegate.paths=3 did not reach uds");
+        ConfigException twice = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.paths", "3", "wrapped_options", "paths=2")));
+        assertEquals("transports.faulty.delegate.paths", twice.key());
+        ConfigException typo = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.lanes", "4")));
+        assertEquals("transports.faulty.delegate.lanes", typo.key(), "no transport here declares lanes");
+        ConfigException bad = assertThrows(ConfigException.class, () -> side("a", Map.of("wraps", "uds",
+                "delegate.paths", "x")));
+        assertEquals("transports.uds.paths", bad.key(), "parsed against the wrapped transport's own spec");
     }
 
     @Test

@@ -54,10 +54,16 @@ class EfaFailureTest {
             if (provider.equals("shm")) {
                 return; // libfabric 1.17 shm leaves the pair wedged after a rejected command (see assertRejectedByTarget)
             }
-            // the endpoint still works afterwards (tcp reconnects)
+            // The endpoint still works afterwards: tcp;ofi_rxm tears the connection down after the rejected key and
+            // reconnects on the next send; a send racing that teardown fails PEER_FAILED (retryable, so the runtime
+            // would repost it). Allow that once or twice, never more, and never any other outcome.
             TestSlice ok = EfaPair.slice(Opcode.WRITE, local, 0, remote.descriptor(), 0, 4096);
             c.post(ok);
-            EfaPair.awaitDone(ok);
+            for (int attempt = 1; !EfaPair.completesOrPeerFails(ok); attempt++) {
+                assertTrue(attempt < 3, "the endpoint did not recover after " + attempt + " reconnecting sends");
+                ok = EfaPair.slice(Opcode.WRITE, local, 0, remote.descriptor(), 0, 4096);
+                c.post(ok);
+            }
             assertEquals(EfaPair.crc(local.segment().asSlice(0, 4096)), EfaPair.crc(remote.segment().asSlice(0, 4096)));
         }
     }

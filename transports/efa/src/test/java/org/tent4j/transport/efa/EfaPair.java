@@ -149,6 +149,23 @@ final class EfaPair implements AutoCloseable {
         assertEquals(1, s.completions(), "completed exactly once");
     }
 
+    /** Waits for a slice: true if it completed, false if it failed with PEER_FAILED; any other outcome fails the test. */
+    static boolean completesOrPeerFails(TestSlice s) {
+        try {
+            s.result().get(60, TimeUnit.SECONDS);
+            assertEquals(1, s.completions(), "completed exactly once");
+            return true;
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof TransferException t && t.code() == ErrorCode.PEER_FAILED) {
+                assertEquals(1, s.completions(), "failed exactly once");
+                return false;
+            }
+            throw new AssertionError("slice failed: " + e.getCause(), e.getCause());
+        } catch (InterruptedException | TimeoutException e) {
+            throw new AssertionError("slice did not finish: " + e, e);
+        }
+    }
+
     /** Waits for a slice that must fail and returns its code. */
     static ErrorCode awaitFailure(TestSlice s) {
         try {

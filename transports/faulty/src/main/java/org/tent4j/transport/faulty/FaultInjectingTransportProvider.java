@@ -1,10 +1,14 @@
 package org.tent4j.transport.faulty;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 import org.tent4j.api.ConfigException;
 import org.tent4j.spi.Availability;
@@ -25,8 +29,9 @@ import org.tent4j.spi.TransportProvider;
  * <p>Opt-in by name: with {@code wraps} empty (the default) it reports itself unavailable, so an engine that merely
  * has it on the class path neither runs it nor lists it among its transports.
  *
- * <p>The wrapped transport's options come from {@code wrapped_options} ({@code name=value,...}), checked against what
- * it declares and reported under its own keys ({@code transports.<id>.<name>}); the rest keep their defaults. Its
+ * <p>The wrapped transport's options come from {@code transports.faulty.delegate.<name>} (one key per option, for
+ * every option name some transport on the class path declares) or from {@code wrapped_options}
+ * ({@code name=value,...}), checked against what the wrapped transport declares; the rest keep their defaults. Its
  * {@code transports.<id>.*} settings in the engine's config belong to the unwrapped instance, if that runs too.
  *
  * <p>Rank {@value #RANK}: after every real transport, so it carries traffic only when preferred or required
@@ -69,6 +74,12 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         return "fault injector for tests: wraps the transport named by transports.faulty.wraps";
     }
 
+    /** Prefix of the options passed through to the wrapped transport. */
+    static final String DELEGATE = "delegate.";
+
+    /** Computed on first use: discovery of the other transports is cheap but not free. */
+    private volatile List<OptionSpec> options;
+
     private static final Availability INERT_UNAVAILABLE = Availability.unavailable(
             "inert: transports.faulty.wraps names no transport to wrap (faulty runs only when a test asks for it)");
 
@@ -78,7 +89,11 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         return INERT_UNAVAILABLE;
     }
 
-    /** Unavailable while inert; otherwise exactly as available as the wrapped transport with its options. */
+    /**
+     * Unavailable while inert or when {@code wraps} names no transport here; otherwise exactly as available as the
+     * wrapped transport with its options. Options the wrapped transport rejects leave it available: {@link #create}
+     * then fails the engine's start naming the key, where an unavailable transport would only be skipped.
+     */
     @Override
     public Availability availability(OptionValues options) {
         String wraps = options.getString("wraps");
@@ -86,12 +101,16 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             return INERT_UNAVAILABLE;
         }
         TransportProvider delegate;
-        OptionValues delegateOptions;
         try {
             delegate = delegate(wraps);
-            delegateOptions = delegateOptions(delegate, options.getString("wrapped_options"));
         } catch (ConfigException e) {
             return Availability.unavailable(e.getMessage());
+        }
+        OptionValues delegateOptions;
+        try {
+            delegateOptions = delegateOptions(delegate, options);
+        } catch (ConfigException e) {
+            return Availability.available();
         }
         Availability a = delegate.availability(delegateOptions);
         return a.isAvailable() ? a : Availability.unavailable(new IllegalStateException(
@@ -103,9 +122,27 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
         return INERT;
     }
 
+    /** {@link #OPTIONS} plus one {@code delegate.<name>} per option name of the transports on the class path. */
     @Override
     public List<OptionSpec> options() {
-        return OPTIONS;
+        List<OptionSpec> o = options;
+        if (o == null) {
+            Map<String, OptionSpec> delegated = new TreeMap<>();
+            for (TransportProvider p : ServiceLoader.load(TransportProvider.class)) {
+                if (!p.id().equals(ID)) {
+                    for (OptionSpec spec : p.options()) {
+                        // text, parsed against the wrapped transport's own spec once wraps has chosen it
+                        delegated.putIfAbsent(spec.name(), OptionSpec.of(DELEGATE + spec.name(), Type.STRING, "",
+                                "the wrapped transport's option " + spec.name() + "; empty = its default"));
+                    }
+                }
+            }
+            List<OptionSpec> all = new ArrayList<>(OPTIONS);
+            all.addAll(delegated.values());
+            o = List.copyOf(all);
+            options = o;
+        }
+        return o;
     }
 
     @Override
@@ -115,13 +152,39 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             throw new ConfigException("transports.faulty.wraps", "names no transport to wrap; faulty cannot run inert");
         }
         TransportProvider provider = delegate(plan.wraps());
-        OptionValues delegateOptions = delegateOptions(provider, context.options().getString("wrapped_options"));
+        OptionValues delegateOptions = delegateOptions(provider, context.options());
         provider.availability(delegateOptions).ensureAvailable("transport '" + plan.wraps() + "' wrapped by faulty");
         Transport delegate = provider.create(new DelegateContext(context, delegateOptions, plan.wraps()));
         return new FaultInjectingTransport(context, plan, provider, delegate);
     }
 
-    static OptionValues delegateOptions(TransportProvider delegate, String wrappedOptions) {
+    /** The wrapped transport's options from {@code wrapped_options} and {@code delegate.*}; naming one twice is an error. */
+    OptionValues delegateOptions(TransportProvider delegate, OptionValues faultyOptions) {
+        Map<String, String> values = parseWrappedOptions(faultyOptions.getString("wrapped_options"));
+        Set<String> declared = new HashSet<>();
+        delegate.options().forEach(spec -> declared.add(spec.name()));
+        for (OptionSpec spec : options()) {
+            if (!spec.name().startsWith(DELEGATE)) {
+                continue;
+            }
+            String value = faultyOptions.getString(spec.name());
+            String name = spec.name().substring(DELEGATE.length());
+            if (value.isEmpty()) {
+                continue;
+            }
+            if (!declared.contains(name)) {
+                throw new ConfigException("transports.faulty." + spec.name(), "the wrapped transport '" + delegate.id()
+                        + "' has no option '" + name + "'; it has " + new TreeSet<>(declared));
+            }
+            if (values.put(name, value) != null) {
+                throw new ConfigException("transports.faulty." + spec.name(), "option '" + name
+                        + "' is also set in transports.faulty.wrapped_options; set it once");
+            }
+        }
+        return OptionValues.parse("transports." + delegate.id() + ".", delegate.options(), values);
+    }
+
+    private static Map<String, String> parseWrappedOptions(String wrappedOptions) {
         Map<String, String> values = new LinkedHashMap<>();
         for (String item : wrappedOptions.split(",")) {
             if (item.isBlank()) {
@@ -134,7 +197,7 @@ public final class FaultInjectingTransportProvider implements TransportProvider 
             }
             values.put(item.substring(0, eq).strip(), item.substring(eq + 1).strip());
         }
-        return OptionValues.parse("transports." + delegate.id() + ".", delegate.options(), values);
+        return values;
     }
 
     static TransportProvider delegate(String id) {

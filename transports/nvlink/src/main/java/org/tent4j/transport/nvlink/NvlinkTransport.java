@@ -30,7 +30,6 @@ import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.platform.DeviceInfo;
 import org.tent4j.spi.platform.DevicePlatform;
-import org.tent4j.spi.platform.DevicePlatformProvider;
 import org.tent4j.spi.platform.DeviceStream;
 
 /**
@@ -68,21 +67,21 @@ final class NvlinkTransport implements Transport {
         Slice slice;
     }
 
-    NvlinkTransport(TransportContext context, List<DevicePlatformProvider> available) {
+    /**
+     * @param opened      the engine's device platforms ({@link TransportContext#devicePlatforms()}); the engine owns
+     *                    and closes them, this transport only uses them
+     * @param platformIds the platform id peers know each memory kind by ({@code cuda}, {@code rocm}, {@code ascend})
+     */
+    NvlinkTransport(TransportContext context, List<DevicePlatform> opened, Map<MemoryKind, String> platformIds) {
         this.context = context;
         this.sameProcessDirect = context.options().getBoolean(NvlinkTransportProvider.SAME_PROCESS_DIRECT.name());
         int laneCount = Math.max(1, context.options().getInt(NvlinkTransportProvider.LANES.name()));
         this.queueDepth = Math.max(1, context.options().getInt(NvlinkTransportProvider.QUEUE_DEPTH.name()));
-        try {
-            for (DevicePlatformProvider p : available) {
-                DevicePlatform platform = p.create();
-                platformByKind.put(platform.memoryKind(), platforms.size());
+        for (DevicePlatform platform : opened) {
+            if (platformByKind.putIfAbsent(platform.memoryKind(), platforms.size()) == null) {
                 platforms.add(platform);
-                platformIds.add(p.id());
+                this.platformIds.add(platformIds.getOrDefault(platform.memoryKind(), platform.memoryKind().prefix()));
             }
-        } catch (RuntimeException e) {
-            platforms.forEach(DevicePlatform::close);
-            throw e;
         }
         freeJobs = new ArrayBlockingQueue<>(queueDepth);
         pendingJobs = new ArrayBlockingQueue<>(queueDepth);
@@ -400,7 +399,7 @@ final class NvlinkTransport implements Transport {
             }
         }
         if (idleLanes.size() < lanes.size()) {
-            LOG.warn("nvlink: {} lane(s) still copying after 30 s; releasing platforms anyway",
+            LOG.warn("nvlink: {} lane(s) still copying after 30 s; releasing streams and mappings anyway",
                     lanes.size() - idleLanes.size());
         }
         for (NvlinkConnection c : List.copyOf(connections)) {
@@ -409,13 +408,7 @@ final class NvlinkTransport implements Transport {
         for (Lane lane : lanes) {
             lane.closeStreams();
         }
-        for (DevicePlatform p : platforms) {
-            try {
-                p.close();
-            } catch (RuntimeException e) {
-                LOG.warn("nvlink: closing platform failed: {}", e.getMessage());
-            }
-        }
+        // the platforms are the engine's: it closes them after every transport
     }
 
 }

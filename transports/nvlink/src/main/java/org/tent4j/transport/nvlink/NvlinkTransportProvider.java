@@ -3,13 +3,17 @@ package org.tent4j.transport.nvlink;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.function.Supplier;
 
+import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
+import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MemoryPath;
 import org.tent4j.spi.OptionSpec;
@@ -17,6 +21,7 @@ import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportProvider;
+import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 
 /**
@@ -26,9 +31,10 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
  *
  * <p>Discovery and {@link #capabilities()} load no native library: the memory paths declared are those of the platform
  * modules present (for each device kind K, K→K, K→cpu and cpu→K), read from their providers' {@code memoryKind()}; a
- * running transport narrows them to the platforms it opened. {@link #availability()} asks each platform (each probes
- * its library once per class loader) and is available when at least one is; with the default discovery that answer
- * too is kept once per class loader, like Netty's {@code Epoll}.
+ * running transport narrows them to the platforms the engine opened for it ({@link TransportContext#devicePlatforms()};
+ * nvlink opens none itself). {@link #availability()} asks each platform (each probes its library once per class
+ * loader) and is available when at least one is; with the default discovery that answer too is kept once per class
+ * loader, like Netty's {@code Epoll}.
  */
 public final class NvlinkTransportProvider implements TransportProvider {
     public static final String ID = "nvlink";
@@ -48,11 +54,7 @@ public final class NvlinkTransportProvider implements TransportProvider {
     /** {@code null}: the class loader's platforms, discovered and probed once per class loader. */
     private final Supplier<List<DevicePlatformProvider>> discovery;
     private volatile List<DevicePlatformProvider> discovered;
-    private volatile Probe probe;
-
-    /** The platforms that can run here, and why none can when none can. */
-    record Probe(List<DevicePlatformProvider> available, Availability availability) {
-    }
+    private volatile Availability probe;
 
     /** The class loader's platform providers: constructing them is cheap by contract (no native library). */
     private static final class DefaultDiscovery {
@@ -62,7 +64,7 @@ public final class NvlinkTransportProvider implements TransportProvider {
 
     /** Asked once per class loader, the first time availability is needed. */
     private static final class DefaultProbe {
-        static final Probe PROBE = run(DefaultDiscovery.PLATFORMS);
+        static final Availability PROBE = run(DefaultDiscovery.PLATFORMS);
     }
 
     public NvlinkTransportProvider() {
@@ -86,7 +88,7 @@ public final class NvlinkTransportProvider implements TransportProvider {
 
     @Override
     public Availability availability() {
-        return probe().availability();
+        return probe();
     }
 
     /** The paths of every platform module present; never probes a platform (that loads its native library). */
@@ -100,11 +102,26 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return List.of(LANES, QUEUE_DEPTH, SAME_PROCESS_DIRECT);
     }
 
+    /**
+     * Runs on the engine's device platforms ({@link TransportContext#devicePlatforms()}), which the engine opens once
+     * for every transport and closes itself; nvlink opens none of its own.
+     *
+     * @throws TransferException TRANSPORT_UNAVAILABLE when no platform is available or the engine opened none
+     */
     @Override
     public Transport create(TransportContext context) {
-        Probe p = probe();
-        p.availability().ensureAvailable("nvlink transport");
-        return new NvlinkTransport(context, p.available());
+        probe().ensureAvailable("nvlink transport");
+        List<DevicePlatform> opened = context.devicePlatforms();
+        if (opened.isEmpty()) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "nvlink transport: the engine of segment '"
+                    + context.segmentName() + "' opened no device platform, although "
+                    + platforms().stream().map(DevicePlatformProvider::id).toList() + " reported one available");
+        }
+        Map<MemoryKind, String> ids = new EnumMap<>(MemoryKind.class);
+        for (DevicePlatformProvider p : platforms()) {
+            ids.putIfAbsent(p.memoryKind(), p.id());
+        }
+        return new NvlinkTransport(context, opened, ids);
     }
 
     /** Same-host, no cancellation; for each device kind K: K→K, K→cpu and cpu→K. */
@@ -135,11 +152,11 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return d;
     }
 
-    Probe probe() {
+    private Availability probe() {
         if (discovery == null) {
             return DefaultProbe.PROBE;
         }
-        Probe p = probe;
+        Availability p = probe;
         if (p == null) {
             synchronized (this) {
                 if (probe == null) {
@@ -161,10 +178,9 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return List.copyOf(ordered);
     }
 
-    private static Probe run(List<DevicePlatformProvider> ordered) {
-        List<DevicePlatformProvider> available = new ArrayList<>();
+    /** Available when any platform is; otherwise every platform's own cause, cuda, rocm, ascend first. */
+    private static Availability run(List<DevicePlatformProvider> ordered) {
         List<String> causes = new ArrayList<>();
-        Set<MemoryKind> kinds = new LinkedHashSet<>();
         for (DevicePlatformProvider p : ordered) {
             Availability a;
             try {
@@ -172,19 +188,15 @@ public final class NvlinkTransportProvider implements TransportProvider {
             } catch (RuntimeException | LinkageError e) {
                 a = Availability.unavailable(e);
             }
-            if (a.isAvailable() && kinds.add(p.memoryKind())) {
-                available.add(p);
-            } else if (!a.isAvailable()) {
-                causes.add(p.id() + ": " + a.reason());
+            if (a.isAvailable()) {
+                return Availability.available();
             }
-        }
-        if (!available.isEmpty()) {
-            return new Probe(List.copyOf(available), Availability.available());
+            causes.add(p.id() + ": " + a.reason());
         }
         String cause = ordered.isEmpty()
                 ? "no device platform available: no DevicePlatformProvider on the class path"
                 + " (add platform-cuda, platform-rocm or platform-ascend)"
                 : "no device platform available: " + String.join("; ", causes);
-        return new Probe(List.of(), Availability.unavailable(cause));
+        return Availability.unavailable(cause);
     }
 }

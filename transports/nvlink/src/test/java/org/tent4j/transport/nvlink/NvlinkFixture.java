@@ -10,6 +10,7 @@ import org.tent4j.api.Opcode;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
@@ -20,10 +21,19 @@ final class NvlinkFixture implements AutoCloseable {
     final NvlinkTransport transport;
     final List<BufferDescriptor> published = new ArrayList<>();
 
+    /** The platforms this fixture opened in the engine's place; closed after the transport, as an engine does. */
+    private final List<DevicePlatform> opened = new ArrayList<>();
+
     NvlinkFixture(String segment, String machine, List<DevicePlatformProvider> platforms, Map<String, String> options) {
         NvlinkTransportProvider provider = new NvlinkTransportProvider(() -> platforms);
         context = new TestTransportContext(segment, machine, NvlinkTransportProvider.ID, provider.options(), options,
                 Duration.ofSeconds(10));
+        for (DevicePlatformProvider p : platforms) {
+            if (p.availability().isAvailable()) {
+                opened.add(p.create());
+            }
+        }
+        context.devicePlatforms(opened);
         transport = (NvlinkTransport) provider.create(context);
     }
 
@@ -50,6 +60,7 @@ final class NvlinkFixture implements AutoCloseable {
     @Override
     public void close() {
         transport.close();
+        opened.forEach(DevicePlatform::close);
         context.close();
     }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
@@ -23,6 +24,7 @@ import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DevicePlatformProvider;
+import org.tent4j.testkit.transport.TestTransportContext;
 
 class NvlinkProviderTest {
 
@@ -110,21 +112,26 @@ class NvlinkProviderTest {
     }
 
     @Test
-    void onlyAvailablePlatformsAreOpened() {
+    void runsOnTheEnginesPlatformsAndRefusesToStartWithoutAny() {
         DevicePlatformProvider rocm = new DevicePlatformProvider() {
             @Override public String id() { return "rocm"; }
             @Override public MemoryKind memoryKind() { return MemoryKind.ROCM; }
             @Override public Availability availability() { return Availability.available(); }
-            @Override public DevicePlatform create() { throw new AssertionError(); }
+            @Override public DevicePlatform create() { throw new AssertionError("nvlink must not open a platform itself"); }
         };
         NvlinkTransportProvider p = new NvlinkTransportProvider(() -> List.of(
                 new Unavailable("cuda", MemoryKind.CUDA, "no"), rocm));
         assertTrue(p.availability().isAvailable());
-        assertEquals(List.of(rocm), p.probe().available());
+        try (TestTransportContext context = new TestTransportContext("seg", "m", NvlinkTransportProvider.ID,
+                p.options(), Map.of(), Duration.ofSeconds(5))) {
+            TransferException none = assertThrows(TransferException.class, () -> p.create(context));
+            assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, none.code());
+            assertTrue(none.getMessage().contains("opened no device platform"), none.getMessage());
+        }
         assertEquals(Set.of(MemoryPath.of(MemoryKind.ROCM, MemoryKind.ROCM), MemoryPath.of(MemoryKind.ROCM, MemoryKind.CPU),
                 MemoryPath.of(MemoryKind.CPU, MemoryKind.ROCM)),
                 NvlinkTransportProvider.capabilities(List.of(MemoryKind.ROCM)).memoryPaths(),
-                "a running transport declares the paths of the platforms it opened");
+                "a running transport declares the paths of the platforms it was given");
     }
 
     @Test

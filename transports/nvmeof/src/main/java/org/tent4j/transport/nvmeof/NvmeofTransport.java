@@ -85,8 +85,7 @@ final class NvmeofTransport implements Transport {
         if (gds != null) {
             memoryPaths.add(MemoryPath.of(MemoryKind.CUDA, MemoryKind.FILE));
         }
-        TransportCapabilities c = NvmeofTransportProvider.CAPABILITIES;
-        this.capabilities = new TransportCapabilities(memoryPaths, c.sameHostOnly(), c.cancellation(), c.maxSliceSize(), c.rank());
+        this.capabilities = NvmeofTransportProvider.CAPABILITIES.toBuilder().memoryPaths(memoryPaths).build();
         log.info("nvmeof for segment '{}': {} x {}{}", engine, paths, useUring ? "io_uring (depth " + depth + ", O_DIRECT "
                 + direct + ")" : "FileChannel", gds != null ? ", GDS through " + gds.library() : "");
     }

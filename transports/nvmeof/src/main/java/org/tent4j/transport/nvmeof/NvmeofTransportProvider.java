@@ -5,14 +5,12 @@ import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
-import org.tent4j.spi.MemoryPath;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.Transport;
@@ -30,8 +28,8 @@ public final class NvmeofTransportProvider implements TransportProvider {
     public static final String ID = "nvmeof";
     static final long MAX_SLICE_SIZE = 64L << 20;
     static final int RANK = 40;
-    static final TransportCapabilities CAPABILITIES = new TransportCapabilities(
-            Set.of(MemoryPath.of(MemoryKind.CPU, MemoryKind.FILE)), true, false, MAX_SLICE_SIZE, RANK);
+    static final TransportCapabilities CAPABILITIES = TransportCapabilities.builder()
+            .memoryPath(MemoryKind.CPU, MemoryKind.FILE).sameHostOnly(true).maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("engine", OptionSpec.Type.STRING, "auto",

@@ -30,6 +30,7 @@ final class InboundLimits {
     final LongAdder refusedConnections = new LongAdder();
     final LongAdder idleClosed = new LongAdder();
     final LongAdder authFailures = new LongAdder();
+    final LongAdder violations = new LongAdder();
     private final LongAdder readPauses = new LongAdder();
     /** The most answers (header buffers) one connection had queued while it could not write. */
     private final LongAccumulator queuedPeak = new LongAccumulator(Math::max, 0);

@@ -573,7 +573,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private void violation(long id, String reason) {
         String message = "segment '" + segmentName + "': protocol violation from " + ctx.channel().remoteAddress()
                 + ": " + reason + "; closing the connection";
-        log.warn(message);
+        limits.violations.increment();
+        long n = limits.violations.sum();
+        if (Long.bitCount(n) == 1) { // the 1st, 2nd, 4th ...: a peer repeating one cannot flood the log
+            log.warn("{} [{} protocol violations so far]", message, n);
+        }
         byte[] text = errorText(message);
         ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
         writeErrorResponse(frame, id, STATUS_PROTOCOL, text);

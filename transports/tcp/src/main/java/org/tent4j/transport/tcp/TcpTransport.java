@@ -167,7 +167,7 @@ public final class TcpTransport implements Transport {
                             if (security.authenticates()) {
                                 ch.pipeline().addLast(new TokenAuthHandler(security.handshake(false), "segment '"
                                         + context.segmentName() + "' tcp data port", connectTimeout,
-                                        limits.authFailures::increment));
+                                        limits.authFailures));
                             }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
@@ -388,7 +388,7 @@ public final class TcpTransport implements Transport {
                 if (security.authenticates()) {
                     TokenAuthHandler auth = new TokenAuthHandler(security.handshake(true), "segment '"
                             + context.segmentName() + "' tcp lane to '" + peer.name() + "'", connectTimeout,
-                            limits.authFailures::increment);
+                            limits.authFailures);
                     ch.pipeline().addLast(auth);
                     tokenDone = auth.authenticated();
                 }

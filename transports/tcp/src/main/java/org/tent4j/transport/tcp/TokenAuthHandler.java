@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -25,7 +26,7 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
     private final TokenHandshake handshake;
     private final String where;
     private final Duration timeout;
-    private final Runnable onFailure;
+    private final LongAdder failures;
     private final CompletableFuture<Void> done = new CompletableFuture<>();
     private final byte[] received = new byte[TokenHandshake.PEER_BYTES];
     private int have;
@@ -34,13 +35,13 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * @param where     names this side for log lines ("segment 'b' tcp data port")
-     * @param onFailure counts a failed handshake
+     * @param failures  counts failed handshakes (of all connections; the log shows the 1st, 2nd, 4th ...)
      */
-    TokenAuthHandler(TokenHandshake handshake, String where, Duration timeout, Runnable onFailure) {
+    TokenAuthHandler(TokenHandshake handshake, String where, Duration timeout, LongAdder failures) {
         this.handshake = handshake;
         this.where = where;
         this.timeout = timeout;
-        this.onFailure = onFailure;
+        this.failures = failures;
     }
 
     /** Completes once the peer proved it holds the token; fails when the connection fails the handshake or ends. */
@@ -115,7 +116,8 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        done.completeExceptionally(new SecurityException("the connection closed during the token handshake"));
+        // a peer that hangs up instead of proving itself failed the handshake as well
+        fail(ctx, "the connection closed during the token handshake");
         if (timer != null) {
             timer.cancel(false);
         }
@@ -124,9 +126,12 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
 
     private void fail(ChannelHandlerContext ctx, String reason) {
         if (done.completeExceptionally(new SecurityException(reason))) {
-            onFailure.run();
-            log.warn("{}: closing connection {} : token handshake failed: {}", where, ctx.channel().remoteAddress(),
-                    reason);
+            failures.increment();
+            long n = failures.sum();
+            if (Long.bitCount(n) == 1) {
+                log.warn("{}: closing connection {}: token handshake failed: {} [{} failed so far]", where,
+                        ctx.channel().remoteAddress(), reason, n);
+            }
         }
         ctx.close();
     }

@@ -106,6 +106,10 @@ final class RawClient implements AutoCloseable {
         return total;
     }
 
+    Socket socket() {
+        return socket;
+    }
+
     /** Closes with RST instead of FIN, as a crashed client would. */
     void abort() throws IOException {
         socket.setSoLinger(true, 0);

@@ -54,8 +54,9 @@ class TcpSecurityTest {
 
     @BeforeAll
     static void keys() throws Exception {
-        cluster = TestKeys.generate(keysDir, "cluster");
-        stranger = TestKeys.generate(keysDir, "stranger");
+        var keys = TestKeys.generate(keysDir, "cluster", "stranger");
+        cluster = keys.get(0);
+        stranger = keys.get(1);
     }
 
     static SecuritySettings token(byte[] t) {

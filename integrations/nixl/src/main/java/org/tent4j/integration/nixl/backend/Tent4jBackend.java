@@ -8,6 +8,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
@@ -83,10 +84,15 @@ final class Tent4jBackend implements Backend {
 
     private static final class Request {
         final List<TransferRequest> requests;
+        final SegmentHandle target;
         volatile Batch batch;
+        /** The last post's notification: sent once the data landed, done when the peer accepted it; null if none. */
+        volatile CompletableFuture<Void> notified;
+        volatile long finishedNanos;
 
-        Request(List<TransferRequest> requests) {
+        Request(List<TransferRequest> requests, SegmentHandle target) {
             this.requests = requests;
+            this.target = target;
         }
     }
 
@@ -160,36 +166,65 @@ final class Tent4jBackend implements Backend {
         for (int i = 0; i < local.size(); i++) {
             Span l = local.get(i);
             RemoteRegion r = (RemoteRegion) remote.get(i).region();
-            TransferRequest.Builder b = TransferRequest.builder(op, MemorySegment.ofAddress(l.address()).reinterpret(l.length()),
-                    r.segment(), remote.get(i).address()).timeout(timeout);
+            // a slice of the registered segment, not a new one at the address: it keeps the registration's scope
+            RegisteredMemory m = (RegisteredMemory) l.region();
+            TransferRequest.Builder b = TransferRequest.builder(op, m.segment().asSlice(l.address() - m.address(), l.length()),
+                    r.segment(), remote.get(i).address());
             if (!transport.isEmpty()) {
                 b.require(transport);
             }
             out.add(b.build());
         }
-        return new Request(out);
+        return new Request(out, ((RemoteRegion) remote.getFirst().region()).segment());
     }
 
     @Override
     public void post(Object request, byte[] notification) {
         Request r = (Request) request;
-        Batch b = engine.allocateBatch(r.requests.size());
+        List<TransferRequest> requests = r.requests;
+        if (!timeout.isZero()) {
+            // a request's deadline is absolute: each post gets its own
+            long deadline = System.nanoTime() + timeout.toNanos();
+            requests = new ArrayList<>(r.requests.size());
+            for (TransferRequest q : r.requests) {
+                requests.add(new TransferRequest(q.opcode(), q.local(), q.target(), q.targetOffset(), q.length(), q.priority(),
+                        q.transport(), q.transportMode(), q.policy(), deadline));
+            }
+        }
+        String message = notification == null ? null : encode(notification);
+        Batch b = engine.allocateBatch(requests.size());
         r.batch = b;
-        if (notification == null) {
-            b.submit(r.requests);
-        } else {
-            b.submit(r.requests, encode(notification));
+        r.finishedNanos = 0;
+        r.notified = null;
+        b.submit(requests);
+        if (message != null) {
+            // sent by the backend, not the batch, so DONE means the peer has the notification and a lost one is an error
+            r.notified = b.completion().thenCompose(st -> st.isCompleted() ? engine.sendNotification(r.target, message)
+                    : CompletableFuture.<Void>completedFuture(null)).whenComplete((v, e) -> r.finishedNanos = System.nanoTime());
         }
     }
 
     @Override
     public Progress check(Object request) {
-        Batch b = ((Request) request).batch;
+        Request r = (Request) request;
+        Batch b = r.batch;
         TransferStatus s = b.overallStatus();
         if (!s.isTerminal()) {
             return Progress.inProgress();
         }
         long now = System.nanoTime();
+        CompletableFuture<Void> n = r.notified;
+        if (s.isCompleted() && n != null) {
+            if (!n.isDone()) {
+                return Progress.inProgress();
+            }
+            if (n.isCompletedExceptionally()) {
+                Throwable e = n.exceptionNow();
+                return Progress.failed(NixlStatus.REMOTE_DISCONNECT, "tent4j: the data landed but the notification was not delivered: "
+                        + (e.getMessage() == null ? e : e.getMessage()), r.finishedNanos);
+            }
+            return Progress.done(r.finishedNanos);
+        }
         if (s.isCompleted()) {
             return Progress.done(now);
         }
@@ -198,7 +233,9 @@ final class Tent4jBackend implements Backend {
 
     @Override
     public java.util.concurrent.CompletionStage<?> completion(Object request) {
-        return ((Request) request).batch.completion();
+        Request r = (Request) request;
+        CompletableFuture<Void> n = r.notified;
+        return n != null ? n : r.batch.completion();
     }
 
     private static NixlStatus status(TransferStatus s) {
@@ -268,15 +305,19 @@ final class Tent4jBackend implements Backend {
             throw new NixlException(NixlStatus.NOT_FOUND, "tent4j has no connection info of agent '" + peer + "'");
         }
         try {
-            engine.sendNotification(s, encode(message)).get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            engine.sendNotification(s, encode(message)).get(notificationTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException e) {
             throw new NixlException(NixlStatus.REMOTE_DISCONNECT, "notification to agent '" + peer + "' failed: " + e.getCause().getMessage(), e.getCause());
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new NixlException(NixlStatus.TIMEOUT, "notification to agent '" + peer + "' not accepted within " + timeout.toMillis() + " ms");
+            throw new NixlException(NixlStatus.TIMEOUT, "notification to agent '" + peer + "' not accepted within " + notificationTimeout().toMillis() + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NixlException(NixlStatus.CANCELED, "interrupted sending a notification to agent '" + peer + "'");
         }
+    }
+
+    private Duration notificationTimeout() {
+        return timeout.isZero() ? Duration.ofSeconds(30) : timeout;
     }
 
     @Override

@@ -44,7 +44,8 @@ public final class Tent4jBackendProvider implements BackendProvider {
         return List.of(
                 new OptionSpec("transport", OptionSpec.Type.STRING, "",
                         "transport id every request must use (e.g. tcp, rdma); empty lets the engine choose"),
-                new OptionSpec("timeout", OptionSpec.Type.DURATION, "30s", "how long one post may take before it fails"),
+                new OptionSpec("timeout", OptionSpec.Type.DURATION, "0",
+                        "how long one post may take before it fails; 0 leaves it to the engine's transfer.timeout"),
                 new OptionSpec("vram_kind", OptionSpec.Type.STRING, "cuda", "device platform VRAM descriptors live on (cuda, rocm, npu)"));
     }
 

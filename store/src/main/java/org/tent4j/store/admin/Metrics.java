@@ -1,0 +1,54 @@
+package org.tent4j.store.admin;
+
+import org.tent4j.store.master.MasterState;
+import org.tent4j.store.rpc.RpcStats;
+
+/** The master's metrics in Prometheus text format; names are stable ({@code store_*}). */
+final class Metrics {
+    private Metrics() {
+    }
+
+    static String render(MasterState state, RpcStats rpc) {
+        StringBuilder sb = new StringBuilder(4096);
+        MasterState.Stats s = state.stats();
+        gauge(sb, "store_objects", "Objects held (readable or being written)", s.objects());
+        gauge(sb, "store_object_bytes", "Bytes of readable objects (one replica each)", s.objectBytes());
+        gauge(sb, "store_clients", "Clients the master considers alive", s.clients());
+        long cap = 0;
+        long used = 0;
+        sb.append("# HELP store_segment_capacity_bytes Bytes a mounted segment contributes\n# TYPE store_segment_capacity_bytes gauge\n");
+        for (MasterState.SegmentView v : state.segments()) {
+            cap += v.capacity();
+            sb.append("store_segment_capacity_bytes{segment=\"").append(v.id()).append("\",host=\"").append(v.host()).append("\"} ").append(v.capacity()).append('\n');
+        }
+        sb.append("# HELP store_segment_used_bytes Bytes of a segment allocated to replicas\n# TYPE store_segment_used_bytes gauge\n");
+        for (MasterState.SegmentView v : state.segments()) {
+            used += v.used();
+            sb.append("store_segment_used_bytes{segment=\"").append(v.id()).append("\",host=\"").append(v.host()).append("\"} ").append(v.used()).append('\n');
+        }
+        gauge(sb, "store_capacity_bytes", "Bytes of all mounted segments", cap);
+        gauge(sb, "store_used_bytes", "Bytes allocated to replicas over all segments", used);
+        counter(sb, "store_evicted_objects_total", "Objects evicted", s.evictedObjects());
+        counter(sb, "store_evicted_bytes_total", "Replica bytes freed by eviction", s.evictedBytes());
+        counter(sb, "store_eviction_rounds_total", "Eviction rounds (watermark or failed allocation)", s.evictionRounds());
+        counter(sb, "store_leases_granted_total", "Read leases granted", s.leasesGranted());
+        counter(sb, "store_removals_blocked_by_lease_total", "Removals refused because a reader held a lease", s.removalsBlockedByLease());
+        counter(sb, "store_puts_taken_over_total", "Abandoned puts taken over by a later put of the key", s.putsTakenOver());
+        counter(sb, "store_puts_reclaimed_total", "Abandoned puts whose space was reclaimed", s.putsReclaimed());
+        counter(sb, "store_partial_allocations_total", "Puts given fewer replicas than asked for", s.partialAllocations());
+        counter(sb, "store_allocation_failures_total", "Puts refused for lack of space", s.allocationFailures());
+        counter(sb, "store_clients_expired_total", "Clients dropped for missing heartbeats", s.clientsExpired());
+        rpc.appendPrometheus(sb);
+        return sb.toString();
+    }
+
+    private static void gauge(StringBuilder sb, String name, String help, long v) {
+        sb.append("# HELP ").append(name).append(' ').append(help).append("\n# TYPE ").append(name).append(" gauge\n")
+                .append(name).append(' ').append(v).append('\n');
+    }
+
+    private static void counter(StringBuilder sb, String name, String help, long v) {
+        sb.append("# HELP ").append(name).append(' ').append(help).append("\n# TYPE ").append(name).append(" counter\n")
+                .append(name).append(' ').append(v).append('\n');
+    }
+}

@@ -1,0 +1,115 @@
+package org.tent4j.store.admin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.master.Command;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.rpc.MasterServer;
+
+/** The admin endpoints over real HTTP, and the status page rendered by headless Chromium. */
+class AdminServerTest {
+    private static MasterServer server;
+    private static AdminServer admin;
+    private static final HttpClient http = HttpClient.newHttpClient();
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 0);
+        admin = AdminServer.start(server, "127.0.0.1", 0);
+        StoreMaster m = server.master();
+        m.mount("node-a", new SegmentSpec("seg-a", "10.0.0.1:15000", "10.0.0.1", 1L << 32, 64L << 20));
+        m.mount("node-b", new SegmentSpec("seg-b", "10.0.0.2:15000", "10.0.0.2", 1L << 32, 256L << 20));
+        for (int i = 0; i < 40; i++) {
+            Command.PutTicket t = m.putStart("writer", "kv/layer" + (i % 8) + "/block" + i, (1 + i % 5) << 20, ReplicateConfig.replicas(2), "10.0.0.9");
+            m.putEnd("writer", "kv/layer" + (i % 8) + "/block" + i, t.putId());
+        }
+        try (MasterClient rpc = new MasterClient("127.0.0.1:" + server.port(), Duration.ofSeconds(5))) {
+            for (int r = 0; r < 64; r++) {
+                rpc.getReplicaList("kv/layer1/block" + (r % 3 == 0 ? 1 : 9));
+            }
+            rpc.exists("kv/layer0/block0");
+        }
+    }
+
+    @AfterAll
+    static void stop() {
+        if (admin != null) {
+            admin.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private static HttpResponse<String> get(String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin.port() + path)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void healthKeysSegmentsAndMetrics() throws Exception {
+        assertEquals("{\"status\":\"ok\",\"objects\":40,\"segments\":2}\n", get("/health").body());
+        HttpResponse<String> key = get("/key?key=kv/layer1/block1");
+        assertEquals(200, key.statusCode());
+        assertTrue(key.body().contains("\"state\":\"COMPLETE\"") && key.body().contains("\"segment\":\"seg-a\""), key.body());
+        assertEquals(404, get("/key?key=nope").statusCode());
+        assertEquals(400, get("/key?key=").statusCode());
+        assertTrue(get("/segments").body().contains("\"id\":\"seg-b\""));
+        assertTrue(get("/keys?limit=5").body().split(",").length == 5);
+        String metrics = get("/metrics").body();
+        for (String m : List.of("store_objects 40", "store_segment_used_bytes{segment=\"seg-a\",host=\"10.0.0.1\"}",
+                "store_evicted_objects_total 0", "store_lease_expired_reads_total 0",
+                "store_rpc_requests_total{method=\"GetReplicaList\"} 64", "store_rpc_latency_seconds_bucket{method=\"Exist\",le=\"+Inf\"} 1")) {
+            assertTrue(metrics.contains(m), "metrics lack " + m);
+        }
+        assertEquals(404, get("/nothing").statusCode());
+    }
+
+    @Test
+    void statusPageRendersInHeadlessChromium() throws Exception {
+        Path chromium = Path.of("/usr/bin/chromium");
+        assumeTrue(Files.isExecutable(chromium), "chromium is not installed (scripts/install-deps.sh installs it)");
+        Path shot = Path.of("target", "store-status.png").toAbsolutePath();
+        Files.deleteIfExists(shot);
+        String url = "http://127.0.0.1:" + admin.port() + "/";
+        String dom = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url);
+        for (String s : List.of("tent4j store master", "10.0.0.1:15000", "10.0.0.2:15000", "Clients", "node-a", "Hot keys",
+                "kv/layer1/block9", "GetReplicaList", "objects")) {
+            assertTrue(dom.contains(s), "rendered page lacks '" + s + "'");
+        }
+        run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1100,1250",
+                "--screenshot=" + shot, url);
+        assertTrue(Files.size(shot) > 10_000, "screenshot written");
+    }
+
+    private static String run(String... cmd) throws Exception {
+        Path home = Files.createTempDirectory("chromium-home");
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("HOME", home.toString());
+        Process p = pb.start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "chromium finished");
+        assertEquals(0, p.exitValue(), "chromium exit status");
+        return new String(out, java.nio.charset.StandardCharsets.UTF_8);
+    }
+}

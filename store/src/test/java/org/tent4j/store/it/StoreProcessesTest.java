@@ -1,0 +1,134 @@
+package org.tent4j.store.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.cli.MasterMain;
+import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.rpc.Wire;
+
+/**
+ * A master and three clients, each its own JVM, on loopback: values written by one client are read back by others
+ * with matching CRCs, replicas sit on distinct segments, and a client killed with SIGKILL loses its segments after
+ * the client TTL while reads go on from the surviving replicas.
+ */
+@Timeout(180)
+class StoreProcessesTest {
+    private static final int SIZE = 256 * 1024;
+    private final List<AutoCloseable> closeLater = new ArrayList<>();
+    private Process master;
+
+    @AfterEach
+    void stop() throws Exception {
+        for (AutoCloseable c : closeLater.reversed()) {
+            c.close();
+        }
+        if (master != null) {
+            master.destroy();
+            if (!master.waitFor(10, TimeUnit.SECONDS)) {
+                master.destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
+        master = NodeProcess.launch(MasterMain.class, "store-master.log", "--host", "127.0.0.1", "--port", "0",
+                "--admin-port", "-1", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
+        BufferedReader masterOut = new BufferedReader(new InputStreamReader(master.getInputStream(), StandardCharsets.UTF_8));
+        String address = "127.0.0.1:" + awaitLine(masterOut, "LISTENING ").split(" ")[1];
+        NodeProcess.Node[] nodes = new NodeProcess.Node[3];
+        for (int i = 0; i < 3; i++) {
+            nodes[i] = new NodeProcess.Node(address, 32 << 20);
+            closeLater.add(nodes[i]);
+        }
+        MasterClient admin = new MasterClient(address, Duration.ofSeconds(10));
+        closeLater.add(admin);
+
+        int keys = 24;
+        long[] crcs = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            crcs[i] = okLong(nodes[i % 3].call("PUT k/" + i + " " + SIZE + " " + (1000 + i) + " 2"));
+        }
+        for (int i = 0; i < keys; i++) {
+            List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
+            assertEquals(2, rs.stream().map(ReplicaLocation::segmentId).distinct().count(), "k/" + i + " replicas " + rs);
+            for (int n = 0; n < 3; n++) {
+                assertEquals("OK " + crcs[i] + " " + SIZE, nodes[n].call("GET k/" + i), "k/" + i + " read by node " + n);
+            }
+        }
+
+        NodeProcess.Node victim = nodes[1];
+        boolean[] onVictim = new boolean[keys];
+        int affected = 0;
+        for (int i = 0; i < keys; i++) {
+            onVictim[i] = admin.getReplicaList("k/" + i).getReplicasList().stream().anyMatch(r -> r.getSegmentId().equals(victim.segmentId));
+            affected += onVictim[i] ? 1 : 0;
+        }
+        assertTrue(affected > 0, "some replicas sit on the client about to be killed");
+        long killedAt = System.nanoTime();
+        victim.kill();
+        // before the master notices: reads fail over from the dead client's replicas to the live ones
+        for (int i = 0; i < keys; i++) {
+            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i), "k/" + i + " right after the kill");
+        }
+        // and puts in the TTL window still succeed: a write to the dead client's segment fails, the put is placed again
+        long[] during = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            during[i] = okLong(nodes[2].call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
+        }
+        long failoverNanos = System.nanoTime() - killedAt;
+        awaitLine(masterOut, "EXPIRED " + victim.clientId);
+        System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
+                keys, affected, failoverNanos / 1_000_000, (System.nanoTime() - killedAt) / 1_000_000);
+        for (int i = 0; i < keys; i++) {
+            List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
+            assertEquals(onVictim[i] ? 1 : 2, rs.size(), "k/" + i + " keeps its surviving replicas only: " + rs);
+            assertFalse(rs.stream().anyMatch(r -> r.segmentId().equals(victim.segmentId)));
+            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[0].call("GET k/" + i));
+            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i));
+            assertEquals("OK " + during[i] + " " + SIZE, nodes[0].call("GET w/" + i), "w/" + i + " written while the client was dying");
+        }
+
+        // free everything (forced: the reads above still hold leases, so the bytes stay reserved until they end)
+        // then write new values over the same segments: old keys must never come back with new bytes
+        assertTrue(nodes[0].call("REMOVE_ALL").startsWith("OK "));
+        long[] fresh = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            fresh[i] = okLong(nodes[i % 2 == 0 ? 0 : 2].call("PUT n/" + i + " " + SIZE + " " + (5000 + i) + " 2"));
+        }
+        for (int i = 0; i < keys; i++) {
+            assertTrue(nodes[2].call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
+            assertEquals("OK " + fresh[i] + " " + SIZE, nodes[0].call("GET n/" + i));
+        }
+    }
+
+    private static long okLong(String reply) {
+        assertTrue(reply.startsWith("OK "), reply);
+        return Long.parseLong(reply.split(" ")[1]);
+    }
+
+    /** Reads the child's stdout until a line starts with {@code prefix} (the test's timeout bounds the wait). */
+    private static String awaitLine(BufferedReader out, String prefix) throws IOException {
+        for (String line; (line = out.readLine()) != null; ) {
+            if (line.startsWith(prefix)) {
+                return line;
+            }
+        }
+        throw new IOException("process ended before printing '" + prefix + "' (see target/store-master.log)");
+    }
+}
