@@ -13,12 +13,22 @@ import java.util.List;
  * @param sliceSize  bytes per slice
  * @param slices     number of slices
  * @param error      why the request would be rejected, or {@code null}
+ * @param staging    how the request is staged through host memory when no transport connects its two memory kinds
+ *                   directly (e.g. {@code "npu:0 -> host staging (4 x 4194304 bytes in flight) -> tcp"}; then
+ *                   {@code transport} carries the staged chunks and {@code sliceSize}/{@code slices} are the chunks),
+ *                   or {@code null} for a direct route
  */
 public record TransferPlan(String policy, List<Candidate> candidates, String transport, List<String> paths, long sliceSize,
-                           int slices, String error) {
+                           int slices, String error, String staging) {
     public TransferPlan {
         candidates = List.copyOf(candidates);
         paths = paths == null ? null : List.copyOf(paths);
+    }
+
+    /** A direct route (no staging). */
+    public TransferPlan(String policy, List<Candidate> candidates, String transport, List<String> paths, long sliceSize,
+                        int slices, String error) {
+        this(policy, candidates, transport, paths, sliceSize, slices, error, null);
     }
 
     /** One transport as the selector judged it. */
@@ -31,7 +41,11 @@ public record TransferPlan(String policy, List<Candidate> candidates, String tra
         if (error != null) {
             sb.append("rejected: ").append(error);
         } else {
-            sb.append(transport).append(", ").append(slices).append(" slice(s) of ").append(sliceSize).append(" bytes");
+            sb.append(transport).append(", ").append(slices).append(staging == null ? " slice(s) of " : " staged chunk(s) of ")
+                    .append(sliceSize).append(" bytes");
+            if (staging != null) {
+                sb.append(", staged: ").append(staging);
+            }
         }
         sb.append("; policy ").append(policy == null ? "(default order)" : "'" + policy + "'");
         if (paths != null) {

@@ -37,6 +37,8 @@ final class TaskLauncher {
     private final TimeSource clock;
     private final long sliceSize;
     private final long transferTimeoutNanos;
+    /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
+    private volatile HostStaging staging;
 
     TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, PathGroups groups, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
@@ -52,6 +54,11 @@ final class TaskLauncher {
         this.clock = clock;
         this.sliceSize = sliceSize;
         this.transferTimeoutNanos = transferTimeoutNanos;
+    }
+
+    /** staging (issue 12) */
+    void staging(HostStaging staging) {
+        this.staging = staging;
     }
 
     void ensureOpen() {
@@ -84,6 +91,10 @@ final class TaskLauncher {
         sel = selector.select(rr, policy, 0, 0, false, true);
         String policyName = policy == null ? null : policy.name();
         if (sel.transport() == null) {
+            HostStaging.Route staged = stagedRoute(rr, true); // staging (issue 12)
+            if (staged != null) {
+                return staging.explain(rr, sel, staged);
+            }
             return new TransferPlan(policyName, sel.trace(), null, null, 0, 0, sel.rejection().getMessage());
         }
         long step = Math.min(sliceSize, sel.transport().capabilities().maxSliceSize());
@@ -118,6 +129,14 @@ final class TaskLauncher {
         }
         Policy policy = selector.policyFor(rr);
         Selection sel = selector.select(rr, policy, 0, 0, false, false);
+        if (sel.transport() == null) { // staging (issue 12)
+            HostStaging.Route staged = stagedRoute(rr, false);
+            if (staged != null) {
+                task.policy = policy;
+                staging.start(task, rr, staged);
+                return;
+            }
+        }
         TransportSlot slot = sel.orThrow();
         selector.recordFallback(rr, sel);
         task.resolved = rr;
@@ -138,6 +157,20 @@ final class TaskLauncher {
             s.init(task, r.opcode(), local, localOffset + off, rr.remote(), target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
             group.enqueue(s, false);
+        }
+    }
+
+    /** staging (issue 12): the route through host memory, or {@code null} (then the direct rejection stands). */
+    private HostStaging.Route stagedRoute(ResolvedRequest rr, boolean traced) {
+        HostStaging h = staging;
+        if (h == null) {
+            return null;
+        }
+        try {
+            return h.route(rr, traced);
+        } catch (TransferException e) {
+            log.debug("no staged route for {} to '{}': {}", rr.request().opcode(), rr.segment().name(), e.getMessage());
+            return null;
         }
     }
 

@@ -162,6 +162,9 @@ final class TransferEngineImpl implements TransferEngine {
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
+            // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
+            this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
+                    selector, workers, this::submit));
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
             this.exchange = new MetadataExchange(segmentName, control, directory, publisher::current); // issue 13

@@ -19,6 +19,7 @@ import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
@@ -78,6 +79,16 @@ public final class FileBench implements Callable<Integer> {
     @Option(names = "--rings", defaultValue = "1", paramLabel = "N", description = "transports.nvmeof.rings. Default: ${DEFAULT-VALUE}.")
     int rings;
 
+    // remote file segments (issue 12)
+    @Option(names = "--via", defaultValue = "local", paramLabel = "local|tcp|tcp-memory",
+            description = "local: this engine's own file through nvmeof; tcp: the file belongs to a second engine (in this "
+                    + "process, tcp only) and is reached over tcp, that engine doing the file I/O; tcp-memory: the same "
+                    + "over tcp but to --size bytes of the second engine's memory instead of a file. Default: ${DEFAULT-VALUE}.")
+    String viaName;
+    private Via via;
+
+    enum Via { LOCAL, TCP, TCP_MEMORY }
+
     @Option(names = "--set", paramLabel = "KEY=VALUE", description = "Any engine config key, repeatable.")
     Map<String, String> settings;
 
@@ -94,9 +105,15 @@ public final class FileBench implements Callable<Integer> {
         if (bs <= 0 || iodepth <= 0 || size < bs || !(runtime > 0) || rings <= 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "need --bs > 0, --iodepth > 0, --size >= --bs, --runtime > 0, --rings > 0");
         }
+        via = switch (viaName.toLowerCase(Locale.ROOT)) {
+            case "local" -> Via.LOCAL;
+            case "tcp" -> Via.TCP;
+            case "tcp-memory" -> Via.TCP_MEMORY;
+            default -> throw new CommandLine.ParameterException(spec.commandLine(), "--via must be local, tcp or tcp-memory, got " + viaName);
+        };
         EngineConfig.Builder b = EngineConfig.builder()
                 .set(EngineConfig.METADATA_URI, "memory://file-bench")
-                .set(EngineConfig.TRANSPORTS_ENABLED, "nvmeof")
+                .set(EngineConfig.TRANSPORTS_ENABLED, via == Via.LOCAL ? "nvmeof" : "tcp")
                 // one request = one slice, and the path admits the whole queue depth
                 .set(EngineConfig.SLICE_SIZE, Math.max(bs, 4096))
                 .set("paths.max_inflight", iodepth)
@@ -108,25 +125,39 @@ public final class FileBench implements Callable<Integer> {
             b.setAll(settings);
         }
         boolean layOut = !Files.exists(file) || (Files.isRegularFile(file) && allocatedBytes(file) < size);
-        try (TransferEngine engine = TransferEngine.create(b.build())) {
-            RegisteredFile f = engine.registerFile(file, Files.exists(file) && Files.size(file) >= size ? 0 : size, Permission.READ_WRITE);
+        try (TransferEngine owner = via == Via.LOCAL ? null : TransferEngine.create(EngineConfig.builder()
+                .set(EngineConfig.METADATA_URI, "memory://file-bench").set(EngineConfig.SEGMENT_NAME, "file-bench-owner")
+                .set(EngineConfig.TRANSPORTS_ENABLED, "tcp").build());
+             TransferEngine engine = TransferEngine.create(b.build())) {
+            long base;
+            SegmentHandle target;
+            if (via == Via.TCP_MEMORY) {
+                base = owner.allocate(size, Location.CPU, Permission.READ_WRITE).address();
+                target = engine.openSegment(owner.segmentName());
+            } else {
+                TransferEngine fileOwner = owner == null ? engine : owner;
+                RegisteredFile f = fileOwner.registerFile(file, Files.exists(file) && Files.size(file) >= size ? 0 : size, Permission.READ_WRITE);
+                base = f.address();
+                target = owner == null ? engine.localSegment() : engine.openSegment(owner.segmentName());
+            }
             RegisteredMemory memory = engine.allocate((long) iodepth * bs, Location.CPU, Permission.READ_WRITE);
             memory.segment().fill((byte) 0x5a);
-            if (layOut) {
+            if (layOut && via != Via.TCP_MEMORY) {
                 out.printf(Locale.ROOT, "file-bench: laying out %s (%d bytes)%n", file, size);
                 out.flush();
-                layOut(engine, f, memory.segment());
+                layOut(engine, target, base, memory.segment());
             }
             Opcode op = rw == Rw.READ || rw == Rw.RANDREAD ? Opcode.READ : Opcode.WRITE;
             boolean random = rw == Rw.RANDREAD || rw == Rw.RANDWRITE;
-            Run run = new Run(engine, f, memory.segment(), op, random);
+            Run run = new Run(engine, target, base, memory.segment(), op, random);
             run.go();
             double seconds = run.measuredNanos / 1e9;
             double iops = run.ops.get() / seconds;
             double mibs = run.bytes.get() / seconds / (1 << 20);
-            out.printf(Locale.ROOT, "file-bench: %s %s bs=%d iodepth=%d engine=%s rings=%d: %.1f MiB/s, %.0f IOPS, "
+            out.printf(Locale.ROOT, "file-bench: %s %s via %s bs=%d iodepth=%d engine=%s rings=%d: %.1f MiB/s, %.0f IOPS, "
                             + "latency p50 %.1f us p99 %.1f us, %d errors%s%n",
-                    rw.name().toLowerCase(Locale.ROOT), file, bs, iodepth, ioEngine, rings, mibs, iops,
+                    rw.name().toLowerCase(Locale.ROOT), via == Via.TCP_MEMORY ? "memory" : file,
+                    via.name().toLowerCase(Locale.ROOT).replace('_', '-'), bs, iodepth, ioEngine, rings, mibs, iops,
                     run.latency.percentile(50) / 1e3, run.latency.percentile(99) / 1e3, run.errors.get(),
                     run.firstError.get() == null ? "" : " (first: " + run.firstError.get() + ")");
             if (json) {
@@ -151,11 +182,11 @@ public final class FileBench implements Callable<Integer> {
         }
     }
 
-    private void layOut(TransferEngine engine, RegisteredFile f, MemorySegment memory) {
+    private void layOut(TransferEngine engine, SegmentHandle target, long base, MemorySegment memory) {
         long chunk = Math.min(memory.byteSize(), 8L << 20);
         for (long off = 0; off < size; off += chunk) {
             long n = Math.min(chunk, size - off);
-            TransferStatus s = engine.transfer(TransferRequest.write(memory.asSlice(0, n), engine.localSegment(), f.address() + off));
+            TransferStatus s = engine.transfer(TransferRequest.write(memory.asSlice(0, n), target, base + off));
             if (s.state() != TransferState.COMPLETED) {
                 throw new TransferException(s.error(), "laying out the file failed: " + s.message());
             }
@@ -165,7 +196,8 @@ public final class FileBench implements Callable<Integer> {
     /** {@code iodepth} chains of requests; each completion records and submits the chain's next request. */
     private final class Run {
         final TransferEngine engine;
-        final RegisteredFile f;
+        final SegmentHandle target;
+        final long base;
         final MemorySegment memory;
         final Opcode op;
         final boolean random;
@@ -181,9 +213,10 @@ public final class FileBench implements Callable<Integer> {
         long deadline;
         long measuredNanos;
 
-        Run(TransferEngine engine, RegisteredFile f, MemorySegment memory, Opcode op, boolean random) {
+        Run(TransferEngine engine, SegmentHandle target, long base, MemorySegment memory, Opcode op, boolean random) {
             this.engine = engine;
-            this.f = f;
+            this.target = target;
+            this.base = base;
             this.memory = memory;
             this.op = op;
             this.random = random;
@@ -206,7 +239,7 @@ public final class FileBench implements Callable<Integer> {
             long block = random ? rnd.nextLong(blocks) : sequential.getAndIncrement() % blocks;
             MemorySegment local = memory.asSlice(slot * bs, bs);
             long t0 = System.nanoTime();
-            engine.submit(TransferRequest.builder(op, local, engine.localSegment(), f.address() + block * bs).build())
+            engine.submit(TransferRequest.builder(op, local, target, base + block * bs).build())
                     .whenComplete((status, e) -> {
                         long now = System.nanoTime();
                         boolean okStatus = e == null && status.state() == TransferState.COMPLETED;

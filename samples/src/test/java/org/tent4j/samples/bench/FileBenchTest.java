@@ -43,6 +43,23 @@ class FileBenchTest {
         assertEquals(8 << 20, Files.size(f));
     }
 
+    /** remote file segments (issue 12): the file owned by a second engine over tcp, and that engine's memory. */
+    @Test
+    void aRemoteFileAndRemoteMemoryRunOverTcp() {
+        Path f = dir.resolve("remote.bin");
+        for (String via : new String[]{"tcp", "tcp-memory"}) {
+            for (String rw : new String[]{"write", "randread"}) {
+                Run r = run("--file=" + f, "--size=8m", "--rw=" + rw, "--bs=64k", "--iodepth=4", "--runtime=0.3",
+                        "--warmup=0", "--via=" + via);
+                assertEquals(0, r.status(), r.out() + r.err());
+                assertTrue(r.out().contains(" via " + via + " ") && r.out().contains(", 0 errors"), r.out());
+            }
+        }
+        Run bad = run("--file=" + f, "--size=8m", "--via=nfs");
+        assertEquals(2, bad.status());
+        assertTrue(bad.err().contains("--via must be local, tcp or tcp-memory, got nfs"), bad.err());
+    }
+
     @Test
     void badFlagsExitWithTwo() {
         Run r = run("--file=" + dir.resolve("x"), "--size=4k", "--bs=1m");

@@ -20,7 +20,7 @@ import org.tent4j.api.TransferStatus;
 
 /**
  * The other process of {@link FileSegmentCrossProcessTest}: an engine (peer-to-peer metadata) that registers a file
- * filled with a known pattern, prints {@code READY <segment> <address>}, then answers {@code CRC <offset> <length>}
+ * filled with a known pattern (with the transports named by the optional second argument, default nvmeof), prints {@code READY <segment> <address>}, then answers {@code CRC <offset> <length>}
  * lines by reading its own file through its engine, until stdin closes. It talks on stderr: stdout carries the log.
  */
 public final class FileOwnerProcess {
@@ -34,7 +34,7 @@ public final class FileOwnerProcess {
         Files.write(file, content);
         try (TransferEngine e = TransferEngine.create(EngineConfig.builder()
                 .set(EngineConfig.CONTROL_HOST, "127.0.0.1")
-                .set(EngineConfig.TRANSPORTS_ENABLED, "nvmeof")
+                .set(EngineConfig.TRANSPORTS_ENABLED, args.length > 1 ? args[1] : "nvmeof")
                 .set(EngineConfig.WORKERS, 2)
                 .build())) {
             RegisteredFile f = e.registerFile(file, 0, Permission.READ_WRITE);

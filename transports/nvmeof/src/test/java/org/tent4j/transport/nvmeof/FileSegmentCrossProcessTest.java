@@ -5,11 +5,13 @@ import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.tent4j.api.EngineConfig;
@@ -36,12 +38,17 @@ class FileSegmentCrossProcessTest {
     @TempDir
     Path dir;
 
-    @Test
-    void aPeerProcessReadsAndWritesTheOwnersFile() throws Exception {
+    /**
+     * nvmeof: this engine opens the owner's file itself. tcp (remote file segments, issue 12): this engine runs no file
+     * transport at all; the owner's engine reads and writes its file on this engine's behalf.
+     */
+    @ParameterizedTest
+    @CsvSource({"nvmeof, nvmeof", "'nvmeof,tcp', tcp"})
+    void aPeerProcessReadsAndWritesTheOwnersFile(String ownerTransports, String transports) throws Exception {
         Path file = dir.resolve("owned.bin");
         String java = ProcessHandle.current().info().command().orElseThrow();
         Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m",
-                "-cp", System.getProperty("java.class.path"), FileOwnerProcess.class.getName(), file.toString())
+                "-cp", System.getProperty("java.class.path"), FileOwnerProcess.class.getName(), file.toString(), ownerTransports)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try (PrintWriter toChild = new PrintWriter(child.outputWriter(StandardCharsets.US_ASCII), true)) {
             BufferedReader fromChild = child.errorReader(StandardCharsets.US_ASCII);
@@ -53,13 +60,14 @@ class FileSegmentCrossProcessTest {
             new Random(5).nextBytes(content);
             try (TransferEngine e = TransferEngine.create(EngineConfig.builder()
                     .set(EngineConfig.CONTROL_HOST, "127.0.0.1")
-                    .set(EngineConfig.TRANSPORTS_ENABLED, "nvmeof")
+                    .set(EngineConfig.TRANSPORTS_ENABLED, transports)
                     .set(EngineConfig.WORKERS, 2)
-                    .set("transports.nvmeof.peer_roots", dir.toString())
+                    .setAll(transports.equals("nvmeof") ? Map.of("transports.nvmeof.peer_roots", dir.toString()) : Map.of())
                     .build())) {
                 SegmentHandle owner = e.openSegment(segmentName);
                 RegisteredMemory m = e.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
                 MemorySegment got = m.segment().asSlice(0, (1 << 20) + 333);
+                assertEquals(transports, e.explain(TransferRequest.read(got, owner, base + 4097)).transport());
                 TransferStatus r = e.transfer(TransferRequest.read(got, owner, base + 4097));
                 assertEquals(TransferState.COMPLETED, r.state(), r::toString);
                 assertEquals(FileSegmentEngineTest.crc(MemorySegment.ofArray(content).asSlice(4097, got.byteSize())),

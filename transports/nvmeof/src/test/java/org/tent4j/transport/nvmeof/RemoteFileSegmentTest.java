@@ -175,6 +175,27 @@ class RemoteFileSegmentTest {
         }
     }
 
+    /** Once unregistered, a file is out of reach at once, even on a connection that used it a moment before. */
+    @Test
+    void anUnregisteredFileIsNoLongerServed() throws Exception {
+        int port = freePort();
+        try (TransferEngine owner = engine("gone-owner", "tcp", port)) {
+            Path path = dir.resolve("gone.bin");
+            RegisteredFile f = owner.registerFile(path, 1 * MIB, Permission.READ_WRITE);
+            try (Raw raw = new Raw(port)) {
+                raw.request(1, 1, f.address() + 10, 100);
+                raw.out.flush();
+                raw.expectOk(1);
+                raw.in.readNBytes(100);
+                owner.unregisterFile(f);
+                raw.request(1, 2, f.address() + 10, 100);
+                raw.out.flush();
+                String gone = raw.expectError(2, 2);
+                assertTrue(gone.contains("no registered file"), gone);
+            }
+        }
+    }
+
     /** The tcp data protocol, spoken over a plain socket (transports/tcp/PROTOCOL.md). */
     private static final class Raw implements AutoCloseable {
         final Socket socket;

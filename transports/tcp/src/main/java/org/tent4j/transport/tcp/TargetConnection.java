@@ -27,9 +27,9 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private static final Logger log = LoggerFactory.getLogger(TargetConnection.class);
 
     private enum State { HEADER, PAYLOAD, DISCARD, CLOSED,
-        /** remote file segments (issue 12): a file WRITE's payload is arriving into {@link #fileBuffer} */
+        /** remote file segments (issue 12): a file WRITE's payload is arriving into {@link #filePayload} */
         FILE_PAYLOAD,
-        /** remote file segments (issue 12): the file I/O is running; input waits in {@link #stash} */
+        /** remote file segments (issue 12): requests wait in {@link #stash} for file I/O to finish */
         FILE_WAIT }
 
     private final String segmentName;
@@ -59,12 +59,39 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private String discardMessage;
 
     // remote file segments (issue 12): begin
+    /** File requests in flight on one connection at most; past it the connection stops reading its peer. */
+    static final int MAX_FILE_OPS = 8;
     private FileServing fileServing;
-    private org.tent4j.spi.LocalFile file;
-    private long fileAddress;
-    private ByteBuf fileBuffer;
-    /** Requests that arrived while a file request was being served, in order. */
+    /** File requests started and not yet answered, oldest first; answers leave in this order. */
+    private final java.util.ArrayDeque<FileOp> fileOps = new java.util.ArrayDeque<>();
+    /** The file WRITE whose payload is arriving. */
+    private FileOp filePayload;
+    /** Requests that arrived while they had to wait for file I/O, in order. */
     private ByteBuf stash;
+    /** A memory request that arrived behind file requests: it is served once they are answered. */
+    private ByteBuf deferredHeader;
+
+    /** One file request: its buffer (READ: the answer; WRITE: the payload) and, once done, its outcome. */
+    private static final class FileOp {
+        final long id;
+        final Opcode op;
+        final int length;
+        final org.tent4j.spi.LocalFile file;
+        final long address;
+        ByteBuf buf;
+        boolean done;
+        boolean running;
+        int status;
+        String message;
+
+        FileOp(long id, Opcode op, int length, org.tent4j.spi.LocalFile file, long address) {
+            this.id = id;
+            this.op = op;
+            this.length = length;
+            this.file = file;
+            this.address = address;
+        }
+    }
     // remote file segments (issue 12): end
 
     TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
@@ -100,6 +127,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     @Override
     public ByteBuf nextReadBuffer() {
+        if (state == State.FILE_PAYLOAD) { // remote file segments (issue 12): the socket reads into the WRITE's buffer
+            ByteBuf b = filePayload.buf;
+            b.retain();
+            return b.setIndex(b.writerIndex(), b.writerIndex());
+        }
         if (state != State.PAYLOAD) {
             return views.readBuffer();
         }
@@ -139,7 +171,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                         in.skipBytes(n);
                         discardRemaining -= n;
                         if (discardRemaining == 0) {
-                            respondError(requestId, discardStatus, discardMessage);
+                            errorInOrder(requestId, discardStatus, discardMessage); // remote file segments (issue 12)
                             discardMessage = null;
                             state = State.HEADER;
                         }
@@ -171,7 +203,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         // idle = no request bytes for idle_timeout (a header cut off half way counts: that peer stalls us) and no
         // answer still queued; a peer slowly reading a large answer is not idle
         if (evt instanceof IdleStateEvent && state != State.CLOSED && state != State.PAYLOAD
-                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT // remote file segments (issue 12)
+                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT && fileOps.isEmpty() // remote file segments (issue 12)
                 && ctx.channel().unsafe().outboundBuffer() != null && ctx.channel().unsafe().outboundBuffer().isEmpty()) {
             limits.idleClosed.increment();
             log.debug("segment '{}': closing tcp connection from {}: idle for {}", segmentName,
@@ -244,6 +276,10 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             onFileHeader(op, opcode, address);
             return;
         }
+        if (!fileOps.isEmpty()) { // remote file segments (issue 12): answers must stay in request order
+            deferBehindFileOps(op, flags, address);
+            return;
+        }
         LocalBuffer buffer;
         try {
             buffer = memory.checkRemoteAccess(address, len, opcode);
@@ -297,72 +333,157 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     // remote file segments (issue 12): begin
     /** A request for a file range: checked, then its payload gathered (WRITE) or its I/O started (READ). */
     private void onFileHeader(int op, Opcode opcode, long address) {
+        org.tent4j.spi.LocalFile file;
         try {
             file = fileServing.check(address, length, opcode);
         } catch (TransferException e) {
-            reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            if (op == OP_READ) {
+                errorInOrder(requestId, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            } else {
+                reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
+            }
             return;
         }
-        fileAddress = address;
-        fileBuffer = ctx.alloc().directBuffer(length, length);
+        if (overlapsUnansweredWrite(opcode, address)) {
+            // in request order, as for memory: a READ after a WRITE of the same bytes sees the WRITE
+            deferBehindFileOps(op, 0, address);
+            return;
+        }
+        FileOp f = new FileOp(requestId, opcode, length, file, address);
+        f.buf = ctx.alloc().directBuffer(length, length);
+        fileOps.add(f);
         if (op == OP_READ) {
-            startFileIo(Opcode.READ);
+            startFileIo(f);
         } else {
+            filePayload = f;
             state = State.FILE_PAYLOAD;
         }
     }
 
     private void onFilePayload(ByteBuf in) {
-        int n = Math.min(in.readableBytes(), length - fileBuffer.writerIndex());
-        fileBuffer.writeBytes(in, n);
-        counters.copied.add(n);
-        if (fileBuffer.writerIndex() == length) {
-            startFileIo(Opcode.WRITE);
+        FileOp f = filePayload;
+        if (in == f.buf) {
+            counters.landed.add(in.readableBytes()); // the socket read straight into the buffer
+            in.skipBytes(in.readableBytes());
+        } else {
+            int n = Math.min(in.readableBytes(), f.length - f.buf.writerIndex());
+            f.buf.writeBytes(in, n);
+            counters.copied.add(n);
+        }
+        if (f.buf.writerIndex() == f.length) {
+            filePayload = null;
+            state = State.HEADER;
+            startFileIo(f);
         }
     }
 
-    /** Stops reading the peer until the file I/O is done; what already arrived waits in the stash. */
-    private void startFileIo(Opcode opcode) {
+    /** Starts the I/O on a worker; at {@link #MAX_FILE_OPS} in flight the peer waits (not read) until one is answered. */
+    private void startFileIo(FileOp f) {
+        f.running = true;
+        if (fileOps.size() >= MAX_FILE_OPS) {
+            waitForFileOps();
+        }
+        fileServing.run(f.op, f.file, f.address, f.buf, f.length, ctx.executor(), failure -> fileDone(f, failure));
+    }
+
+    private void waitForFileOps() {
         state = State.FILE_WAIT;
         ctx.channel().config().setAutoRead(false);
-        fileServing.run(opcode, file, fileAddress, fileBuffer, length, ctx.executor(), failure -> fileDone(opcode, failure));
     }
 
-    private void fileDone(Opcode opcode, TransferException failure) {
-        ByteBuf buf = fileBuffer;
-        fileBuffer = null;
-        file = null;
-        if (state == State.CLOSED) {
-            buf.release();
+    /** Whether the request overlaps an unanswered file request where either is a WRITE. */
+    private boolean overlapsUnansweredWrite(Opcode opcode, long address) {
+        for (FileOp f : fileOps) {
+            if (f.file != null && (f.op == Opcode.WRITE || opcode == Opcode.WRITE)
+                    && address < f.address + f.length && f.address < address + length) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A memory request behind unanswered file requests waits for them; what follows it waits in the stash. */
+    private void deferBehindFileOps(int op, int flags, long address) {
+        ByteBuf h = ctx.alloc().buffer(REQUEST_HEADER_BYTES);
+        h.writeIntLE(REQUEST_MAGIC).writeByte(VERSION).writeByte(op).writeShortLE(flags).writeLongLE(requestId)
+                .writeLongLE(address).writeLongLE(length);
+        deferredHeader = h;
+        waitForFileOps();
+    }
+
+    /** An error answer that must not overtake file requests still unanswered. */
+    private void errorInOrder(long id, int status, String message) {
+        if (fileOps.isEmpty()) {
+            respondError(id, status, message);
             return;
         }
-        if (failure != null) {
-            buf.release();
-            respondError(requestId, statusOf(failure.code()), "segment '" + segmentName + "': " + failure.getMessage());
-        } else {
-            ByteBuf ok = views.header();
-            writeOkResponse(ok, requestId);
-            ctx.write(ok, ctx.voidPromise());
-            if (opcode == Opcode.READ) {
-                ctx.write(buf.writerIndex(length), ctx.voidPromise());
-            } else {
-                buf.release(); // the WRITE is in the file: only now may the initiator hear it is done
-            }
-            responded();
+        FileOp f = new FileOp(id, null, 0, null, 0);
+        f.done = true;
+        f.status = status;
+        f.message = message;
+        fileOps.add(f);
+    }
+
+    private void fileDone(FileOp f, TransferException failure) {
+        f.running = false;
+        if (state == State.CLOSED) {
+            f.buf.release();
+            f.buf = null;
+            return;
         }
-        state = State.HEADER;
-        ByteBuf waiting = stash;
-        stash = null;
-        if (waiting != null) {
-            try {
-                consume(waiting);
-            } finally {
-                waiting.release();
+        f.done = true;
+        if (failure != null) {
+            f.status = statusOf(failure.code());
+            f.message = "segment '" + segmentName + "': " + failure.getMessage();
+        }
+        answerDoneFileOps();
+        if (state == State.FILE_WAIT && fileOps.size() < MAX_FILE_OPS && (deferredHeader == null || fileOps.isEmpty())) {
+            state = State.HEADER;
+            ByteBuf waiting = deferredHeader;
+            deferredHeader = null;
+            if (stash != null) {
+                waiting = waiting == null ? stash : waiting.writeBytes(stash);
+                if (waiting != stash) {
+                    stash.release();
+                }
+                stash = null;
+            }
+            if (waiting != null) {
+                try {
+                    consume(waiting);
+                } finally {
+                    waiting.release();
+                }
             }
         }
         flushIfPending();
         if (state != State.FILE_WAIT && state != State.CLOSED && ctx.channel().isWritable()) {
             ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    /** Sends the answers at the head of the queue that are ready, in request order. */
+    private void answerDoneFileOps() {
+        FileOp f;
+        while ((f = fileOps.peek()) != null && f.done) {
+            fileOps.poll();
+            if (f.message != null) {
+                if (f.buf != null) {
+                    f.buf.release();
+                }
+                respondError(f.id, f.status, f.message);
+                continue;
+            }
+            ByteBuf ok = views.header();
+            writeOkResponse(ok, f.id);
+            ctx.write(ok, ctx.voidPromise());
+            if (f.op == Opcode.READ) {
+                ctx.write(f.buf.writerIndex(f.length), ctx.voidPromise());
+            } else {
+                f.buf.release(); // the WRITE is in the file: only now may the initiator hear it is done
+            }
+            f.buf = null;
+            responded();
         }
     }
 
@@ -470,7 +591,6 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     /** Stops using memory: the landing view goes back (its pin with it) and further input is dropped. */
     private void shutDown() {
-        State stateBeforeClose = state;
         state = State.CLOSED;
         if (landing != null) {
             ByteBuf l = landing;
@@ -479,14 +599,20 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
         discardMessage = null;
         // remote file segments (issue 12): a buffer under file I/O is released when that I/O reports back
-        if (fileBuffer != null && file != null && stateBeforeClose == State.FILE_PAYLOAD) {
-            fileBuffer.release();
-            fileBuffer = null;
-            file = null;
+        for (FileOp f : fileOps) {
+            if (!f.running && f.buf != null) {
+                f.buf.release();
+                f.buf = null;
+            }
         }
-        if (stash != null) {
-            stash.release();
-            stash = null;
+        fileOps.clear();
+        filePayload = null;
+        for (ByteBuf b : new ByteBuf[] {stash, deferredHeader}) {
+            if (b != null) {
+                b.release();
+            }
         }
+        stash = null;
+        deferredHeader = null;
     }
 }
