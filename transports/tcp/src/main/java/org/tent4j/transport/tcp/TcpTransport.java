@@ -270,9 +270,10 @@ public final class TcpTransport implements Transport {
             inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
         });
         if (!idle) {
-            log.error("segment '{}': buffer {} [0x{}, +{}) is still in use by a tcp socket after closing its "
-                            + "connections; freeing it now is unsafe", context.segmentName(), buffer.id(),
-                    Long.toHexString(buffer.address()), buffer.length());
+            // Returning would let the runtime free memory a socket may still read from or write into.
+            throw new TransferException(ErrorCode.TIMEOUT, "tcp: buffer " + buffer.id() + " [0x"
+                    + Long.toHexString(buffer.address()) + ", +" + buffer.length() + ") of segment '" + context.segmentName()
+                    + "' is still in use by a tcp socket after closing its inbound connections; it stays allocated");
         }
         pins.purge(context.localMemory());
     }
@@ -480,7 +481,11 @@ public final class TcpTransport implements Transport {
         }
         server.close().awaitUninterruptibly(connectTimeout.toMillis());
         inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        if (!group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS)) {
+            // An I/O thread still running may still write into registered memory: the engine must not free it.
+            throw new TransferException(ErrorCode.TIMEOUT, "tcp transport of segment '" + context.segmentName()
+                    + "': I/O threads did not stop within 5 s of close; registered memory must stay allocated");
+        }
         log.info("tcp transport of segment '{}' closed", context.segmentName());
     }
 }
