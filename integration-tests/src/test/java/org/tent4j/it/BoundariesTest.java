@@ -1,5 +1,8 @@
 package org.tent4j.it;
 
+import static com.tngtech.archunit.base.DescribedPredicate.not;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAnyPackage;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -18,6 +21,9 @@ class BoundariesTest {
     private static final String PLATFORM_COMMON = "org.tent4j.platform.common..";
     private static final String[] PLATFORM_PLUGINS = {"org.tent4j.platform.cuda..", "org.tent4j.platform.rocm..",
             "org.tent4j.platform.ascend.."};
+    /** The token handshake and TLS of Netty connections, shared by the runtime's control plane and the tcp transport. */
+    private static final String NETTY_COMMON = "org.tent4j.transport.netty..";
+    private static final String[] NETTY_COMMON_USERS = {"org.tent4j.runtime.control..", "org.tent4j.transport.tcp.."};
     private static final String[] PLUGINS = {"org.tent4j.transport..", "org.tent4j.platform..", "org.tent4j.metadata.."};
     private static JavaClasses classes;
 
@@ -57,12 +63,14 @@ class BoundariesTest {
                 {"org.tent4j.transport.efa..", "efa"}, {"org.tent4j.transport.nvlink..", "nvlink"}, {"org.tent4j.transport.faulty..", "faulty"},
                 {"org.tent4j.transport.nvmeof..", "nvmeof"},
                 {"org.tent4j.platform.cuda..", "cuda"}, {"org.tent4j.platform.rocm..", "rocm"}, {"org.tent4j.platform.ascend..", "ascend"},
-                {PLATFORM_COMMON, "platform-common"},
+                {PLATFORM_COMMON, "platform-common"}, {NETTY_COMMON, "netty-common"},
                 {"org.tent4j.metadata.etcd..", "etcd"}, {"org.tent4j.metadata.redis..", "redis"}, {"org.tent4j.metadata.http..", "http"}};
         for (String[] self : families) {
             for (String[] other : families) {
-                // the platform plugins may use platform-common (checked by onlyPlatformPluginsDependOnPlatformCommon)
-                if (self != other && !(other[0].equals(PLATFORM_COMMON) && self[0].startsWith("org.tent4j.platform."))) {
+                // the platform plugins may use platform-common (checked by onlyPlatformPluginsDependOnPlatformCommon),
+                // tcp may use netty-common (checked by onlyTheControlPlaneAndTcpDependOnNettyCommon)
+                if (self != other && !(other[0].equals(PLATFORM_COMMON) && self[0].startsWith("org.tent4j.platform."))
+                        && !(other[0].equals(NETTY_COMMON) && self[0].equals(NETTY_COMMON_USERS[1]))) {
                     noClasses().that().resideInAPackage(self[0]).should().dependOnClassesThat().resideInAPackage(other[0])
                             .because(self[1] + " must reach " + other[1] + " only through the SPI (ServiceLoader)")
                             .check(classes);
@@ -106,10 +114,34 @@ class BoundariesTest {
     }
 
     @Test
+    void nettyCommonDependsOnTheApiAndNettyOnly() {
+        noClasses().that().resideInAPackage(NETTY_COMMON)
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax..", "io.netty..", "org.slf4j..",
+                        "org.tent4j.api..", "org.tent4j.spi..", NETTY_COMMON)
+                .because("netty-common is te-api plus the handshake and TLS that Netty connections share")
+                .check(classes);
+    }
+
+    @Test
+    void onlyTheControlPlaneAndTcpDependOnNettyCommon() {
+        noClasses().that().resideOutsideOfPackages(NETTY_COMMON, NETTY_COMMON_USERS[0], NETTY_COMMON_USERS[1])
+                .should().dependOnClassesThat().resideInAPackage(NETTY_COMMON)
+                .because("netty-common is the Netty connections' shared security code, not an API").check(classes);
+    }
+
+    @Test
+    void theTokenHandshakeAndTlsLiveOnce() {
+        classes().that().haveSimpleName("TokenAuthHandler").or().haveSimpleName("TlsContexts")
+                .should().resideInAPackage(NETTY_COMMON)
+                .because("security-critical code lives once, in netty-common, not copied per transport").check(classes);
+    }
+
+    @Test
     void runtimeNeverNamesAConcretePlugin() {
         noClasses().that().resideInAPackage("org.tent4j.runtime..")
-                .should().dependOnClassesThat().resideInAnyPackage(PLUGINS)
-                .because("the runtime finds plugins through ServiceLoader").check(classes);
+                .should().dependOnClassesThat(resideInAnyPackage(PLUGINS).and(not(resideInAPackage(NETTY_COMMON))))
+                .because("the runtime finds plugins through ServiceLoader (netty-common is no plugin; its users are"
+                        + " checked by onlyTheControlPlaneAndTcpDependOnNettyCommon)").check(classes);
     }
 
     @Test

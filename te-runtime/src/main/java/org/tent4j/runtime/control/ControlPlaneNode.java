@@ -53,6 +53,8 @@ import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.transport.netty.TlsContexts;
+import org.tent4j.transport.netty.TokenAuthHandler;
 
 /**
  * The engine's control plane: one listener for peers' requests and one cached connection per peer for ours.

@@ -31,6 +31,7 @@ import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.TokenHandshake;
+import org.tent4j.testkit.tls.TestKeys;
 
 /**
  * With {@code security.token} set, a peer without it cannot fetch a descriptor or publish a notification, and one

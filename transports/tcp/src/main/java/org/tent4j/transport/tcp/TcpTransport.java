@@ -46,6 +46,8 @@ import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
+import org.tent4j.transport.netty.TlsContexts;
+import org.tent4j.transport.netty.TokenAuthHandler;
 
 /**
  * The tcp transport of one engine: a data-port server (the target side) and {@link TcpPeerConnection}s to peers (the

@@ -29,6 +29,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.TokenHandshake;
+import org.tent4j.testkit.tls.TestKeys;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;

@@ -1,4 +1,4 @@
-package org.tent4j.transport.tcp;
+package org.tent4j.testkit.tls;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,9 +13,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** A fresh self-signed key pair as the PEM files TLS is configured with, made by the JDK's keytool. */
-record TestKeys(Path certificate, Path privateKey) {
+public record TestKeys(Path certificate, Path privateKey) {
     /** One key pair per name, made by keytool processes running side by side. */
-    static List<TestKeys> generate(Path dir, String... names) throws IOException, InterruptedException,
+    public static List<TestKeys> generate(Path dir, String... names) throws IOException, InterruptedException,
             GeneralSecurityException {
         Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");
         List<Process> running = new ArrayList<>();

@@ -1,4 +1,4 @@
-package org.tent4j.runtime.control;
+package org.tent4j.transport.netty;
 
 import javax.net.ssl.SSLException;
 
@@ -15,8 +15,8 @@ import org.tent4j.spi.SecuritySettings;
  * trusted certificates (mutual TLS), with the JDK's provider. Peers are named by the trust, not by host names, so host
  * name verification is off.
  */
-record TlsContexts(SslContext server, SslContext client) {
-    static TlsContexts of(SecuritySettings s) {
+public record TlsContexts(SslContext server, SslContext client) {
+    public static TlsContexts of(SecuritySettings s) {
         var trust = (s.tlsTrustedCertificates() != null ? s.tlsTrustedCertificates() : s.tlsCertificate()).toFile();
         try {
             SslContext server = SslContextBuilder.forServer(s.tlsCertificate().toFile(), s.tlsPrivateKey().toFile())

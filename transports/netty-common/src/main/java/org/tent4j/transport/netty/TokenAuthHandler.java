@@ -1,4 +1,4 @@
-package org.tent4j.runtime.control;
+package org.tent4j.transport.netty;
 
 import java.time.Duration;
 import java.util.Arrays;
@@ -20,7 +20,7 @@ import org.tent4j.spi.TokenHandshake;
  * Runs {@link TokenHandshake} first on a connection and passes nothing on until the peer's proof verified; then it
  * steps out of the pipeline, handing on whatever followed the proof. A peer that fails or stalls is closed.
  */
-final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
+public final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
     private static final Logger log = LoggerFactory.getLogger(TokenAuthHandler.class);
 
     private final TokenHandshake handshake;
@@ -34,10 +34,10 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> timer;
 
     /**
-     * @param where     names this side for log lines ("control plane of segment 'a'")
+     * @param where     names this side for log lines ("control plane of segment 'a'", "segment 'b' tcp data port")
      * @param failures  counts failed handshakes (of all connections; the log shows the 1st, 2nd, 4th ...)
      */
-    TokenAuthHandler(TokenHandshake handshake, String where, Duration timeout, LongAdder failures) {
+    public TokenAuthHandler(TokenHandshake handshake, String where, Duration timeout, LongAdder failures) {
         this.handshake = handshake;
         this.where = where;
         this.timeout = timeout;
@@ -45,7 +45,7 @@ final class TokenAuthHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** Completes once the peer proved it holds the token; fails when the connection fails the handshake or ends. */
-    CompletableFuture<Void> authenticated() {
+    public CompletableFuture<Void> authenticated() {
         return done;
     }
 
