@@ -156,7 +156,11 @@ class FileRegionTest {
         int size = 256 << 10;
         Path file = sizedFile("a.dat", 2L * size);
         int fd = open(file);
-        a.registerMem(DescriptorList.of(MemoryType.FILE, new Descriptor(0, 2L * size, fd)));
+        // two regions of one file: they share one engine registration
+        DescriptorList first = DescriptorList.of(MemoryType.FILE, new Descriptor(0, size, fd));
+        DescriptorList second = DescriptorList.of(MemoryType.FILE, new Descriptor(size, size, fd));
+        a.registerMem(first);
+        a.registerMem(second);
         MemorySegment src = arena.allocate(size, 4096);
         MemorySegment back = arena.allocate(size, 4096);
         fill(src, 21);
@@ -182,10 +186,20 @@ class FileRegionTest {
                 DescriptorList.blocks(MemoryType.DRAM, back.address(), size / 4, 4, 0), "a", XferOptions.NONE));
         assertTrue(e.getMessage().contains("FILE fd " + fd + " (" + file.toRealPath() + ") can only be a target"), e.getMessage());
 
-        // deregistered, the file range is gone: no backend covers it any more
-        a.deregisterMem(DescriptorList.of(MemoryType.FILE, new Descriptor(0, 2L * size, fd)));
+        // the other region of the file going keeps this one working
+        a.deregisterMem(first);
+        fill(src, 22);
+        XferRequest again = a.createXferReq(Opcode.WRITE, from, target, "a", XferOptions.NONE);
+        again.post();
+        finish(again);
+        again.release();
+        assertEquals(crc(src), fileCrc(file, size, size));
+
+        // the last region gone, the range is unreachable and the file free to register again
+        a.deregisterMem(second);
         e = assertThrows(NixlException.class, () -> a.createXferReq(Opcode.WRITE, from, target, "a", XferOptions.NONE));
         assertEquals(NixlStatus.NOT_FOUND, e.status(), e.getMessage());
+        a.registerMem(second);
     }
 
     @Test
@@ -213,10 +227,15 @@ class FileRegionTest {
         }
         refused(a, MemoryType.FILE, new Descriptor(0, 4096, pipeFd), "FILE fd " + pipeFd + " is pipe:[");
 
-        // one region per file: the engine registers a path once
+        // regions of one file share its registration at the size it had then, through any fd of it
         a.registerMem(DescriptorList.of(MemoryType.FILE, new Descriptor(0, 4096, fd)));
         int again = open(file);
-        refused(a, MemoryType.FILE, new Descriptor(4096, 4096, again), "tent4j cannot register FILE fd " + again + " (" + path + ")");
+        a.registerMem(DescriptorList.of(MemoryType.FILE, new Descriptor(4096, 4096, again)));
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(16384);
+        }
+        refused(a, MemoryType.FILE, new Descriptor(8192, 4096, fd),
+                "FILE fd " + fd + " (" + path + "): offset 8192 length 4096 runs past its end (8192 bytes when its first region was registered)");
 
         // a removed file's fd no longer names a path an engine could open
         Path gone = sizedFile("gone.dat", 4096);

@@ -51,8 +51,10 @@ import org.tent4j.integration.nixl.spi.Span;
  *
  * <p>FILE and BLK regions are NIXL-style: {@code devId} is an open file descriptor of this process and {@code address}
  * an offset in it. The descriptor is resolved to its path through {@code /proc/self/fd/<devId>} (Linux), and the file
- * is registered with {@link TransferEngine#registerFile} up to the region's end; the region must lie inside the file
- * (a FILE is never extended: size it first). One region per file: the engine registers a path once. Its public data
+ * is registered with {@link TransferEngine#registerFile} once, at its size when its first region came, and shared by
+ * every region of it (the engine registers a path once), so peers can address the whole file at the engine level; the
+ * agent still only lets transfers reach registered regions. A region must lie inside that size (a FILE is never
+ * extended: size it first). Its public data
  * is the file's base in the engine's segment plus the path (for errors), so a peer turns offset {@code o} into the
  * engine address {@code base + o}. A file is only ever a target: the local side of a transfer is memory.
  *
@@ -71,6 +73,17 @@ final class Tent4jBackend implements Backend {
     private final Duration timeout;
     private final MemoryKind vramKind;
     private final Map<String, SegmentHandle> peers = new ConcurrentHashMap<>();
+    /** Files with registered regions, by path, and how many regions use each; guarded by itself. */
+    private final Map<Path, SharedFile> files = new java.util.HashMap<>();
+
+    private static final class SharedFile {
+        final RegisteredFile file;
+        int regions;
+
+        SharedFile(RegisteredFile file) {
+            this.file = file;
+        }
+    }
 
     Tent4jBackend(BackendContext context) {
         this.agent = context.agentName();
@@ -170,14 +183,24 @@ final class Tent4jBackend implements Backend {
         } catch (IOException | UnsupportedOperationException e) {
             throw new NixlException(NixlStatus.INVALID_PARAM, fd + ": cannot resolve it through /proc/self/fd: " + e, e);
         }
-        if (region.end() < 0 || region.end() > size) {
-            throw new NixlException(NixlStatus.INVALID_PARAM, fd + " (" + path + "): offset " + region.address() + " length " + region.length()
-                    + " runs past its end (" + size + " bytes)" + (type == MemoryType.FILE ? "; size the file first" : ""));
-        }
-        try {
-            return new FileRegion(engine.registerFile(path, region.end(), Permission.READ_WRITE), region, type);
-        } catch (TransferException e) {
-            throw new NixlException(NixlStatus.BACKEND, "tent4j cannot register " + fd + " (" + path + "): " + e.getMessage(), e);
+        synchronized (files) {
+            SharedFile shared = files.get(path);
+            long end = shared == null ? size : shared.file.length();
+            if (region.end() < 0 || region.end() > end) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, fd + " (" + path + "): offset " + region.address() + " length " + region.length()
+                        + " runs past its end (" + end + " bytes" + (shared == null ? "" : " when its first region was registered")
+                        + ")" + (type == MemoryType.FILE ? "; size the file first" : ""));
+            }
+            if (shared == null) {
+                try {
+                    shared = new SharedFile(engine.registerFile(path, size, Permission.READ_WRITE));
+                } catch (TransferException e) {
+                    throw new NixlException(NixlStatus.BACKEND, "tent4j cannot register " + fd + " (" + path + "): " + e.getMessage(), e);
+                }
+                files.put(path, shared);
+            }
+            shared.regions++;
+            return new FileRegion(shared.file, region, type);
         }
     }
 
@@ -191,7 +214,13 @@ final class Tent4jBackend implements Backend {
     @Override
     public void deregister(Object region) {
         if (region instanceof FileRegion f) {
-            engine.unregisterFile(f.file());
+            synchronized (files) {
+                SharedFile shared = files.get(f.file().path());
+                if (shared != null && --shared.regions == 0) {
+                    files.remove(f.file().path());
+                    engine.unregisterFile(f.file());
+                }
+            }
         } else {
             engine.unregister((RegisteredMemory) region);
         }
