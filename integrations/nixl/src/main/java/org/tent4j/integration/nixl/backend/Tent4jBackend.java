@@ -54,9 +54,8 @@ import org.tent4j.integration.nixl.spi.Span;
  * is registered with {@link TransferEngine#registerFile} once, at its size when its first region came, and shared by
  * every region of it (the engine registers a path once), so peers can address the whole file at the engine level; the
  * agent still only lets transfers reach registered regions. A region must lie inside that size (a FILE is never
- * extended: size it first). Its public data
- * is the file's base in the engine's segment plus the path (for errors), so a peer turns offset {@code o} into the
- * engine address {@code base + o}. A file is only ever a target: the local side of a transfer is memory.
+ * extended: size it first). Its public data is the file's base in the engine's segment plus the path (for errors),
+ * so a peer turns offset {@code o} into the engine address {@code base + o}. A file is only ever a target: the local side of a transfer is memory.
  *
  * <p>Notifications travel as engine notifications whose text is {@code nixl1 <agent> <base64 message>}, so the
  * receiver learns the sending agent (not just its segment).
