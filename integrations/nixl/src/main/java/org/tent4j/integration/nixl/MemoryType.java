@@ -6,8 +6,12 @@ public enum MemoryType {
     DRAM,
     /** Device memory: {@code address} is a device virtual address, {@code devId} the GPU index. */
     VRAM,
-    /** A file: {@code address} is an offset in it, {@code devId} names the file. */
+    /**
+     * A file: {@code address} is an offset in it, {@code devId} an open file descriptor of the registering process
+     * (NIXL's convention; the tent4j backend resolves it through {@code /proc/self/fd}). On a peer's list, {@code devId}
+     * is the peer's descriptor. A file is only ever a transfer target.
+     */
     FILE,
-    /** A block device: {@code address} is a byte offset, {@code devId} the volume. */
+    /** A block device: {@code address} is a byte offset, {@code devId} an open file descriptor of it (as for FILE). */
     BLK
 }

@@ -1,7 +1,12 @@
 package org.tent4j.integration.nixl.backend;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -21,6 +26,7 @@ import org.tent4j.api.MemoryKind;
 import org.tent4j.api.Notification;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
@@ -41,7 +47,15 @@ import org.tent4j.integration.nixl.spi.Span;
 /**
  * Requests become engine {@link TransferRequest}s once, at prepare; each post submits them as one {@link Batch}, with
  * the notification sent by the engine after all of them completed. The connection info is the engine's segment blob,
- * so a peer needs no metadata store to reach this one; regions carry no public data (the blob lists them).
+ * so a peer needs no metadata store to reach this one; memory regions carry no public data (the blob lists them).
+ *
+ * <p>FILE and BLK regions are NIXL-style: {@code devId} is an open file descriptor of this process and {@code address}
+ * an offset in it. The descriptor is resolved to its path through {@code /proc/self/fd/<devId>} (Linux), and the file
+ * is registered with {@link TransferEngine#registerFile} once, at its size when its first region came, and shared by
+ * every region of it (the engine registers a path once), so peers can address the whole file at the engine level; the
+ * agent still only lets transfers reach registered regions. A region must lie inside that size (a FILE is never
+ * extended: size it first). Its public data is the file's base in the engine's segment plus the path (for errors),
+ * so a peer turns offset {@code o} into the engine address {@code base + o}. A file is only ever a target: the local side of a transfer is memory.
  *
  * <p>Notifications travel as engine notifications whose text is {@code nixl1 <agent> <base64 message>}, so the
  * receiver learns the sending agent (not just its segment).
@@ -58,6 +72,17 @@ final class Tent4jBackend implements Backend {
     private final Duration timeout;
     private final MemoryKind vramKind;
     private final Map<String, SegmentHandle> peers = new ConcurrentHashMap<>();
+    /** Files with registered regions, by path, and how many regions use each; guarded by itself. */
+    private final Map<Path, SharedFile> files = new java.util.HashMap<>();
+
+    private static final class SharedFile {
+        final RegisteredFile file;
+        int regions;
+
+        SharedFile(RegisteredFile file) {
+            this.file = file;
+        }
+    }
 
     Tent4jBackend(BackendContext context) {
         this.agent = context.agentName();
@@ -79,8 +104,28 @@ final class Tent4jBackend implements Backend {
         }
     }
 
-    private record RemoteRegion(SegmentHandle segment, long address, long length) {
+    /**
+     * A transfer target: descriptor address {@code descAddress} is engine address {@code engineAddress}; {@code what}
+     * names it in errors.
+     */
+    private record RemoteRegion(SegmentHandle segment, long descAddress, long engineAddress, long length, String what) {
+        long engineAddressOf(long address, long len) {
+            if (address < descAddress || address - descAddress > length - len) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, what + ": offset " + address + " length " + len
+                        + " is outside the registered " + descAddress + "+" + length);
+            }
+            return engineAddress + (address - descAddress);
+        }
     }
+
+    private record FileRegion(RegisteredFile file, Descriptor region, MemoryType type) {
+        String what() {
+            return type + " fd " + region.devId() + " (" + file.path() + ")";
+        }
+    }
+
+    /** Public data of a file region: its base in the segment, then the path's length and UTF-8 bytes. */
+    private static final int MAX_PATH_BYTES = 4096;
 
     private static final class Request {
         final List<TransferRequest> requests;
@@ -98,6 +143,9 @@ final class Tent4jBackend implements Backend {
 
     @Override
     public Object register(Descriptor region, MemoryType type) {
+        if (type == MemoryType.FILE || type == MemoryType.BLK) {
+            return registerFile(region, type);
+        }
         Location location = type == MemoryType.DRAM ? Location.cpu(region.devId()) : Location.device(vramKind, region.devId());
         try {
             return engine.register(MemorySegment.ofAddress(region.address()).reinterpret(region.length()), location, Permission.READ_WRITE);
@@ -106,9 +154,75 @@ final class Tent4jBackend implements Backend {
         }
     }
 
+    private FileRegion registerFile(Descriptor region, MemoryType type) {
+        String fd = type + " fd " + region.devId();
+        if (region.devId() < 0) {
+            throw new NixlException(NixlStatus.INVALID_PARAM, fd + ": devId must be an open file descriptor of this process");
+        }
+        Path path;
+        long size;
+        try {
+            path = Files.readSymbolicLink(Path.of("/proc/self/fd", Integer.toString(region.devId())));
+            if (!path.isAbsolute()) {
+                // sockets, pipes and anonymous inodes read as "socket:[123]" and the like
+                throw new NixlException(NixlStatus.INVALID_PARAM, fd + " is " + path + ", not a file");
+            }
+            int mode = (Integer) Files.getAttribute(path, "unix:mode");
+            int format = mode & 0170000;
+            if (type == MemoryType.FILE && format != 0100000) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, fd + " (" + path + ") is not a regular file");
+            }
+            if (type == MemoryType.BLK && format != 0060000) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, fd + " (" + path + ") is not a block device");
+            }
+            size = type == MemoryType.FILE ? Files.size(path) : blockDeviceSize(path);
+        } catch (NoSuchFileException e) {
+            throw new NixlException(NixlStatus.INVALID_PARAM, fd + ": no such open file descriptor in this process, or its file was removed ("
+                    + e.getFile() + ")", e);
+        } catch (IOException | UnsupportedOperationException e) {
+            throw new NixlException(NixlStatus.INVALID_PARAM, fd + ": cannot resolve it through /proc/self/fd: " + e, e);
+        }
+        synchronized (files) {
+            SharedFile shared = files.get(path);
+            long end = shared == null ? size : shared.file.length();
+            if (region.end() < 0 || region.end() > end) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, fd + " (" + path + "): offset " + region.address() + " length " + region.length()
+                        + " runs past its end (" + end + " bytes" + (shared == null ? "" : " when its first region was registered")
+                        + ")" + (type == MemoryType.FILE ? "; size the file first" : ""));
+            }
+            if (shared == null) {
+                try {
+                    shared = new SharedFile(engine.registerFile(path, size, Permission.READ_WRITE));
+                } catch (TransferException e) {
+                    throw new NixlException(NixlStatus.BACKEND, "tent4j cannot register " + fd + " (" + path + "): " + e.getMessage(), e);
+                }
+                files.put(path, shared);
+            }
+            shared.regions++;
+            return new FileRegion(shared.file, region, type);
+        }
+    }
+
+    /** A block device's size is the end of its data, not what {@code stat} says. */
+    private static long blockDeviceSize(Path device) throws IOException {
+        try (var ch = java.nio.channels.FileChannel.open(device, java.nio.file.StandardOpenOption.READ)) {
+            return ch.size();
+        }
+    }
+
     @Override
     public void deregister(Object region) {
-        engine.unregister((RegisteredMemory) region);
+        if (region instanceof FileRegion f) {
+            synchronized (files) {
+                SharedFile shared = files.get(f.file().path());
+                if (shared != null && --shared.regions == 0) {
+                    files.remove(f.file().path());
+                    engine.unregisterFile(f.file());
+                }
+            }
+        } else {
+            engine.unregister((RegisteredMemory) region);
+        }
     }
 
     @Override
@@ -118,7 +232,11 @@ final class Tent4jBackend implements Backend {
 
     @Override
     public byte[] publicData(Object region) {
-        return new byte[0];
+        if (!(region instanceof FileRegion f)) {
+            return new byte[0];
+        }
+        byte[] path = f.file().path().toString().getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(12 + path.length).putLong(f.file().address()).putInt(path.length).put(path).array();
     }
 
     @Override
@@ -137,19 +255,40 @@ final class Tent4jBackend implements Backend {
             throw new NixlException(NixlStatus.NOT_FOUND, "tent4j has no connection info of agent '" + peer
                     + "' (load its full metadata, or partial metadata with connection info, first)");
         }
-        for (BufferInfo b : engine.segmentInfo(s).buffers()) {
-            if (region.address() >= b.address() && region.address() - b.address() <= b.length() - region.length()) {
-                return new RemoteRegion(s, region.address(), region.length());
+        long address = region.address();
+        String what = "agent '" + peer + "' " + type + " " + region;
+        if (type == MemoryType.FILE || type == MemoryType.BLK) {
+            // the peer chose these bytes: bound the path and check the translated range against its segment below
+            ByteBuffer in = ByteBuffer.wrap(publicData);
+            int n = in.remaining() >= 12 ? in.getInt(8) : -1;
+            if (n < 0 || n > MAX_PATH_BYTES || in.remaining() != 12 + n) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, what + ": bad public data of " + publicData.length + " bytes");
+            }
+            long base = in.getLong(0);
+            what = "agent '" + peer + "' " + type + " fd " + region.devId() + " (" + new String(publicData, 12, n, StandardCharsets.UTF_8) + ")";
+            address = base + region.address();
+            if (base < 0 || address < base) {
+                throw new NixlException(NixlStatus.INVALID_PARAM, what + ": base 0x" + Long.toHexString(base) + " + offset " + region.address()
+                        + " overflows");
             }
         }
-        throw new NixlException(NixlStatus.MISMATCH, "agent '" + peer + "' region " + region + " is not in its segment '" + s.name()
+        for (BufferInfo b : engine.segmentInfo(s).buffers()) {
+            if (address >= b.address() && address - b.address() <= b.length() - region.length()) {
+                return new RemoteRegion(s, region.address(), address, region.length(), what);
+            }
+        }
+        throw new NixlException(NixlStatus.MISMATCH, what + " is not in its segment '" + s.name()
                 + "' (its connection info is older than the region)");
     }
 
     @Override
     public Object loadLocal(Object region) {
+        if (region instanceof FileRegion f) {
+            Descriptor d = f.region();
+            return new RemoteRegion(engine.localSegment(), d.address(), f.file().address() + d.address(), d.length(), f.what());
+        }
         RegisteredMemory m = (RegisteredMemory) region;
-        return new RemoteRegion(engine.localSegment(), m.address(), m.segment().byteSize());
+        return new RemoteRegion(engine.localSegment(), m.address(), m.address(), m.segment().byteSize(), "local DRAM/VRAM");
     }
 
     @Override
@@ -166,10 +305,14 @@ final class Tent4jBackend implements Backend {
         for (int i = 0; i < local.size(); i++) {
             Span l = local.get(i);
             RemoteRegion r = (RemoteRegion) remote.get(i).region();
+            if (l.region() instanceof FileRegion f) {
+                throw new NixlException(NixlStatus.NOT_SUPPORTED, "tent4j: the local side of a transfer is memory; " + f.what()
+                        + " can only be a target (make it the remote list, this agent's own name for loopback)");
+            }
             // a slice of the registered segment, not a new one at the address: it keeps the registration's scope
             RegisteredMemory m = (RegisteredMemory) l.region();
             TransferRequest.Builder b = TransferRequest.builder(op, m.segment().asSlice(l.address() - m.address(), l.length()),
-                    r.segment(), remote.get(i).address());
+                    r.segment(), r.engineAddressOf(remote.get(i).address(), remote.get(i).length()));
             if (!transport.isEmpty()) {
                 b.require(transport);
             }

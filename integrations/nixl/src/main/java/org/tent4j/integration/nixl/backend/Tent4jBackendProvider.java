@@ -10,7 +10,10 @@ import org.tent4j.integration.nixl.spi.BackendContext;
 import org.tent4j.integration.nixl.spi.BackendProvider;
 import org.tent4j.integration.nixl.spi.OptionSpec;
 
-/** The tent4j engine as a backend: remote, loopback and notifications over whatever transports the engine runs. */
+/**
+ * The tent4j engine as a backend: remote, loopback and notifications over whatever transports the engine runs; FILE
+ * and BLK regions (devId = open file descriptor, address = offset) become engine file segments, always targets.
+ */
 public final class Tent4jBackendProvider implements BackendProvider {
     public static final String ID = "tent4j";
 
@@ -36,7 +39,7 @@ public final class Tent4jBackendProvider implements BackendProvider {
 
     @Override
     public Set<MemoryType> memoryTypes() {
-        return EnumSet.of(MemoryType.DRAM, MemoryType.VRAM);
+        return EnumSet.of(MemoryType.DRAM, MemoryType.VRAM, MemoryType.FILE, MemoryType.BLK);
     }
 
     @Override
