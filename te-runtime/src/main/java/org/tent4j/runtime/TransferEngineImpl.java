@@ -142,6 +142,7 @@ final class TransferEngineImpl implements TransferEngine {
                     new Context(segmentName, host, machineId, options, registrations, settings.transferTimeout(), clock, id));
             built.add(transports);
             metrics.transports(transports.ids());
+            countControlPlaneRefusals(metrics, control);
             int metricsPort = config.core().getInt(EngineConfig.METRICS_PORT);
             if (metricsPort >= 0) {
                 int bound = metrics.serve("0.0.0.0", metricsPort);
@@ -249,6 +250,22 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public TransportMetrics metrics() { return metrics.forTransport(transportId); }
         @Override public List<DevicePlatform> devicePlatforms() { return platforms.get(); }
         @Override public LocalFiles localFiles() { return files.access(); } // remote file segments (issue 12)
+    }
+
+    /** Every refusal of the control plane is a log line and, here, a metric (docs/SECURITY.md lists them). */
+    private static void countControlPlaneRefusals(EngineMetrics metrics, ControlPlaneNode control) {
+        metrics.count("tent4j.control.auth.failures", "connections that failed the token handshake or TLS", control,
+                ControlPlaneNode::authFailures);
+        metrics.count("tent4j.control.stray.replies", "replies that came on another connection than their call's (ignored)",
+                control, ControlPlaneNode::strayReplies);
+        metrics.count("tent4j.control.bad.frames", "malformed or oversized frames (their connection closed)", control,
+                ControlPlaneNode::badFrames);
+        metrics.count("tent4j.control.refused", "refused by a limit or a binding", control, ControlPlaneNode::refusedConnections,
+                "what", "connection");
+        metrics.count("tent4j.control.refused", "refused by a limit or a binding", control, ControlPlaneNode::refusedRequests,
+                "what", "request");
+        metrics.count("tent4j.control.refused", "refused by a limit or a binding", control, ControlPlaneNode::refusedCallers,
+                "what", "caller");
     }
 
     // ---------------------------------------------------------------- memory

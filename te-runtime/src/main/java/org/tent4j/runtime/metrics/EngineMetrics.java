@@ -108,6 +108,14 @@ public final class EngineMetrics implements AutoCloseable {
                 .tags("segment", segment).register(registry);
     }
 
+    /**
+     * A count its owner keeps (the control plane's refusals, say), read at each scrape as {@code <name>_total}. The
+     * owner must outlive the engine's metrics: Micrometer holds it weakly.
+     */
+    public <T> void count(String name, String description, T owner, java.util.function.ToDoubleFunction<T> value, String... tags) {
+        FunctionCounter.builder(name, owner, value).description(description).tags(tags).tags("segment", segment).register(registry);
+    }
+
     public void fallback(String from, String to) {
         registry.counter("tent4j.transport.fallbacks", "segment", segment, "from", from, "to", to).increment();
     }

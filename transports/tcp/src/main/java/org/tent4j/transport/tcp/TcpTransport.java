@@ -46,6 +46,7 @@ import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
+import org.tent4j.spi.TransportMetrics;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
 
@@ -124,6 +125,14 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        // every refusal is a log line and, here, a metric: tent4j_transport_tcp_<name>
+        TransportMetrics m = context.metrics();
+        m.gauge("tcp_auth_failures", "data connections that failed the token handshake or TLS", () -> limits.authFailures.sum());
+        m.gauge("tcp_refused_connections", "inbound data connections refused at transports.tcp.max_connections",
+                () -> limits.refusedConnections.sum());
+        m.gauge("tcp_idle_closed", "inbound data connections closed after transports.tcp.idle_timeout", () -> limits.idleClosed.sum());
+        m.gauge("tcp_read_pauses", "times an inbound connection stopped reading because its peer left answers unread",
+                limits::readPauses);
         this.fileServing = context.localFiles() == LocalFiles.NONE ? null
                 : new FileServing(context.localFiles(), context.workers()); // remote file segments (issue 12)
         this.security = context.security();
