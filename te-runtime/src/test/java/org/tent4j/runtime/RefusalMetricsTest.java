@@ -23,7 +23,14 @@ class RefusalMetricsTest {
 
             assertThrows(TransferException.class, () -> stranger.openSegment(guarded.segmentName()));
 
+            // The stranger gives up as soon as it sees the challenge; the guarded side counts the failure when it sees
+            // the stranger hang up, which may be later: wait for that (bounded), never sleep.
+            long deadline = System.nanoTime() + 10_000_000_000L;
             String after = ((TransferEngineImpl) guarded).metrics().scrape();
+            while (count(after, "tent4j_control_auth_failures_total") < 1 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+                after = ((TransferEngineImpl) guarded).metrics().scrape();
+            }
             assertTrue(count(after, "tent4j_control_auth_failures_total") >= 1, after);
         }
     }
