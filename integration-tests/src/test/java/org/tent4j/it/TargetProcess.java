@@ -7,11 +7,6 @@ import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 import org.tent4j.api.EngineConfig;
@@ -19,6 +14,7 @@ import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.testkit.ChildJvm;
 
 /**
  * A target engine in its own JVM, driven over stdin/stdout by {@link Child}. It allocates one buffer of the given size
@@ -77,59 +73,39 @@ public final class TargetProcess {
 
     /** The test's handle on a running {@link TargetProcess}. */
     static final class Child implements AutoCloseable {
-        final Process process;
+        final ChildJvm jvm;
         final String segment;
         final long address;
         final long size;
-        private final BufferedReader out;
-        private final PrintWriter in;
 
-        Child(long size, String... config) throws IOException {
-            List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                    "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
-                    TargetProcess.class.getName(), Long.toString(size)));
-            cmd.addAll(List.of(config));
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(
-                    Path.of("target", "target-process.log").toFile()));
-            pb.environment().keySet().removeIf(k -> k.startsWith("TENT4J_"));
-            process = pb.start();
-            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-            String ready = out.readLine();
-            if (ready == null || !ready.startsWith("READY ")) {
-                process.destroyForcibly();
-                throw new IOException("target process did not start: " + ready + " (see target/target-process.log)");
+        Child(long size, String... config) throws IOException, InterruptedException {
+            jvm = ChildJvm.builder(TargetProcess.class).heap("512m").args(Long.toString(size)).args(config).start();
+            try {
+                String[] w = jvm.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+                segment = w[1];
+                address = Long.parseLong(w[2]);
+                this.size = Long.parseLong(w[3]);
+            } catch (IOException e) {
+                jvm.kill();
+                throw e;
             }
-            String[] w = ready.split(" ");
-            segment = w[1];
-            address = Long.parseLong(w[2]);
-            this.size = Long.parseLong(w[3]);
         }
 
-        long crc(long offset, long length) throws IOException {
-            in.println("CRC " + offset + " " + length);
-            return Long.parseLong(out.readLine().split(" ")[1]);
+        long crc(long offset, long length) throws IOException, InterruptedException {
+            return Long.parseLong(jvm.ask("CRC " + offset + " " + length).split(" ")[1]);
         }
 
-        String note() throws IOException {
-            in.println("NOTE");
-            return out.readLine().substring(5);
+        String note() throws IOException, InterruptedException {
+            return jvm.ask("NOTE").substring(5);
         }
 
         void kill() throws InterruptedException {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+            jvm.kill();
         }
 
         @Override
-        public void close() throws Exception {
-            if (process.isAlive()) {
-                in.println("EXIT");
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            }
+        public void close() throws InterruptedException {
+            jvm.close();
         }
-
     }
 }

@@ -5,11 +5,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 import org.tent4j.api.EngineConfig;
@@ -18,6 +14,7 @@ import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.client.StoreClient;
+import org.tent4j.testkit.ChildJvm;
 
 /**
  * A store client in its own JVM that contributes a segment, driven over stdin/stdout by {@link Node}: {@code PUT key
@@ -72,60 +69,35 @@ public final class NodeProcess {
         return c.getValue();
     }
 
-    /** Starts a JVM running {@code mainClass} with this test's class path; stderr goes to target/{@code log}. */
-    static Process launch(Class<?> mainClass, String log, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp", System.getProperty("java.class.path"), mainClass.getName()));
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(Path.of("target", log).toFile()));
-        pb.environment().keySet().removeIf(k -> k.startsWith("TENT4J_"));
-        return pb.start();
-    }
-
     /** The test's handle on a running {@link NodeProcess}. */
     static final class Node implements AutoCloseable {
-        final Process process;
+        final ChildJvm jvm;
         final String clientId;
         final String segmentId;
-        private final BufferedReader out;
-        private final PrintWriter in;
 
-        Node(String master, long segmentBytes) throws IOException {
-            process = launch(NodeProcess.class, "store-node.log", master, Long.toString(segmentBytes));
-            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-            String ready = out.readLine();
-            if (ready == null || !ready.startsWith("READY ")) {
-                process.destroyForcibly();
-                throw new IOException("store node did not start: " + ready + " (see target/store-node.log)");
+        Node(String master, long segmentBytes) throws IOException, InterruptedException {
+            jvm = ChildJvm.start(NodeProcess.class, master, Long.toString(segmentBytes));
+            try {
+                String[] w = jvm.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+                clientId = w[1];
+                segmentId = w[2];
+            } catch (IOException e) {
+                jvm.kill();
+                throw e;
             }
-            String[] w = ready.split(" ");
-            clientId = w[1];
-            segmentId = w[2];
         }
 
-        String call(String command) throws IOException {
-            in.println(command);
-            String line = out.readLine();
-            if (line == null) {
-                throw new IOException("store node " + clientId + " ended (see target/store-node.log)");
-            }
-            return line;
+        String call(String command) throws IOException, InterruptedException {
+            return jvm.ask(command);
         }
 
         void kill() throws InterruptedException {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+            jvm.kill();
         }
 
         @Override
-        public void close() throws Exception {
-            if (process.isAlive()) {
-                in.println("EXIT");
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            }
+        public void close() throws InterruptedException {
+            jvm.close();
         }
     }
 }

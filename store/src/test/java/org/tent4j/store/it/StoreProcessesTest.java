@@ -4,14 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -20,6 +15,7 @@ import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.cli.MasterMain;
 import org.tent4j.store.client.MasterClient;
 import org.tent4j.store.rpc.Wire;
+import org.tent4j.testkit.ChildJvm;
 
 /**
  * A master and three clients, each its own JVM, on loopback: values written by one client are read back by others
@@ -30,7 +26,7 @@ import org.tent4j.store.rpc.Wire;
 class StoreProcessesTest {
     private static final int SIZE = 256 * 1024;
     private final List<AutoCloseable> closeLater = new ArrayList<>();
-    private Process master;
+    private ChildJvm master;
 
     @AfterEach
     void stop() throws Exception {
@@ -38,19 +34,15 @@ class StoreProcessesTest {
             c.close();
         }
         if (master != null) {
-            master.destroy();
-            if (!master.waitFor(10, TimeUnit.SECONDS)) {
-                master.destroyForcibly();
-            }
+            master.terminate();
         }
     }
 
     @Test
     void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
-        master = NodeProcess.launch(MasterMain.class, "store-master.log", "--host", "127.0.0.1", "--port", "0",
+        master = ChildJvm.start(MasterMain.class, "--host", "127.0.0.1", "--port", "0",
                 "--admin-port", "-1", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
-        BufferedReader masterOut = new BufferedReader(new InputStreamReader(master.getInputStream(), StandardCharsets.UTF_8));
-        String address = "127.0.0.1:" + awaitLine(masterOut, "LISTENING ").split(" ")[1];
+        String address = "127.0.0.1:" + master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
         NodeProcess.Node[] nodes = new NodeProcess.Node[3];
         for (int i = 0; i < 3; i++) {
             nodes[i] = new NodeProcess.Node(address, 32 << 20);
@@ -92,7 +84,7 @@ class StoreProcessesTest {
             during[i] = okLong(nodes[2].call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
         }
         long failoverNanos = System.nanoTime() - killedAt;
-        awaitLine(masterOut, "EXPIRED " + victim.clientId);
+        master.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
         System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
                 keys, affected, failoverNanos / 1_000_000, (System.nanoTime() - killedAt) / 1_000_000);
         for (int i = 0; i < keys; i++) {
@@ -120,15 +112,5 @@ class StoreProcessesTest {
     private static long okLong(String reply) {
         assertTrue(reply.startsWith("OK "), reply);
         return Long.parseLong(reply.split(" ")[1]);
-    }
-
-    /** Reads the child's stdout until a line starts with {@code prefix} (the test's timeout bounds the wait). */
-    private static String awaitLine(BufferedReader out, String prefix) throws IOException {
-        for (String line; (line = out.readLine()) != null; ) {
-            if (line.startsWith(prefix)) {
-                return line;
-            }
-        }
-        throw new IOException("process ended before printing '" + prefix + "' (see target/store-master.log)");
     }
 }

@@ -7,7 +7,6 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 import org.tent4j.api.EngineConfig;
+import org.tent4j.testkit.ChildJvm;
 
 /**
  * A target agent in its own JVM, driven over stdin/stdout by {@link Child}: agent {@code args[0]} with the tent4j
@@ -79,57 +79,37 @@ public final class AgentProcess {
 
     /** The test's handle on a running {@link AgentProcess}. */
     static final class Child implements AutoCloseable {
-        final Process process;
+        final ChildJvm jvm;
         final String host;
         final int port;
         final long address;
-        private final BufferedReader out;
-        private final PrintWriter in;
 
-        Child(String name, long size, String... config) throws IOException {
-            List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                    "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp", System.getProperty("java.class.path"),
-                    AgentProcess.class.getName(), name, Long.toString(size)));
-            cmd.addAll(List.of(config));
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(
-                    Path.of("target", "agent-process.log").toFile()));
-            pb.environment().keySet().removeIf(k -> k.startsWith("TENT4J_"));
-            process = pb.start();
-            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-            in = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-            String ready = out.readLine();
-            if (ready == null || !ready.startsWith("READY ")) {
-                process.destroyForcibly();
-                throw new IOException("agent process did not start: " + ready + " (see target/agent-process.log)");
+        Child(String name, long size, String... config) throws IOException, InterruptedException {
+            jvm = ChildJvm.builder(AgentProcess.class).args(name, Long.toString(size)).args(config).start();
+            try {
+                String[] w = jvm.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+                host = w[1].substring(0, w[1].lastIndexOf(':'));
+                port = Integer.parseInt(w[1].substring(w[1].lastIndexOf(':') + 1));
+                address = Long.parseLong(w[2]);
+            } catch (IOException e) {
+                jvm.kill();
+                throw e;
             }
-            String[] w = ready.split(" ");
-            host = w[1].substring(0, w[1].lastIndexOf(':'));
-            port = Integer.parseInt(w[1].substring(w[1].lastIndexOf(':') + 1));
-            address = Long.parseLong(w[2]);
         }
 
-        String ask(String command) throws IOException {
-            in.println(command);
-            String reply = out.readLine();
-            if (reply == null) {
-                throw new IOException("agent process ended on '" + command + "' (see target/agent-process.log)");
-            }
+        /** Sends a command and returns its answer without the answer's first word. */
+        String ask(String command) throws IOException, InterruptedException {
+            String reply = jvm.ask(command);
             return reply.substring(reply.indexOf(' ') + 1);
         }
 
         void kill() throws InterruptedException {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+            jvm.kill();
         }
 
         @Override
-        public void close() throws Exception {
-            if (process.isAlive()) {
-                in.println("EXIT");
-                if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                    process.destroyForcibly();
-                }
-            }
+        public void close() throws InterruptedException {
+            jvm.close();
         }
     }
 }

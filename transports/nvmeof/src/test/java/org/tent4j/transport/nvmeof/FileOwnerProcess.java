@@ -21,7 +21,8 @@ import org.tent4j.api.TransferStatus;
 /**
  * The other process of {@link FileSegmentCrossProcessTest}: an engine (peer-to-peer metadata) that registers a file
  * filled with a known pattern (with the transports named by the optional second argument, default nvmeof), prints {@code READY <segment> <address>}, then answers {@code CRC <offset> <length>}
- * lines by reading its own file through its engine, until stdin closes. It talks on stderr: stdout carries the log.
+ * lines ({@code CRC <crc>} or {@code CRC ERROR <status>}) by reading its own file through its engine, until {@code EXIT}.
+ * Its answers share stdout with the log; the test skips the log lines.
  */
 public final class FileOwnerProcess {
     private FileOwnerProcess() {
@@ -39,18 +40,19 @@ public final class FileOwnerProcess {
                 .build())) {
             RegisteredFile f = e.registerFile(file, 0, Permission.READ_WRITE);
             RegisteredMemory m = e.allocate(8 << 20, Location.CPU, Permission.READ_WRITE);
-            System.err.println("READY " + e.segmentName() + " " + f.address());
-            System.err.flush();
+            System.out.println("READY " + e.segmentName() + " " + f.address());
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
             for (String line; (line = in.readLine()) != null; ) {
                 String[] w = line.split(" ");
+                if (w[0].equals("EXIT")) {
+                    break;
+                }
                 if (!w[0].equals("CRC")) {
                     continue;
                 }
                 MemorySegment dst = m.segment().asSlice(0, Long.parseLong(w[2]));
                 TransferStatus s = e.transfer(TransferRequest.read(dst, e.localSegment(), f.address() + Long.parseLong(w[1])));
-                System.err.println(s.state() == TransferState.COMPLETED ? "CRC " + FileSegmentEngineTest.crc(dst) : "ERROR " + s);
-                System.err.flush();
+                System.out.println("CRC " + (s.state() == TransferState.COMPLETED ? FileSegmentEngineTest.crc(dst) : "ERROR " + s));
             }
         }
     }

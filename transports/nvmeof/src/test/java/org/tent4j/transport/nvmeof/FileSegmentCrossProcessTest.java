@@ -1,14 +1,9 @@
 package org.tent4j.transport.nvmeof;
 
-import java.io.BufferedReader;
-import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -24,10 +19,9 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.testkit.ChildJvm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A same-host peer's file segment across two processes: the owner publishes its file over the peer-to-peer control
@@ -46,14 +40,9 @@ class FileSegmentCrossProcessTest {
     @CsvSource({"nvmeof, nvmeof", "'nvmeof,tcp', tcp"})
     void aPeerProcessReadsAndWritesTheOwnersFile(String ownerTransports, String transports) throws Exception {
         Path file = dir.resolve("owned.bin");
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m",
-                "-cp", System.getProperty("java.class.path"), FileOwnerProcess.class.getName(), file.toString(), ownerTransports)
-                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        try (PrintWriter toChild = new PrintWriter(child.outputWriter(StandardCharsets.US_ASCII), true)) {
-            BufferedReader fromChild = child.errorReader(StandardCharsets.US_ASCII);
-            String ready = CompletableFuture.supplyAsync(() -> next(fromChild, "READY ")).get(60, TimeUnit.SECONDS);
-            assertNotNull(ready, "owner exited before READY");
+        try (ChildJvm child = ChildJvm.builder(FileOwnerProcess.class).heap("128m")
+                .args(file.toString(), ownerTransports).start()) {
+            String ready = child.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT);
             String segmentName = ready.split(" ")[1];
             long base = Long.parseLong(ready.split(" ")[2]);
             byte[] content = new byte[8 << 20];
@@ -77,32 +66,13 @@ class FileSegmentCrossProcessTest {
                 FileSegmentEngineTest.fill(put, 77);
                 TransferStatus w = e.transfer(TransferRequest.write(put, owner, base + (3 << 20)));
                 assertEquals(TransferState.COMPLETED, w.state(), w::toString);
-                toChild.println("CRC " + (3 << 20) + " " + (2 << 20));
-                String crc = CompletableFuture.supplyAsync(() -> next(fromChild, "CRC ", "ERROR ")).get(60, TimeUnit.SECONDS);
+                child.send("CRC " + (3 << 20) + " " + (2 << 20));
+                String crc = child.awaitLine("CRC ", ChildJvm.DEFAULT_TIMEOUT);
                 assertEquals("CRC " + FileSegmentEngineTest.crc(put), crc, "the owner reads back what the peer wrote");
 
                 TransferStatus outside = e.transfer(TransferRequest.read(got, owner, base + (8 << 20) - 100));
                 assertEquals(ErrorCode.OUT_OF_BOUNDS, outside.error(), outside::toString);
             }
-        } finally {
-            child.destroy();
-            assertTrue(child.waitFor(30, TimeUnit.SECONDS) || child.destroyForcibly().waitFor(10, TimeUnit.SECONDS));
-        }
-    }
-
-    /** The next line starting with one of {@code prefixes} (a JVM may print warnings on stderr too). */
-    private static String next(BufferedReader r, String... prefixes) {
-        try {
-            for (String line; (line = r.readLine()) != null; ) {
-                for (String p : prefixes) {
-                    if (line.startsWith(p)) {
-                        return line;
-                    }
-                }
-            }
-            return null;
-        } catch (java.io.IOException e) {
-            return null;
         }
     }
 }

@@ -1,15 +1,11 @@
 package org.tent4j.transport.shm;
 
-import java.io.BufferedReader;
-import java.io.PrintWriter;
 import java.lang.foreign.Arena;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
@@ -20,13 +16,13 @@ import org.tent4j.api.Permission;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.testkit.ChildJvm;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A second JVM owns the shm memory; this one maps it through the transport and reads and writes it. */
@@ -35,14 +31,11 @@ class ShmCrossProcessTest {
     @Test
     void readsAndWritesAnotherProcesssSharedMemory(@TempDir Path stderr) throws Exception {
         long size = (4L << 20) + 123; // odd size: the mapping must not round anything
-        Path childErr = stderr.resolve("child.err");
-        Process child = startChild(size, childErr);
+        ChildJvm child = startChild(size, stderr.resolve("child.err"));
         ShmTransportProvider provider = new ShmTransportProvider();
         try (TestTransportContext ctx = ShmTransportTest.context("a", Map.of());
              Arena arena = Arena.ofShared()) {
-            BufferedReader out = child.inputReader(StandardCharsets.US_ASCII);
-            String ready = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
-            assertNotNull(ready, () -> "child exited before READY: " + readQuietly(childErr));
+            String ready = child.next(ChildJvm.DEFAULT_TIMEOUT);
             String[] f = ready.split(" ");
             assertEquals("READY", f[0], ready);
             Path path = Path.of(f[1]);
@@ -71,13 +64,10 @@ class ShmCrossProcessTest {
                 Patterns.fill(local.segment(), 5, writeLength, 77);
                 transferInSlices(conn, Opcode.WRITE, local, 5, remote, writeOffset, writeLength);
                 long crc = Patterns.crc(local.segment(), 5, writeLength);
-                PrintWriter in = new PrintWriter(child.outputWriter(StandardCharsets.US_ASCII), true);
-                in.println("VERIFY " + writeOffset + " " + writeLength + " " + crc);
-
-                String verdict = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
-                assertEquals("VERIFIED", verdict, () -> "child stderr: " + readQuietly(childErr));
-                assertTrue(child.waitFor(60, TimeUnit.SECONDS), "child did not exit");
-                assertEquals(0, child.exitValue(), () -> "child stderr: " + readQuietly(childErr));
+                String verdict = child.ask("VERIFY " + writeOffset + " " + writeLength + " " + crc);
+                assertEquals("VERIFIED", verdict, child::stderrTail);
+                assertTrue(child.process().waitFor(60, TimeUnit.SECONDS), "child did not exit");
+                assertEquals(0, child.process().exitValue(), child::stderrTail);
                 assertFalse(Files.exists(path), "the child's shm file survived its transport close");
 
                 // the child is gone and its file unlinked: our mapping still holds the pages, new mappings fail
@@ -90,40 +80,27 @@ class ShmCrossProcessTest {
                 transport.close();
             }
         } finally {
-            // SIGTERM first: the child's exit hook unlinks its file; SIGKILL only if it does not go
-            child.destroy();
-            if (!child.waitFor(10, TimeUnit.SECONDS)) {
-                child.destroyForcibly();
-                child.waitFor(10, TimeUnit.SECONDS);
-            }
+            child.terminate(); // SIGTERM first: the child's exit hook unlinks its file
         }
     }
 
     @Test
     void childKilledWithSigtermLeavesNoFile(@TempDir Path stderr) throws Exception {
-        Process child = startChild(4096, stderr.resolve("child.err"));
+        ChildJvm child = startChild(4096, stderr.resolve("child.err"));
         try {
-            BufferedReader out = child.inputReader(StandardCharsets.US_ASCII);
-            String ready = CompletableFuture.supplyAsync(() -> readLine(out)).get(60, TimeUnit.SECONDS);
-            assertNotNull(ready, () -> "child exited before READY: " + readQuietly(stderr.resolve("child.err")));
-            Path path = Path.of(ready.split(" ")[1]);
+            Path path = Path.of(child.next(ChildJvm.DEFAULT_TIMEOUT).split(" ")[1]);
             assertTrue(Files.exists(path));
-            child.destroy(); // SIGTERM: the transport is never closed, only the JVM exit hook runs
-            assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child ignored SIGTERM");
+            child.process().destroy(); // SIGTERM: the transport is never closed, only the JVM exit hook runs
+            assertTrue(child.process().waitFor(30, TimeUnit.SECONDS), "child ignored SIGTERM");
             assertFalse(Files.exists(path), "the exit hook did not delete " + path);
         } finally {
-            child.destroyForcibly();
-            child.waitFor(10, TimeUnit.SECONDS);
+            child.kill();
         }
     }
 
-    private static Process startChild(long size, Path stderr) throws java.io.IOException {
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx96m",
-                "-cp", System.getProperty("java.class.path"), ShmChildProcess.class.getName(),
-                ShmTransportProvider.DEFAULT_DIR, Long.toString(size));
-        pb.redirectError(stderr.toFile());
-        return pb.start();
+    private static ChildJvm startChild(long size, Path stderr) throws java.io.IOException {
+        return ChildJvm.builder(ShmChildProcess.class).heap("96m").stderr(stderr)
+                .args(ShmTransportProvider.DEFAULT_DIR, Long.toString(size)).start();
     }
 
     private static void transferInSlices(PeerConnection conn, Opcode op, TestLocalMemory.Buffer local,
@@ -140,22 +117,6 @@ class ShmCrossProcessTest {
         for (TestSlice s : slices) {
             s.result().get(60, TimeUnit.SECONDS);
             assertEquals(1, s.completions());
-        }
-    }
-
-    private static String readLine(BufferedReader r) {
-        try {
-            return r.readLine();
-        } catch (java.io.IOException e) {
-            return null;
-        }
-    }
-
-    private static String readQuietly(Path p) {
-        try {
-            return Files.readString(p);
-        } catch (java.io.IOException e) {
-            return "(no stderr: " + e + ")";
         }
     }
 }

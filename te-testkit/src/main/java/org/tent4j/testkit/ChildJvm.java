@@ -1,0 +1,195 @@
+package org.tent4j.testkit;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A JVM started from this test's class path and driven line by line over its stdin and stdout: the way tests put an
+ * engine, a store node or an agent in a process of its own. Every read has a deadline, so a child that hangs or dies
+ * fails the test with the tail of its stderr instead of hanging the suite. The child inherits no {@code TENT4J_}
+ * environment variable, so a developer's shell cannot change what a test runs.
+ */
+public final class ChildJvm implements AutoCloseable {
+    /** How long {@link #ask} and {@link #close} wait unless told otherwise. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+    private static final String EOF = "\0eof";
+
+    private final String name;
+    private final Process process;
+    private final Path stderr;
+    private final PrintWriter stdin;
+    private final LinkedBlockingQueue<String> stdout = new LinkedBlockingQueue<>();
+
+    private ChildJvm(String name, Process process, Path stderr) {
+        this.name = name;
+        this.process = process;
+        this.stderr = stderr;
+        this.stdin = new PrintWriter(process.outputWriter(StandardCharsets.UTF_8), true);
+        BufferedReader out = process.inputReader(StandardCharsets.UTF_8);
+        Thread.ofPlatform().daemon().name(name + "-stdout").start(() -> {
+            try {
+                for (String line; (line = out.readLine()) != null; ) {
+                    stdout.add(line);
+                }
+            } catch (IOException ignored) {
+                // the child died: the EOF marker below tells whoever waits
+            }
+            stdout.add(EOF);
+        });
+    }
+
+    /** Starts {@code mainClass} with these program arguments, its stderr appended to {@code target/<name>.log}. */
+    public static ChildJvm start(Class<?> mainClass, String... args) throws IOException {
+        return builder(mainClass).args(args).start();
+    }
+
+    public static Builder builder(Class<?> mainClass) {
+        return new Builder(mainClass);
+    }
+
+    /** The next line the child prints, waiting at most {@code timeout}. */
+    public String next(Duration timeout) throws IOException, InterruptedException {
+        String line = stdout.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        if (line == null || line.equals(EOF)) {
+            if (line != null) {
+                stdout.add(EOF); // later reads see the end too
+            }
+            throw new IOException(name + (line == null ? " printed nothing within " + timeout : " exited")
+                    + "; its stderr (" + stderr + "):\n" + stderrTail());
+        }
+        return line;
+    }
+
+    /** Skips the child's lines until one starts with {@code prefix} and returns it. */
+    public String awaitLine(String prefix, Duration timeout) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (;;) {
+            String line = next(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+            if (line.startsWith(prefix)) {
+                return line;
+            }
+        }
+    }
+
+    /** Sends one command line and returns the child's next line. */
+    public String ask(String command) throws IOException, InterruptedException {
+        return ask(command, DEFAULT_TIMEOUT);
+    }
+
+    public String ask(String command, Duration timeout) throws IOException, InterruptedException {
+        send(command);
+        return next(timeout);
+    }
+
+    public void send(String command) {
+        stdin.println(command);
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** Kills the child without letting it close anything: a crash, as its peers see it. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    /** Stops the child as a service manager would (SIGTERM), killing it if it has not gone within 10 s. */
+    public void terminate() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            kill();
+        }
+    }
+
+    /** The last 8000 characters the child wrote to stderr. */
+    public String stderrTail() {
+        try {
+            String text = Files.readString(stderr);
+            return text.length() > 8000 ? "..." + text.substring(text.length() - 8000) : text;
+        } catch (IOException e) {
+            return "(unreadable: " + e + ")";
+        }
+    }
+
+    /** Asks the child to {@code EXIT}, then kills it if it has not gone within 10 s. */
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            send("EXIT");
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    public static final class Builder {
+        private final Class<?> mainClass;
+        private final List<String> jvmOptions = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
+        private final List<String> args = new ArrayList<>();
+        private String heap = "256m";
+        private Path stderr;
+
+        private Builder(Class<?> mainClass) {
+            this.mainClass = mainClass;
+        }
+
+        /** -Xmx of the child; 256m unless set. */
+        public Builder heap(String maxHeap) {
+            this.heap = maxHeap;
+            return this;
+        }
+
+        /** Options for the child JVM, after this builder's own (later ones win). */
+        public Builder jvmOptions(List<String> options) {
+            jvmOptions.addAll(options);
+            return this;
+        }
+
+        public Builder args(String... programArgs) {
+            args.addAll(List.of(programArgs));
+            return this;
+        }
+
+        public Builder args(List<String> programArgs) {
+            args.addAll(programArgs);
+            return this;
+        }
+
+        /** Where the child's stderr is appended; {@code target/<main class simple name>.log} unless set. */
+        public Builder stderr(Path file) {
+            this.stderr = file;
+            return this;
+        }
+
+        public ChildJvm start() throws IOException {
+            Path log = stderr != null ? stderr : Path.of("target", mainClass.getSimpleName() + ".log");
+            List<String> cmd = new ArrayList<>();
+            cmd.add(ProcessHandle.current().info().command()
+                    .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+            cmd.add("-Xmx" + heap); // before the options, so that an -Xmx among them wins
+            cmd.addAll(jvmOptions);
+            cmd.add("-cp");
+            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(mainClass.getName());
+            cmd.addAll(args);
+            if (log.getParent() != null) {
+                Files.createDirectories(log.getParent());
+            }
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            pb.environment().keySet().removeIf(k -> k.startsWith("TENT4J_"));
+            return new ChildJvm(mainClass.getSimpleName(), pb.start(), log);
+        }
+    }
+}
