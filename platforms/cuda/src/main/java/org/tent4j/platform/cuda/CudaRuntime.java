@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
+import org.tent4j.platform.common.BlockIpcPlatform;
 import org.tent4j.platform.common.NativeRuntime;
 import org.tent4j.spi.NativeLibrary;
 
@@ -145,10 +146,7 @@ final class CudaRuntime extends NativeRuntime {
      * cudaMalloc blocks made through tent4j in this process, base address → block, shared by every platform opened
      * on this runtime: CUDA memory belongs to the process, so one platform may export what another allocated.
      */
-    final ConcurrentSkipListMap<Long, Block> deviceBlocks = new ConcurrentSkipListMap<>();
-
-    record Block(long size, int device) {
-    }
+    final ConcurrentSkipListMap<Long, BlockIpcPlatform.Block> deviceBlocks = new ConcurrentSkipListMap<>();
 
     private CudaRuntime(NativeLibrary library) throws Availability.UnavailableException {
         super(library);
