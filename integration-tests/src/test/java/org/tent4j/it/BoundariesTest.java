@@ -99,10 +99,13 @@ class BoundariesTest {
     @Test
     void theNativePlatformsShareTheirCommonCodeInsteadOfCopyingIt() {
         classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
-                .or().haveSimpleName("AscendPlatform")
+                .should().beAssignableTo("org.tent4j.platform.common.BlockIpcPlatform")
+                .because("allocations, the block registry, IPC handles, streams and the switch-device guard of the"
+                        + " block-and-handle runtimes live once, in platform-common").check(classes);
+        classes().that().haveSimpleName("BlockIpcPlatform").or().haveSimpleName("AscendPlatform")
                 .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.IpcMappings")
                 .because("the reference-counted IPC cache lives once, in platform-common").check(classes);
-        classes().that().haveSimpleName("CudaPlatform").or().haveSimpleName("RocmPlatform")
+        classes().that().haveSimpleName("BlockIpcPlatform")
                 .should().dependOnClassesThat().haveFullyQualifiedName("org.tent4j.platform.common.CurrentDevice")
                 .because("the switch-device guard lives once, in platform-common").check(classes);
         classes().that().haveSimpleName("CudaStream").or().haveSimpleName("RocmStream").or().haveSimpleName("AscendStream")
