@@ -26,7 +26,10 @@ public final class TransportCapabilities {
     /** Rank of a transport that declares none: after every transport of this project, before the test fault injector. */
     public static final int DEFAULT_RANK = 500;
 
+    private static final int KINDS = MemoryKind.values().length;
     private final Set<MemoryPath> memoryPaths;
+    /** {@link #memoryPaths} as bits (local ordinal × kinds + remote ordinal): {@link #supports} is asked per request. */
+    private final long pathBits;
     private final boolean sameHostOnly;
     private final boolean cancellation;
     private final long maxSliceSize;
@@ -40,6 +43,11 @@ public final class TransportCapabilities {
     public TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
                                  long maxSliceSize, int rank) {
         this.memoryPaths = Set.copyOf(memoryPaths);
+        long bits = 0;
+        for (MemoryPath p : this.memoryPaths) {
+            bits |= pathBit(p.local(), p.remote());
+        }
+        this.pathBits = bits;
         if (maxSliceSize <= 0) {
             throw new IllegalArgumentException("maxSliceSize must be > 0, got " + maxSliceSize);
         }
@@ -94,7 +102,11 @@ public final class TransportCapabilities {
     }
 
     public boolean supports(MemoryKind local, MemoryKind remote) {
-        return memoryPaths.contains(new MemoryPath(local, remote));
+        return (pathBits & pathBit(local, remote)) != 0;
+    }
+
+    private static long pathBit(MemoryKind local, MemoryKind remote) {
+        return 1L << (local.ordinal() * KINDS + remote.ordinal());
     }
 
     @Override

@@ -324,6 +324,13 @@ final class PathGroup {
     }
 
     private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
+        if (ps.length == 1) {
+            // what the general rule below decides for one path (a device list names it or cannot apply; avoiding
+            // it leaves no other), without its per-slice arithmetic: shm and one-lane groups carry most small requests
+            PathState p = ps[0];
+            return p.eligible(now) && p.inflightSlices.get() < limits.maxInflightSlices()
+                    && p.inflightBytes.get() < limits.maxInflightBytes() ? 0 : -1;
+        }
         Policy policy = s.task().policy;
         java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
         int best = pick(ps, s, now, s.avoidPath, allowed);

@@ -303,8 +303,12 @@ class EngineTest {
         long buckets = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds_bucket{")
                 && l.contains("operation=\"write\"") && l.contains("transport=\"inproc\"")).count();
         assertEquals(17, buckets, scrape);
+        String series = "{operation=\"write\",segment=\"" + initiator.segmentName() + "\",transport=\"inproc\"}";
+        assertTrue(scrape.contains("tent4j_transfer_latency_seconds_count" + series + " 1\n"), scrape);
+        assertTrue(scrape.contains("tent4j_transfer_latency_seconds_bucket" + series.replace("}", ",le=\"+Inf\"} 1\n")), scrape);
+        assertTrue(scrape.contains("# TYPE tent4j_transfer_latency_seconds histogram"), scrape);
         long latencySeries = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds")).count();
-        // (2 transports + none) x 2 operations, each with 17 buckets, count, sum and max
+        // (2 transports + none) x 2 operations, each with 17 buckets, count and sum
         assertTrue(latencySeries <= 3 * 2 * 20, "latency series: " + latencySeries);
     }
 }

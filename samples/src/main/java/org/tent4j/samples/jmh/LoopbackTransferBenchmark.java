@@ -102,7 +102,7 @@ public class LoopbackTransferBenchmark {
     public TransferStatus batch32() {
         try (Batch b = initiator.allocateBatch(BATCH)) {
             b.submit(batch);
-            return check(b.completion().join());
+            return check(b.await(java.time.Duration.ofSeconds(30)));
         }
     }
 
