@@ -34,6 +34,7 @@ public final class TransportCapabilities {
     private final boolean cancellation;
     private final long maxSliceSize;
     private final int rank;
+    private final boolean concurrentPosts;
 
     /**
      * @deprecated positional construction breaks every plugin when a field is added; use {@link #builder()}. Kept so
@@ -42,6 +43,12 @@ public final class TransportCapabilities {
     @Deprecated(since = "0.2")
     public TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
                                  long maxSliceSize, int rank) {
+        this(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank, false);
+    }
+
+    private TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
+                                  long maxSliceSize, int rank, boolean concurrentPosts) {
+        this.concurrentPosts = concurrentPosts;
         this.memoryPaths = Set.copyOf(memoryPaths);
         long bits = 0;
         for (MemoryPath p : this.memoryPaths) {
@@ -101,6 +108,14 @@ public final class TransportCapabilities {
         return rank;
     }
 
+    /**
+     * Whether {@link PeerConnection#post} may be called from several threads at once. Then a submitting thread may
+     * post its own slice when nothing waits before it; otherwise one thread at a time posts for a peer. Default false.
+     */
+    public boolean concurrentPosts() {
+        return concurrentPosts;
+    }
+
     public boolean supports(MemoryKind local, MemoryKind remote) {
         return (pathBits & pathBit(local, remote)) != 0;
     }
@@ -112,18 +127,19 @@ public final class TransportCapabilities {
     @Override
     public boolean equals(Object o) {
         return o instanceof TransportCapabilities c && memoryPaths.equals(c.memoryPaths) && sameHostOnly == c.sameHostOnly
-                && cancellation == c.cancellation && maxSliceSize == c.maxSliceSize && rank == c.rank;
+                && cancellation == c.cancellation && maxSliceSize == c.maxSliceSize && rank == c.rank
+                && concurrentPosts == c.concurrentPosts;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank);
+        return Objects.hash(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank, concurrentPosts);
     }
 
     @Override
     public String toString() {
         return "TransportCapabilities[memoryPaths=" + memoryPaths + ", sameHostOnly=" + sameHostOnly + ", cancellation="
-                + cancellation + ", maxSliceSize=" + maxSliceSize + ", rank=" + rank + "]";
+                + cancellation + ", maxSliceSize=" + maxSliceSize + ", rank=" + rank + ", concurrentPosts=" + concurrentPosts + "]";
     }
 
     /** Builds {@link TransportCapabilities}; every field has a default, so a field added later breaks no plugin. */
@@ -134,6 +150,7 @@ public final class TransportCapabilities {
         private boolean cancellation;
         private long maxSliceSize = Long.MAX_VALUE;
         private int rank = DEFAULT_RANK;
+        private boolean concurrentPosts;
 
         private Builder() {
         }
@@ -182,11 +199,16 @@ public final class TransportCapabilities {
             return this;
         }
 
+        /** See {@link TransportCapabilities#concurrentPosts()}. */
+        public Builder concurrentPosts(boolean concurrentPosts) {
+            this.concurrentPosts = concurrentPosts;
+            return this;
+        }
+
         /** @throws IllegalArgumentException when maxSliceSize is not positive */
-        @SuppressWarnings("deprecation")
         public TransportCapabilities build() {
             return new TransportCapabilities(pathsSet ? memoryPaths : hostOnly(), sameHostOnly, cancellation,
-                    maxSliceSize, rank);
+                    maxSliceSize, rank, concurrentPosts);
         }
     }
 }

@@ -159,7 +159,7 @@ final class TaskLauncher {
             RuntimeSlice s = slicePool.take();
             s.init(task, r.opcode(), local, localOffset + off, rr.remote(), target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
-            group.enqueue(s, false);
+            group.submit(s);
         }
     }
 
