@@ -75,7 +75,7 @@ public final class TransportCapabilities {
     /** A builder holding these capabilities, to derive others (e.g. an instance that also declares device memory). */
     public Builder toBuilder() {
         return new Builder().memoryPaths(memoryPaths).sameHostOnly(sameHostOnly).cancellation(cancellation)
-                .maxSliceSize(maxSliceSize).rank(rank);
+                .maxSliceSize(maxSliceSize).rank(rank).concurrentPosts(concurrentPosts);
     }
 
     /** Host memory to host memory only. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -13,9 +14,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 import org.junit.jupiter.api.AfterEach;
@@ -188,6 +191,87 @@ class EngineTest {
         }
         long n = (long) threads * perThread;
         assertEquals(crc(local.segment().asSlice(0, n)), crc(remote.segment().asSlice(0, n)));
+    }
+
+    @Test
+    void awaitIsWokenByTheLastTaskNotThroughAWorker() throws Exception {
+        TransferEngine target = engine(cfg());
+        // one worker, and copies on the submitting thread: a blocked worker then stops futures, not the data
+        TransferEngine initiator = engine(cfg().set(EngineConfig.WORKERS, "1").set("transports.inproc.inline", "true"));
+        RegisteredMemory remote = target.allocate(1 << 16, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate(1 << 16, Location.CPU, Permission.READ_WRITE);
+        fill(local.segment(), 11);
+        SegmentHandle seg = initiator.openSegment(target.segmentName());
+        CountDownLatch blocked = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        InProcessTransportProvider.TARGETS.get("inproc@" + initiator.segmentName()).workers().execute(() -> {
+            blocked.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(blocked.await(10, TimeUnit.SECONDS));
+        try (Batch b = initiator.allocateBatch(16)) {
+            List<TransferRequest> reqs = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                reqs.add(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(i * 4096L, 4096), seg,
+                        remote.address() + i * 4096L).require("inproc").build());
+            }
+            b.submit(reqs);
+            // the old await waited on completion(), which a worker completes: it would sit out the whole 5 minutes
+            TransferStatus all = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> b.await(Duration.ofMinutes(5)));
+            assertEquals(TransferState.COMPLETED, all.state(), all.message());
+            assertEquals(16 * 4096, all.bytesTransferred());
+            assertEquals(crc(local.segment().asSlice(0, 16 * 4096)), crc(remote.segment().asSlice(0, 16 * 4096)));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void directPostsFromSeveralThreadsKeepThePathLimitAndEveryByte() throws Exception {
+        TransferEngine target = engine(cfg());
+        TransferEngine initiator = engine(cfg().set("paths.max_inflight", "2").set("transports.inproc.concurrent_posts", "true"));
+        int threads = 4;
+        int perThread = 64 << 10;
+        RegisteredMemory remote = target.allocate((long) threads * perThread, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate((long) threads * perThread, Location.CPU, Permission.READ_WRITE);
+        fill(local.segment(), 13);
+        SegmentHandle seg = initiator.openSegment(target.segmentName());
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int th = t;
+                fs.add(pool.submit(() -> {
+                    for (int round = 0; round < 30; round++) {
+                        try (Batch b = initiator.allocateBatch(16)) {
+                            List<TransferRequest> reqs = new ArrayList<>();
+                            for (int i = 0; i < 16; i++) {
+                                long off = (long) th * perThread + i * 4096L;
+                                reqs.add(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(off, 4096), seg,
+                                        remote.address() + off).require("inproc").build());
+                            }
+                            b.submit(reqs);
+                            TransferStatus all = b.await(Duration.ofSeconds(20));
+                            assertEquals(TransferState.COMPLETED, all.state(), all.message());
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        long n = (long) threads * perThread;
+        assertEquals(crc(local.segment().asSlice(0, n)), crc(remote.segment().asSlice(0, n)));
+        long max = InProcessTransportProvider.MAX_IN_FLIGHT.get("inproc@" + initiator.segmentName()).get();
+        assertTrue(max >= 1 && max <= 2, "slices in flight at once: " + max + ", limit 2");
     }
 
     @Test
