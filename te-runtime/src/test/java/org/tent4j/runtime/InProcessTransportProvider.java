@@ -64,7 +64,7 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
                 OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
                 OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
-                OptionSpec.of("inline", OptionSpec.Type.BOOLEAN, false, "copy on the posting thread (as shm does for small slices), not on a worker"),
+                OptionSpec.of("inline", OptionSpec.Type.BOOLEAN, false, "copy on the posting thread (as shm does for small slices), not on a worker; slow_delay then lengthens each copy"),
                 OptionSpec.of("concurrent_posts", OptionSpec.Type.BOOLEAN, false, "declare concurrentPosts (post is thread-safe here)"),
                 OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
@@ -170,6 +170,9 @@ public class InProcessTransportProvider implements TransportProvider {
                             }
                         };
                         if (inline) {
+                            if (slowNanos > 0) {
+                                java.util.concurrent.locks.LockSupport.parkNanos(slowNanos); // a slow copy, on this thread
+                            }
                             copy.run();
                         } else if (slowNanos > 0 && (slowPath < 0 || s.path() == slowPath)) {
                             context.scheduler().schedule(() -> context.workers().execute(copy), slowNanos, TimeUnit.NANOSECONDS);
