@@ -301,28 +301,28 @@ final class PathGroup {
     private void post(PeerConnection c, PathState[] ps, RuntimeSlice s, int path, long now) {
         Task t = s.task();
         if (t.isTerminal()) {
-            ps[path].withdrawn(s.length());
+            unreserve(ps[path], s);
             s.discard();
             return;
         }
         if (s.deadlineNanos() - now <= 0) {
-            ps[path].withdrawn(s.length());
+            unreserve(ps[path], s);
             s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
             return;
         }
         if (!c.isOpen()) {
-            ps[path].withdrawn(s.length());
+            unreserve(ps[path], s);
             failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                     + transport.id() + " is closed");
             return;
         }
         if (!t.enterTransport()) {
-            ps[path].withdrawn(s.length());
+            unreserve(ps[path], s);
             s.discard();
             return;
         }
         if (!s.local().pin()) {
-            ps[path].withdrawn(s.length());
+            unreserve(ps[path], s);
             t.leaveTransport();
             s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
             return;
@@ -354,6 +354,15 @@ final class PathGroup {
             }
         }
         return null;
+    }
+
+    /**
+     * Gives back the room {@code s} reserved but will not use. A direct post may have taken the last room while the
+     * drain loop found the path full and stopped; nothing in flight may be left to drain again, so this does.
+     */
+    private void unreserve(PathState p, RuntimeSlice s) {
+        p.withdrawn(s.length());
+        drain();
     }
 
     /**
