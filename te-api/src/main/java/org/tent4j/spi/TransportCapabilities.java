@@ -26,11 +26,15 @@ public final class TransportCapabilities {
     /** Rank of a transport that declares none: after every transport of this project, before the test fault injector. */
     public static final int DEFAULT_RANK = 500;
 
+    private static final int KINDS = MemoryKind.values().length;
     private final Set<MemoryPath> memoryPaths;
+    /** {@link #memoryPaths} as bits (local ordinal × kinds + remote ordinal): {@link #supports} is asked per request. */
+    private final long pathBits;
     private final boolean sameHostOnly;
     private final boolean cancellation;
     private final long maxSliceSize;
     private final int rank;
+    private final boolean concurrentPosts;
 
     /**
      * @deprecated positional construction breaks every plugin when a field is added; use {@link #builder()}. Kept so
@@ -39,7 +43,18 @@ public final class TransportCapabilities {
     @Deprecated(since = "0.2")
     public TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
                                  long maxSliceSize, int rank) {
+        this(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank, false);
+    }
+
+    private TransportCapabilities(Set<MemoryPath> memoryPaths, boolean sameHostOnly, boolean cancellation,
+                                  long maxSliceSize, int rank, boolean concurrentPosts) {
+        this.concurrentPosts = concurrentPosts;
         this.memoryPaths = Set.copyOf(memoryPaths);
+        long bits = 0;
+        for (MemoryPath p : this.memoryPaths) {
+            bits |= pathBit(p.local(), p.remote());
+        }
+        this.pathBits = bits;
         if (maxSliceSize <= 0) {
             throw new IllegalArgumentException("maxSliceSize must be > 0, got " + maxSliceSize);
         }
@@ -60,7 +75,7 @@ public final class TransportCapabilities {
     /** A builder holding these capabilities, to derive others (e.g. an instance that also declares device memory). */
     public Builder toBuilder() {
         return new Builder().memoryPaths(memoryPaths).sameHostOnly(sameHostOnly).cancellation(cancellation)
-                .maxSliceSize(maxSliceSize).rank(rank);
+                .maxSliceSize(maxSliceSize).rank(rank).concurrentPosts(concurrentPosts);
     }
 
     /** Host memory to host memory only. */
@@ -93,25 +108,38 @@ public final class TransportCapabilities {
         return rank;
     }
 
+    /**
+     * Whether {@link PeerConnection#post} may be called from several threads at once. Then a submitting thread may
+     * post its own slice when nothing waits before it; otherwise one thread at a time posts for a peer. Default false.
+     */
+    public boolean concurrentPosts() {
+        return concurrentPosts;
+    }
+
     public boolean supports(MemoryKind local, MemoryKind remote) {
-        return memoryPaths.contains(new MemoryPath(local, remote));
+        return (pathBits & pathBit(local, remote)) != 0;
+    }
+
+    private static long pathBit(MemoryKind local, MemoryKind remote) {
+        return 1L << (local.ordinal() * KINDS + remote.ordinal());
     }
 
     @Override
     public boolean equals(Object o) {
         return o instanceof TransportCapabilities c && memoryPaths.equals(c.memoryPaths) && sameHostOnly == c.sameHostOnly
-                && cancellation == c.cancellation && maxSliceSize == c.maxSliceSize && rank == c.rank;
+                && cancellation == c.cancellation && maxSliceSize == c.maxSliceSize && rank == c.rank
+                && concurrentPosts == c.concurrentPosts;
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank);
+        return Objects.hash(memoryPaths, sameHostOnly, cancellation, maxSliceSize, rank, concurrentPosts);
     }
 
     @Override
     public String toString() {
         return "TransportCapabilities[memoryPaths=" + memoryPaths + ", sameHostOnly=" + sameHostOnly + ", cancellation="
-                + cancellation + ", maxSliceSize=" + maxSliceSize + ", rank=" + rank + "]";
+                + cancellation + ", maxSliceSize=" + maxSliceSize + ", rank=" + rank + ", concurrentPosts=" + concurrentPosts + "]";
     }
 
     /** Builds {@link TransportCapabilities}; every field has a default, so a field added later breaks no plugin. */
@@ -122,6 +150,7 @@ public final class TransportCapabilities {
         private boolean cancellation;
         private long maxSliceSize = Long.MAX_VALUE;
         private int rank = DEFAULT_RANK;
+        private boolean concurrentPosts;
 
         private Builder() {
         }
@@ -170,11 +199,16 @@ public final class TransportCapabilities {
             return this;
         }
 
+        /** See {@link TransportCapabilities#concurrentPosts()}. */
+        public Builder concurrentPosts(boolean concurrentPosts) {
+            this.concurrentPosts = concurrentPosts;
+            return this;
+        }
+
         /** @throws IllegalArgumentException when maxSliceSize is not positive */
-        @SuppressWarnings("deprecation")
         public TransportCapabilities build() {
             return new TransportCapabilities(pathsSet ? memoryPaths : hostOnly(), sameHostOnly, cancellation,
-                    maxSliceSize, rank);
+                    maxSliceSize, rank, concurrentPosts);
         }
     }
 }

@@ -6,9 +6,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.tent4j.api.Batch;
@@ -20,11 +18,15 @@ import org.tent4j.api.TransferStatus;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
 final class BatchImpl implements Batch {
+    /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
+    private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
     final TaskLauncher launcher;
     private final Task[] tasks;
     private volatile int size;
     private final AtomicInteger open = new AtomicInteger();
     private CompletableFuture<TransferStatus> completion;
+    /** Threads in {@link #await}; guarded by this. */
+    private int waiters;
     private volatile boolean closed;
 
     BatchImpl(TaskLauncher launcher, int capacity) {
@@ -146,15 +148,29 @@ final class BatchImpl implements Batch {
         return task(taskId).future();
     }
 
+    /**
+     * Waits on the batch itself, not on {@link #completion()}: the last task's end wakes the waiter directly from
+     * whichever thread reports it (often a transport's I/O thread). That is safe because waking runs no caller code,
+     * and it spares the hop through a worker that a future needs (callbacks must never run on an I/O thread).
+     */
     @Override
     public TransferStatus await(Duration timeout) throws InterruptedException {
-        try {
-            return completion().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            return overallStatus();
-        } catch (ExecutionException e) {
-            throw new TransferException(ErrorCode.INTERNAL, "batch completion failed", e.getCause());
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (this) {
+            waiters++;
+            try {
+                while (open.get() != 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        break;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
+                }
+            } finally {
+                waiters--;
+            }
         }
+        return overallStatus();
     }
 
     void taskEnded(Task task, TransferStatus status) {
@@ -168,6 +184,9 @@ final class BatchImpl implements Batch {
             synchronized (this) {
                 f = completion;
                 completion = null;
+                if (waiters > 0) {
+                    notifyAll();
+                }
             }
             if (f != null) {
                 launcher.completeAsync(f, overallStatus());
@@ -186,7 +205,7 @@ final class BatchImpl implements Batch {
         closed = true;
         int n = size;
         for (int i = 0; i < n; i++) {
-            tasks[i].finish(new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed"));
+            tasks[i].finish(CLOSED);
         }
     }
 

@@ -59,6 +59,12 @@ final class PathGroup {
     private final PathLimits limits;
     /** The transport declares {@link PeerConnection#cancel}: posted slices are tracked so an ended task can cancel them. */
     private final boolean cancellable;
+    /**
+     * The transport takes posts from several threads at once ({@code TransportCapabilities.concurrentPosts}): a
+     * submitter that finds nothing queued on a one-path group posts its own slice instead of queueing it for whoever
+     * drains, so two submitters copy (shm) side by side rather than one copying for both while the other waits.
+     */
+    private final boolean directPosts;
     private volatile int queued;
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
@@ -73,6 +79,7 @@ final class PathGroup {
         this.metrics = metrics;
         this.limits = limits;
         this.cancellable = transport.capabilities().cancellation();
+        this.directPosts = transport.capabilities().concurrentPosts();
     }
 
     /** Connects (blocking: call it on a worker), then starts posting what waits in the queues. */
@@ -154,6 +161,21 @@ final class PathGroup {
     String describe(int path) {
         PathState[] ps = paths;
         return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
+    }
+
+    /** A new slice from its submitter: posted on this thread when the transport allows it and nothing waits, else queued. */
+    void submit(RuntimeSlice s) {
+        if (directPosts && queued == 0 && state == OPEN) {
+            PathState[] ps = paths;
+            long now = clock.nanoTime();
+            // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
+            if (ps.length == 1 && ps[0].eligible(now) && ps[0].reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes())) {
+                s.enqueueNanos = now;
+                post(connection, ps, s, 0, now);
+                return;
+            }
+        }
+        enqueue(s, false);
     }
 
     void enqueue(RuntimeSlice s, boolean front) {
@@ -238,7 +260,9 @@ final class PathGroup {
     }
 
     void drain() {
-        if (state != OPEN || wip.getAndIncrement() != 0) {
+        // queued first: every completion calls this, and with nothing queued it need not touch the shared counter
+        // (an enqueue counts its slice, then drains itself)
+        if (queued == 0 || state != OPEN || wip.getAndIncrement() != 0) {
             return;
         }
         int missed = 1;
@@ -261,7 +285,7 @@ final class PathGroup {
                     return;
                 }
                 s = q.peek();
-                path = choosePath(ps, s, now);
+                path = reservePath(ps, s, now);
                 if (path < 0) {
                     return; // no room now: a completion, or the sweeper after a cooldown, drains again
                 }
@@ -269,39 +293,48 @@ final class PathGroup {
                 queued--;
                 queuedBytes -= s.length();
             }
-            Task t = s.task();
-            if (t.isTerminal()) {
-                s.discard();
-                continue;
-            }
-            if (s.deadlineNanos() - now <= 0) {
-                s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
-                continue;
-            }
-            if (!c.isOpen()) {
-                failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
-                        + transport.id() + " is closed");
-                continue;
-            }
-            if (!t.enterTransport()) {
-                s.discard();
-                continue;
-            }
-            if (!s.local().pin()) {
-                t.leaveTransport();
-                s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
-                continue;
-            }
-            if (cancellable) {
-                t.linkPosted(s);
-            }
-            s.post(path, now);
-            ps[path].posted(s.length());
-            try {
-                c.post(s);
-            } catch (RuntimeException e) {
-                s.fail(ErrorCode.INTERNAL, "transport '" + transport.id() + "' threw from post: " + e);
-            }
+            post(c, ps, s, path, now);
+        }
+    }
+
+    /** Posts {@code s} on {@code path}, where it is counted already, unless it must not go (then the count is undone). */
+    private void post(PeerConnection c, PathState[] ps, RuntimeSlice s, int path, long now) {
+        Task t = s.task();
+        if (t.isTerminal()) {
+            unreserve(ps[path], s);
+            s.discard();
+            return;
+        }
+        if (s.deadlineNanos() - now <= 0) {
+            unreserve(ps[path], s);
+            s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
+            return;
+        }
+        if (!c.isOpen()) {
+            unreserve(ps[path], s);
+            failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+                    + transport.id() + " is closed");
+            return;
+        }
+        if (!t.enterTransport()) {
+            unreserve(ps[path], s);
+            s.discard();
+            return;
+        }
+        if (!s.local().pin()) {
+            unreserve(ps[path], s);
+            t.leaveTransport();
+            s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
+            return;
+        }
+        if (cancellable) {
+            t.linkPosted(s);
+        }
+        s.post(path, now);
+        try {
+            c.post(s);
+        } catch (RuntimeException e) {
+            s.fail(ErrorCode.INTERNAL, "transport '" + transport.id() + "' threw from post: " + e);
         }
     }
 
@@ -321,6 +354,33 @@ final class PathGroup {
             }
         }
         return null;
+    }
+
+    /**
+     * Gives back the room {@code s} reserved but will not use. A direct post may have taken the last room while the
+     * drain loop found the path full and stopped; nothing in flight may be left to drain again, so this does.
+     */
+    private void unreserve(PathState p, RuntimeSlice s) {
+        p.withdrawn(s.length());
+        drain();
+    }
+
+    /**
+     * The path for {@code s}, with the slice counted on it (so a direct post racing with this drain cannot take the
+     * same room), or -1 to let it wait. Called with {@code queues} held.
+     */
+    private int reservePath(PathState[] ps, RuntimeSlice s, long now) {
+        if (ps.length == 1) {
+            // what the general rule below decides for one path (a device list names it or cannot apply; avoiding
+            // it leaves no other), without its per-slice arithmetic: shm and one-lane groups carry most small requests
+            PathState p = ps[0];
+            return p.eligible(now) && p.reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes()) ? 0 : -1;
+        }
+        int path = choosePath(ps, s, now);
+        if (path >= 0) {
+            ps[path].posted(s.length());
+        }
+        return path;
     }
 
     private int choosePath(PathState[] ps, RuntimeSlice s, long now) {

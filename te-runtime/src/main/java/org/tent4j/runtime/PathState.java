@@ -85,6 +85,27 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         return bandwidth * 1e9;
     }
 
+    /**
+     * Counts a slice as posted here if the path has room (fewer than {@code maxSlices} slices and {@code maxBytes}
+     * bytes in flight): the check and the count are one step, as submitters posting directly race with the drain loop.
+     */
+    boolean reserve(long length, int maxSlices, long maxBytes) {
+        for (;;) {
+            int n = inflightSlices.get();
+            if (n >= maxSlices) {
+                return false;
+            }
+            if (inflightSlices.compareAndSet(n, n + 1)) {
+                break;
+            }
+        }
+        if (inflightBytes.getAndAdd(length) >= maxBytes) {
+            withdrawn(length);
+            return false;
+        }
+        return true;
+    }
+
     void posted(long length) {
         inflightBytes.addAndGet(length);
         inflightSlices.incrementAndGet();

@@ -128,17 +128,20 @@ final class TaskLauncher {
             return;
         }
         Policy policy = selector.policyFor(rr);
-        Selection sel = selector.select(rr, policy, 0, 0, false, false);
-        if (sel.transport() == null) { // staging (issue 12)
-            HostStaging.Route staged = stagedRoute(rr, false);
-            if (staged != null) {
-                task.policy = policy;
-                staging.start(task, rr, staged);
-                return;
+        TransportSlot slot = selector.firstChoice(rr, policy);
+        if (slot == null) {
+            Selection sel = selector.select(rr, policy, 0, 0, false, false);
+            if (sel.transport() == null) { // staging (issue 12)
+                HostStaging.Route staged = stagedRoute(rr, false);
+                if (staged != null) {
+                    task.policy = policy;
+                    staging.start(task, rr, staged);
+                    return;
+                }
             }
+            slot = sel.orThrow();
+            selector.recordFallback(rr, sel);
         }
-        TransportSlot slot = sel.orThrow();
-        selector.recordFallback(rr, sel);
         task.resolved = rr;
         task.policy = policy;
         task.transport = slot;
@@ -156,7 +159,7 @@ final class TaskLauncher {
             RuntimeSlice s = slicePool.take();
             s.init(task, r.opcode(), local, localOffset + off, rr.remote(), target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
-            group.enqueue(s, false);
+            group.submit(s);
         }
     }
 

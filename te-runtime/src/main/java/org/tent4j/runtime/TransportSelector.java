@@ -157,6 +157,28 @@ final class TransportSelector {
         return new Selection(policy, chosen, traced ? List.copyOf(trace) : List.of(), rejection, fallbackFrom, fallbackWhy);
     }
 
+    /**
+     * What {@link #select} decides for a new request when it decides at once: the hinted transport, else the first of
+     * the order, if it can carry the request (no fallback, nothing to record). {@code null} otherwise, and then
+     * {@code select} decides and says why. Same checks, same answer; it only spares building a {@link Selection} per
+     * request on the common path.
+     */
+    TransportSlot firstChoice(ResolvedRequest rr, Policy policy) {
+        String hint = rr.request().transport();
+        int idx;
+        if (hint != null) {
+            idx = transports.indexOf(hint);
+        } else {
+            int[] order = policy == null ? transports.preference() : policy.order();
+            idx = order.length == 0 ? -1 : order[0];
+        }
+        if (idx < 0) {
+            return null;
+        }
+        TransportSlot s = transports.slots()[idx];
+        return unusable(s, rr, 0) == null ? s : null;
+    }
+
     /** Why {@code s} cannot carry the request, or {@code null} if it can. */
     private static String unusable(TransportSlot s, ResolvedRequest rr, long sliceLength) {
         if (!s.capabilities().supports(rr.localKind(), rr.remoteKind())) {

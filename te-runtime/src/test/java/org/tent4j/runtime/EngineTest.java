@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -13,9 +14,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 
 import org.junit.jupiter.api.AfterEach;
@@ -191,6 +194,94 @@ class EngineTest {
     }
 
     @Test
+    void awaitIsWokenByTheLastTaskNotThroughAWorker() throws Exception {
+        TransferEngine target = engine(cfg());
+        // one worker, and copies on the submitting thread: a blocked worker then stops futures, not the data
+        TransferEngine initiator = engine(cfg().set(EngineConfig.WORKERS, "1").set("transports.inproc.inline", "true"));
+        RegisteredMemory remote = target.allocate(1 << 16, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate(1 << 16, Location.CPU, Permission.READ_WRITE);
+        fill(local.segment(), 11);
+        SegmentHandle seg = initiator.openSegment(target.segmentName());
+        CountDownLatch blocked = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        InProcessTransportProvider.TARGETS.get("inproc@" + initiator.segmentName()).workers().execute(() -> {
+            blocked.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(blocked.await(10, TimeUnit.SECONDS));
+        try (Batch b = initiator.allocateBatch(16)) {
+            List<TransferRequest> reqs = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                reqs.add(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(i * 4096L, 4096), seg,
+                        remote.address() + i * 4096L).require("inproc").build());
+            }
+            b.submit(reqs);
+            // the old await waited on completion(), which a worker completes: it would sit out the whole 5 minutes
+            TransferStatus all = assertTimeoutPreemptively(Duration.ofSeconds(30), () -> b.await(Duration.ofMinutes(5)));
+            assertEquals(TransferState.COMPLETED, all.state(), all.message());
+            assertEquals(16 * 4096, all.bytesTransferred());
+            assertEquals(crc(local.segment().asSlice(0, 16 * 4096)), crc(remote.segment().asSlice(0, 16 * 4096)));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
+    void directPostsFromSeveralThreadsKeepThePathLimitAndEveryByte() throws Exception {
+        TransferEngine target = engine(cfg());
+        // copies on the posting thread, as shm's, each taking 1 ms: with one request per batch a submitter has at most
+        // one slice in flight, so three submitters against a limit of two keep finding the queue empty and racing
+        // each other (and the drain loop) for the last room on the path
+        TransferEngine initiator = engine(cfg().set("paths.max_inflight", "2").set("transports.inproc.concurrent_posts", "true")
+                .set("transports.inproc.inline", "true").set("transports.inproc.slow_delay", "1ms"));
+        int threads = 3;
+        int perThread = 64 << 10;
+        RegisteredMemory remote = target.allocate((long) threads * perThread, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate((long) threads * perThread, Location.CPU, Permission.READ_WRITE);
+        fill(local.segment(), 13);
+        SegmentHandle seg = initiator.openSegment(target.segmentName());
+        // connect first: slices submitted while the group connects all queue, and then nothing posts directly
+        initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(0, 4096), seg, remote.address())
+                .require("inproc").build()).orThrow();
+        long before = InProcessTransportProvider.posts("inproc", initiator.segmentName());
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int th = t;
+                fs.add(pool.submit(() -> {
+                    for (int i = 0; i < 16; i++) {
+                        long off = (long) th * perThread + i * 4096L;
+                        try (Batch b = initiator.allocateBatch(1)) {
+                            b.submit(List.of(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(off, 4096), seg,
+                                    remote.address() + off).require("inproc").build()));
+                            TransferStatus all = b.await(Duration.ofSeconds(20));
+                            assertEquals(TransferState.COMPLETED, all.state(), all.message());
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(before + threads * 16, InProcessTransportProvider.posts("inproc", initiator.segmentName()));
+        for (int t = 0; t < threads; t++) {
+            long off = (long) t * perThread;
+            assertEquals(crc(local.segment().asSlice(off, 16 * 4096)), crc(remote.segment().asSlice(off, 16 * 4096)));
+        }
+        long max = InProcessTransportProvider.MAX_IN_FLIGHT.get("inproc@" + initiator.segmentName()).get();
+        assertTrue(max <= 2, "slices in flight at once: " + max + ", limit 2");
+    }
+
+    @Test
     void failedSliceFailsTheTaskAndTheBatchReportsTheWorstState() throws Exception {
         TransferEngine target = engine(cfg());
         TransferEngine initiator = engine(cfg().set("transports.inproc.fail_after", 0).set(EngineConfig.TRANSPORTS_ENABLED, "inproc"));
@@ -303,8 +394,12 @@ class EngineTest {
         long buckets = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds_bucket{")
                 && l.contains("operation=\"write\"") && l.contains("transport=\"inproc\"")).count();
         assertEquals(17, buckets, scrape);
+        String series = "{operation=\"write\",segment=\"" + initiator.segmentName() + "\",transport=\"inproc\"}";
+        assertTrue(scrape.contains("tent4j_transfer_latency_seconds_count" + series + " 1\n"), scrape);
+        assertTrue(scrape.contains("tent4j_transfer_latency_seconds_bucket" + series.replace("}", ",le=\"+Inf\"} 1\n")), scrape);
+        assertTrue(scrape.contains("# TYPE tent4j_transfer_latency_seconds histogram"), scrape);
         long latencySeries = scrape.lines().filter(l -> l.startsWith("tent4j_transfer_latency_seconds")).count();
-        // (2 transports + none) x 2 operations, each with 17 buckets, count, sum and max
+        // (2 transports + none) x 2 operations, each with 17 buckets, count and sum
         assertTrue(latencySeries <= 3 * 2 * 20, "latency series: " + latencySeries);
     }
 }

@@ -38,6 +38,8 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, AtomicLong> COPIES = new ConcurrentHashMap<>();
     /** Slices posted and not yet settled, by {@code transport@initiator segment}. */
     static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
+    /** The most slices ever in flight at once, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> MAX_IN_FLIGHT = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -62,6 +64,8 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
                 OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
                 OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
+                OptionSpec.of("inline", OptionSpec.Type.BOOLEAN, false, "copy on the posting thread (as shm does for small slices), not on a worker; slow_delay then lengthens each copy"),
+                OptionSpec.of("concurrent_posts", OptionSpec.Type.BOOLEAN, false, "declare concurrentPosts (post is thread-safe here)"),
                 OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
 
@@ -77,12 +81,16 @@ public class InProcessTransportProvider implements TransportProvider {
         int denyPath = o.getInt("deny_path");
         boolean cancellable = o.getBoolean("cancellable");
         boolean doubleComplete = o.getBoolean("double_complete");
+        boolean inline = o.getBoolean("inline");
+        boolean concurrentPosts = o.getBoolean("concurrent_posts");
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
         // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
         String key = id() + "@" + context.segmentName();
         AtomicLong inFlight = new AtomicLong();
         IN_FLIGHT.put(key, inFlight);
+        AtomicLong maxInFlight = new AtomicLong();
+        MAX_IN_FLIGHT.put(key, maxInFlight);
         AtomicLong copies = new AtomicLong();
         COPIES.put(key, copies);
         java.util.concurrent.CompletableFuture<Void> firstPost = new java.util.concurrent.CompletableFuture<>();
@@ -104,7 +112,9 @@ public class InProcessTransportProvider implements TransportProvider {
             @Override
             public java.util.Optional<TransportCapabilities> capabilities() {
                 TransportCapabilities c = InProcessTransportProvider.this.capabilities();
-                return cancellable ? java.util.Optional.of(c.toBuilder().cancellation(true).build()) : java.util.Optional.empty();
+                return cancellable || concurrentPosts
+                        ? java.util.Optional.of(c.toBuilder().cancellation(cancellable).concurrentPosts(concurrentPosts).build())
+                        : java.util.Optional.empty();
             }
 
             @Override
@@ -121,7 +131,7 @@ public class InProcessTransportProvider implements TransportProvider {
                     public void post(Slice s) {
                         long n = posted.incrementAndGet();
                         posts.incrementAndGet();
-                        inFlight.incrementAndGet();
+                        maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                         pending.add(s);
                         firstPost.complete(null);
                         Runnable copy = () -> {
@@ -159,7 +169,12 @@ public class InProcessTransportProvider implements TransportProvider {
                                 s.fail(e.code(), e.getMessage());
                             }
                         };
-                        if (slowNanos > 0 && (slowPath < 0 || s.path() == slowPath)) {
+                        if (inline) {
+                            if (slowNanos > 0) {
+                                java.util.concurrent.locks.LockSupport.parkNanos(slowNanos); // a slow copy, on this thread
+                            }
+                            copy.run();
+                        } else if (slowNanos > 0 && (slowPath < 0 || s.path() == slowPath)) {
                             context.scheduler().schedule(() -> context.workers().execute(copy), slowNanos, TimeUnit.NANOSECONDS);
                         } else {
                             context.workers().execute(copy);

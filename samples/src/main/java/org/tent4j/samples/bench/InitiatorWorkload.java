@@ -9,10 +9,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BiConsumer;
 
 import org.tent4j.api.Batch;
 import org.tent4j.api.ErrorCode;
@@ -36,7 +34,7 @@ import org.tent4j.api.TransferStatus;
 final class InitiatorWorkload {
     /** Each worker cycles through at most this many distinct blocks, so request objects stay few for tiny blocks. */
     static final int MAX_SLOTS_PER_THREAD = 1 << 16;
-    private static final long BATCH_TIMEOUT_SECONDS = 120;
+    private static final Duration BATCH_TIMEOUT = Duration.ofSeconds(120);
     private static final long PROGRESS_INTERVAL_NANOS = 1_000_000_000L;
 
     /** What to run. */
@@ -201,12 +199,10 @@ final class InitiatorWorkload {
         /** WRITEs that seed the target (read check) or READs that fetch written blocks back (write check). */
         private final List<List<TransferRequest>> checkWindows;
 
-        private final Semaphore completed = new Semaphore(0);
         private final TransferStatus[] statuses;
         private final long[] doneNanos;
         private final boolean[] ok;
         private final boolean[] landed;
-        private final List<SlotRecorder> recorders;
         private final LatencyHistogram latency = new LatencyHistogram();
 
         // written by this worker only; read by the progress loop
@@ -239,10 +235,6 @@ final class InitiatorWorkload {
             this.doneNanos = new long[batch];
             this.ok = new boolean[batch];
             this.landed = new boolean[batch];
-            this.recorders = new ArrayList<>(batch);
-            for (int j = 0; j < batch; j++) {
-                recorders.add(new SlotRecorder(j));
-            }
         }
 
         private List<List<TransferRequest>> windows(Opcode opcode) {
@@ -427,12 +419,17 @@ final class InitiatorWorkload {
                     }
                     return submitted;
                 }
-                for (int j = 0; j < batch; j++) {
-                    b.completion(first + j).whenComplete(recorders.get(j));
-                }
-                if (!completed.tryAcquire(batch, BATCH_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+                // await, not a callback per task: the batch's end wakes this thread straight from the thread that
+                // reports it, where per-task futures would each hop through an engine worker first. Every request of
+                // the batch is therefore recorded with the batch's end time (an upper bound of its own latency).
+                if (b.await(BATCH_TIMEOUT).state() == TransferState.PENDING) {
                     throw new IllegalStateException("a batch of " + batch + " requests to segment '" + target.name()
-                            + "' did not finish within " + BATCH_TIMEOUT_SECONDS + " s");
+                            + "' did not finish within " + BATCH_TIMEOUT.toSeconds() + " s");
+                }
+                long done = System.nanoTime();
+                for (int j = 0; j < batch; j++) {
+                    statuses[j] = b.status(first + j);
+                    doneNanos[j] = done;
                 }
             }
             for (int j = 0; j < batch; j++) {
@@ -444,23 +441,6 @@ final class InitiatorWorkload {
         private void abort(String cause) {
             abortCause.compareAndSet(null, cause);
             noteError(cause);
-        }
-
-        /** Runs on whichever thread completes the task; the semaphore publishes its writes to the worker. */
-        private final class SlotRecorder implements BiConsumer<TransferStatus, Throwable> {
-            private final int slot;
-
-            SlotRecorder(int slot) {
-                this.slot = slot;
-            }
-
-            @Override
-            public void accept(TransferStatus status, Throwable failure) {
-                statuses[slot] = failure == null ? status
-                        : TransferStatus.failed(TransferState.FAILED, ErrorCode.INTERNAL, "completion failed: " + failure);
-                doneNanos[slot] = System.nanoTime();
-                completed.release();
-            }
         }
     }
 }

@@ -92,7 +92,9 @@ public final class TeBench implements Callable<Integer> {
             description = "Measured seconds (fractions allowed). Default: ${DEFAULT-VALUE}.")
     double durationSeconds;
 
-    @Option(names = "--warmup", defaultValue = "1", paramLabel = "SECONDS",
+    // 1 s left C2 compiling into the measurement on a loaded 2-core box (a profile 4 s into a run found 47% of its
+    // samples in libjvm); 3 s trades that against run time; pass more on a busy machine
+    @Option(names = "--warmup", defaultValue = "3", paramLabel = "SECONDS",
             description = "Unmeasured seconds before the measurement (JIT, connections). Default: ${DEFAULT-VALUE}.")
     double warmupSeconds;
 

@@ -99,10 +99,10 @@ public class LoopbackTransferBenchmark {
 
     @Benchmark
     @OperationsPerInvocation(BATCH)
-    public TransferStatus batch32() {
+    public TransferStatus batch32() throws InterruptedException {
         try (Batch b = initiator.allocateBatch(BATCH)) {
             b.submit(batch);
-            return check(b.completion().join());
+            return check(b.await(java.time.Duration.ofSeconds(30)));
         }
     }
 

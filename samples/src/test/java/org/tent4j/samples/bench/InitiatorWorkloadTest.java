@@ -228,8 +228,24 @@ class InitiatorWorkloadTest {
                 }
 
                 @Override
-                public TransferStatus await(Duration timeout) {
-                    throw new UnsupportedOperationException();
+                public TransferStatus await(Duration timeout) throws InterruptedException {
+                    CompletableFuture<?>[] all;
+                    synchronized (this) {
+                        all = tasks.toArray(new CompletableFuture<?>[0]);
+                    }
+                    try {
+                        CompletableFuture.allOf(all).get(timeout.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+                    } catch (java.util.concurrent.TimeoutException e) {
+                        return TransferStatus.PENDING;
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        throw new IllegalStateException(e.getCause());
+                    }
+                    for (CompletableFuture<?> f : all) {
+                        if (!((TransferStatus) f.join()).isCompleted()) {
+                            return TransferStatus.failed(TransferState.FAILED, ErrorCode.INTERNAL, "a task did not complete");
+                        }
+                    }
+                    return TransferStatus.completed(0);
                 }
 
                 @Override

@@ -46,7 +46,7 @@ class TeBenchOptionsTest {
         assertEquals(32, b.batchSize);
         assertEquals(2, b.threads);
         assertEquals(10.0, b.durationSeconds);
-        assertEquals(1.0, b.warmupSeconds);
+        assertEquals(3.0, b.warmupSeconds);
         assertEquals(256L << 20, b.bufferSize);
         assertNull(b.metadataServer, "no metadata.uri unless given: the engine default (p2p) or --config decides");
         assertNull(b.segmentId);

@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
 
 import com.sun.net.httpserver.HttpServer;
@@ -17,7 +16,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
-import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
@@ -59,7 +57,7 @@ public final class EngineMetrics implements AutoCloseable {
     private Counter[] bytes;
     private Counter[] requests;
     private Counter[] errors;
-    private Timer[] latency;
+    private LatencyBuckets latency;
     private final Map<String, List<Meter>> pathMeters = new ConcurrentHashMap<>();
     private HttpServer server;
 
@@ -74,7 +72,7 @@ public final class EngineMetrics implements AutoCloseable {
         bytes = new Counter[n];
         requests = new Counter[n];
         errors = new Counter[n];
-        latency = new Timer[n];
+        io.prometheus.metrics.model.snapshots.Labels[] latencyLabels = new io.prometheus.metrics.model.snapshots.Labels[n];
         for (int t = 0; t <= transports.size(); t++) {
             String tid = t < transports.size() ? transports.get(t) : "none";
             for (Opcode op : Opcode.values()) {
@@ -83,10 +81,15 @@ public final class EngineMetrics implements AutoCloseable {
                 bytes[i] = Counter.builder("tent4j.transfer.bytes").baseUnit("bytes").tags("segment", segment, "transport", tid, "operation", o).register(registry);
                 requests[i] = Counter.builder("tent4j.transfer.requests").tags("segment", segment, "transport", tid, "operation", o).register(registry);
                 errors[i] = Counter.builder("tent4j.transfer.errors").tags("segment", segment, "transport", tid, "operation", o).register(registry);
-                latency[i] = Timer.builder("tent4j.transfer.latency").serviceLevelObjectives(LATENCY_BUCKETS)
-                        .tags("segment", segment, "transport", tid, "operation", o).register(registry);
+                latencyLabels[i] = io.prometheus.metrics.model.snapshots.Labels.of("operation", o, "segment", segment, "transport", tid);
             }
         }
+        long[] bounds = new long[LATENCY_BUCKETS.length];
+        for (int b = 0; b < bounds.length; b++) {
+            bounds[b] = LATENCY_BUCKETS[b].toNanos();
+        }
+        latency = new LatencyBuckets(bounds, latencyLabels);
+        registry.getPrometheusRegistry().register(latency);
     }
 
     /** @param transportIndex index of the transport that carried the request, or -1 if none was chosen */
@@ -95,7 +98,7 @@ public final class EngineMetrics implements AutoCloseable {
         if (completed) {
             bytes[i].increment(bytesMoved);
             requests[i].increment();
-            latency[i].record(latencyNanos, TimeUnit.NANOSECONDS);
+            latency.record(i, latencyNanos);
         } else {
             errors[i].increment();
         }

@@ -31,8 +31,10 @@ public final class ShmTransportProvider implements TransportProvider {
     static final long MAX_SLICE_SIZE = 1L << 30;
     static final int RANK = 10;
 
+    // concurrentPosts: a post reads immutable mappings and copies (workers already copy side by side), so submitters
+    // may each post their own slices
     private static final TransportCapabilities CAPABILITIES = TransportCapabilities.builder()
-            .sameHostOnly(true).maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
+            .sameHostOnly(true).maxSliceSize(MAX_SLICE_SIZE).rank(RANK).concurrentPosts(true).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
             OptionSpec.of("dir", OptionSpec.Type.STRING, DEFAULT_DIR,
