@@ -82,6 +82,9 @@ final class BufferPins {
      */
     Pin acquire(LocalBuffer buffer, Pin hint, LocalMemory memory, long address, long length) {
         Pin pin = hint != null && hint.buffer == buffer ? hint : pins.computeIfAbsent(new Key(buffer), Pin::new);
+        if (pin.retired) {
+            return null; // once retired, a request does not even count itself in for a moment
+        }
         pin.holders.incrementAndGet();
         if (pin.retired || memory.find(address, length) != buffer) {
             pin.release();

