@@ -47,7 +47,6 @@ import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportMetrics;
-import org.tent4j.transport.netty.EagerFlush;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
 
@@ -194,9 +193,6 @@ public final class TcpTransport implements Transport {
                                 ch.pipeline().addLast(new TokenAuthHandler(security.handshake(false), "segment '"
                                         + context.segmentName() + "' tcp data port", connectTimeout,
                                         limits.authFailures));
-                            }
-                            if (tls != null) {
-                                ch.pipeline().addLast(new EagerFlush(EagerFlush.DEFAULT_FLUSH_BYTES));
                             }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
@@ -421,9 +417,6 @@ public final class TcpTransport implements Transport {
                             limits.authFailures);
                     ch.pipeline().addLast(auth);
                     tokenDone = auth.authenticated();
-                }
-                if (tls != null) {
-                    ch.pipeline().addLast(new EagerFlush(EagerFlush.DEFAULT_FLUSH_BYTES));
                 }
                 ch.pipeline().addLast(lane);
                 tlsDone.thenCombine(tokenDone, (x, y) -> (Void) null).whenComplete((v, e) -> {
