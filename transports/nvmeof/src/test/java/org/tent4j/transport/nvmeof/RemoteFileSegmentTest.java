@@ -269,6 +269,53 @@ class RemoteFileSegmentTest {
         }
     }
 
+    /**
+     * File WRITEs share the budget: 4 connections each pipelining 4 WRITEs of 1 MiB (16 MiB of payload) against a 2 MiB
+     * budget all land, in order and intact, and the target never holds more than the budget.
+     */
+    @Test
+    void fileWritesShareTheBudgetAndLandIntact() throws Exception {
+        int port = freePort();
+        int metricsPort = freePort();
+        try (TransferEngine owner = engine("wbudget-owner", "tcp", port, java.util.Map.of(
+                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m",
+                EngineConfig.METRICS_PORT, metricsPort))) {
+            Path path = dir.resolve("wbudget.bin");
+            RegisteredFile f = owner.registerFile(path, 16 * MIB, Permission.READ_WRITE);
+            byte[] content = new byte[(int) (16 * MIB)];
+            new java.util.Random(12).nextBytes(content);
+            java.util.List<Raw> raws = new java.util.ArrayList<>();
+            try {
+                for (int c = 0; c < 4; c++) {
+                    Raw raw = new Raw(port);
+                    raws.add(raw);
+                    for (int i = 0; i < 4; i++) {
+                        int at = (int) ((c * 4 + i) * MIB);
+                        raw.request(2, i + 1, f.address() + at, MIB);
+                        raw.out.write(content, at, (int) MIB);
+                    }
+                }
+                for (Raw raw : raws) {
+                    raw.out.flush(); // blocks until the target, reading as its budget allows, has taken it
+                }
+                for (Raw raw : raws) {
+                    for (int i = 0; i < 4; i++) {
+                        raw.expectOk(i + 1);
+                    }
+                }
+                assertEquals(crc(MemorySegment.ofArray(content)),
+                        crc(MemorySegment.ofArray(onDisk(path, 0, content.length))));
+                Metrics metrics = new Metrics(metricsPort);
+                assertTrue(metrics.value("tent4j_transport_tcp_file_buffer_peak_bytes") <= 2 * MIB, metrics::scrape);
+                assertTrue(metrics.await("tent4j_transport_tcp_file_buffer_bytes", v -> v == 0), metrics::scrape);
+            } finally {
+                for (Raw raw : raws) {
+                    raw.close();
+                }
+            }
+        }
+    }
+
     /** The engine's Prometheus endpoint. */
     private record Metrics(int port) {
         String scrape() {
