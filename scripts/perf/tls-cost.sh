@@ -2,11 +2,15 @@
 # What TLS costs the tcp data plane: te-bench between two processes, 1 MiB and 4 KiB blocks, READ and WRITE,
 # plain then TLS (a fresh P-256 key pair shared by both engines), in one run. Needs a packaged build
 # (./mvnw -B -DskipTests package) and openssl. Prints one line per figure, as scripts/perf.sh does.
-# Usage: scripts/perf/tls-cost.sh [seconds per run, default 5]
+# Usage: scripts/perf/tls-cost.sh [seconds per run, default 5] [warm-up seconds, default 10]
+# The warm-up is long because the JIT compiles the AES-GCM intrinsics' callers late on a loaded machine: at load 4 the
+# crypto still ran as plain Java for 2-3 s of TLS traffic, and with a 3 s warm-up at load 7 a 1 MiB READ measured 2x
+# lower than with 10 s (docs/PERFORMANCE.md, issue 10).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/jdk.sh
 D=${1:-5}
+W=${2:-10}
 out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
 
@@ -30,7 +34,7 @@ target() { # security args...; sets TARGET_PID and SEG
 stop_target() { kill "$TARGET_PID"; wait "$TARGET_PID" 2>/dev/null || true; }
 bench() { # name, te-bench initiator args...
   local name=$1; shift
-  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --warmup=3 --duration="$D" --json --protocol=tcp \
+  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --warmup="$W" --duration="$D" --json --protocol=tcp \
     --batch_size=32 --threads=2 "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
   echo "$name gbps=$(json "$out/$name.json" gbps) ops_per_sec=$(json "$out/$name.json" ops_per_sec) p50_us=$(json "$out/$name.json" p50_us) p99_us=$(json "$out/$name.json" p99_us) errors=$(json "$out/$name.json" errors)"
 }

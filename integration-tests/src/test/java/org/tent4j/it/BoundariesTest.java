@@ -139,6 +139,25 @@ class BoundariesTest {
                 .because("security-critical code lives once, in netty-common, not copied per transport").check(classes);
     }
 
+    /**
+     * docs/SECURITY.md: among the transports only tcp has a port of its own (under the token and TLS); the others
+     * exchange what they need through the control plane or the descriptor, so a socket there would bypass both.
+     */
+    @Test
+    void onlyTcpOpensSocketsAmongTheTransports() {
+        noClasses().that().resideInAPackage("org.tent4j.transport..")
+                .and().resideOutsideOfPackages("org.tent4j.transport.tcp..", NETTY_COMMON)
+                .should().dependOnClassesThat(resideInAPackage("io.netty..").or(
+                        com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf(java.net.Socket.class,
+                                java.net.ServerSocket.class, java.net.DatagramSocket.class,
+                                java.nio.channels.SocketChannel.class, java.nio.channels.ServerSocketChannel.class,
+                                java.nio.channels.DatagramChannel.class,
+                                java.nio.channels.AsynchronousSocketChannel.class,
+                                java.nio.channels.AsynchronousServerSocketChannel.class)))
+                .because("a transport's own socket would bypass security.token and TLS (docs/SECURITY.md)")
+                .check(classes);
+    }
+
     @Test
     void runtimeNeverNamesAConcretePlugin() {
         noClasses().that().resideInAPackage("org.tent4j.runtime..")

@@ -48,7 +48,13 @@ class RemoteFileSegmentTest {
     Path dir;
 
     private static TransferEngine engine(String name, String enabled, int tcpPort) {
-        return TransferEngine.create(EngineConfig.builder()
+        return engine(name, enabled, tcpPort, java.util.Map.of());
+    }
+
+    private static TransferEngine engine(String name, String enabled, int tcpPort, java.util.Map<String, Object> more) {
+        EngineConfig.Builder b = EngineConfig.builder();
+        more.forEach(b::set);
+        return TransferEngine.create(b
                 .set(EngineConfig.SEGMENT_NAME, name)
                 .set(EngineConfig.METADATA_URI, "memory://remote-files-" + name.split("-")[0])
                 .set(EngineConfig.CONTROL_HOST, "127.0.0.1")
@@ -196,6 +202,155 @@ class RemoteFileSegmentTest {
         }
     }
 
+    /**
+     * A peer with many connections cannot make the target hold more file request buffers than
+     * {@code max_file_buffer_bytes}: each connection may have 8 file requests in flight, so 6 connections asking for
+     * 8 MiB each (and reading nothing) would make it hold 48 MiB; with a 2 MiB budget it holds at most 2 MiB, stops
+     * reading the connections that find it spent, and serves every request, in order and intact, once the peer reads.
+     */
+    @Test
+    void fileBuffersAreBoundedAcrossConnections() throws Exception {
+        int port = freePort();
+        int metricsPort = freePort();
+        try (TransferEngine owner = engine("budget-owner", "tcp", port, java.util.Map.of(
+                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m",
+                EngineConfig.METRICS_PORT, metricsPort))) {
+            Path path = dir.resolve("budget.bin");
+            RegisteredFile f = owner.registerFile(path, 8 * MIB, Permission.READ_ONLY);
+            byte[] content = new byte[(int) (8 * MIB)];
+            new java.util.Random(11).nextBytes(content);
+            try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
+                raf.write(content);
+            }
+            Metrics metrics = new Metrics(metricsPort);
+            java.util.List<Raw> raws = new java.util.ArrayList<>();
+            java.util.concurrent.ExecutorService readers = java.util.concurrent.Executors.newFixedThreadPool(6);
+            try {
+                for (int c = 0; c < 6; c++) {
+                    Raw raw = new Raw(port, 4096); // a small receive window: answers stay in the target's hands
+                    raws.add(raw);
+                    for (int i = 0; i < 8; i++) {
+                        raw.request(1, i + 1, f.address() + i * MIB, MIB);
+                    }
+                    raw.out.flush();
+                }
+                // each connection's 8 requests arrive in one read, and the target takes a buffer for each before any
+                // file I/O can report back on its event loop: the third finds the 2 MiB spent, whatever the kernel's
+                // socket buffers would take
+                assertTrue(metrics.await("tent4j_transport_tcp_file_buffer_pauses", v -> v >= 1),
+                        "no connection paused for the file buffer budget");
+                java.util.List<java.util.concurrent.Future<?>> read = new java.util.ArrayList<>();
+                for (Raw raw : raws) {
+                    read.add(readers.submit(() -> {
+                        for (int i = 0; i < 8; i++) {
+                            raw.expectOk(i + 1);
+                            byte[] got = raw.in.readNBytes((int) MIB);
+                            assertEquals(crc(MemorySegment.ofArray(java.util.Arrays.copyOfRange(content,
+                                    (int) (i * MIB), (int) ((i + 1) * MIB)))), crc(MemorySegment.ofArray(got)),
+                                    "answer " + (i + 1));
+                        }
+                        return null;
+                    }));
+                }
+                for (var r : read) {
+                    r.get(60, java.util.concurrent.TimeUnit.SECONDS); // hang guard only
+                }
+                assertTrue(metrics.value("tent4j_transport_tcp_file_buffer_peak_bytes") <= 2 * MIB,
+                        () -> "held more than the budget: " + metrics.scrape());
+                // every buffer goes back once its answer is in the socket
+                assertTrue(metrics.await("tent4j_transport_tcp_file_buffer_bytes", v -> v == 0),
+                        () -> "file buffers still held: " + metrics.scrape());
+            } finally {
+                readers.shutdownNow();
+                for (Raw raw : raws) {
+                    raw.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * File WRITEs share the budget: 4 connections each pipelining 4 WRITEs of 1 MiB (16 MiB of payload) against a 2 MiB
+     * budget all land, in order and intact, and the target never holds more than the budget.
+     */
+    @Test
+    void fileWritesShareTheBudgetAndLandIntact() throws Exception {
+        int port = freePort();
+        int metricsPort = freePort();
+        try (TransferEngine owner = engine("wbudget-owner", "tcp", port, java.util.Map.of(
+                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m",
+                EngineConfig.METRICS_PORT, metricsPort))) {
+            Path path = dir.resolve("wbudget.bin");
+            RegisteredFile f = owner.registerFile(path, 16 * MIB, Permission.READ_WRITE);
+            byte[] content = new byte[(int) (16 * MIB)];
+            new java.util.Random(12).nextBytes(content);
+            java.util.List<Raw> raws = new java.util.ArrayList<>();
+            try {
+                for (int c = 0; c < 4; c++) {
+                    Raw raw = new Raw(port);
+                    raws.add(raw);
+                    for (int i = 0; i < 4; i++) {
+                        int at = (int) ((c * 4 + i) * MIB);
+                        raw.request(2, i + 1, f.address() + at, MIB);
+                        raw.out.write(content, at, (int) MIB);
+                    }
+                }
+                for (Raw raw : raws) {
+                    raw.out.flush(); // blocks until the target, reading as its budget allows, has taken it
+                }
+                for (Raw raw : raws) {
+                    for (int i = 0; i < 4; i++) {
+                        raw.expectOk(i + 1);
+                    }
+                }
+                assertEquals(crc(MemorySegment.ofArray(content)),
+                        crc(MemorySegment.ofArray(onDisk(path, 0, content.length))));
+                Metrics metrics = new Metrics(metricsPort);
+                assertTrue(metrics.value("tent4j_transport_tcp_file_buffer_peak_bytes") <= 2 * MIB, metrics::scrape);
+                assertTrue(metrics.await("tent4j_transport_tcp_file_buffer_bytes", v -> v == 0), metrics::scrape);
+            } finally {
+                for (Raw raw : raws) {
+                    raw.close();
+                }
+            }
+        }
+    }
+
+    /** The engine's Prometheus endpoint. */
+    private record Metrics(int port) {
+        String scrape() {
+            try {
+                var c = (java.net.HttpURLConnection) java.net.URI.create("http://127.0.0.1:" + port + "/metrics")
+                        .toURL().openConnection();
+                try (var in = c.getInputStream()) {
+                    return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+
+        double value(String name) {
+            String text = scrape();
+            var m = java.util.regex.Pattern.compile("(?m)^" + java.util.regex.Pattern.quote(name)
+                    + "(\\{[^}]*})? (\\S+)$").matcher(text);
+            assertTrue(m.find(), () -> name + " missing in:\n" + text);
+            return Double.parseDouble(m.group(2));
+        }
+
+        /** Waits (bounded; a metric has no event to wait on from outside) until {@code name} satisfies {@code ok}. */
+        boolean await(String name, java.util.function.DoublePredicate ok) {
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (!ok.test(value(name))) {
+                if (System.nanoTime() > deadline) {
+                    return false;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+            return true;
+        }
+    }
+
     /** The tcp data protocol, spoken over a plain socket (transports/tcp/PROTOCOL.md). */
     private static final class Raw implements AutoCloseable {
         final Socket socket;
@@ -203,9 +358,19 @@ class RemoteFileSegmentTest {
         final DataInputStream in;
 
         Raw(int port) throws IOException {
-            socket = new Socket(InetAddress.getLoopbackAddress(), port);
+            this(port, 0);
+        }
+
+        /** With {@code receiveBuffer} > 0, that socket receive buffer (set before connecting, so the window is small). */
+        Raw(int port, int receiveBuffer) throws IOException {
+            socket = new Socket();
+            if (receiveBuffer > 0) {
+                socket.setReceiveBufferSize(receiveBuffer);
+            }
+            socket.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port));
             socket.setSoTimeout(20_000); // hang guard only
-            out = socket.getOutputStream();
+            // requests go out together at flush(), so a pipeline arrives in one segment (one read at the target)
+            out = new java.io.BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
             in = new DataInputStream(socket.getInputStream());
         }
 

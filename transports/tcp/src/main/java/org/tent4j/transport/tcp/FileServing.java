@@ -18,16 +18,24 @@ import org.tent4j.spi.LocalFiles;
  * Remote file segments (issue 12): the target side of a peer's READ or WRITE of one of this engine's registered
  * files. The engine does the file I/O ({@link LocalFiles}); this runs it on the engine's workers, never on an event
  * loop, between a pooled direct buffer and the file, and hands the outcome back to the connection's event loop. A
- * connection serves one file request at a time and stops reading its peer meanwhile, so a peer's file I/O in flight is
- * bounded by its connection count ({@code max_connections}) and answers stay in request order.
+ * connection has at most {@link TargetConnection#MAX_FILE_OPS} file requests in flight and all connections together
+ * hold at most {@code max_file_buffer_bytes} of their buffers ({@link FileBufferBudget}); past either the connection
+ * stops reading its peer. Answers stay in request order.
  */
 final class FileServing {
     private final LocalFiles files;
     private final Executor workers;
+    private final FileBufferBudget budget;
 
-    FileServing(LocalFiles files, Executor workers) {
+    FileServing(LocalFiles files, Executor workers, FileBufferBudget budget) {
         this.files = files;
         this.workers = workers;
+        this.budget = budget;
+    }
+
+    /** The bytes of request buffers all connections of the transport may hold at once. */
+    FileBufferBudget budget() {
+        return budget;
     }
 
     /** Whether {@code address} names a file rather than memory; allocation-free. */

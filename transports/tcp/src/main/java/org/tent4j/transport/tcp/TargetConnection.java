@@ -70,6 +70,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private ByteBuf stash;
     /** A memory request that arrived behind file requests: it is served once they are answered. */
     private ByteBuf deferredHeader;
+    /** {@link #deferredHeader} is a file request waiting for the transport's file buffer budget, not for our requests. */
+    private boolean waitingForBudget;
 
     /** One file request: its buffer (READ: the answer; WRITE: the payload) and, once done, its outcome. */
     private static final class FileOp {
@@ -349,6 +351,12 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             deferBehindFileOps(op, 0, address);
             return;
         }
+        if (!fileServing.budget().tryAcquire(length, this::budgetReleased)) {
+            // the transport's file buffers are spent (by any connection): read nothing more until some are freed
+            deferBehindFileOps(op, 0, address);
+            waitingForBudget = true;
+            return;
+        }
         FileOp f = new FileOp(requestId, opcode, length, file, address);
         f.buf = ctx.alloc().directBuffer(length, length);
         fileOps.add(f);
@@ -391,6 +399,31 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         ctx.channel().config().setAutoRead(false);
     }
 
+    /** Runs on the thread that freed file buffers: retry the waiting request on this connection's event loop. */
+    private void budgetReleased() {
+        try {
+            ctx.executor().execute(() -> {
+                if (state == State.FILE_WAIT && waitingForBudget) {
+                    waitingForBudget = false;
+                    if (fileOps.size() < MAX_FILE_OPS) {
+                        resumeReading();
+                    }
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the transport is closing, and this connection with it
+        }
+    }
+
+    /** Frees a file request's buffer and gives its bytes back to the transport's budget. */
+    private void dropFileBuf(FileOp f) {
+        if (f.buf != null) {
+            f.buf.release();
+            f.buf = null;
+            fileServing.budget().release(f.length);
+        }
+    }
+
     /** Whether the request overlaps an unanswered file request where either is a WRITE. */
     private boolean overlapsUnansweredWrite(Opcode opcode, long address) {
         for (FileOp f : fileOps) {
@@ -427,8 +460,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private void fileDone(FileOp f, TransferException failure) {
         f.running = false;
         if (state == State.CLOSED) {
-            f.buf.release();
-            f.buf = null;
+            dropFileBuf(f);
             return;
         }
         f.done = true;
@@ -437,25 +469,37 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             f.message = "segment '" + segmentName + "': " + failure.getMessage();
         }
         answerDoneFileOps();
-        if (state == State.FILE_WAIT && fileOps.size() < MAX_FILE_OPS && (deferredHeader == null || fileOps.isEmpty())) {
-            state = State.HEADER;
-            ByteBuf waiting = deferredHeader;
-            deferredHeader = null;
-            if (stash != null) {
-                waiting = waiting == null ? stash : waiting.writeBytes(stash);
-                if (waiting != stash) {
-                    stash.release();
-                }
-                stash = null;
+        if (state == State.FILE_WAIT && !waitingForBudget && fileOps.size() < MAX_FILE_OPS
+                && (deferredHeader == null || fileOps.isEmpty())) {
+            resumeReading();
+            return;
+        }
+        flushAndReadOn();
+    }
+
+    /** Serves what waited (a deferred request, then the stash) and reads the peer again unless it must wait anew. */
+    private void resumeReading() {
+        state = State.HEADER;
+        ByteBuf waiting = deferredHeader;
+        deferredHeader = null;
+        if (stash != null) {
+            waiting = waiting == null ? stash : waiting.writeBytes(stash);
+            if (waiting != stash) {
+                stash.release();
             }
-            if (waiting != null) {
-                try {
-                    consume(waiting);
-                } finally {
-                    waiting.release();
-                }
+            stash = null;
+        }
+        if (waiting != null) {
+            try {
+                consume(waiting);
+            } finally {
+                waiting.release();
             }
         }
+        flushAndReadOn();
+    }
+
+    private void flushAndReadOn() {
         flushIfPending();
         if (state != State.FILE_WAIT && state != State.CLOSED && ctx.channel().isWritable()) {
             ctx.channel().config().setAutoRead(true);
@@ -468,9 +512,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         while ((f = fileOps.peek()) != null && f.done) {
             fileOps.poll();
             if (f.message != null) {
-                if (f.buf != null) {
-                    f.buf.release();
-                }
+                dropFileBuf(f);
                 respondError(f.id, f.status, f.message);
                 continue;
             }
@@ -478,11 +520,13 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             writeOkResponse(ok, f.id);
             ctx.write(ok, ctx.voidPromise());
             if (f.op == Opcode.READ) {
-                ctx.write(f.buf.writerIndex(f.length), ctx.voidPromise());
+                // the bytes go back to the budget once the socket took them (or the connection dropped them)
+                int charged = f.length;
+                ctx.write(f.buf.writerIndex(f.length)).addListener(w -> fileServing.budget().release(charged));
+                f.buf = null;
             } else {
-                f.buf.release(); // the WRITE is in the file: only now may the initiator hear it is done
+                dropFileBuf(f); // the WRITE is in the file: only now may the initiator hear it is done
             }
-            f.buf = null;
             responded();
         }
     }
@@ -600,11 +644,11 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         discardMessage = null;
         // remote file segments (issue 12): a buffer under file I/O is released when that I/O reports back
         for (FileOp f : fileOps) {
-            if (!f.running && f.buf != null) {
-                f.buf.release();
-                f.buf = null;
+            if (!f.running) {
+                dropFileBuf(f);
             }
         }
+        waitingForBudget = false;
         fileOps.clear();
         filePayload = null;
         for (ByteBuf b : new ByteBuf[] {stash, deferredHeader}) {

@@ -76,6 +76,8 @@ public final class TcpTransport implements Transport {
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
     private final InboundLimits limits;
+    /** remote file segments (issue 12): file request buffers of all inbound connections. */
+    private final FileBufferBudget fileBuffers;
     private final SecuritySettings security;
     /** remote file segments (issue 12): peers' requests for this engine's files; null where the engine has none. */
     private final FileServing fileServing;
@@ -125,6 +127,12 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        long maxFileBuffers = o.getSize("max_file_buffer_bytes");
+        if (maxFileBuffers < maxFrame) {
+            throw new ConfigException("transports.tcp.max_file_buffer_bytes", "must be >= transports.tcp.max_frame ("
+                    + maxFrame + " bytes), so that one file request of the largest size fits, got " + maxFileBuffers);
+        }
+        this.fileBuffers = new FileBufferBudget(maxFileBuffers);
         // every refusal is a log line and, here, a metric: tent4j_transport_tcp_<name>
         TransportMetrics m = context.metrics();
         m.gauge("tcp_auth_failures", "data connections that failed the token handshake or TLS", () -> limits.authFailures.sum());
@@ -133,8 +141,14 @@ public final class TcpTransport implements Transport {
         m.gauge("tcp_idle_closed", "inbound data connections closed after transports.tcp.idle_timeout", () -> limits.idleClosed.sum());
         m.gauge("tcp_read_pauses", "times an inbound connection stopped reading because its peer left answers unread",
                 limits::readPauses);
+        m.gauge("tcp_file_buffer_pauses", "times an inbound connection stopped reading because the file request "
+                + "buffers of all connections reached transports.tcp.max_file_buffer_bytes", fileBuffers::pauses);
+        m.gauge("tcp_file_buffer_bytes", "bytes of file request buffers held by inbound connections now",
+                fileBuffers::used);
+        m.gauge("tcp_file_buffer_peak_bytes", "the most bytes of file request buffers inbound connections held at once",
+                fileBuffers::peak);
         this.fileServing = context.localFiles() == LocalFiles.NONE ? null
-                : new FileServing(context.localFiles(), context.workers()); // remote file segments (issue 12)
+                : new FileServing(context.localFiles(), context.workers(), fileBuffers); // remote file segments (issue 12)
         this.security = context.security();
         this.tls = security.tls() ? TlsContexts.of(security) : null;
         this.ioMode = IoMode.resolve(o.getString("io_mode"));

@@ -40,7 +40,10 @@ public final class TcpTransportProvider implements TransportProvider {
             OptionSpec.of("idle_timeout", Type.DURATION, "10m", "close an inbound connection that sent nothing for "
                     + "this long and has no answer queued; its initiator reconnects when it needs it; 0 = never"),
             OptionSpec.of("max_queued_bytes", Type.SIZE, "16m", "answers queued for a peer that does not read them, "
-                    + "each counted as at least 4k; past this the target stops reading that peer's requests"));
+                    + "each counted as at least 4k; past this the target stops reading that peer's requests"),
+            OptionSpec.of("max_file_buffer_bytes", Type.SIZE, "256m", "buffers of peers' file requests (remote "
+                    + "file segments) that all inbound connections hold at once; past this a connection with a file "
+                    + "request stops reading until answers free some; at least max_frame"));
 
     @Override
     public String id() {

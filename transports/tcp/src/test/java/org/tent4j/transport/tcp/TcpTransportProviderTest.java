@@ -57,7 +57,7 @@ class TcpTransportProviderTest {
                 .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
         assertEquals(Map.of("lanes", "2", "io_threads", "2", "port", "0", "io_mode", "auto",
                         "connect_timeout", "5s", "max_frame", "64m", "max_connections", "1024", "idle_timeout", "10m",
-                        "max_queued_bytes", "16m"),
+                        "max_queued_bytes", "16m", "max_file_buffer_bytes", "256m"),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
         assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());
@@ -85,7 +85,9 @@ class TcpTransportProviderTest {
 
     @Test
     void rejectsBadOptionValues() {
-        for (var bad : Map.of("lanes", "0", "io_threads", "0", "max_frame", "2g", "port", "70000").entrySet()) {
+        // a file buffer budget below max_frame could never serve a request of the largest size
+        for (var bad : Map.of("lanes", "0", "io_threads", "0", "max_frame", "2g", "port", "70000",
+                "max_file_buffer_bytes", "63m").entrySet()) {
             try (TestTransportContext ctx = TcpFixture.context("a", Map.of(bad.getKey(), bad.getValue()))) {
                 ConfigException e = assertThrows(ConfigException.class, () -> provider.create(ctx));
                 assertEquals("transports.tcp." + bad.getKey(), e.key());
