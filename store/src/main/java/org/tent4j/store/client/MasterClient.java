@@ -49,7 +49,9 @@ public final class MasterClient implements AutoCloseable {
     public MasterClient(String address, Duration timeout) {
         this.address = address;
         this.timeout = timeout;
-        this.channel = NettyChannelBuilder.forTarget(address).usePlaintext()
+        // no retries: the client decides what to retry (a failed RPC is an error naming the master), and the retry
+        // machinery costs every call a buffering wrapper
+        this.channel = NettyChannelBuilder.forTarget(address).usePlaintext().disableRetry()
                 .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES).build();
         this.stub = MasterGrpc.newBlockingStub(channel);
     }

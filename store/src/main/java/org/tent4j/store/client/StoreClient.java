@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -24,8 +23,6 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
-import org.tent4j.api.TransferRequest;
-import org.tent4j.api.TransferStatus;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
@@ -302,8 +299,9 @@ public final class StoreClient implements AutoCloseable {
             throw e;
         }
         List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
-        List<CompletableFuture<StoreException>> writes = startWrites(replicas, parts);
-        StoreException failure = awaitWrites(key, writes);
+        Transfers writes = new Transfers(this, replicas.size() * parts.size());
+        addWrites(writes, replicas, parts);
+        StoreException failure = writes.run().firstFailure(key, "writing", 0, writes.size());
         if (failure == null) {
             master.putEnd(clientId, key, ticket.getPutId());
             return PutResult.STORED;
@@ -329,25 +327,29 @@ public final class StoreClient implements AutoCloseable {
         }
         List<PutStartResponse> tickets = master.batchPutStart(reqs);
         List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
-        List<List<CompletableFuture<StoreException>>> writes = new ArrayList<>();
+        // every value's writes in one engine batch; key i's moves are [firstMove[i], firstMove[i + 1])
+        Transfers writes = new Transfers(this, keys.size());
+        int[] firstMove = new int[keys.size() + 1];
         for (int i = 0; i < keys.size(); i++) {
+            firstMove[i] = writes.size();
             PutStartResponse t = tickets.get(i);
             if (t.getStatus().getCode() != 0) {
                 StoreException e = error(t.getStatus());
                 out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
-                writes.add(null);
             } else {
-                writes.add(startWrites(Wire.replicas(t.getReplicasList()), List.of(sources.get(i))));
+                addWrites(writes, Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
             }
         }
+        firstMove[keys.size()] = writes.size();
+        writes.run();
         List<PutEndRequest> ends = new ArrayList<>();
         List<Integer> endIdx = new ArrayList<>();
         List<PutEndRequest> revokes = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
-            if (writes.get(i) == null) {
+            if (out.get(i) != null) {
                 continue;
             }
-            StoreException failure = awaitWrites(keys.get(i), writes.get(i));
+            StoreException failure = writes.firstFailure(keys.get(i), "writing", firstMove[i], firstMove[i + 1]);
             PutEndRequest req = MasterClient.endRequest(clientId, keys.get(i), tickets.get(i).getPutId());
             if (failure == null) {
                 ends.add(req);
@@ -374,45 +376,31 @@ public final class StoreClient implements AutoCloseable {
         return out;
     }
 
-    /** Starts writing every part into every replica (consecutively within each replica). */
-    private List<CompletableFuture<StoreException>> startWrites(List<ReplicaLocation> replicas, List<MemorySegment> parts) {
-        List<CompletableFuture<StoreException>> writes = new ArrayList<>(replicas.size() * parts.size());
+    /** Adds writes of every part into every replica (consecutively within each replica). */
+    private static void addWrites(Transfers writes, List<ReplicaLocation> replicas, List<MemorySegment> parts) {
         for (ReplicaLocation r : replicas) {
             long off = 0;
             for (MemorySegment part : parts) {
                 if (part.byteSize() > 0) {
-                    writes.add(move(false, r, off, part));
+                    writes.add(false, r, off, part);
                 }
                 off += part.byteSize();
             }
         }
-        return writes;
     }
 
-    /** Ids of the segments some write to which failed ({@code writes} in {@link #startWrites} order). */
-    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts,
-                                               List<CompletableFuture<StoreException>> writes) {
+    /** Ids of the segments some write to which failed ({@code writes} in {@link #addWrites} order). */
+    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts, Transfers writes) {
         List<String> failed = new ArrayList<>();
         int w = 0;
         for (ReplicaLocation r : replicas) {
             for (MemorySegment part : parts) {
-                if (part.byteSize() > 0 && writes.get(w++).join() != null && !failed.contains(r.segmentId())) {
+                if (part.byteSize() > 0 && writes.failure(w++) != null && !failed.contains(r.segmentId())) {
                     failed.add(r.segmentId());
                 }
             }
         }
         return failed;
-    }
-
-    private static StoreException awaitWrites(String key, List<CompletableFuture<StoreException>> writes) {
-        StoreException first = null;
-        for (CompletableFuture<StoreException> w : writes) {
-            StoreException e = w.join();
-            if (e != null && first == null) {
-                first = new StoreException(StoreError.TRANSFER_FAIL, "writing key '" + key + "': " + e.getMessage(), e);
-            }
-        }
-        return first;
     }
 
     private void revokeQuietly(String key, long putId) {
@@ -438,7 +426,7 @@ public final class StoreClient implements AutoCloseable {
             StagingBuffer.Lease lease = staging().borrow(Math.max(1, size));
             try {
                 MemorySegment dst = lease.segment().asSlice(0, size);
-                StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), List.of(dst), deadline);
+                StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), 0, List.of(dst), deadline);
                 if (e == null) {
                     return dst.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
                 }
@@ -471,7 +459,7 @@ public final class StoreClient implements AutoCloseable {
                 throw new StoreException(StoreError.INVALID_PARAMS, "buffer of " + room + " bytes is too small for key '"
                         + key + "' (" + list.getSize() + " bytes)");
             }
-            StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), parts, deadline);
+            StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), 0, parts, deadline);
             if (e == null) {
                 return list.getSize();
             }
@@ -485,28 +473,22 @@ public final class StoreClient implements AutoCloseable {
      * Reads the value from the first replica that works into {@code parts}; null on success, else why not. A read
      * that ends at or after {@code deadline} is discarded (LEASE_EXPIRED), since the master may have reused the bytes.
      */
-    private StoreException readReplicas(String key, List<ReplicaLocation> replicas, List<MemorySegment> parts, long deadline) {
+    private StoreException readReplicas(String key, List<ReplicaLocation> replicas, long start, List<MemorySegment> parts, long deadline) {
         StoreException last = null;
         for (ReplicaLocation r : replicas) {
-            List<CompletableFuture<StoreException>> reads = new ArrayList<>(parts.size());
-            long off = 0;
+            Transfers reads = new Transfers(this, parts.size());
+            long off = start;
             for (MemorySegment p : parts) {
                 long n = Math.min(p.byteSize(), r.length() - off);
                 if (n > 0) {
-                    reads.add(move(true, r, off, p.asSlice(0, n)));
+                    reads.add(true, r, off, p.asSlice(0, n));
                 }
                 off += n;
             }
-            StoreException failed = null;
-            for (CompletableFuture<StoreException> f : reads) {
-                StoreException e = f.join();
-                if (e != null && failed == null) {
-                    failed = e;
-                }
-            }
+            StoreException failed = reads.run().firstFailure(key, "reading", 0, reads.size());
             if (failed != null) {
                 replicaFailovers.increment();
-                last = new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + key + "': " + failed.getMessage(), failed);
+                last = failed;
                 continue;
             }
             if (clock.nanoTime() >= deadline) {
@@ -546,12 +528,13 @@ public final class StoreClient implements AutoCloseable {
             int inTime = 0;
             // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
             List<List<ReplicaLocation>> ranked = new ArrayList<>(idx.size());
-            List<CompletableFuture<StoreException>> first = new ArrayList<>(idx.size());
+            Transfers first = new Transfers(this, idx.size());
+            int[] move = new int[idx.size()];
             for (int j = 0; j < idx.size(); j++) {
                 int i = idx.get(j);
                 ReplicaListResponse l = lists.get(j);
                 ranked.add(null);
-                first.add(null);
+                move[j] = -1;
                 if (l.getStatus().getCode() != 0) {
                     out.set(i, Outcome.failed(error(l.getStatus())));
                     continue;
@@ -563,18 +546,22 @@ public final class StoreClient implements AutoCloseable {
                     continue;
                 }
                 List<ReplicaLocation> rs = nearestFirst(Wire.replicas(l.getReplicasList()));
+                if (rs.isEmpty()) {
+                    out.set(i, Outcome.failed(new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + keys.get(i) + "' has no replica to read")));
+                    continue;
+                }
                 ranked.set(j, rs);
-                first.set(j, rs.isEmpty() ? CompletableFuture.completedFuture(new StoreException(StoreError.OBJECT_NOT_FOUND,
-                        "key '" + keys.get(i) + "' has no replica to read")) : move(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize())));
+                move[j] = first.add(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize()));
             }
+            first.run();
             for (int j = 0; j < idx.size(); j++) {
-                if (first.get(j) == null) {
+                if (move[j] < 0) {
                     continue;
                 }
                 int i = idx.get(j);
                 ReplicaListResponse l = lists.get(j);
                 long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
-                StoreException e = first.get(j).join();
+                StoreException e = first.failure(move[j]);
                 if (e == null) {
                     if (clock.nanoTime() >= deadline) {
                         leaseExpiredReads.increment();
@@ -585,7 +572,7 @@ public final class StoreClient implements AutoCloseable {
                     replicaFailovers.increment();
                     List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
                     e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
-                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
+                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, 0, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
                 }
                 if (e == null) {
                     out.set(i, Outcome.of(l.getSize()));
@@ -680,33 +667,19 @@ public final class StoreClient implements AutoCloseable {
 
     // ---------------------------------------------------------------- moving bytes
 
-    /** Moves bytes between {@code local} and a replica at {@code offset}; completes with null or the failure. */
-    CompletableFuture<StoreException> move(boolean read, ReplicaLocation r, long offset, MemorySegment local) {
+    /** The range of a replica in memory this client contributed (copied directly, no engine), else null. */
+    MemorySegment contributedRange(ReplicaLocation r, long offset, long length) {
         Contribution mine = contributions.get(r.segmentId());
-        if (mine != null) {
-            MemorySegment seg = mine.memory.segment().asSlice(r.address() - mine.spec.base() + offset, local.byteSize());
-            if (read) {
-                MemorySegment.copy(seg, 0, local, 0, local.byteSize());
-            } else {
-                MemorySegment.copy(local, 0, seg, 0, local.byteSize());
-            }
-            return CompletableFuture.completedFuture(null);
-        }
-        try {
-            SegmentHandle target = openSegments.computeIfAbsent(r.engineSegment(), engine::openSegment);
-            TransferRequest req = read ? TransferRequest.read(local, target, r.address() + offset)
-                    : TransferRequest.write(local, target, r.address() + offset);
-            return engine.submit(req).thenApply(StoreClient::failure);
-        } catch (RuntimeException e) {
-            openSegments.remove(r.engineSegment());
-            return CompletableFuture.completedFuture(new StoreException(StoreError.TRANSFER_FAIL, "segment "
-                    + r.engineSegment() + " (" + r.segmentId() + ") unreachable: " + e.getMessage(), e));
-        }
+        return mine == null ? null : mine.memory.segment().asSlice(r.address() - mine.spec.base() + offset, length);
     }
 
-    private static StoreException failure(TransferStatus s) {
-        return s.isCompleted() ? null : new StoreException(StoreError.TRANSFER_FAIL, s.state() + " " + s.error()
-                + (s.message() == null ? "" : ": " + s.message()));
+    /** The engine's handle on a replica's segment, opened once per client. */
+    SegmentHandle segment(ReplicaLocation r) {
+        return openSegments.computeIfAbsent(r.engineSegment(), engine::openSegment);
+    }
+
+    void forgetSegment(ReplicaLocation r) {
+        openSegments.remove(r.engineSegment());
     }
 
     /** Replicas in this process first, then on this host, then the rest. */
@@ -724,30 +697,17 @@ public final class StoreClient implements AutoCloseable {
         return clientId;
     }
 
-    List<CompletableFuture<StoreException>> writeAt(List<ReplicaLocation> replicas, long offset, MemorySegment src) {
-        List<CompletableFuture<StoreException>> out = new ArrayList<>();
+    /** Writes {@code src} into every replica at {@code offset}; null on success, else the first failure. */
+    StoreException writeAt(String key, List<ReplicaLocation> replicas, long offset, MemorySegment src) {
+        Transfers writes = new Transfers(this, replicas.size());
         for (ReplicaLocation r : replicas) {
-            out.add(move(false, r, offset, src));
+            writes.add(false, r, offset, src);
         }
-        return out;
+        return writes.run().firstFailure(key, "writing", 0, writes.size());
     }
 
     StoreException readFrom(String key, List<ReplicaLocation> replicas, long offset, MemorySegment dst, long deadline) {
-        StoreException last = null;
-        for (ReplicaLocation r : nearestFirst(replicas)) {
-            StoreException e = move(true, r, offset, dst).join();
-            if (e == null) {
-                if (clock.nanoTime() >= deadline) {
-                    leaseExpiredReads.increment();
-                    return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
-                            + "' finished after its lease ended; the bytes were discarded");
-                }
-                return null;
-            }
-            replicaFailovers.increment();
-            last = new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + key + "': " + e.getMessage(), e);
-        }
-        return last;
+        return readReplicas(key, nearestFirst(replicas), offset, List.of(dst), deadline);
     }
 
     static StoreException error(Status s) {
@@ -757,10 +717,6 @@ public final class StoreClient implements AutoCloseable {
         } catch (StoreException e) {
             return e;
         }
-    }
-
-    static StoreException awaitAll(String key, List<CompletableFuture<StoreException>> writes) {
-        return awaitWrites(key, writes);
     }
 
     private StagingBuffer staging() {

@@ -2,7 +2,10 @@ package org.tent4j.store.rpc;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.grpc.Server;
 import io.grpc.netty.NettyServerBuilder;
@@ -21,11 +24,13 @@ public final class MasterServer implements AutoCloseable {
     private final StoreMaster master;
     private final Server server;
     private final RpcStats stats;
+    private final ExecutorService slowWork;
 
-    private MasterServer(StoreMaster master, Server server, RpcStats stats) {
+    private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork) {
         this.master = master;
         this.server = server;
         this.stats = stats;
+        this.slowWork = slowWork;
     }
 
     /** Starts a master on {@code host:port} (port 0 picks a free one) with housekeeping every {@code tickMillis}. */
@@ -38,11 +43,27 @@ public final class MasterServer implements AutoCloseable {
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
         StoreMaster master = new StoreMaster(config, clock);
         RpcStats stats = new RpcStats();
-        Server server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
-                .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-                .addService(new MasterService(master, stats))
-                .build().start();
-        MasterServer self = new MasterServer(master, server, stats);
+        AtomicInteger threads = new AtomicInteger();
+        ExecutorService slowWork = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "store-master-slow-" + threads.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        Server server;
+        try {
+            // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs
+            // two thread hand-offs on the master instead of four
+            server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+                    .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+                    .directExecutor()
+                    .addService(new MasterService(master, stats, slowWork))
+                    .build().start();
+        } catch (IOException | RuntimeException e) {
+            slowWork.shutdownNow();
+            master.close();
+            throw e;
+        }
+        MasterServer self = new MasterServer(master, server, stats, slowWork);
         if (tickMillis > 0) {
             master.startHousekeeping(tickMillis, observer);
         }
@@ -70,6 +91,7 @@ public final class MasterServer implements AutoCloseable {
     public void close() {
         master.close();
         server.shutdownNow();
+        slowWork.shutdownNow();
         try {
             server.awaitTermination(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

@@ -1,6 +1,7 @@
 package org.tent4j.store.rpc;
 
 import java.util.List;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -43,13 +44,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     /** Most items one batch RPC may carry; a peer chooses the count, so it is bounded. */
     public static final int MAX_BATCH = 65_536;
     public static final String VERSION = "tent4j-store/1";
+    /**
+     * Batches above this many items are served off the I/O thread: the server runs handlers on its event loops
+     * (one thread hand-off less per RPC, which is most of a small RPC's latency on a busy host), so anything that
+     * may take milliseconds goes to {@code slowWork} instead of stalling the other RPCs of that loop.
+     */
+    static final int INLINE_BATCH = 1024;
 
     private final StoreMaster master;
     private final RpcStats stats;
+    private final Executor slowWork;
 
-    public MasterService(StoreMaster master, RpcStats stats) {
+    /** {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches. */
+    public MasterService(StoreMaster master, RpcStats stats, Executor slowWork) {
         this.master = master;
         this.stats = stats;
+        this.slowWork = slowWork;
     }
 
     @Override
@@ -69,18 +79,18 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
-        one("MountSegment", out, () -> {
+        slowWork.execute(() -> one("MountSegment", out, () -> {
             master.mount(req.getClientId(), Wire.segment(req.getSegment()));
             return Wire.OK;
-        }, s -> s);
+        }, s -> s));
     }
 
     @Override
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
-        one("UnmountSegment", out, () -> {
+        slowWork.execute(() -> one("UnmountSegment", out, () -> {
             master.unmount(req.getClientId(), req.getSegmentId());
             return Wire.OK;
-        }, s -> s);
+        }, s -> s));
     }
 
     @Override
@@ -160,14 +170,15 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeByRegex(RemoveByRegexRequest req, StreamObserver<CountResponse> out) {
-        one("RemoveByRegex", out, () -> CountResponse.newBuilder().setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
-                s -> CountResponse.newBuilder().setStatus(s).build());
+        slowWork.execute(() -> one("RemoveByRegex", out, () -> CountResponse.newBuilder()
+                        .setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
+                s -> CountResponse.newBuilder().setStatus(s).build()));
     }
 
     @Override
     public void removeAll(RemoveAllRequest req, StreamObserver<CountResponse> out) {
-        one("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
-                s -> CountResponse.newBuilder().setStatus(s).build());
+        slowWork.execute(() -> one("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
+                s -> CountResponse.newBuilder().setStatus(s).build()));
     }
 
     // ---------------------------------------------------------------- per item
@@ -227,13 +238,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     private <I, T, R> void batch(String method, StreamObserver<R> out, List<I> items, Function<I, T> each,
                                  Function<Status, T> onError, Function<List<T>, R> wrap) {
-        long start = System.nanoTime();
         if (items.size() > MAX_BATCH) {
-            stats.record(method, System.nanoTime() - start, true);
+            stats.record(method, 0, true);
             out.onError(io.grpc.Status.INVALID_ARGUMENT.withDescription(StoreError.INVALID_PARAMS + ": batch of "
                     + items.size() + " items exceeds the limit of " + MAX_BATCH).asRuntimeException());
             return;
         }
+        if (items.size() > INLINE_BATCH) {
+            slowWork.execute(() -> serveBatch(method, out, items, each, onError, wrap));
+        } else {
+            serveBatch(method, out, items, each, onError, wrap);
+        }
+    }
+
+    private <I, T, R> void serveBatch(String method, StreamObserver<R> out, List<I> items, Function<I, T> each,
+                                      Function<Status, T> onError, Function<List<T>, R> wrap) {
+        long start = System.nanoTime();
         java.util.ArrayList<T> results = new java.util.ArrayList<>(items.size());
         boolean failed = false;
         for (I item : items) {
