@@ -55,12 +55,16 @@ class EfaFailureTest {
                 return; // libfabric 1.17 shm leaves the pair wedged after a rejected command (see assertRejectedByTarget)
             }
             // The endpoint still works afterwards: tcp;ofi_rxm tears the connection down after the rejected key and
-            // reconnects on the next send; a send racing that teardown fails PEER_FAILED (retryable, so the runtime
-            // would repost it). Allow that once or twice, never more, and never any other outcome.
+            // reconnects on the next send; every send racing that teardown fails PEER_FAILED (retryable, so the
+            // runtime would repost it). How many sends the teardown swallows depends on libfabric's progress thread
+            // (a fresh-clone run saw three), so the bound is time, not a count: each repost follows the previous
+            // send's failure, and any other outcome fails the test at once.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             TestSlice ok = EfaPair.slice(Opcode.WRITE, local, 0, remote.descriptor(), 0, 4096);
             c.post(ok);
             for (int attempt = 1; !EfaPair.completesOrPeerFails(ok); attempt++) {
-                assertTrue(attempt < 3, "the endpoint did not recover after " + attempt + " reconnecting sends");
+                assertTrue(System.nanoTime() < deadline, "the endpoint did not recover within 20 s ("
+                        + attempt + " reconnecting sends failed PEER_FAILED)");
                 ok = EfaPair.slice(Opcode.WRITE, local, 0, remote.descriptor(), 0, 4096);
                 c.post(ok);
             }
