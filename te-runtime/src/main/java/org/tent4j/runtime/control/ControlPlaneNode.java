@@ -258,15 +258,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 if (tls != null) {
                     SslHandler ssl = inbound ? tls.server().newHandler(ch.alloc()) : tls.client().newHandler(ch.alloc());
                     ch.pipeline().addLast(ssl);
-                    CompletableFuture<Void> handshake = new CompletableFuture<>();
-                    ssl.handshakeFuture().addListener(h -> {
-                        if (h.isSuccess()) {
-                            handshake.complete(null);
-                        } else {
-                            handshake.completeExceptionally(h.cause());
-                        }
-                    });
-                    ready = handshake;
+                    ready = TlsContexts.handshake(ssl);
                 }
                 SecuritySettings security = settings.security();
                 if (security.authenticates()) {

@@ -1,10 +1,13 @@
 package org.tent4j.transport.netty;
 
+import java.util.concurrent.CompletableFuture;
+
 import javax.net.ssl.SSLException;
 
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslProvider;
 
 import org.tent4j.api.ConfigException;
@@ -29,5 +32,18 @@ public record TlsContexts(SslContext server, SslContext client) {
             throw new ConfigException("security.tls.certificate", "cannot use certificate " + s.tlsCertificate()
                     + " with key " + s.tlsPrivateKey() + " and trust " + trust + ": " + e.getMessage());
         }
+    }
+
+    /** The end of {@code ssl}'s handshake as a future, for chaining the token handshake after it. */
+    public static CompletableFuture<Void> handshake(SslHandler ssl) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        ssl.handshakeFuture().addListener(h -> {
+            if (h.isSuccess()) {
+                done.complete(null);
+            } else {
+                done.completeExceptionally(h.cause());
+            }
+        });
+        return done;
     }
 }

@@ -400,15 +400,7 @@ public final class TcpTransport implements Transport {
                 if (tls != null) {
                     SslHandler ssl = tls.client().newHandler(ch.alloc(), peer.host(), peerPort);
                     ch.pipeline().addLast(ssl);
-                    CompletableFuture<Void> handshake = new CompletableFuture<>();
-                    ssl.handshakeFuture().addListener(h -> {
-                        if (h.isSuccess()) {
-                            handshake.complete(null);
-                        } else {
-                            handshake.completeExceptionally(h.cause());
-                        }
-                    });
-                    tlsDone = handshake;
+                    tlsDone = TlsContexts.handshake(ssl);
                 }
                 CompletableFuture<Void> tokenDone = CompletableFuture.completedFuture(null);
                 if (security.authenticates()) {
