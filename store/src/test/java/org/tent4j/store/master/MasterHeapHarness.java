@@ -81,11 +81,18 @@ public final class MasterHeapHarness {
         return String.format("kv/%010d", i);
     }
 
-    private static long liveHeap() throws InterruptedException {
-        for (int i = 0; i < 4; i++) {
-            System.gc();
-            Thread.sleep(200);
+    /** Heap in use once full collections stop freeing anything (at most 8 of them). */
+    private static long liveHeap() {
+        var memory = ManagementFactory.getMemoryMXBean();
+        long used = Long.MAX_VALUE;
+        for (int i = 0; i < 8; i++) {
+            memory.gc();
+            long now = memory.getHeapMemoryUsage().getUsed();
+            if (now >= used) {
+                return now;
+            }
+            used = now;
         }
-        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        return used;
     }
 }
