@@ -10,28 +10,9 @@ D=${1:-5}
 out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
 
-json() { # extracts "key":value from te-bench's JSON line
-  sed -n 's/.*"'"$2"'":\([0-9.eE+-]*\).*/\1/p' "$1" | tail -n1
-}
-target() { # starts a te-bench target; sets TARGET_PID and SEG
-  bin/te-bench --mode=target --buffer_size=512m "$@" >"$out/target.log" 2>&1 &
-  TARGET_PID=$!
-  SEG=""
-  for _ in $(seq 1 150); do
-    SEG=$(grep -o -- '--segment_id=[^ ]*' "$out/target.log" | head -n1 || true)
-    [ -n "$SEG" ] && return 0
-    sleep 0.2
-  done
-  cat "$out/target.log" >&2
-  return 1
-}
-stop_target() { kill "$TARGET_PID"; wait "$TARGET_PID" 2>/dev/null || true; }
-bench() { # name, te-bench initiator args...
-  local name=$1; shift
-  # 3 s warm-up: in the first seconds of a JVM the JIT compilers take a third of a core of this 2-core machine
-  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --warmup=3 --duration="$D" --json "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
-  echo "$name gbps=$(json "$out/$name.json" gbps) ops_per_sec=$(json "$out/$name.json" ops_per_sec) p50_us=$(json "$out/$name.json" p50_us) p99_us=$(json "$out/$name.json" p99_us) p999_us=$(json "$out/$name.json" p999_us) errors=$(json "$out/$name.json" errors)"
-}
+. scripts/perf/te-bench-lib.sh
+# 3 s warm-up: in the first seconds of a JVM the JIT compilers take a third of a core of this 2-core machine
+W=3
 
 iperf() { # name: one loopback TCP stream for D seconds
   local port
@@ -52,14 +33,14 @@ echo "# issue 2: two processes, 1 MiB blocks, batch 32, 2 threads"
 target
 for p in tcp shm; do
   for op in read write; do
-    bench "${p}_${op}_1MiB" --protocol=$p --operation=$op --block_size=1m --batch_size=32 --threads=2
+    bench "${p}_${op}_1MiB" "$W" "$D" --protocol=$p --operation=$op --block_size=1m --batch_size=32 --threads=2
   done
 done
 iperf iperf3_1stream_after_tcp_shm
 echo "# issue 2: 4 KiB requests, batch 32, 2 threads"
 for p in tcp shm; do
   for op in read write; do
-    bench "${p}_${op}_4KiB" --protocol=$p --operation=$op --block_size=4k --batch_size=32 --threads=2
+    bench "${p}_${op}_4KiB" "$W" "$D" --protocol=$p --operation=$op --block_size=4k --batch_size=32 --threads=2
   done
 done
 stop_target
@@ -69,8 +50,8 @@ if [ "${FI_PROVIDER:-tcp;ofi_rxm}" != none ]; then
   export FI_PROVIDER="${FI_PROVIDER:-tcp;ofi_rxm}"
   target
   for op in read write; do
-    bench "efa_${op}_1MiB" --protocol=efa --operation=$op --block_size=1m --batch_size=32 --threads=2
-    bench "tcp_${op}_1MiB_same_run" --protocol=tcp --operation=$op --block_size=1m --batch_size=32 --threads=2
+    bench "efa_${op}_1MiB" "$W" "$D" --protocol=efa --operation=$op --block_size=1m --batch_size=32 --threads=2
+    bench "tcp_${op}_1MiB_same_run" "$W" "$D" --protocol=tcp --operation=$op --block_size=1m --batch_size=32 --threads=2
   done
   stop_target
 fi
@@ -91,6 +72,6 @@ for _ in $(seq 1 100); do
     && curl -s -o /dev/null "http://127.0.0.1:$hp/metadata?key=x" && break
   sleep 0.2
 done
-. bin/samples-classpath.sh
+. bin/classpath.sh
 "$JAVA_HOME/bin/java" $TENT4J_JAVA_FLAGS -cp "$TENT4J_CP" org.tent4j.samples.bench.MetadataBench \
   p2p "etcd://127.0.0.1:$ep" "redis://127.0.0.1:$rp" "http://127.0.0.1:$hp/metadata" 2>/dev/null

@@ -18,33 +18,14 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$o
   -days 2 -subj /CN=tent4j-bench >/dev/null 2>&1
 TLS=(--set "security.tls.certificate=$out/cert.pem" --set "security.tls.private_key=$out/key.pem")
 
-json() { sed -n 's/.*"'"$2"'":\([0-9.eE+-]*\).*/\1/p' "$1" | tail -n1; }
-target() { # security args...; sets TARGET_PID and SEG
-  bin/te-bench --mode=target --buffer_size=512m "$@" >"$out/target.log" 2>&1 &
-  TARGET_PID=$!
-  SEG=""
-  for _ in $(seq 1 150); do
-    SEG=$(grep -o -- '--segment_id=[^ ]*' "$out/target.log" | head -n1 || true)
-    [ -n "$SEG" ] && return 0
-    sleep 0.2
-  done
-  cat "$out/target.log" >&2
-  return 1
-}
-stop_target() { kill "$TARGET_PID"; wait "$TARGET_PID" 2>/dev/null || true; }
-bench() { # name, te-bench initiator args...
-  local name=$1; shift
-  bin/te-bench --mode=initiator "$SEG" --buffer_size=512m --warmup="$W" --duration="$D" --json --protocol=tcp \
-    --batch_size=32 --threads=2 "$@" >"$out/$name.json" 2>"$out/$name.err" || { cat "$out/$name.err" >&2; return 1; }
-  echo "$name gbps=$(json "$out/$name.json" gbps) ops_per_sec=$(json "$out/$name.json" ops_per_sec) p50_us=$(json "$out/$name.json" p50_us) p99_us=$(json "$out/$name.json" p99_us) errors=$(json "$out/$name.json" errors)"
-}
+. scripts/perf/te-bench-lib.sh
 
 for mode in plain tls; do
   if [ $mode = tls ]; then args=("${TLS[@]}"); else args=(); fi
   target "${args[@]}"
   for op in read write; do
-    bench "tcp_${mode}_${op}_1MiB" --operation=$op --block_size=1m "${args[@]}"
-    bench "tcp_${mode}_${op}_4KiB" --operation=$op --block_size=4k "${args[@]}"
+    bench "tcp_${mode}_${op}_1MiB" "$W" "$D" --protocol=tcp --batch_size=32 --threads=2 --operation=$op --block_size=1m "${args[@]}"
+    bench "tcp_${mode}_${op}_4KiB" "$W" "$D" --protocol=tcp --batch_size=32 --threads=2 --operation=$op --block_size=4k "${args[@]}"
   done
   stop_target
 done
