@@ -5,13 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.tent4j.api.Batch;
 import org.tent4j.api.EngineConfig;
@@ -32,18 +31,8 @@ import org.tent4j.api.TransferStatus;
  * memory a slice is still posted on.
  */
 class MemorySafetyTest {
-    private final List<TransferEngine> engines = new ArrayList<>();
-
-    @AfterEach
-    void close() {
-        engines.forEach(TransferEngine::close);
-    }
-
-    private TransferEngine engine(EngineConfig.Builder b) {
-        TransferEngine e = TransferEngine.create(b.build());
-        engines.add(e);
-        return e;
-    }
+    @RegisterExtension
+    final OpenEngines engines = new OpenEngines();
 
     private record Pair(TransferEngine initiator, RegisteredMemory local, RegisteredMemory remote, SegmentHandle seg) {
     }
@@ -53,8 +42,8 @@ class MemorySafetyTest {
      * first slice of a task goes to path 0 (both paths look alike then), so a denial always finds a sibling held.
      */
     private Pair pair(String slowDelay, String transferTimeout) {
-        TransferEngine target = engine(EngineTest.cfg());
-        TransferEngine initiator = engine(EngineTest.cfg().set(EngineConfig.TRANSFER_TIMEOUT, transferTimeout)
+        TransferEngine target = engines.open(EngineTest.cfg());
+        TransferEngine initiator = engines.open(EngineTest.cfg().set(EngineConfig.TRANSFER_TIMEOUT, transferTimeout)
                 .set("transports.inproc.paths", 2).set("transports.inproc.deny_path", 1)
                 .set("transports.inproc.slow_path", 0).set("transports.inproc.slow_delay", slowDelay));
         RegisteredMemory remote = target.allocate(512 << 10, Location.CPU, Permission.READ_WRITE);
@@ -79,8 +68,8 @@ class MemorySafetyTest {
 
     @Test
     void cancelAndBatchCloseReportOnlyOnceNothingIsInTheTransport() throws Exception {
-        TransferEngine target = engine(EngineTest.cfg());
-        TransferEngine initiator = engine(EngineTest.cfg().set("transports.inproc.slow_delay", "100ms"));
+        TransferEngine target = engines.open(EngineTest.cfg());
+        TransferEngine initiator = engines.open(EngineTest.cfg().set("transports.inproc.slow_delay", "100ms"));
         RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         SegmentHandle seg = initiator.openSegment(target.segmentName());
@@ -131,7 +120,7 @@ class MemorySafetyTest {
 
     @Test
     void unregisterFailsAndKeepsTheMemoryWhileATransportCannotFenceItAndRetrySucceeds() {
-        TransferEngine e = engine(EngineTest.cfg().set("transports.inproc.refuse_unregister", 1));
+        TransferEngine e = engines.open(EngineTest.cfg().set("transports.inproc.refuse_unregister", 1));
         RegisteredMemory m = e.allocate(64 << 10, Location.CPU, Permission.READ_WRITE);
         TransferException refused = assertThrows(TransferException.class, () -> e.unregister(m));
         assertEquals(ErrorCode.TIMEOUT, refused.code(), refused.getMessage());

@@ -10,14 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Location;
@@ -33,18 +31,8 @@ import org.tent4j.api.TransferStatus;
 
 /** The metadata-blob and namespace additions of te-api, on real engines (p2p and an in-JVM store). */
 class MetadataExchangeTest {
-    private final List<TransferEngine> engines = new ArrayList<>();
-
-    private TransferEngine engine(EngineConfig.Builder b) {
-        TransferEngine e = TransferEngine.create(b.build());
-        engines.add(e);
-        return e;
-    }
-
-    @AfterEach
-    void tearDown() {
-        engines.forEach(TransferEngine::close);
-    }
+    @RegisterExtension
+    final OpenEngines engines = new OpenEngines();
 
     private static TransferException fails(ErrorCode code, String fragment, Runnable r) {
         TransferException e = assertThrows(TransferException.class, r::run);
@@ -55,8 +43,8 @@ class MetadataExchangeTest {
 
     @Test
     void aSegmentOpenedFromItsBlobCarriesTransfersAndCloseInvalidatesIt() {
-        TransferEngine target = engine(EngineTest.cfg());
-        TransferEngine initiator = engine(EngineTest.cfg());
+        TransferEngine target = engines.open(EngineTest.cfg());
+        TransferEngine initiator = engines.open(EngineTest.cfg());
         RegisteredMemory remote = target.allocate(256 << 10, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(256 << 10, Location.CPU, Permission.READ_WRITE);
         EngineTest.fill(local.segment(), 5);
@@ -81,7 +69,7 @@ class MetadataExchangeTest {
 
     @Test
     void aBadBlobIsRejectedNamingWhatIsWrong() {
-        TransferEngine e = engine(EngineTest.cfg());
+        TransferEngine e = engines.open(EngineTest.cfg());
         byte[] good = e.segmentBlob();
         fails(ErrorCode.INVALID_ARGUMENT, "too short", () -> e.openSegment(new byte[3]));
         fails(ErrorCode.INVALID_ARGUMENT, "T4SB", () -> e.openSegment("{\"name\":\"x\"}".getBytes(StandardCharsets.UTF_8)));
@@ -94,8 +82,8 @@ class MetadataExchangeTest {
 
     @Test
     void blobsAreFetchedStraightFromAPeersControlPlane() {
-        TransferEngine owner = engine(EngineTest.cfg());
-        TransferEngine peer = engine(EngineTest.cfg());
+        TransferEngine owner = engines.open(EngineTest.cfg());
+        TransferEngine peer = engines.open(EngineTest.cfg());
         assertEquals(owner.segmentName(), owner.controlEndpoint());
         String[] hp = owner.controlEndpoint().split(":");
         String host = hp[0];
@@ -117,8 +105,8 @@ class MetadataExchangeTest {
 
     @Test
     void namespacesKeepKeysApartAndAwaitSeesALaterPut() throws Exception {
-        TransferEngine a = engine(EngineTest.cfg().set(EngineConfig.METADATA_URI, "memory://ns1").set(EngineConfig.SEGMENT_NAME, "a"));
-        TransferEngine b = engine(EngineTest.cfg().set(EngineConfig.METADATA_URI, "memory://ns1").set(EngineConfig.SEGMENT_NAME, "b"));
+        TransferEngine a = engines.open(EngineTest.cfg().set(EngineConfig.METADATA_URI, "memory://ns1").set(EngineConfig.SEGMENT_NAME, "a"));
+        TransferEngine b = engines.open(EngineTest.cfg().set(EngineConfig.METADATA_URI, "memory://ns1").set(EngineConfig.SEGMENT_NAME, "b"));
         MetadataNamespace na = a.metadataNamespace("nixl");
         MetadataNamespace nb = b.metadataNamespace("nixl");
         MetadataNamespace other = b.metadataNamespace("other");
@@ -138,7 +126,7 @@ class MetadataExchangeTest {
         fails(ErrorCode.INVALID_ARGUMENT, "bytes, more than", () -> na.put("big", new byte[MetadataNamespace.MAX_VALUE + 1], Duration.ZERO));
         fails(ErrorCode.INVALID_ARGUMENT, "label 'a/b'", () -> a.metadataNamespace("a/b"));
 
-        TransferEngine p2p = engine(EngineTest.cfg());
+        TransferEngine p2p = engines.open(EngineTest.cfg());
         fails(ErrorCode.METADATA_UNAVAILABLE, "metadata.uri=p2p", () -> p2p.metadataNamespace("nixl"));
     }
 }

@@ -8,11 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.tent4j.api.ConfigException;
@@ -35,25 +34,15 @@ class PolicyTest {
              {"name": "pinned", "priority": "low", "transports": ["inproc"], "devices": ["p2"]},
              {"name": "small", "max_size": 65535, "priority": "high", "transports": ["inproc"]}]
             """;
-    private final List<TransferEngine> engines = new ArrayList<>();
-
-    @AfterEach
-    void close() {
-        engines.forEach(TransferEngine::close);
-    }
-
-    private TransferEngine engine(EngineConfig.Builder b) {
-        TransferEngine e = TransferEngine.create(b.build());
-        engines.add(e);
-        return e;
-    }
+    @RegisterExtension
+    final OpenEngines engines = new OpenEngines();
 
     @Test
     void rulesMatchInOrderANamedPolicyOverridesAndExplainTellsWhy(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("engine.json");
         Files.writeString(file, "{\"policy\": " + RULES + ", \"transports\": {\"inproc\": {\"paths\": 4}}}");
-        TransferEngine target = engine(EngineTest.cfg());
-        TransferEngine initiator = engine(EngineTest.cfg().file(file));
+        TransferEngine target = engines.open(EngineTest.cfg());
+        TransferEngine initiator = engines.open(EngineTest.cfg().file(file));
         RegisteredMemory remote = target.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
         SegmentHandle seg = initiator.openSegment(target.segmentName());
@@ -105,7 +94,7 @@ class PolicyTest {
                 {"[{\"name\": \"x\", \"transports\": [\"inproc\"], \"priority\": \"urgent\"}]", "priority"},
                 {"{\"name\": \"x\"}", "JSON array"},
                 {"[{", "not valid JSON"}}) {
-            ConfigException e = assertThrows(ConfigException.class, () -> engine(EngineTest.cfg().set("policy", c[0])), c[0]);
+            ConfigException e = assertThrows(ConfigException.class, () -> engines.open(EngineTest.cfg().set("policy", c[0])), c[0]);
             assertEquals("policy", e.key());
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
         }

@@ -4,13 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.UnaryOperator;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.ErrorCode;
@@ -36,24 +35,14 @@ import org.tent4j.api.TransferStatus;
 class SelectionAgreementTest {
     private static final String[] MODES = {"ok", "unavailable", "not_on_peer", "unreachable", "no_kinds", "unregistered"};
     private static final String[] ORDERINGS = {"default", "preference", "policy"};
-    private final List<TransferEngine> engines = new ArrayList<>();
-
-    @AfterEach
-    void close() {
-        engines.forEach(TransferEngine::close);
-    }
-
-    private TransferEngine engine(EngineConfig.Builder b) {
-        TransferEngine e = TransferEngine.create(b.build());
-        engines.add(e);
-        return e;
-    }
+    @RegisterExtension
+    final OpenEngines engines = new OpenEngines();
 
     private record Target(TransferEngine engine, RegisteredMemory memory) {
     }
 
     private Target target(boolean runsScripted) {
-        TransferEngine t = engine(EngineTest.cfg().set("transports.scripted.on", runsScripted));
+        TransferEngine t = engines.open(EngineTest.cfg().set("transports.scripted.on", runsScripted));
         return new Target(t, t.allocate(1 << 20, Location.CPU, Permission.READ_WRITE));
     }
 
@@ -77,7 +66,7 @@ class SelectionAgreementTest {
                     } else if (ordering.equals("policy")) {
                         b.set("policy", "[{\"name\": \"rule\", \"transports\": [\"scripted\", \"inproc\"]}]");
                     }
-                    TransferEngine initiator = engine(b);
+                    TransferEngine initiator = engines.open(b);
                     Target t = mode.equals("not_on_peer") ? withoutScripted : withScripted;
                     RegisteredMemory local = initiator.allocate(64 << 10, Location.CPU, Permission.READ_WRITE);
                     SegmentHandle seg = initiator.openSegment(t.engine().segmentName());
@@ -108,7 +97,7 @@ class SelectionAgreementTest {
                         }
                         cases++;
                     }
-                    engines.remove(initiator);
+                    engines.forget(initiator);
                     initiator.close();
                 }
             }
@@ -122,7 +111,7 @@ class SelectionAgreementTest {
     @Test
     void withFallbackOffExplainRejectsWhatSubmitRejects() {
         Target t = target(true);
-        TransferEngine initiator = engine(EngineTest.cfg().set(EngineConfig.TRANSPORTS_FALLBACK, false)
+        TransferEngine initiator = engines.open(EngineTest.cfg().set(EngineConfig.TRANSPORTS_FALLBACK, false)
                 .set("transports.scripted.on", true).set("transports.scripted.mode", "unreachable")
                 .set("policy", "[{\"name\": \"rule\", \"transports\": [\"scripted\", \"inproc\"]}]"));
         RegisteredMemory local = initiator.allocate(4096, Location.CPU, Permission.READ_WRITE);
@@ -143,7 +132,7 @@ class SelectionAgreementTest {
     @Test
     void aConnectFailureFailsOverOffTheSubmittersThread() throws Exception {
         Target t = target(true);
-        TransferEngine initiator = engine(EngineTest.cfg().set("transports.scripted.on", true)
+        TransferEngine initiator = engines.open(EngineTest.cfg().set("transports.scripted.on", true)
                 .set("transports.scripted.mode", "connect_fails"));
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         EngineTest.fill(local.segment(), 3);

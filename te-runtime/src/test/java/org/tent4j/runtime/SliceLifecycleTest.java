@@ -3,13 +3,12 @@ package org.tent4j.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.tent4j.api.Batch;
 import org.tent4j.api.EngineConfig;
@@ -24,27 +23,17 @@ import org.tent4j.api.TransferStatus;
 
 /** Pooled slices: a second settlement is detected and ignored; a transport that can cancel is asked to when a task ends. */
 class SliceLifecycleTest {
-    private final List<TransferEngine> engines = new ArrayList<>();
-
-    @AfterEach
-    void close() {
-        engines.forEach(TransferEngine::close);
-    }
-
-    private TransferEngine engine(EngineConfig.Builder b) {
-        TransferEngine e = TransferEngine.create(b.build());
-        engines.add(e);
-        return e;
-    }
+    @RegisterExtension
+    final OpenEngines engines = new OpenEngines();
 
     @Test
     void aSecondSettlementOfARecycledSliceIsCountedAndNeverAppliedToAnotherTask() {
-        TransferEngine target = engine(EngineTest.cfg());
+        TransferEngine target = engines.open(EngineTest.cfg());
         // on a clock that stands still no slice leaves its quarantine, so every second settlement, however late the
         // transport's thread gets to it, meets an idle slice: the outcome does not depend on scheduling
         TransferEngine initiator = new TransferEngineImpl(EngineTest.cfg().set("transports.inproc.double_complete", true).build(),
                 new VirtualClock());
-        engines.add(initiator);
+        engines.keep(initiator);
         RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         SegmentHandle seg = initiator.openSegment(target.segmentName());
@@ -65,8 +54,8 @@ class SliceLifecycleTest {
 
     @Test
     void endingATaskCancelsItsPostedSlicesOnATransportThatCanCancel() throws Exception {
-        TransferEngine target = engine(EngineTest.cfg());
-        TransferEngine initiator = engine(EngineTest.cfg().set("transports.inproc.cancellable", true)
+        TransferEngine target = engines.open(EngineTest.cfg());
+        TransferEngine initiator = engines.open(EngineTest.cfg().set("transports.inproc.cancellable", true)
                 .set("transports.inproc.slow_delay", "30s"));
         RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);

@@ -1,0 +1,35 @@
+package org.tent4j.runtime;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
+
+/** The engines a test opened, closed after each test: {@code @RegisterExtension final OpenEngines engines = ...}. */
+final class OpenEngines implements AfterEachCallback {
+    private final List<TransferEngine> engines = new ArrayList<>();
+
+    TransferEngine open(EngineConfig.Builder config) {
+        return keep(TransferEngine.create(config.build()));
+    }
+
+    /** Closes {@code engine} after the test too. */
+    <E extends TransferEngine> E keep(E engine) {
+        engines.add(engine);
+        return engine;
+    }
+
+    /** For an engine the test closes itself. */
+    void forget(TransferEngine engine) {
+        engines.remove(engine);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        engines.forEach(TransferEngine::close);
+        engines.clear();
+    }
+}
