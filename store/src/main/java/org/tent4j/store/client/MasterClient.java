@@ -2,19 +2,29 @@ package org.tent4j.store.client;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.StreamObserver;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchPutEndRequest;
 import org.tent4j.store.proto.BatchPutStartRequest;
 import org.tent4j.store.proto.BatchRemoveRequest;
+import org.tent4j.store.proto.Call;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
@@ -45,6 +55,11 @@ public final class MasterClient implements AutoCloseable {
     private final ManagedChannel channel;
     private final MasterGrpc.MasterBlockingStub stub;
     private final Duration timeout;
+    /** Most calls of this client waiting on the stream at once: bounds what the client buffers for the master. */
+    static final int MAX_IN_FLIGHT = 1024;
+    private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
+    private final AtomicLong ids = new AtomicLong();
+    private volatile CallStream stream;
 
     public MasterClient(String address, Duration timeout) {
         this.address = address;
@@ -52,6 +67,8 @@ public final class MasterClient implements AutoCloseable {
         // no retries: the client decides what to retry (a failed RPC is an error naming the master), and the retry
         // machinery costs every call a buffering wrapper
         this.channel = NettyChannelBuilder.forTarget(address).usePlaintext().disableRetry()
+                // answers on the Calls stream only complete a future, so they run on the event loop: no hand-off
+                .directExecutor()
                 .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES).build();
         this.stub = MasterGrpc.newBlockingStub(channel);
     }
@@ -68,17 +85,21 @@ public final class MasterClient implements AutoCloseable {
         try {
             return rpc.get();
         } catch (StatusRuntimeException e) {
-            io.grpc.Status.Code code = e.getStatus().getCode();
-            String detail = e.getStatus().getDescription() == null ? code.toString() : e.getStatus().getDescription();
-            if (code == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
-                throw new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " got no answer within " + timeout.toMillis() + " ms", e);
-            }
-            if (code == io.grpc.Status.Code.INVALID_ARGUMENT) {
-                throw new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": " + detail, e);
-            }
-            throw new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " failed (" + code
-                    + (code == io.grpc.Status.Code.UNAVAILABLE ? ", master unreachable" : "") + "): " + detail, e);
+            throw translate(what, e);
         }
+    }
+
+    private StoreException translate(String what, StatusRuntimeException e) {
+        io.grpc.Status.Code code = e.getStatus().getCode();
+        String detail = e.getStatus().getDescription() == null ? code.toString() : e.getStatus().getDescription();
+        if (code == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
+            return new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " got no answer within " + timeout.toMillis() + " ms", e);
+        }
+        if (code == io.grpc.Status.Code.INVALID_ARGUMENT) {
+            return new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": " + detail, e);
+        }
+        return new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " failed (" + code
+                + (code == io.grpc.Status.Code.UNAVAILABLE ? ", master unreachable" : "") + "): " + detail, e);
     }
 
     public String serviceReady() {
@@ -109,29 +130,32 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public PutStartResponse putStart(PutStartRequest req) {
-        PutStartResponse r = call("PutStart", () -> stub().putStart(req));
+        PutStartResponse r = exchange("PutStart", Call.newBuilder().setPutStart(req)).getPutStart();
         Wire.check(r.getStatus());
         return r;
     }
 
     public List<PutStartResponse> batchPutStart(List<PutStartRequest> reqs) {
-        return call("BatchPutStart", () -> stub().batchPutStart(BatchPutStartRequest.newBuilder().addAllItems(reqs).build())).getItemsList();
+        return exchange("BatchPutStart", Call.newBuilder().setBatchPutStart(BatchPutStartRequest.newBuilder().addAllItems(reqs)))
+                .getBatchPutStart().getItemsList();
     }
 
     public void putEnd(String clientId, String key, long putId) {
-        Wire.check(call("PutEnd", () -> stub().putEnd(endRequest(clientId, key, putId))));
+        Wire.check(exchange("PutEnd", Call.newBuilder().setPutEnd(endRequest(clientId, key, putId))).getStatus());
     }
 
     public void putRevoke(String clientId, String key, long putId) {
-        Wire.check(call("PutRevoke", () -> stub().putRevoke(endRequest(clientId, key, putId))));
+        Wire.check(exchange("PutRevoke", Call.newBuilder().setPutRevoke(endRequest(clientId, key, putId))).getStatus());
     }
 
     public List<Status> batchPutEnd(List<PutEndRequest> reqs) {
-        return call("BatchPutEnd", () -> stub().batchPutEnd(BatchPutEndRequest.newBuilder().addAllItems(reqs).build())).getItemsList();
+        return exchange("BatchPutEnd", Call.newBuilder().setBatchPutEnd(BatchPutEndRequest.newBuilder().addAllItems(reqs)))
+                .getBatchStatus().getItemsList();
     }
 
     public List<Status> batchPutRevoke(List<PutEndRequest> reqs) {
-        return call("BatchPutRevoke", () -> stub().batchPutRevoke(BatchPutEndRequest.newBuilder().addAllItems(reqs).build())).getItemsList();
+        return exchange("BatchPutRevoke", Call.newBuilder().setBatchPutRevoke(BatchPutEndRequest.newBuilder().addAllItems(reqs)))
+                .getBatchStatus().getItemsList();
     }
 
     static PutEndRequest endRequest(String clientId, String key, long putId) {
@@ -139,23 +163,26 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public ReplicaListResponse getReplicaList(String key) {
-        ReplicaListResponse r = call("GetReplicaList", () -> stub().getReplicaList(KeyRequest.newBuilder().setKey(key).build()));
+        ReplicaListResponse r = exchange("GetReplicaList", Call.newBuilder().setGetReplicaList(KeyRequest.newBuilder().setKey(key)))
+                .getReplicaList();
         Wire.check(r.getStatus());
         return r;
     }
 
     public List<ReplicaListResponse> batchGetReplicaList(List<String> keys) {
-        return call("BatchGetReplicaList", () -> stub().batchGetReplicaList(KeysRequest.newBuilder().addAllKeys(keys).build())).getItemsList();
+        return exchange("BatchGetReplicaList", Call.newBuilder().setBatchGetReplicaList(KeysRequest.newBuilder().addAllKeys(keys)))
+                .getBatchReplicaList().getItemsList();
     }
 
     public boolean exists(String key) {
-        ExistResponse r = call("Exist", () -> stub().exist(KeyRequest.newBuilder().setKey(key).build()));
+        ExistResponse r = exchange("Exist", Call.newBuilder().setExist(KeyRequest.newBuilder().setKey(key))).getExist();
         Wire.check(r.getStatus());
         return r.getExists();
     }
 
     public List<ExistResponse> batchExists(List<String> keys) {
-        return call("BatchExist", () -> stub().batchExist(KeysRequest.newBuilder().addAllKeys(keys).build())).getItemsList();
+        return exchange("BatchExist", Call.newBuilder().setBatchExist(KeysRequest.newBuilder().addAllKeys(keys)))
+                .getBatchExist().getItemsList();
     }
 
     public long size(String key) {
@@ -182,6 +209,120 @@ public final class MasterClient implements AutoCloseable {
         var r = call("RemoveAll", () -> stub().removeAll(RemoveAllRequest.newBuilder().setForce(force).build()));
         Wire.check(r.getStatus());
         return r.getCount();
+    }
+
+    /** The answer to {@code call} over the Calls stream, which is opened now if none is open or the last one broke. */
+    private Answer exchange(String what, Call.Builder call) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try {
+            if (!inFlight.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                throw new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " waited " + timeout.toMillis()
+                        + " ms behind " + MAX_IN_FLIGHT + " calls in flight");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " interrupted", e);
+        }
+        CallStream s = null;
+        long id = 0;
+        try {
+            s = stream();
+            id = s.send(call);
+            Answer a = s.pending.get(id).get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            if (a.getBodyCase() == Answer.BodyCase.REFUSED) {
+                throw new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": "
+                        + a.getRefused().getMessage());
+            }
+            return a;
+        } catch (TimeoutException e) {
+            throw new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " got no answer within "
+                    + timeout.toMillis() + " ms", e);
+        } catch (ExecutionException e) {
+            throw failure(what, e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " interrupted", e);
+        } finally {
+            if (s != null && id != 0) {
+                s.pending.remove(id);
+            }
+            inFlight.release();
+        }
+    }
+
+    private StoreException failure(String what, Throwable cause) {
+        if (cause instanceof StatusRuntimeException e) {
+            return translate(what, e);
+        }
+        return new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " failed: " + cause, cause);
+    }
+
+    private CallStream stream() {
+        CallStream s = stream;
+        if (s != null && s.broken == null) {
+            return s;
+        }
+        synchronized (this) {
+            if (stream == null || stream.broken != null) {
+                if (stream != null) {
+                    // the channel may be waiting out a reconnect back-off after the failure that broke the stream:
+                    // the next call is the moment to try again
+                    channel.resetConnectBackoff();
+                }
+                CallStream fresh = new CallStream();
+                fresh.requests = (ClientCallStreamObserver<Call>) MasterGrpc.newStub(channel).calls(fresh);
+                stream = fresh;
+            }
+            return stream;
+        }
+    }
+
+    /**
+     * One Calls stream: calls wait in {@link #pending} by id until their answer arrives (on the channel's event loop)
+     * or the stream breaks, which fails every one of them.
+     */
+    private final class CallStream implements StreamObserver<Answer> {
+        final ConcurrentHashMap<Long, CompletableFuture<Answer>> pending = new ConcurrentHashMap<>();
+        ClientCallStreamObserver<Call> requests;
+        volatile Throwable broken;
+
+        long send(Call.Builder call) {
+            long id = ids.incrementAndGet();
+            pending.put(id, new CompletableFuture<>());
+            Throwable b = broken;
+            if (b != null) {
+                // broke between stream() and now: its failAll may have run before this call was registered
+                pending.get(id).completeExceptionally(b);
+                return id;
+            }
+            synchronized (this) {
+                requests.onNext(call.setId(id).build());
+            }
+            return id;
+        }
+
+        @Override
+        public void onNext(Answer a) {
+            CompletableFuture<Answer> f = pending.get(a.getId());
+            if (f != null) {
+                f.complete(a);
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            fail(t);
+        }
+
+        @Override
+        public void onCompleted() {
+            fail(io.grpc.Status.UNAVAILABLE.withDescription("master closed the call stream").asRuntimeException());
+        }
+
+        private void fail(Throwable t) {
+            broken = t;
+            pending.values().forEach(f -> f.completeExceptionally(t));
+        }
     }
 
     @Override

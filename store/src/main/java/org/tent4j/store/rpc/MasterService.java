@@ -6,14 +6,16 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchExistResponse;
-import org.tent4j.store.proto.BatchPutEndRequest;
-import org.tent4j.store.proto.BatchPutStartRequest;
+import org.tent4j.store.proto.Call;
 import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchRemoveRequest;
 import org.tent4j.store.proto.BatchReplicaListResponse;
@@ -22,7 +24,6 @@ import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
-import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
@@ -50,6 +51,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      * may take milliseconds goes to {@code slowWork} instead of stalling the other RPCs of that loop.
      */
     static final int INLINE_BATCH = 1024;
+    /** Most calls of one stream handed to {@code slowWork} at once; the stream is not read while that many run. */
+    static final int MAX_SLOW_CALLS = 4;
 
     private final StoreMaster master;
     private final RpcStats stats;
@@ -93,57 +96,141 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         }, s -> s));
     }
 
+    /**
+     * The hot calls of one client. Calls are served in order, one at a time, on the stream's event loop; batches over
+     * {@link #INLINE_BATCH} items go to {@code slowWork}, at most {@link #MAX_SLOW_CALLS} of them per stream. The
+     * next call is read only when the previous one is served (or handed off) and the transport can take another
+     * answer, so a client that sends without reading its answers stops being read, and the master buffers at most
+     * one flow-control window of its calls.
+     */
     @Override
-    public void putStart(PutStartRequest req, StreamObserver<PutStartResponse> out) {
-        one("PutStart", out, () -> putStart(req), s -> PutStartResponse.newBuilder().setStatus(s).build());
+    public StreamObserver<Call> calls(StreamObserver<Answer> answers) {
+        return new ServedStream((ServerCallStreamObserver<Answer>) answers);
     }
 
-    @Override
-    public void putEnd(PutEndRequest req, StreamObserver<Status> out) {
-        one("PutEnd", out, () -> putEnd(req), s -> s);
+    private final class ServedStream implements StreamObserver<Call> {
+        private final ServerCallStreamObserver<Answer> out;
+        // guarded by this: the event loop and slowWork's threads both answer and ask for the next call
+        private boolean requested;
+        private boolean closed;
+        private boolean halfClosed;
+        private int slowInFlight;
+
+        ServedStream(ServerCallStreamObserver<Answer> out) {
+            this.out = out;
+            out.disableAutoRequest();
+            out.setOnReadyHandler(this::pump);
+            out.setOnCancelHandler(() -> {
+                synchronized (this) {
+                    closed = true;
+                }
+            });
+            pump();
+        }
+
+        private synchronized void pump() {
+            if (!requested && !closed && !halfClosed && slowInFlight < MAX_SLOW_CALLS && out.isReady()) {
+                requested = true;
+                out.request(1);
+            }
+        }
+
+        private synchronized void answer(Answer a) {
+            if (!closed) {
+                try {
+                    out.onNext(a);
+                } catch (StatusRuntimeException cancelled) {
+                    // the client went away between the check and the answer: nobody is left to tell
+                    closed = true;
+                }
+            }
+        }
+
+        @Override
+        public void onNext(Call c) {
+            synchronized (this) {
+                requested = false;
+            }
+            long id = c.getId();
+            Answer.Builder a = Answer.newBuilder().setId(id);
+            switch (c.getBodyCase()) {
+                case PUT_START -> answer(a.setPutStart(one("PutStart", () -> putStart(c.getPutStart()),
+                        s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
+                case PUT_END -> answer(a.setStatus(one("PutEnd", () -> putEnd(c.getPutEnd()), s -> s)).build());
+                case PUT_REVOKE -> answer(a.setStatus(one("PutRevoke", () -> putRevoke(c.getPutRevoke()), s -> s)).build());
+                case GET_REPLICA_LIST -> answer(a.setReplicaList(one("GetReplicaList", () -> replicaList(c.getGetReplicaList().getKey()),
+                        s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
+                case EXIST -> answer(a.setExist(one("Exist", () -> exist(c.getExist().getKey()),
+                        s -> ExistResponse.newBuilder().setStatus(s).build())).build());
+                case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), MasterService.this::putStart,
+                        s -> PutStartResponse.newBuilder().setStatus(s).build(),
+                        items -> a.setBatchPutStart(BatchPutStartResponse.newBuilder().addAllItems(items)).build());
+                case BATCH_PUT_END -> batch("BatchPutEnd", id, c.getBatchPutEnd().getItemsList(), MasterService.this::putEnd, s -> s,
+                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
+                case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), MasterService.this::putRevoke, s -> s,
+                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
+                case BATCH_GET_REPLICA_LIST -> batch("BatchGetReplicaList", id, c.getBatchGetReplicaList().getKeysList(),
+                        MasterService.this::replicaList, s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
+                        items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)).build());
+                case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
+                        s -> ExistResponse.newBuilder().setStatus(s).build(),
+                        items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
+                case BODY_NOT_SET -> answer(a.setRefused(refusal("call " + id + " names no operation")).build());
+            }
+            pump();
+        }
+
+        private <I, T> void batch(String method, long id, List<I> items, Function<I, T> each, Function<Status, T> onError,
+                                  Function<List<T>, Answer> wrap) {
+            if (items.size() > MAX_BATCH) {
+                stats.record(method, 0, true);
+                answer(Answer.newBuilder().setId(id).setRefused(refusal(method + ": batch of " + items.size()
+                        + " items exceeds the limit of " + MAX_BATCH)).build());
+            } else if (items.size() > INLINE_BATCH) {
+                synchronized (this) {
+                    slowInFlight++;
+                }
+                slowWork.execute(() -> {
+                    try {
+                        answer(wrap.apply(serveBatch(method, items, each, onError)));
+                    } finally {
+                        synchronized (this) {
+                            slowInFlight--;
+                        }
+                        finishIfDrained();
+                        pump();
+                    }
+                });
+            } else {
+                answer(wrap.apply(serveBatch(method, items, each, onError)));
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            synchronized (this) {
+                closed = true;
+            }
+        }
+
+        @Override
+        public void onCompleted() {
+            synchronized (this) {
+                halfClosed = true;
+            }
+            finishIfDrained();
+        }
+
+        private synchronized void finishIfDrained() {
+            if (halfClosed && slowInFlight == 0 && !closed) {
+                closed = true;
+                out.onCompleted();
+            }
+        }
     }
 
-    @Override
-    public void putRevoke(PutEndRequest req, StreamObserver<Status> out) {
-        one("PutRevoke", out, () -> putRevoke(req), s -> s);
-    }
-
-    @Override
-    public void batchPutStart(BatchPutStartRequest req, StreamObserver<BatchPutStartResponse> out) {
-        batch("BatchPutStart", out, req.getItemsList(), this::putStart, s -> PutStartResponse.newBuilder().setStatus(s).build(),
-                items -> BatchPutStartResponse.newBuilder().addAllItems(items).build());
-    }
-
-    @Override
-    public void batchPutEnd(BatchPutEndRequest req, StreamObserver<BatchStatus> out) {
-        batch("BatchPutEnd", out, req.getItemsList(), this::putEnd, s -> s, items -> BatchStatus.newBuilder().addAllItems(items).build());
-    }
-
-    @Override
-    public void batchPutRevoke(BatchPutEndRequest req, StreamObserver<BatchStatus> out) {
-        batch("BatchPutRevoke", out, req.getItemsList(), this::putRevoke, s -> s, items -> BatchStatus.newBuilder().addAllItems(items).build());
-    }
-
-    @Override
-    public void getReplicaList(KeyRequest req, StreamObserver<ReplicaListResponse> out) {
-        one("GetReplicaList", out, () -> replicaList(req.getKey()), s -> ReplicaListResponse.newBuilder().setStatus(s).build());
-    }
-
-    @Override
-    public void batchGetReplicaList(KeysRequest req, StreamObserver<BatchReplicaListResponse> out) {
-        batch("BatchGetReplicaList", out, req.getKeysList(), this::replicaList, s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
-                items -> BatchReplicaListResponse.newBuilder().addAllItems(items).build());
-    }
-
-    @Override
-    public void exist(KeyRequest req, StreamObserver<ExistResponse> out) {
-        one("Exist", out, () -> exist(req.getKey()), s -> ExistResponse.newBuilder().setStatus(s).build());
-    }
-
-    @Override
-    public void batchExist(KeysRequest req, StreamObserver<BatchExistResponse> out) {
-        batch("BatchExist", out, req.getKeysList(), this::exist, s -> ExistResponse.newBuilder().setStatus(s).build(),
-                items -> BatchExistResponse.newBuilder().addAllItems(items).build());
+    private static Status refusal(String what) {
+        return Status.newBuilder().setCode(StoreError.INVALID_PARAMS.code()).setMessage(what).build();
     }
 
     @Override
@@ -219,6 +306,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     // ---------------------------------------------------------------- plumbing
 
     private <T> void one(String method, StreamObserver<T> out, Supplier<T> body, Function<Status, T> onError) {
+        reply(out, one(method, body, onError));
+    }
+
+    private <T> T one(String method, Supplier<T> body, Function<Status, T> onError) {
         long start = System.nanoTime();
         T result;
         boolean failed = false;
@@ -233,7 +324,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                     .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build());
         }
         stats.record(method, System.nanoTime() - start, failed);
-        reply(out, result);
+        return result;
     }
 
     private <I, T, R> void batch(String method, StreamObserver<R> out, List<I> items, Function<I, T> each,
@@ -245,14 +336,13 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             return;
         }
         if (items.size() > INLINE_BATCH) {
-            slowWork.execute(() -> serveBatch(method, out, items, each, onError, wrap));
+            slowWork.execute(() -> reply(out, wrap.apply(serveBatch(method, items, each, onError))));
         } else {
-            serveBatch(method, out, items, each, onError, wrap);
+            reply(out, wrap.apply(serveBatch(method, items, each, onError)));
         }
     }
 
-    private <I, T, R> void serveBatch(String method, StreamObserver<R> out, List<I> items, Function<I, T> each,
-                                      Function<Status, T> onError, Function<List<T>, R> wrap) {
+    private <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
         long start = System.nanoTime();
         java.util.ArrayList<T> results = new java.util.ArrayList<>(items.size());
         boolean failed = false;
@@ -269,7 +359,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             }
         }
         stats.record(method, System.nanoTime() - start, failed);
-        reply(out, wrap.apply(results));
+        return results;
     }
 
     private static <T> void reply(StreamObserver<T> out, T value) {
