@@ -11,6 +11,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
@@ -52,8 +53,8 @@ import org.tent4j.store.rpc.Wire;
  */
 public final class MasterClient implements AutoCloseable {
     private final String address;
-    private final ManagedChannel channel;
-    private final MasterGrpc.MasterBlockingStub stub;
+    private volatile ManagedChannel channel;
+    private volatile MasterGrpc.MasterBlockingStub stub;
     private final Duration timeout;
     /** Most calls of this client waiting on the stream at once: bounds what the client buffers for the master. */
     static final int MAX_IN_FLIGHT = 1024;
@@ -64,13 +65,17 @@ public final class MasterClient implements AutoCloseable {
     public MasterClient(String address, Duration timeout) {
         this.address = address;
         this.timeout = timeout;
+        this.channel = channel(address);
+        this.stub = MasterGrpc.newBlockingStub(channel);
+    }
+
+    private static ManagedChannel channel(String address) {
         // no retries: the client decides what to retry (a failed RPC is an error naming the master), and the retry
         // machinery costs every call a buffering wrapper
-        this.channel = NettyChannelBuilder.forTarget(address).usePlaintext().disableRetry()
+        return NettyChannelBuilder.forTarget(address).usePlaintext().disableRetry()
                 // answers on the Calls stream only complete a future, so they run on the event loop: no hand-off
                 .directExecutor()
                 .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES).build();
-        this.stub = MasterGrpc.newBlockingStub(channel);
     }
 
     public String address() {
@@ -214,6 +219,13 @@ public final class MasterClient implements AutoCloseable {
     /** The answer to {@code call} over the Calls stream, which is opened now if none is open or the last one broke. */
     private Answer exchange(String what, Call.Builder call) {
         long deadline = System.nanoTime() + timeout.toNanos();
+        long id = ids.incrementAndGet();
+        Call c = call.setId(id).build();
+        if (c.getSerializedSize() > MasterServer.MAX_MESSAGE_BYTES) {
+            // the master would refuse it by breaking the stream, failing every other call on it too
+            throw new StoreException(StoreError.INVALID_PARAMS, what + " of " + c.getSerializedSize()
+                    + " bytes exceeds the message limit of master " + address + " (" + MasterServer.MAX_MESSAGE_BYTES + " bytes)");
+        }
         try {
             if (!inFlight.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
                 throw new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " waited " + timeout.toMillis()
@@ -224,10 +236,9 @@ public final class MasterClient implements AutoCloseable {
             throw new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " interrupted", e);
         }
         CallStream s = null;
-        long id = 0;
         try {
             s = stream();
-            id = s.send(call);
+            s.send(id, c);
             Answer a = s.pending.get(id).get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
             if (a.getBodyCase() == Answer.BodyCase.REFUSED) {
                 throw new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": "
@@ -243,7 +254,7 @@ public final class MasterClient implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new StoreException(StoreError.RPC_FAIL, what + " to master " + address + " interrupted", e);
         } finally {
-            if (s != null && id != 0) {
+            if (s != null) {
                 s.pending.remove(id);
             }
             inFlight.release();
@@ -264,10 +275,14 @@ public final class MasterClient implements AutoCloseable {
         }
         synchronized (this) {
             if (stream == null || stream.broken != null) {
-                if (stream != null) {
-                    // the channel may be waiting out a reconnect back-off after the failure that broke the stream:
-                    // the next call is the moment to try again
-                    channel.resetConnectBackoff();
+                if (channel.getState(false) == ConnectivityState.TRANSIENT_FAILURE) {
+                    // A channel whose connection failed fails every new call at once until a back-off timer lets it
+                    // try again (seconds), even when the master is back. A fresh channel makes one connection
+                    // attempt now: the call succeeds on a restarted master and fails at once on an unreachable one.
+                    ManagedChannel old = channel;
+                    channel = channel(address);
+                    stub = MasterGrpc.newBlockingStub(channel);
+                    old.shutdown();
                 }
                 CallStream fresh = new CallStream();
                 fresh.requests = (ClientCallStreamObserver<Call>) MasterGrpc.newStub(channel).calls(fresh);
@@ -286,19 +301,17 @@ public final class MasterClient implements AutoCloseable {
         ClientCallStreamObserver<Call> requests;
         volatile Throwable broken;
 
-        long send(Call.Builder call) {
-            long id = ids.incrementAndGet();
+        void send(long id, Call call) {
             pending.put(id, new CompletableFuture<>());
             Throwable b = broken;
             if (b != null) {
-                // broke between stream() and now: its failAll may have run before this call was registered
+                // broke between stream() and now: fail() may have run before this call was registered
                 pending.get(id).completeExceptionally(b);
-                return id;
+                return;
             }
             synchronized (this) {
-                requests.onNext(call.setId(id).build());
+                requests.onNext(call);
             }
-            return id;
         }
 
         @Override
