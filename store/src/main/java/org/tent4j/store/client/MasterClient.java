@@ -47,8 +47,9 @@ import org.tent4j.store.rpc.MasterServer;
 import org.tent4j.store.rpc.Wire;
 
 /**
- * The master's RPCs from a client: each call has a deadline, and transport failures become {@link StoreException}s
- * naming the master ({@link StoreError#RPC_FAIL} when unreachable, {@link StoreError#RPC_TIMEOUT} past the deadline).
+ * The master's RPCs from a client: the hot ones (puts, replica lists, exists) over one long-lived Calls stream, the
+ * rest unary. Each call has a timeout, and transport failures become {@link StoreException}s naming the master
+ * ({@link StoreError#RPC_FAIL} when unreachable or the stream broke, {@link StoreError#RPC_TIMEOUT} past the timeout).
  * Batch calls return per-item messages whose status the caller checks.
  */
 public final class MasterClient implements AutoCloseable {
