@@ -70,7 +70,7 @@ final class TaskLauncher {
     }
 
     Task task(BatchImpl batch, int id, TransferRequest r) {
-        return new Task(batch, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime());
+        return new Task(batch, this, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime(), false);
     }
 
     /** Resolves and selects exactly as {@link #start} does, and reports the decision. */
@@ -109,13 +109,20 @@ final class TaskLauncher {
     void start(Task task, TransferRequest r) {
         try {
             post(task, r);
-        } catch (TransferException e) {
+        } catch (RuntimeException e) {
+            failed(task, e);
+        }
+    }
+
+    /** Ends a task whose start threw: INVALID for bad input, FAILED when a peer, transport or the store let it down. */
+    private void failed(Task task, RuntimeException failure) {
+        if (failure instanceof TransferException e) {
             task.finish(new TransferStatus(e.code() == ErrorCode.PEER_UNREACHABLE || e.code() == ErrorCode.PEER_FAILED
                     || e.code() == ErrorCode.TRANSPORT_UNAVAILABLE || e.code() == ErrorCode.METADATA_UNAVAILABLE
                     ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id + ": " + e.getMessage()));
-        } catch (RuntimeException e) {
-            log.error("task {} failed unexpectedly", task.id, e);
-            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + e));
+        } else {
+            log.error("task {} failed unexpectedly", task.id, failure);
+            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + failure));
         }
     }
 
@@ -142,6 +149,73 @@ final class TaskLauncher {
             slot = sel.orThrow();
             selector.recordFallback(rr, sel);
         }
+        cut(task, rr, policy, slot, deadline);
+    }
+
+    /**
+     * What a prepared transfer keeps of one request between posts: the request as resolved, its policy and the transport
+     * chosen for it. {@link #stale} says when it must be resolved again.
+     */
+    record Route(ResolvedRequest resolved, Policy policy, TransportSlot slot) {
+        /** The local buffer was unregistered, or the target segment closed, vanished or republished its descriptor. */
+        boolean stale() {
+            RemoteSegment seg = resolved.segment();
+            return resolved.local().retired() || seg.descriptor != resolved.descriptor() || seg.gone || seg.closed;
+        }
+    }
+
+    /**
+     * Resolves and selects {@code r} as {@link #start} does, for a prepared transfer; throws what a batch would report
+     * as INVALID or FAILED. A request that only host staging could carry is refused (prepared transfers post directly).
+     */
+    Route route(TransferRequest r) {
+        if (r.deadlineNanos() != 0) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "a prepared request cannot carry an absolute deadline"
+                    + " (deadlineNanos " + r.deadlineNanos() + "): each post gets the engine's transfer.timeout");
+        }
+        ResolvedRequest rr = resolver.resolve(r);
+        Policy policy = selector.policyFor(rr);
+        TransportSlot slot = selector.firstChoice(rr, policy);
+        if (slot == null) {
+            Selection sel = selector.select(rr, policy, 0, 0, false, false);
+            if (sel.transport() == null && stagedRoute(rr, false) != null) {
+                throw new TransferException(ErrorCode.NO_TRANSPORT, r.opcode() + " of " + r.length() + " bytes to segment '"
+                        + rr.segment().name() + "' needs host staging (" + rr.localKind() + " to " + rr.remoteKind()
+                        + "), which a prepared transfer does not do; submit it in a Batch");
+            }
+            slot = sel.orThrow();
+            selector.recordFallback(rr, sel);
+        }
+        return new Route(rr, policy, slot);
+    }
+
+    /** One post of one prepared request: a task re-armed by its prepared transfer, on its kept route. */
+    void start(Task task, Route route) {
+        try {
+            cut(task, route.resolved(), route.policy(), route.slot(), clock.nanoTime() + transferTimeoutNanos);
+        } catch (RuntimeException e) {
+            failed(task, e);
+        }
+    }
+
+    /** The engine's time, as tasks record it. */
+    long now() {
+        return clock.nanoTime();
+    }
+
+    /** A task of a prepared transfer ({@link Task#rearm} makes it ready for each post). */
+    Task preparedTask(Task.Owner owner, int index, TransferRequest r) {
+        return new Task(owner, this, index, r.opcode(), r.length(), false, r.target().name(), clock.nanoTime(), true);
+    }
+
+    /** A request that could not be resolved again on a post ends INVALID (or FAILED), as in a batch. */
+    void refuse(Task task, TransferException e) {
+        failed(task, e);
+    }
+
+    /** Cuts a checked request into slices and queues them on the chosen transport's path group. */
+    private void cut(Task task, ResolvedRequest rr, Policy policy, TransportSlot slot, long deadline) {
+        TransferRequest r = rr.request();
         task.resolved = rr;
         task.policy = policy;
         task.transport = slot;
