@@ -35,6 +35,11 @@ final class BatchImpl implements Batch, Task.Owner {
     }
 
     @Override
+    public TaskLauncher launcher() {
+        return launcher;
+    }
+
+    @Override
     public int capacity() {
         return tasks.length;
     }

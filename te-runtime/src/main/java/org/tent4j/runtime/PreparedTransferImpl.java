@@ -74,6 +74,11 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
     }
 
     @Override
+    public TaskLauncher launcher() {
+        return launcher;
+    }
+
+    @Override
     public int size() {
         return requests.length;
     }

@@ -18,6 +18,8 @@ final class Task {
     /** Where a task reports its end: the batch that holds it, or the prepared transfer that reuses it. */
     interface Owner {
         void taskEnded(Task task, TransferStatus status);
+
+        TaskLauncher launcher();
     }
 
     // Plain fields behind VarHandles rather than Atomic* objects: a task is created per request, and five atomics
@@ -46,7 +48,6 @@ final class Task {
     }
 
     final Owner owner;
-    final TaskLauncher launcher;
     final int id;
     final Opcode opcode;
     final long length;
@@ -54,8 +55,11 @@ final class Task {
     long submitNanos;
     final boolean explicitDeadline;
     final String target;
-    /** Which use of a pooled task this is: its prepared transfer's post number (always 0 in a batch). */
-    private volatile long generation;
+    /**
+     * Which use of a pooled task this is: its prepared transfer's post number, truncated (only ever compared with the
+     * use just before or after it; always 0 in a batch). An int, as each field is paid by every batch task too.
+     */
+    private volatile int generation;
     /**
      * Slices cut for the current use and not yet back in the pool. A task is reported once none of its slices is in a
      * transport, but a slice may still wait in a path group's queue (to be discarded there) or be on its way to
@@ -82,10 +86,9 @@ final class Task {
     /** Transports this task gave up on (bit = transport index). */
     private volatile long excluded;
 
-    Task(Owner owner, TaskLauncher launcher, int id, Opcode opcode, long length, boolean explicitDeadline, String target,
+    Task(Owner owner, int id, Opcode opcode, long length, boolean explicitDeadline, String target,
          long submitNanos, boolean pooled) {
         this.owner = owner;
-        this.launcher = launcher;
         this.completedStatus = pooled ? TransferStatus.completed(length) : null;
         this.submitNanos = submitNanos;
         this.id = id;
@@ -93,10 +96,6 @@ final class Task {
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
-    }
-
-    long generation() {
-        return generation;
     }
 
     /** Whether a prepared transfer may re-arm this task: its use was reported and none of its slices is left anywhere. */
@@ -109,8 +108,8 @@ final class Task {
      * else refers to the task until it posts again). The generation goes first: a {@link #finish} of the previous use
      * still canceling its posted slices sees it and leaves the new use's slices alone.
      */
-    void rearm(long generation, long now) {
-        this.generation = generation;
+    void rearm(long post, long now) {
+        this.generation = (int) post;
         this.submitNanos = now;
         this.bytes = 0;
         this.excluded = 0;
@@ -179,7 +178,7 @@ final class Task {
     }
 
     /** The task ended with slices in flight: asks their transports to drop them (those that can cancel). */
-    private void cancelPosted(long use) {
+    private void cancelPosted(int use) {
         RuntimeSlice[] slices;
         long[] generations;
         synchronized (this) {
@@ -262,7 +261,7 @@ final class Task {
      * streaming in after a sibling failed would otherwise write into memory the application believes is free.
      */
     boolean finish(TransferStatus status) {
-        long use = generation;
+        int use = generation;
         if (!TERMINAL.compareAndSet(this, (TransferStatus) null, status)) {
             return false;
         }
@@ -282,7 +281,7 @@ final class Task {
         owner.taskEnded(this, status);
         CompletableFuture<TransferStatus> f = future;
         if (f != null) {
-            launcher.completeAsync(f, status);
+            owner.launcher().completeAsync(f, status);
         }
     }
 

@@ -73,7 +73,7 @@ final class TaskLauncher {
     }
 
     Task task(BatchImpl batch, int id, TransferRequest r) {
-        return new Task(batch, this, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime(), false);
+        return new Task(batch, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime(), false);
     }
 
     /** Resolves and selects exactly as {@link #start} does, and reports the decision. */
@@ -221,7 +221,7 @@ final class TaskLauncher {
 
     /** A task of a prepared transfer ({@link Task#rearm} makes it ready for each post). */
     Task preparedTask(Task.Owner owner, int index, TransferRequest r) {
-        return new Task(owner, this, index, r.opcode(), r.length(), false, r.target().name(), clock.nanoTime(), true);
+        return new Task(owner, index, r.opcode(), r.length(), false, r.target().name(), clock.nanoTime(), true);
     }
 
     /** A request that could not be resolved again on a post ends INVALID (or FAILED), as in a batch. */
