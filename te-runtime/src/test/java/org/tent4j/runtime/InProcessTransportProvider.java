@@ -41,7 +41,7 @@ public class InProcessTransportProvider implements TransportProvider {
     /** The most slices ever in flight at once, by {@code transport@initiator segment}. */
     static final Map<String, AtomicLong> MAX_IN_FLIGHT = new ConcurrentHashMap<>();
     /** Completed slices kept for a second, late settlement ({@code late_settle}), by {@code transport@initiator segment}. */
-    static final Map<String, java.util.Queue<Slice>> SETTLED = new ConcurrentHashMap<>();
+    static final Map<String, java.util.concurrent.BlockingQueue<Slice>> SETTLED = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -92,7 +92,7 @@ public class InProcessTransportProvider implements TransportProvider {
         // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
         String key = id() + "@" + context.segmentName();
         AtomicLong inFlight = new AtomicLong();
-        java.util.Queue<Slice> settled = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.BlockingQueue<Slice> settled = new java.util.concurrent.LinkedBlockingQueue<>();
         SETTLED.put(key, settled);
         IN_FLIGHT.put(key, inFlight);
         AtomicLong maxInFlight = new AtomicLong();
@@ -222,14 +222,19 @@ public class InProcessTransportProvider implements TransportProvider {
         return n == null ? 0 : n.get();
     }
 
-    /** Completes again every slice {@code late_settle} kept (as a buggy transport would, late); returns how many. */
-    static int settleLate(String transportId, String segment) {
-        java.util.Queue<Slice> q = SETTLED.get(transportId + "@" + segment);
-        int n = 0;
-        for (Slice s; q != null && (s = q.poll()) != null; n++) {
+    /**
+     * Completes {@code n} slices that {@code late_settle} kept a second time (as a buggy transport would, late), oldest
+     * first, waiting for each to have been settled once (a transport thread keeps it just after its first settlement).
+     */
+    static void settleLate(String transportId, String segment, int n) throws InterruptedException {
+        java.util.concurrent.BlockingQueue<Slice> q = SETTLED.get(transportId + "@" + segment);
+        for (int i = 0; i < n; i++) {
+            Slice s = q.poll(10, TimeUnit.SECONDS);
+            if (s == null) {
+                throw new AssertionError("only " + i + " of " + n + " slices were settled within 10 s");
+            }
             s.complete();
         }
-        return n;
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} so far. */

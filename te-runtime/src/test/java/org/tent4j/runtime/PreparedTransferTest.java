@@ -88,20 +88,22 @@ class PreparedTransferTest {
         SegmentHandle seg = initiator.openSegment(target.segmentName());
         String me = initiator.segmentName();
         PreparedTransfer write = initiator.prepare(requests(Opcode.WRITE, local, seg, remote));
-        long late = 0;
+        int slicesPerPost = REQUESTS * 2;
         for (int round = 1; round <= 5; round++) {
             EngineTest.fill(local.segment(), round);
             write.post();
-            // the previous post's slices settle a second time while this post runs (or just after it ended)
-            late += InProcessTransportProvider.settleLate("inproc", me);
+            if (round > 1) {
+                // as many slices as a post has settle a second time while this post runs (or just after it ended)
+                InProcessTransportProvider.settleLate("inproc", me, slicesPerPost);
+            }
             assertEquals(TransferState.COMPLETED, write.await(WAIT), () -> write.status(0).toString());
             for (int i = 0; i < REQUESTS; i++) {
                 assertEquals(BLOCK, write.status(i).bytesTransferred(), "a stale settlement was counted in post " + round);
             }
             assertEquals(EngineTest.crc(local.segment()), EngineTest.crc(remote.segment()));
         }
-        late += InProcessTransportProvider.settleLate("inproc", me);
-        assertEquals(5L * REQUESTS * 2, late, "every slice of every post settled twice");
+        InProcessTransportProvider.settleLate("inproc", me, slicesPerPost);
+        long late = 5L * slicesPerPost; // every slice of every post settled twice
         String scrape = initiator.metrics().scrape();
         assertTrue(scrape.contains("tent4j_slice_stale_settlements_total{segment=\"" + me + "\"} " + late + ".0"), scrape);
         // and the prepared transfer is still usable: nothing stale is left in it
