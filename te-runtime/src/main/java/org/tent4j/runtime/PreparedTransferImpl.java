@@ -120,7 +120,8 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
                 try {
                     route = launcher.route(requests[i]);
                     routes[i] = route;
-                } catch (TransferException e) {
+                } catch (RuntimeException e) {
+                    // this request ends INVALID (or FAILED) in this post; the post itself must go on and end
                     launcher.refuse(tasks[i], e);
                     continue;
                 }
@@ -219,7 +220,9 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
             return;
         }
         for (Task t : tasks) {
-            t.finish(CANCELED);
+            if (t != null) { // null only while the first post is still creating them
+                t.finish(CANCELED);
+            }
         }
     }
 

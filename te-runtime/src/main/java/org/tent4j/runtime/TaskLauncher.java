@@ -225,7 +225,7 @@ final class TaskLauncher {
     }
 
     /** A request that could not be resolved again on a post ends INVALID (or FAILED), as in a batch. */
-    void refuse(Task task, TransferException e) {
+    void refuse(Task task, RuntimeException e) {
         failed(task, e);
     }
 
