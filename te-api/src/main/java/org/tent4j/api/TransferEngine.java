@@ -95,6 +95,21 @@ public interface TransferEngine extends AutoCloseable {
     /** A new batch holding up to {@code capacity} tasks. */
     Batch allocateBatch(int capacity);
 
+    /**
+     * Checks {@code requests} once and returns them as a {@link PreparedTransfer} to post again and again (NIXL's
+     * prepare-once, post-many). Unlike {@link Batch#submit}, a request that fails validation throws here, naming its
+     * index and what was wrong. The engine's own implementation pools its per-request state, so posts allocate nothing.
+     *
+     * @throws TransferException {@link ErrorCode#INVALID_ARGUMENT} for an empty list or a request with an absolute
+     *                           deadline; the validation codes of a batch submit for a bad request
+     */
+    default PreparedTransfer prepare(List<TransferRequest> requests) {
+        if (requests.isEmpty()) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "prepare needs at least one request");
+        }
+        return new BatchPreparedTransfer(this, requests);
+    }
+
     /** Submits one request; the future completes with its terminal status (never exceptionally). */
     CompletableFuture<TransferStatus> submit(TransferRequest request);
 

@@ -17,7 +17,7 @@ import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
-final class BatchImpl implements Batch {
+final class BatchImpl implements Batch, Task.Owner {
     /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
     private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
     final TaskLauncher launcher;
@@ -32,6 +32,11 @@ final class BatchImpl implements Batch {
     BatchImpl(TaskLauncher launcher, int capacity) {
         this.launcher = launcher;
         this.tasks = new Task[capacity];
+    }
+
+    @Override
+    public TaskLauncher launcher() {
+        return launcher;
     }
 
     @Override
@@ -173,7 +178,8 @@ final class BatchImpl implements Batch {
         return overallStatus();
     }
 
-    void taskEnded(Task task, TransferStatus status) {
+    @Override
+    public void taskEnded(Task task, TransferStatus status) {
         launcher.recordTask(task, status);
         NotificationHook hook = task.hook;
         if (hook != null) {

@@ -79,6 +79,11 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
         return true;
     }
 
+    /** Whether unregister has begun: no slice may be posted on it any more. */
+    boolean retired() {
+        return retired;
+    }
+
     /** A slice on this buffer settled: its transport no longer touches it. */
     void unpin() {
         pins.decrement();

@@ -226,11 +226,13 @@ final class RuntimeSlice implements Slice {
     }
 
     private void recycle() {
+        Task t = task;
         task = null;
         localBuffer = null;
         remoteBuffer = null;
         group = null;
         state = ((state >>> 2) + 1) << 2;
         pool.give(this);
+        t.sliceRecycled();
     }
 }

@@ -15,6 +15,13 @@ import org.tent4j.api.TransferStatus;
  * end is reported only when no slice of the task is in a transport (see {@link #finish}).
  */
 final class Task {
+    /** Where a task reports its end: the batch that holds it, or the prepared transfer that reuses it. */
+    interface Owner {
+        void taskEnded(Task task, TransferStatus status);
+
+        TaskLauncher launcher();
+    }
+
     // Plain fields behind VarHandles rather than Atomic* objects: a task is created per request, and five atomics
     // were five more objects each time (about 100 of the 380 bytes a 4 KiB request allocated).
     private static final VarHandle REMAINING_SLICES;
@@ -23,6 +30,7 @@ final class Task {
     private static final VarHandle IN_TRANSPORT;
     private static final VarHandle EXCLUDED;
     private static final VarHandle REPORTED;
+    private static final VarHandle LIVE_SLICES;
 
     static {
         try {
@@ -33,18 +41,34 @@ final class Task {
             IN_TRANSPORT = l.findVarHandle(Task.class, "inTransport", int.class);
             EXCLUDED = l.findVarHandle(Task.class, "excluded", long.class);
             REPORTED = l.findVarHandle(Task.class, "reported", TransferStatus.class);
+            LIVE_SLICES = l.findVarHandle(Task.class, "liveSlices", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
-    final BatchImpl batch;
+    final Owner owner;
     final int id;
     final Opcode opcode;
     final long length;
-    final long submitNanos;
+    /** When the current use was submitted (reset by {@link #rearm}). */
+    long submitNanos;
     final boolean explicitDeadline;
     final String target;
+    /**
+     * Which use of a pooled task this is: its prepared transfer's post number, truncated (only ever compared with the
+     * use just before or after it; always 0 in a batch). An int, as each field is paid by every batch task too.
+     */
+    private volatile int generation;
+    /**
+     * Slices cut for the current use and not yet back in the pool. A task is reported once none of its slices is in a
+     * transport, but a slice may still wait in a path group's queue (to be discarded there) or be on its way to
+     * another transport; a prepared transfer re-arms a task only when this is 0, so such a slice can never post for,
+     * count toward or end a later post.
+     */
+    private volatile int liveSlices;
+    /** A pooled task's completed status, made once: a post then allocates none. {@code null} in a batch. */
+    private final TransferStatus completedStatus;
     private volatile int remainingSlices;
     private volatile long bytes;
     private volatile TransferStatus terminal;
@@ -62,14 +86,35 @@ final class Task {
     /** Transports this task gave up on (bit = transport index). */
     private volatile long excluded;
 
-    Task(BatchImpl batch, int id, Opcode opcode, long length, boolean explicitDeadline, String target, long submitNanos) {
-        this.batch = batch;
+    Task(Owner owner, int id, Opcode opcode, long length, boolean explicitDeadline, String target,
+         long submitNanos, boolean pooled) {
+        this.owner = owner;
+        this.completedStatus = pooled ? TransferStatus.completed(length) : null;
         this.submitNanos = submitNanos;
         this.id = id;
         this.opcode = opcode;
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
+    }
+
+    /** Whether a prepared transfer may re-arm this task: its use was reported and none of its slices is left anywhere. */
+    boolean quiescent() {
+        return reported != null && liveSlices == 0;
+    }
+
+    /**
+     * Makes a {@link #quiescent} task of a prepared transfer ready for its next post (the caller checked, and nothing
+     * else refers to the task until it posts again). The generation goes first: a {@link #finish} of the previous use
+     * still canceling its posted slices sees it and leaves the new use's slices alone.
+     */
+    void rearm(long post, long now) {
+        this.generation = (int) post;
+        this.submitNanos = now;
+        this.bytes = 0;
+        this.excluded = 0;
+        this.reported = null;
+        this.terminal = null;
     }
 
     RemoteSegment segment() {
@@ -86,6 +131,12 @@ final class Task {
 
     void expectSlices(int n) {
         remainingSlices = n;
+        liveSlices = n;
+    }
+
+    /** One of this use's slices went back to the pool. */
+    void sliceRecycled() {
+        LIVE_SLICES.getAndAdd(this, -1);
     }
 
     /** Head of the posted slices on transports that can cancel; guarded by this. */
@@ -127,10 +178,13 @@ final class Task {
     }
 
     /** The task ended with slices in flight: asks their transports to drop them (those that can cancel). */
-    private void cancelPosted() {
+    private void cancelPosted(int use) {
         RuntimeSlice[] slices;
         long[] generations;
         synchronized (this) {
+            if (generation != use) {
+                return; // reported and re-armed meanwhile: what is posted now belongs to the next use
+            }
             int n = 0;
             for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
                 n++;
@@ -188,7 +242,8 @@ final class Task {
     void sliceCompleted(long len) {
         BYTES.getAndAdd(this, len);
         if ((int) REMAINING_SLICES.getAndAdd(this, -1) == 1) {
-            finish(TransferStatus.completed(length));
+            TransferStatus done = completedStatus;
+            finish(done != null ? done : TransferStatus.completed(length));
         }
     }
 
@@ -206,13 +261,14 @@ final class Task {
      * streaming in after a sibling failed would otherwise write into memory the application believes is free.
      */
     boolean finish(TransferStatus status) {
+        int use = generation;
         if (!TERMINAL.compareAndSet(this, (TransferStatus) null, status)) {
             return false;
         }
         if (inTransport == 0) {
             report();
         } else {
-            cancelPosted();
+            cancelPosted(use);
         }
         return true;
     }
@@ -222,10 +278,10 @@ final class Task {
         if (!REPORTED.compareAndSet(this, (TransferStatus) null, status)) {
             return; // the other of the last slice out and the deciding call reported it
         }
-        batch.taskEnded(this, status);
+        owner.taskEnded(this, status);
         CompletableFuture<TransferStatus> f = future;
         if (f != null) {
-            batch.launcher.completeAsync(f, status);
+            owner.launcher().completeAsync(f, status);
         }
     }
 

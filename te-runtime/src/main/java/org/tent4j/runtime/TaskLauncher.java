@@ -9,12 +9,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ErrorCode;
+import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 
 /**
@@ -70,7 +73,7 @@ final class TaskLauncher {
     }
 
     Task task(BatchImpl batch, int id, TransferRequest r) {
-        return new Task(batch, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime());
+        return new Task(batch, id, r.opcode(), r.length(), r.deadlineNanos() != 0, r.target().name(), clock.nanoTime(), false);
     }
 
     /** Resolves and selects exactly as {@link #start} does, and reports the decision. */
@@ -109,13 +112,20 @@ final class TaskLauncher {
     void start(Task task, TransferRequest r) {
         try {
             post(task, r);
-        } catch (TransferException e) {
+        } catch (RuntimeException e) {
+            failed(task, e);
+        }
+    }
+
+    /** Ends a task whose start threw: INVALID for bad input, FAILED when a peer, transport or the store let it down. */
+    private void failed(Task task, RuntimeException failure) {
+        if (failure instanceof TransferException e) {
             task.finish(new TransferStatus(e.code() == ErrorCode.PEER_UNREACHABLE || e.code() == ErrorCode.PEER_FAILED
                     || e.code() == ErrorCode.TRANSPORT_UNAVAILABLE || e.code() == ErrorCode.METADATA_UNAVAILABLE
                     ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id + ": " + e.getMessage()));
-        } catch (RuntimeException e) {
-            log.error("task {} failed unexpectedly", task.id, e);
-            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + e));
+        } else {
+            log.error("task {} failed unexpectedly", task.id, failure);
+            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + failure));
         }
     }
 
@@ -142,22 +152,98 @@ final class TaskLauncher {
             slot = sel.orThrow();
             selector.recordFallback(rr, sel);
         }
+        cut(task, rr, policy, slot, r.opcode(), rr.local(), r.local().address() - rr.local().address(), rr.segment(), rr.remote(),
+                r.targetOffset(), r.length(), r.priority().ordinal(), deadline);
+    }
+
+    /**
+     * What a prepared transfer keeps of one request between posts: the request as resolved, its policy, the transport
+     * chosen for it, and, copied out flat, everything cutting it into slices reads. A te-bench window cycles through
+     * tens of thousands of prepared requests, so their objects are cold in the cache at each post; reading one flat
+     * record instead of following request, resolution and memory segment saves several dependent cache misses per
+     * request. {@link #stale} says when it must be resolved again.
+     */
+    record Route(ResolvedRequest resolved, Policy policy, TransportSlot slot, Opcode opcode, RegisteredBuffer local,
+                 long localOffset, RemoteSegment segment, SegmentDescriptor descriptor, BufferDescriptor remote,
+                 long targetOffset, long length, int priority) {
+        Route(ResolvedRequest rr, Policy policy, TransportSlot slot) {
+            this(rr, policy, slot, rr.request().opcode(), rr.local(), rr.request().local().address() - rr.local().address(),
+                    rr.segment(), rr.descriptor(), rr.remote(), rr.request().targetOffset(), rr.request().length(),
+                    rr.request().priority().ordinal());
+        }
+
+        /** The local buffer was unregistered, or the target segment closed, vanished or republished its descriptor. */
+        boolean stale() {
+            return local.retired() || segment.descriptor != descriptor || segment.gone || segment.closed;
+        }
+    }
+
+    /**
+     * Resolves and selects {@code r} as {@link #start} does, for a prepared transfer; throws what a batch would report
+     * as INVALID or FAILED. A request that only host staging could carry is refused (prepared transfers post directly).
+     */
+    Route route(TransferRequest r) {
+        if (r.deadlineNanos() != 0) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "a prepared request cannot carry an absolute deadline"
+                    + " (deadlineNanos " + r.deadlineNanos() + "): each post gets the engine's transfer.timeout");
+        }
+        ResolvedRequest rr = resolver.resolve(r);
+        Policy policy = selector.policyFor(rr);
+        TransportSlot slot = selector.firstChoice(rr, policy);
+        if (slot == null) {
+            Selection sel = selector.select(rr, policy, 0, 0, false, false);
+            if (sel.transport() == null && stagedRoute(rr, false) != null) {
+                throw new TransferException(ErrorCode.NO_TRANSPORT, r.opcode() + " of " + r.length() + " bytes to segment '"
+                        + rr.segment().name() + "' needs host staging (" + rr.localKind() + " to " + rr.remoteKind()
+                        + "), which a prepared transfer does not do; submit it in a Batch");
+            }
+            slot = sel.orThrow();
+            selector.recordFallback(rr, sel);
+        }
+        return new Route(rr, policy, slot);
+    }
+
+    /** One post of one prepared request: a task re-armed by its prepared transfer, on its kept route. */
+    void start(Task task, Route route) {
+        try {
+            cut(task, route.resolved(), route.policy(), route.slot(), route.opcode(), route.local(), route.localOffset(),
+                    route.segment(), route.remote(), route.targetOffset(), route.length(), route.priority(),
+                    clock.nanoTime() + transferTimeoutNanos);
+        } catch (RuntimeException e) {
+            failed(task, e);
+        }
+    }
+
+    /** The engine's time, as tasks record it. */
+    long now() {
+        return clock.nanoTime();
+    }
+
+    /** A task of a prepared transfer ({@link Task#rearm} makes it ready for each post). */
+    Task preparedTask(Task.Owner owner, int index, TransferRequest r) {
+        return new Task(owner, index, r.opcode(), r.length(), false, r.target().name(), clock.nanoTime(), true);
+    }
+
+    /** A request that could not be resolved again on a post ends INVALID (or FAILED), as in a batch. */
+    void refuse(Task task, RuntimeException e) {
+        failed(task, e);
+    }
+
+    /** Cuts a checked request into slices and queues them on the chosen transport's path group. */
+    private void cut(Task task, ResolvedRequest rr, Policy policy, TransportSlot slot, Opcode opcode, RegisteredBuffer local,
+                     long localOffset, RemoteSegment segment, BufferDescriptor remote, long target, long length, int priority,
+                     long deadline) {
         task.resolved = rr;
         task.policy = policy;
         task.transport = slot;
-        PathGroup group = groups.groupFor(rr.segment(), slot);
-        long length = r.length();
+        PathGroup group = groups.groupFor(segment, slot);
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
         task.expectSlices(n);
-        RegisteredBuffer local = rr.local();
-        long localOffset = r.local().address() - local.address();
-        long target = r.targetOffset();
-        int priority = r.priority().ordinal();
         for (int i = 0; i < n; i++) {
             long off = i * step;
             RuntimeSlice s = slicePool.take();
-            s.init(task, r.opcode(), local, localOffset + off, rr.remote(), target + off, Math.min(step, length - off), deadline, priority);
+            s.init(task, opcode, local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
             group.submit(s);
         }

@@ -28,6 +28,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Location;
 import org.tent4j.api.Notification;
 import org.tent4j.api.Permission;
+import org.tent4j.api.PreparedTransfer;
 import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
@@ -377,6 +378,16 @@ final class TransferEngineImpl implements TransferEngine {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "batch capacity must be in [1, " + maxBatch + "], got " + capacity);
         }
         return new BatchImpl(launcher, capacity);
+    }
+
+    @Override
+    public PreparedTransfer prepare(List<TransferRequest> requests) {
+        state.ensureOpen();
+        if (requests.size() > maxBatch) {
+            throw new TransferException(ErrorCode.INVALID_ARGUMENT, "a prepared transfer holds at most " + maxBatch
+                    + " requests (batch.max_capacity), got " + requests.size());
+        }
+        return new PreparedTransferImpl(launcher, state, requests);
     }
 
     @Override

@@ -40,6 +40,8 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, AtomicLong> IN_FLIGHT = new ConcurrentHashMap<>();
     /** The most slices ever in flight at once, by {@code transport@initiator segment}. */
     static final Map<String, AtomicLong> MAX_IN_FLIGHT = new ConcurrentHashMap<>();
+    /** Completed slices kept for a second, late settlement ({@code late_settle}), by {@code transport@initiator segment}. */
+    static final Map<String, java.util.concurrent.BlockingQueue<Slice>> SETTLED = new ConcurrentHashMap<>();
 
     @Override public String id() { return "inproc"; }
 
@@ -64,6 +66,7 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("deny_path", OptionSpec.Type.INT, -1, "path whose slices all fail with PERMISSION_DENIED (not retryable)"),
                 OptionSpec.of("cancellable", OptionSpec.Type.BOOLEAN, false, "declare cancellation; a slice not yet copied can be canceled"),
                 OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
+                OptionSpec.of("late_settle", OptionSpec.Type.BOOLEAN, false, "keep every completed slice; settleLate completes them all a second time (a buggy transport, late)"),
                 OptionSpec.of("inline", OptionSpec.Type.BOOLEAN, false, "copy on the posting thread (as shm does for small slices), not on a worker; slow_delay then lengthens each copy"),
                 OptionSpec.of("concurrent_posts", OptionSpec.Type.BOOLEAN, false, "declare concurrentPosts (post is thread-safe here)"),
                 OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
@@ -82,12 +85,15 @@ public class InProcessTransportProvider implements TransportProvider {
         boolean cancellable = o.getBoolean("cancellable");
         boolean doubleComplete = o.getBoolean("double_complete");
         boolean inline = o.getBoolean("inline");
+        boolean lateSettle = o.getBoolean("late_settle");
         boolean concurrentPosts = o.getBoolean("concurrent_posts");
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
         // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
         String key = id() + "@" + context.segmentName();
         AtomicLong inFlight = new AtomicLong();
+        java.util.concurrent.BlockingQueue<Slice> settled = new java.util.concurrent.LinkedBlockingQueue<>();
+        SETTLED.put(key, settled);
         IN_FLIGHT.put(key, inFlight);
         AtomicLong maxInFlight = new AtomicLong();
         MAX_IN_FLIGHT.put(key, maxInFlight);
@@ -161,6 +167,9 @@ public class InProcessTransportProvider implements TransportProvider {
                                 inFlight.decrementAndGet();
                                 copies.incrementAndGet();
                                 s.complete();
+                                if (lateSettle) {
+                                    settled.add(s);
+                                }
                                 if (doubleComplete) {
                                     s.complete();
                                 }
@@ -211,6 +220,21 @@ public class InProcessTransportProvider implements TransportProvider {
     static long inFlight(String transportId, String segment) {
         AtomicLong n = IN_FLIGHT.get(transportId + "@" + segment);
         return n == null ? 0 : n.get();
+    }
+
+    /**
+     * Completes {@code n} slices that {@code late_settle} kept a second time (as a buggy transport would, late), oldest
+     * first, waiting for each to have been settled once (a transport thread keeps it just after its first settlement).
+     */
+    static void settleLate(String transportId, String segment, int n) throws InterruptedException {
+        java.util.concurrent.BlockingQueue<Slice> q = SETTLED.get(transportId + "@" + segment);
+        for (int i = 0; i < n; i++) {
+            Slice s = q.poll(10, TimeUnit.SECONDS);
+            if (s == null) {
+                throw new AssertionError("only " + i + " of " + n + " slices were settled within 10 s");
+            }
+            s.complete();
+        }
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} so far. */

@@ -12,9 +12,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
-import org.tent4j.api.Batch;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
+import org.tent4j.api.PreparedTransfer;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferException;
@@ -24,12 +24,14 @@ import org.tent4j.api.TransferStatus;
 
 /**
  * The initiator side of te-bench: {@code threads} workers, each owning a disjoint range of the target buffer (and the
- * same range of the local buffer), loop allocate batch, submit {@code batchSize} requests of {@code blockSize} at
- * consecutive blocks of their range (wrapping around), wait, record, close the batch.
+ * same range of the local buffer), loop post {@code batchSize} requests of {@code blockSize} at consecutive blocks of
+ * their range (wrapping around), wait, record.
  *
- * <p>Latency is measured per request: from just before {@link Batch#submit} to the moment that task's completion
- * future fires, so it includes the wait behind earlier requests of the same batch (as in Mooncake's bench). Requests
- * are built once up front; the steady state allocates only what the API itself does per batch and task.
+ * <p>Each window of {@code batchSize} blocks is prepared once, before the clock starts ({@link TransferEngine#prepare}),
+ * and posted again on each pass, so the measured loop allocates nothing: no batch, task, status or request per
+ * operation. Latency is recorded per request as the time from the post to the waiting thread's return from
+ * {@link PreparedTransfer#await}: every request of a window gets its window's time, an upper bound of its own (it
+ * includes the wait behind earlier requests of the window, as in Mooncake's bench, and the bench thread's wake-up).
  */
 final class InitiatorWorkload {
     /** Each worker cycles through at most this many distinct blocks, so request objects stay few for tiny blocks. */
@@ -195,12 +197,14 @@ final class InitiatorWorkload {
         private final int slots;
         private final int windowCount;
         private final MemorySegment[] blocks;
-        private final List<List<TransferRequest>> measuredWindows;
+        private final List<List<TransferRequest>> measuredRequests;
         /** WRITEs that seed the target (read check) or READs that fetch written blocks back (write check). */
-        private final List<List<TransferRequest>> checkWindows;
+        private final List<List<TransferRequest>> checkRequests;
+        /** The windows, prepared by this worker before the clock starts. */
+        private final List<PreparedTransfer> measuredWindows = new ArrayList<>();
+        private final List<PreparedTransfer> checkWindows = new ArrayList<>();
 
         private final TransferStatus[] statuses;
-        private final long[] doneNanos;
         private final boolean[] ok;
         private final boolean[] landed;
         private final LatencyHistogram latency = new LatencyHistogram();
@@ -226,13 +230,12 @@ final class InitiatorWorkload {
             for (int s = 0; s < slots; s++) {
                 blocks[s] = local.asSlice(rangeOffset + s * plan.blockSize(), plan.blockSize());
             }
-            this.measuredWindows = windows(plan.opcode());
+            this.measuredRequests = windows(plan.opcode());
             boolean needCheckWindows = plan.checkConsistency() && (plan.opcode() == Opcode.WRITE || plan.seedTarget());
             Opcode other = plan.opcode() == Opcode.READ ? Opcode.WRITE : Opcode.READ;
-            this.checkWindows = needCheckWindows ? windows(other) : List.of();
+            this.checkRequests = needCheckWindows ? windows(other) : List.of();
             int batch = plan.batchSize();
             this.statuses = new TransferStatus[batch];
-            this.doneNanos = new long[batch];
             this.ok = new boolean[batch];
             this.landed = new boolean[batch];
         }
@@ -259,10 +262,30 @@ final class InitiatorWorkload {
             return rangeOffset + slot * plan.blockSize();
         }
 
+        /** Prepares every window; a request the engine refuses aborts the run with the engine's reason. */
+        private void prepare() {
+            for (List<TransferRequest> w : measuredRequests) {
+                measuredWindows.add(engine.prepare(w));
+            }
+            for (List<TransferRequest> w : checkRequests) {
+                checkWindows.add(engine.prepare(w));
+            }
+        }
+
+        private void closeWindows() {
+            measuredWindows.forEach(PreparedTransfer::close);
+            checkWindows.forEach(PreparedTransfer::close);
+        }
+
         @Override
         public void run() {
             try {
-                if (plan.checkConsistency() && plan.seedTarget() && plan.opcode() == Opcode.READ) {
+                prepare();
+            } catch (RuntimeException e) {
+                abort("worker " + index + " could not prepare its requests: " + e.getMessage());
+            }
+            try {
+                if (abortCause.get() == null && plan.checkConsistency() && plan.seedTarget() && plan.opcode() == Opcode.READ) {
                     seedTarget();
                 }
             } catch (InterruptedException e) {
@@ -291,6 +314,7 @@ final class InitiatorWorkload {
             } catch (RuntimeException e) {
                 abort("worker " + index + " failed: " + e);
             } finally {
+                closeWindows();
                 finished.countDown();
             }
         }
@@ -329,17 +353,17 @@ final class InitiatorWorkload {
                     }
                 }
             }
-            long submitted = execute(measuredWindows.get(w));
+            long took = execute(measuredWindows.get(w));
             long done = 0;
             for (int j = 0; j < batch; j++) {
                 if (ok[j]) {
                     done++;
-                    if (measured) {
-                        latency.record(doneNanos[j] - submitted);
-                    }
                 } else {
                     fail(statuses[j] == null ? "no status" : describe(statuses[j]));
                 }
+            }
+            if (measured) {
+                latency.record(took, done);
             }
             progressBytes += done * plan.blockSize();
             progressOps += done;
@@ -397,45 +421,41 @@ final class InitiatorWorkload {
         }
 
         /**
-         * Submits one window as a batch and waits for every task; leaves per-slot status, completion time and success
-         * in {@link #statuses}, {@link #doneNanos} and {@link #ok}. Returns the submit time.
+         * Posts one prepared window and waits for every request; leaves per-slot status and success in {@link #statuses}
+         * and {@link #ok} (statuses are fetched only when something did not complete). Returns the nanoseconds from
+         * the post to the end of the wait.
          */
-        private long execute(List<TransferRequest> window) throws InterruptedException {
+        private long execute(PreparedTransfer window) throws InterruptedException {
             int batch = window.size();
-            Arrays.fill(statuses, null);
-            Arrays.fill(ok, false);
-            long submitted;
-            try (Batch b = engine.allocateBatch(batch)) {
-                int first;
-                submitted = System.nanoTime();
-                try {
-                    first = b.submit(window);
-                } catch (TransferException e) {
-                    TransferStatus rejected = TransferStatus.failed(TransferState.FAILED, e.code(),
-                            "batch submit rejected: " + e.getMessage());
-                    Arrays.fill(statuses, rejected);
-                    if (e.code() == ErrorCode.ENGINE_CLOSED) {
-                        abort("engine closed: " + e.getMessage());
-                    }
-                    return submitted;
+            long submitted = System.nanoTime();
+            try {
+                window.post();
+            } catch (TransferException e) {
+                TransferStatus rejected = TransferStatus.failed(TransferState.FAILED, e.code(),
+                        "post rejected: " + e.getMessage());
+                Arrays.fill(statuses, rejected);
+                Arrays.fill(ok, false);
+                if (e.code() == ErrorCode.ENGINE_CLOSED) {
+                    abort("engine closed: " + e.getMessage());
                 }
-                // await, not a callback per task: the batch's end wakes this thread straight from the thread that
-                // reports it, where per-task futures would each hop through an engine worker first. Every request of
-                // the batch is therefore recorded with the batch's end time (an upper bound of its own latency).
-                if (b.await(BATCH_TIMEOUT).state() == TransferState.PENDING) {
-                    throw new IllegalStateException("a batch of " + batch + " requests to segment '" + target.name()
-                            + "' did not finish within " + BATCH_TIMEOUT.toSeconds() + " s");
-                }
-                long done = System.nanoTime();
+                return System.nanoTime() - submitted;
+            }
+            // await wakes this thread straight from the thread that reports the window's last request
+            TransferState state = window.await(BATCH_TIMEOUT);
+            long took = System.nanoTime() - submitted;
+            if (state == TransferState.PENDING) {
+                throw new IllegalStateException("a window of " + batch + " requests to segment '" + target.name()
+                        + "' did not finish within " + BATCH_TIMEOUT.toSeconds() + " s");
+            }
+            if (state == TransferState.COMPLETED) {
+                Arrays.fill(ok, true);
+            } else {
                 for (int j = 0; j < batch; j++) {
-                    statuses[j] = b.status(first + j);
-                    doneNanos[j] = done;
+                    statuses[j] = window.status(j);
+                    ok[j] = statuses[j].isCompleted();
                 }
             }
-            for (int j = 0; j < batch; j++) {
-                ok[j] = statuses[j] != null && statuses[j].isCompleted();
-            }
-            return submitted;
+            return took;
         }
 
         private void abort(String cause) {

@@ -29,6 +29,22 @@ public final class LatencyHistogram {
         }
     }
 
+    /** Records {@code value} {@code count} times, as {@code count} calls of {@link #record(long)} would. */
+    public void record(long value, long count) {
+        if (count <= 0) {
+            return;
+        }
+        long v = Math.max(0, value);
+        counts[index(v)] += count;
+        total += count;
+        if (v < min) {
+            min = v;
+        }
+        if (v > max) {
+            max = v;
+        }
+    }
+
     public void add(LatencyHistogram other) {
         for (int i = 0; i < BUCKETS; i++) {
             counts[i] += other.counts[i];

@@ -1,5 +1,6 @@
 package org.tent4j.samples.jmh;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -23,10 +24,12 @@ import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
+import org.tent4j.api.PreparedTransfer;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 
 /**
@@ -35,7 +38,9 @@ import org.tent4j.api.TransferStatus;
  * request, which should stay flat as the runtime evolves.
  *
  * <p>{@code single}: one request, submit and wait (round-trip latency bound). {@code batch32}: 32 requests in one
- * batch at distinct offsets (scores are per request, through {@link OperationsPerInvocation}).
+ * new batch at distinct offsets (scores are per request, through {@link OperationsPerInvocation}). {@code prepared32}:
+ * the same 32 requests prepared once ({@link TransferEngine#prepare}) and posted again each invocation, which is what
+ * allocates nothing per request.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -47,6 +52,7 @@ import org.tent4j.api.TransferStatus;
         "-Xms512m", "-Xmx512m"})
 public class LoopbackTransferBenchmark {
     private static final int BATCH = 32;
+    private static final Duration WAIT = Duration.ofSeconds(30);
 
     @Param({"shm", "tcp"})
     public String transport;
@@ -62,6 +68,7 @@ public class LoopbackTransferBenchmark {
     private SegmentHandle segment;
     private TransferRequest one;
     private List<TransferRequest> batch;
+    private PreparedTransfer prepared;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -80,10 +87,14 @@ public class LoopbackTransferBenchmark {
         one = batch.getFirst();
         // fail the trial here, with the engine's reason, rather than measure errors
         initiator.transfer(one).orThrow();
+        prepared = initiator.prepare(batch);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
+        if (prepared != null) {
+            prepared.close();
+        }
         if (initiator != null) {
             initiator.close();
         }
@@ -102,8 +113,19 @@ public class LoopbackTransferBenchmark {
     public TransferStatus batch32() throws InterruptedException {
         try (Batch b = initiator.allocateBatch(BATCH)) {
             b.submit(batch);
-            return check(b.await(java.time.Duration.ofSeconds(30)));
+            return check(b.await(WAIT));
         }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public TransferState prepared32() throws InterruptedException {
+        prepared.post();
+        TransferState s = prepared.await(WAIT);
+        if (s != TransferState.COMPLETED) {
+            throw new IllegalStateException("prepared transfer did not complete: " + s + ", first request " + prepared.status(0));
+        }
+        return s;
     }
 
     private static TransferStatus check(TransferStatus status) {

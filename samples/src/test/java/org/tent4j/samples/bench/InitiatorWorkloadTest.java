@@ -212,9 +212,23 @@ class InitiatorWorkloadTest {
                     throw new UnsupportedOperationException();
                 }
 
+                // TransferEngine.prepare's default posts through batches and reads their overall status
                 @Override
-                public TransferStatus overallStatus() {
-                    throw new UnsupportedOperationException();
+                public synchronized TransferStatus overallStatus() {
+                    long bytes = 0;
+                    TransferStatus worst = null;
+                    for (CompletableFuture<TransferStatus> f : tasks) {
+                        TransferStatus s = f.getNow(TransferStatus.PENDING);
+                        if (!s.isTerminal()) {
+                            return TransferStatus.PENDING;
+                        }
+                        if (s.isCompleted()) {
+                            bytes += s.bytesTransferred();
+                        } else if (worst == null || s.state().severity() > worst.state().severity()) {
+                            worst = s;
+                        }
+                    }
+                    return worst != null ? worst : TransferStatus.completed(bytes);
                 }
 
                 @Override

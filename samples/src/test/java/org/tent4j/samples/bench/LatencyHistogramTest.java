@@ -106,6 +106,25 @@ class LatencyHistogramTest {
         assertThrows(IllegalArgumentException.class, () -> h.percentile(Double.NaN));
     }
 
+    @Test
+    void recordingAValueNTimesEqualsNSingleRecords() {
+        LatencyHistogram many = new LatencyHistogram();
+        LatencyHistogram single = new LatencyHistogram();
+        for (long v : new long[]{3, 70_000, 1_500_000}) {
+            many.record(v, 32);
+            for (int i = 0; i < 32; i++) {
+                single.record(v);
+            }
+        }
+        many.record(5, 0);
+        assertEquals(single.count(), many.count());
+        assertEquals(single.min(), many.min());
+        assertEquals(single.max(), many.max());
+        for (double p : new double[]{1, 33, 50, 66.7, 99, 100}) {
+            assertEquals(single.percentile(p), many.percentile(p), "p" + p);
+        }
+    }
+
     private static void assertClose(long expected, long actual) {
         double error = Math.abs(actual - expected) / (double) expected;
         assertTrue(error <= 0.01, "expected about " + expected + ", got " + actual + " (" + error * 100 + " % off)");
