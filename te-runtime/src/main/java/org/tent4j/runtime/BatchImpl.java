@@ -6,7 +6,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.tent4j.api.Batch;
@@ -17,7 +16,7 @@ import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
-final class BatchImpl implements Batch, Task.Owner {
+final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
     private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
     final TaskLauncher launcher;
@@ -25,8 +24,6 @@ final class BatchImpl implements Batch, Task.Owner {
     private volatile int size;
     private final AtomicInteger open = new AtomicInteger();
     private CompletableFuture<TransferStatus> completion;
-    /** Threads in {@link #await}; guarded by this. */
-    private int waiters;
     private volatile boolean closed;
 
     BatchImpl(TaskLauncher launcher, int capacity) {
@@ -160,22 +157,13 @@ final class BatchImpl implements Batch, Task.Owner {
      */
     @Override
     public TransferStatus await(Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        synchronized (this) {
-            waiters++;
-            try {
-                while (open.get() != 0) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        break;
-                    }
-                    TimeUnit.NANOSECONDS.timedWait(this, left);
-                }
-            } finally {
-                waiters--;
-            }
-        }
+        awaitEnd(timeout);
         return overallStatus();
+    }
+
+    @Override
+    boolean ended() {
+        return open.get() == 0;
     }
 
     @Override
@@ -190,10 +178,8 @@ final class BatchImpl implements Batch, Task.Owner {
             synchronized (this) {
                 f = completion;
                 completion = null;
-                if (waiters > 0) {
-                    notifyAll();
-                }
             }
+            wakeWaiters();
             if (f != null) {
                 launcher.completeAsync(f, overallStatus());
             }

@@ -4,7 +4,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.PreparedTransfer;
@@ -23,7 +22,7 @@ import org.tent4j.api.TransferStatus;
  * slices still waited) that request gets a fresh task and the old one is dropped, still terminal, so a slice left over
  * can only fail its compare-and-set there. The post number is each task's generation.
  */
-final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
+final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer, Task.Owner {
     private static final VarHandle OPEN;
     private static final VarHandle IN_FLIGHT;
     private static final TransferStatus CANCELED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED,
@@ -51,8 +50,6 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
     /** From a post until its last task is reported: a post in between is refused. */
     private volatile boolean inFlight;
     private volatile boolean closed;
-    /** Threads in {@link #await}; guarded by this. */
-    private int waiters;
 
     PreparedTransferImpl(TaskLauncher launcher, EngineState engine, List<TransferRequest> requests) {
         if (requests.isEmpty()) {
@@ -141,11 +138,7 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
     private void arrive() {
         if ((int) OPEN.getAndAdd(this, -1) == 1) {
             inFlight = false;
-            synchronized (this) {
-                if (waiters > 0) {
-                    notifyAll();
-                }
-            }
+            wakeWaiters();
         }
     }
 
@@ -167,26 +160,15 @@ final class PreparedTransferImpl implements PreparedTransfer, Task.Owner {
         return worst;
     }
 
-    /** Waits on this object, woken by the last task's end from whichever thread reports it (as {@link BatchImpl#await}). */
+    @Override
+    boolean ended() {
+        return !inFlight;
+    }
+
+    /** Woken by the last task's end from whichever thread reports it (as {@link BatchImpl#await}). */
     @Override
     public TransferState await(Duration timeout) throws InterruptedException {
-        if (inFlight) {
-            long deadline = System.nanoTime() + timeout.toNanos();
-            synchronized (this) {
-                waiters++;
-                try {
-                    while (inFlight) {
-                        long left = deadline - System.nanoTime();
-                        if (left <= 0) {
-                            break;
-                        }
-                        TimeUnit.NANOSECONDS.timedWait(this, left);
-                    }
-                } finally {
-                    waiters--;
-                }
-            }
-        }
+        awaitEnd(timeout);
         return state();
     }
 
