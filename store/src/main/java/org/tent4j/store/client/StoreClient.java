@@ -64,6 +64,11 @@ public final class StoreClient implements AutoCloseable {
     private final Map<String, Contribution> contributions = new ConcurrentHashMap<>();
     private final Map<String, SegmentHandle> openSegments = new ConcurrentHashMap<>();
     private final ScheduledExecutorService heartbeats;
+    private final long reservationBytes;
+    /** Reservations not in use by a batch, by replica count; a batch takes one, carves it, and puts it back. */
+    private final Map<Integer, java.util.concurrent.ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
+    /** When a reservation was last refused (no room): the next ask waits a second, so full stores cost no extra call. */
+    private volatile long reserveRefusedAt = Long.MIN_VALUE;
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
@@ -79,6 +84,7 @@ public final class StoreClient implements AutoCloseable {
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
         this.clock = b.clock;
         this.stagingBytes = b.stagingBytes;
+        this.reservationBytes = b.reservationBytes;
         if (b.heartbeatInterval.isZero()) {
             heartbeats = null;
         } else {
@@ -105,6 +111,7 @@ public final class StoreClient implements AutoCloseable {
         private Duration rpcTimeout = Duration.ofSeconds(10);
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private long stagingBytes = 64L << 20;
+        private long reservationBytes = DEFAULT_RESERVATION_BYTES;
 
         private Builder(TransferEngine engine, String masterAddress) {
             this.engine = Objects.requireNonNull(engine, "engine");
@@ -141,6 +148,19 @@ public final class StoreClient implements AutoCloseable {
         /** Registered scratch memory for the copying API. */
         public Builder stagingBytes(long bytes) {
             this.stagingBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Space per replica the master reserves for this client's batch puts (one round trip each when they fit);
+         * zero: every put takes two round trips.
+         */
+        public Builder reservationBytes(long bytes) {
+            if (bytes < 0 || bytes > org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES) {
+                throw new IllegalArgumentException("reservation bytes must be in [0, "
+                        + org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES + "]: " + bytes);
+            }
+            this.reservationBytes = bytes;
             return this;
         }
 
@@ -228,6 +248,10 @@ public final class StoreClient implements AutoCloseable {
             long expired = leaseExpiredReads.sum();
             boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
             reportedLeaseExpiries = expired;
+            if (remount) {
+                // the master released this client's reservations with it
+                reserved.clear();
+            }
             if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
                     master.mount(clientId, c.spec);
@@ -316,10 +340,20 @@ public final class StoreClient implements AutoCloseable {
         return putParts(key, parts, config.withExcludedSegments(failed), upsert);
     }
 
-    /** Puts many values with one RPC per phase; each key succeeds or fails on its own. */
+    /**
+     * Puts many values; each key succeeds or fails on its own. Small values with a plain replica count go into space
+     * the master reserved for this client earlier: one round trip (the commit, which also hands out the next
+     * reservation). The rest, and a batch that finds no reservation, take two (reserve per key, then end).
+     */
     public List<Outcome<PutResult>> putBatchFrom(List<String> keys, List<MemorySegment> sources, ReplicateConfig config) {
         if (keys.size() != sources.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sources.size() + " values");
+        }
+        if (reservable(sources, config)) {
+            List<Outcome<PutResult>> out = putBatchReserved(keys, sources, config);
+            if (out != null) {
+                return out;
+            }
         }
         List<PutStartRequest> reqs = new ArrayList<>(keys.size());
         for (int i = 0; i < keys.size(); i++) {
@@ -374,6 +408,158 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         return out;
+    }
+
+    /** Largest value put into a reservation; larger ones take two round trips (their write dwarfs a call anyway). */
+    static final long MAX_RESERVED_VALUE = 64 << 10;
+    static final long DEFAULT_RESERVATION_BYTES = 1 << 20;
+
+    /** A reservation per replica, carved front to back by one batch at a time. */
+    private static final class Reserved {
+        final long[] ids;
+        final ReplicaLocation[] ranges;
+        long carved;
+
+        Reserved(long[] ids, ReplicaLocation[] ranges) {
+            this.ids = ids;
+            this.ranges = ranges;
+        }
+
+        long room() {
+            return ranges[0].length() - carved;
+        }
+    }
+
+    private boolean reservable(List<MemorySegment> sources, ReplicateConfig c) {
+        if (reservationBytes == 0 || sources.isEmpty() || sources.size() > org.tent4j.store.master.MasterState.MAX_COMMIT_ITEMS
+                || !c.preferredSegments().isEmpty() || c.preferLocalHost() || c.softPin() || c.hardPin()
+                || !c.excludedSegments().isEmpty() || c.replicas() < 1) {
+            return false;
+        }
+        for (MemorySegment s : sources) {
+            if (s.byteSize() == 0 || s.byteSize() > MAX_RESERVED_VALUE) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The batch put through a reservation, or null when none could be had (the caller takes the two-call path). */
+    private List<Outcome<PutResult>> putBatchReserved(List<String> keys, List<MemorySegment> sources, ReplicateConfig config) {
+        int n = keys.size();
+        long need = 0;
+        for (MemorySegment s : sources) {
+            need += org.tent4j.store.master.RangeAllocator.aligned(s.byteSize());
+        }
+        long ask = Math.min(org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, 2 * need));
+        if (need > ask) {
+            return null;
+        }
+        var pool = reserved.computeIfAbsent(config.replicas(), r -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+        Reserved res = pool.poll();
+        if (res == null || res.room() < need) {
+            if (clock.nanoTime() - reserveRefusedAt < 1_000_000_000L && reserveRefusedAt != Long.MIN_VALUE) {
+                if (res != null) {
+                    pool.add(res);
+                }
+                return null;
+            }
+            // the first batch (or one larger than what is left) asks first: two round trips, as without reservations
+            org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), res, ask, config.replicas()));
+            res = granted(r, config.replicas());
+            if (res == null) {
+                reserveRefusedAt = clock.nanoTime();
+                return null;
+            }
+        }
+        long[] offset = new long[n];
+        Transfers writes = new Transfers(this, n * config.replicas());
+        int[] firstMove = new int[n + 1];
+        for (int i = 0; i < n; i++) {
+            offset[i] = res.carved;
+            res.carved += org.tent4j.store.master.RangeAllocator.aligned(sources.get(i).byteSize());
+            firstMove[i] = writes.size();
+            for (ReplicaLocation range : res.ranges) {
+                writes.add(false, range, offset[i], sources.get(i));
+            }
+        }
+        firstMove[n] = writes.size();
+        writes.run();
+        List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(n, null));
+        List<org.tent4j.store.proto.CommitItem> items = new ArrayList<>(n);
+        List<Integer> itemIdx = new ArrayList<>(n);
+        boolean writeFailed = false;
+        for (int i = 0; i < n; i++) {
+            StoreException failure = writes.firstFailure(keys.get(i), "writing", firstMove[i], firstMove[i + 1]);
+            if (failure != null) {
+                // never committed: the master gives the bytes back as the mark passes them
+                out.set(i, Outcome.failed(failure));
+                writeFailed = true;
+                continue;
+            }
+            var item = org.tent4j.store.proto.CommitItem.newBuilder().setKey(keys.get(i)).setSize(sources.get(i).byteSize());
+            for (int j = 0; j < res.ranges.length; j++) {
+                item.addReservation(res.ids[j]).addAddress(res.ranges[j].address() + offset[i]);
+            }
+            items.add(item.build());
+            itemIdx.add(i);
+        }
+        // a segment that failed a write may be gone: stop using this reservation
+        boolean retire = writeFailed || res.room() < need;
+        org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(items, retire ? res : null, retire ? ask : 0, config.replicas()));
+        if (r.getItemsCount() != items.size()) {
+            // refused as a whole: nothing was committed, and what this reservation holds is unknown
+            StoreException e = error(r.getRefillStatus());
+            for (int i : itemIdx) {
+                out.set(i, Outcome.failed(e));
+            }
+            return out;
+        }
+        for (int j = 0; j < items.size(); j++) {
+            Status st = r.getItems(j);
+            int i = itemIdx.get(j);
+            if (st.getCode() == 0) {
+                out.set(i, Outcome.of(PutResult.STORED));
+            } else {
+                StoreException e = error(st);
+                out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+            }
+        }
+        Reserved next = retire ? granted(r, config.replicas()) : res;
+        if (next != null) {
+            pool.add(next);
+        }
+        return out;
+    }
+
+    private org.tent4j.store.proto.CommitRequest commitRequest(List<org.tent4j.store.proto.CommitItem> items, Reserved retire,
+                                                              long refillBytes, int replicas) {
+        var b = org.tent4j.store.proto.CommitRequest.newBuilder().setClientId(clientId).addAllItems(items);
+        if (retire != null) {
+            for (long id : retire.ids) {
+                b.addRetire(id);
+            }
+        }
+        if (refillBytes > 0) {
+            b.setRefill(org.tent4j.store.proto.ReserveRequest.newBuilder().setBytes(refillBytes).setReplicas(replicas).setWriterHost(host));
+        }
+        return b.build();
+    }
+
+    private static Reserved granted(org.tent4j.store.proto.CommitResponse r, int replicas) {
+        if (r.getGrantedCount() != replicas) {
+            if (r.getRefillStatus().getCode() != 0) {
+                LOG.debug("no reservation: {}", r.getRefillStatus().getMessage());
+            }
+            return null;
+        }
+        long[] ids = new long[replicas];
+        ReplicaLocation[] ranges = new ReplicaLocation[replicas];
+        for (int j = 0; j < replicas; j++) {
+            ids[j] = r.getGranted(j).getId();
+            ranges[j] = Wire.replica(r.getGranted(j).getRange());
+        }
+        return new Reserved(ids, ranges);
     }
 
     /** Adds writes of every part into every replica (consecutively within each replica). */
