@@ -1111,6 +1111,19 @@ public final class MasterState {
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
     }
 
+    /** Bytes granted to clients' reservations and not yet committed (counted as used by the allocators). */
+    public long reservedBytes() {
+        long sum = 0;
+        for (ClientRecord c : clients.values()) {
+            synchronized (c.reserved) {
+                for (Reservation r : c.reserved) {
+                    sum += r.end - r.mark;
+                }
+            }
+        }
+        return sum;
+    }
+
     public long objectCount() {
         return objects.sum();
     }
@@ -1118,13 +1131,15 @@ public final class MasterState {
     /** Counters since start, for metrics and the status page. */
     public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
                         long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
-                        long partialAllocations, long allocationFailures, long clientsExpired, int clients) {
+                        long partialAllocations, long allocationFailures, long clientsExpired, int clients,
+                        long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes) {
     }
 
     public Stats stats() {
         return new Stats(objects.sum(), objectBytes.sum(), evictedObjects.sum(), evictedBytes.sum(), evictionRounds.sum(),
                 leasesGranted.sum(), removalsBlockedByLease.sum(), putsTakenOver.sum(), putsReclaimed.sum(),
-                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size());
+                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size(),
+                objectsCommitted.sum(), reservationsGranted.sum(), reservationsReleased.sum(), reservedBytes());
     }
 
     // ---------------------------------------------------------------- internals
