@@ -167,6 +167,66 @@ class StoreClientTest {
         }
     }
 
+    private static long calls(String method) {
+        var m = server.stats().methods().get(method);
+        return m == null ? 0 : m.calls();
+    }
+
+    @Test
+    void smallBatchPutsTakeOneRoundTripThroughReservations() {
+        StoreClient w = StoreClient.builder(engine(), address).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
+        TransferEngine e = w.engine();
+        int n = 32;
+        int batches = 12;
+        RegisteredMemory src = e.allocate((long) batches * n * 4096, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory dst = e.allocate((long) batches * n * 4096, Location.CPU, Permission.READ_WRITE);
+        try {
+            MemorySegment.copy(MemorySegment.ofArray(random(batches * n * 4096, 7)), 0, src.segment(), 0, src.segment().byteSize());
+            long commits = calls("Commit");
+            long starts = calls("BatchPutStart");
+            List<String> all = new ArrayList<>();
+            List<MemorySegment> dsts = new ArrayList<>();
+            for (int b = 0; b < batches; b++) {
+                List<String> keys = new ArrayList<>();
+                List<MemorySegment> srcs = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    long at = ((long) b * n + i) * 4096;
+                    keys.add("t/res/" + b + "/" + i);
+                    srcs.add(src.segment().asSlice(at, 4096 - i)); // sizes not a multiple of the alignment
+                    dsts.add(dst.segment().asSlice(at, 4096 - i));
+                }
+                all.addAll(keys);
+                w.putBatchFrom(keys, srcs, ReplicateConfig.replicas(2)).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            }
+            // the first batch asks for a reservation, then one call per batch (refills ride on the commits)
+            assertEquals(batches + 1, calls("Commit") - commits);
+            assertEquals(0, calls("BatchPutStart") - starts);
+            List<Outcome<Long>> got = w.getBatchInto(all, dsts);
+            for (int i = 0; i < all.size(); i++) {
+                assertEquals(4096L - i % n, got.get(i).get());
+                assertEquals(2, requester.master().getReplicaList(all.get(i)).getReplicasCount());
+            }
+            for (int i = 0; i < all.size(); i++) {
+                long at = (long) i * 4096;
+                assertEquals(-1, src.segment().asSlice(at, 4096 - i % n).mismatch(dst.segment().asSlice(at, 4096 - i % n)), all.get(i));
+            }
+            // a key that exists reports so, the others in its batch are stored
+            List<Outcome<PutResult>> again = w.putBatchFrom(List.of("t/res/0/0", "t/res/new"),
+                    List.of(src.segment().asSlice(0, 100), src.segment().asSlice(4096, 100)), ReplicateConfig.replicas(2));
+            assertEquals(List.of(PutResult.ALREADY_EXISTS, PutResult.STORED), again.stream().map(Outcome::get).toList());
+            // a value over the bound takes the two-call path
+            long before = calls("BatchPutStart");
+            w.putBatchFrom(List.of("t/res/big"), List.of(src.segment().asSlice(0, 128 << 10)), ReplicateConfig.defaults())
+                    .forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(1, calls("BatchPutStart") - before);
+            requester.removeByRegex("t/res/.*", true);
+        } finally {
+            e.unregister(src);
+            e.unregister(dst);
+            w.close();
+        }
+    }
+
     @Test
     void largeBatchGetOutlivingTheLeaseStillReturnsEveryValueAndNeverAStaleOne() throws Exception {
         // each clock read moves time 1 s, so reading 100 values one after another spans 10 leases
