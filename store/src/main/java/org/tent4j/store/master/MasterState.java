@@ -401,22 +401,27 @@ public final class MasterState {
             throw new StoreException(StoreError.INVALID_PARAMS, "a reservation is [1, " + MAX_RESERVATION_BYTES
                     + "] bytes on [1, " + config.maxReplicas() + "] segments: " + r.bytes() + " bytes on " + r.replicas());
         }
+        checkReservationCount(client, r.replicas());
+        Command.PutStart shape = new Command.PutStart(client.id, "", r.bytes(), ReplicateConfig.replicas(r.replicas()),
+                r.writerHost(), false, seed);
+        long[] placed = placeAll(shape, client);
+        if (placed == null) {
+            // as a put start does: a store full of old objects makes room (no lock held: eviction takes shard locks)
+            evict(now, true);
+            placed = placeAll(shape, client);
+        }
+        if (placed == null) {
+            return List.of();
+        }
+        long len = RangeAllocator.aligned(r.bytes());
         synchronized (client.reserved) {
-            if (client.reserved.size() + r.replicas() > MAX_RESERVATIONS_PER_CLIENT) {
-                throw new StoreException(StoreError.INVALID_PARAMS, "client " + client.id + " holds " + client.reserved.size()
-                        + " reservations; at most " + MAX_RESERVATIONS_PER_CLIENT);
-            }
-            long[] placed = place(new Command.PutStart(client.id, "", r.bytes(), ReplicateConfig.replicas(r.replicas()),
-                    r.writerHost(), false, seed), client);
-            if (placed == null) {
-                return List.of();
-            }
-            if (placed.length < r.replicas()) {
+            try {
+                checkReservationCount(client, r.replicas());
+            } catch (StoreException e) {
                 free(placed, r.bytes());
-                return List.of();
+                throw e;
             }
             List<Grant> out = new ArrayList<>(placed.length);
-            long len = RangeAllocator.aligned(r.bytes());
             for (long p : placed) {
                 MountedSegment seg = segmentAt(ObjectRecord.segment(p));
                 long off = ObjectRecord.offset(p);
@@ -429,6 +434,25 @@ public final class MasterState {
             }
             return out;
         }
+    }
+
+    private static void checkReservationCount(ClientRecord client, int more) {
+        synchronized (client.reserved) {
+            if (client.reserved.size() + more > MAX_RESERVATIONS_PER_CLIENT) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "client " + client.id + " holds " + client.reserved.size()
+                        + " reservations; at most " + MAX_RESERVATIONS_PER_CLIENT);
+            }
+        }
+    }
+
+    /** Every replica of {@code shape} placed on distinct segments, or null (and nothing held) if not all fit. */
+    private long[] placeAll(Command.PutStart shape, ClientRecord client) {
+        long[] placed = place(shape, client);
+        if (placed != null && placed.length < shape.config().replicas()) {
+            free(placed, shape.size());
+            return null;
+        }
+        return placed;
     }
 
     /** Gives back what was never committed; the caller holds {@code r.owner.reserved}. */
