@@ -69,6 +69,14 @@ public final class StoreClient implements AutoCloseable {
     private final Map<Integer, java.util.concurrent.ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
     /** When a reservation was last refused (no room): the next ask waits a second, so full stores cost no extra call. */
     private volatile long reserveRefusedAt = Long.MIN_VALUE;
+    /** When the master last answered a ping or a commit. */
+    private volatile long lastMasterContact = Long.MIN_VALUE;
+    /**
+     * A reservation is written into only while the master was heard from this recently: the master releases a
+     * client's reservations when it expires (10 s of silence by default), and a client cut off from it must stop
+     * writing into space that may be handed to others.
+     */
+    static final long RESERVATION_FRESH_NANOS = 3_000_000_000L;
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
@@ -246,11 +254,14 @@ public final class StoreClient implements AutoCloseable {
     public void heartbeat() {
         try {
             long expired = leaseExpiredReads.sum();
+            long asked = clock.nanoTime();
             boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
             reportedLeaseExpiries = expired;
             if (remount) {
                 // the master released this client's reservations with it
                 reserved.clear();
+            } else {
+                lastMasterContact = asked;
             }
             if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
@@ -456,6 +467,14 @@ public final class StoreClient implements AutoCloseable {
             return null;
         }
         var pool = reserved.computeIfAbsent(config.replicas(), r -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+        long now = clock.nanoTime();
+        List<Reserved> retire = new ArrayList<>();
+        if (lastMasterContact == Long.MIN_VALUE || now - lastMasterContact > RESERVATION_FRESH_NANOS) {
+            // what this client holds may have been released meanwhile: retire it and ask afresh
+            for (Reserved stale; (stale = pool.poll()) != null; ) {
+                retire.add(stale);
+            }
+        }
         Reserved res = pool.poll();
         if (res == null || res.room() < need) {
             if (clock.nanoTime() - reserveRefusedAt < 1_000_000_000L && reserveRefusedAt != Long.MIN_VALUE) {
@@ -465,7 +484,11 @@ public final class StoreClient implements AutoCloseable {
                 return null;
             }
             // the first batch (or one larger than what is left) asks first: two round trips, as without reservations
-            org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), res, ask, config.replicas()));
+            if (res != null) {
+                retire.add(res);
+            }
+            org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), retire, ask, config.replicas()));
+            lastMasterContact = now;
             res = granted(r, config.replicas());
             if (res == null) {
                 reserveRefusedAt = clock.nanoTime();
@@ -505,8 +528,10 @@ public final class StoreClient implements AutoCloseable {
             itemIdx.add(i);
         }
         // a segment that failed a write may be gone: stop using this reservation
-        boolean retire = writeFailed || res.room() < need;
-        org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(items, retire ? res : null, retire ? ask : 0, config.replicas()));
+        boolean done = writeFailed || res.room() < need;
+        long asked = clock.nanoTime();
+        org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(items, done ? List.of(res) : List.of(), done ? ask : 0, config.replicas()));
+        lastMasterContact = asked;
         if (r.getItemsCount() != items.size()) {
             // refused as a whole: nothing was committed, and what this reservation holds is unknown
             StoreException e = error(r.getRefillStatus());
@@ -525,18 +550,18 @@ public final class StoreClient implements AutoCloseable {
                 out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
             }
         }
-        Reserved next = retire ? granted(r, config.replicas()) : res;
+        Reserved next = done ? granted(r, config.replicas()) : res;
         if (next != null) {
             pool.add(next);
         }
         return out;
     }
 
-    private org.tent4j.store.proto.CommitRequest commitRequest(List<org.tent4j.store.proto.CommitItem> items, Reserved retire,
+    private org.tent4j.store.proto.CommitRequest commitRequest(List<org.tent4j.store.proto.CommitItem> items, List<Reserved> retire,
                                                               long refillBytes, int replicas) {
         var b = org.tent4j.store.proto.CommitRequest.newBuilder().setClientId(clientId).addAllItems(items);
-        if (retire != null) {
-            for (long id : retire.ids) {
+        for (Reserved r : retire) {
+            for (long id : r.ids) {
                 b.addRetire(id);
             }
         }
@@ -936,6 +961,20 @@ public final class StoreClient implements AutoCloseable {
     public void close() {
         if (heartbeats != null) {
             heartbeats.shutdownNow();
+        }
+        List<Reserved> held = new ArrayList<>();
+        reserved.values().forEach(pool -> {
+            for (Reserved r; (r = pool.poll()) != null; ) {
+                held.add(r);
+            }
+        });
+        if (!held.isEmpty()) {
+            try {
+                master.commit(commitRequest(List.of(), held, 0, 1));
+            } catch (StoreException e) {
+                LOG.warn("retiring {} reservations on close failed: {} (the master releases them when this client expires)",
+                        held.size(), e.getMessage());
+            }
         }
         for (String id : List.copyOf(contributions.keySet())) {
             try {

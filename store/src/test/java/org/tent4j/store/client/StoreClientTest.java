@@ -228,6 +228,34 @@ class StoreClientTest {
     }
 
     @Test
+    void reservationsAreRetiredWhenTheMasterWasNotHeardFromLatelyAndOnClose() {
+        org.tent4j.store.ManualClock clk = new org.tent4j.store.ManualClock();
+        StoreClient w = StoreClient.builder(engine(), address).clock(clk).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
+        RegisteredMemory src = w.engine().allocate(8 * 1024, Location.CPU, Permission.READ_WRITE);
+        var state = server.master().state();
+        try {
+            long before = state.reservedBytes();
+            List<MemorySegment> vals = List.of(src.segment().asSlice(0, 1024), src.segment().asSlice(1024, 1024));
+            long commits = calls("Commit");
+            w.putBatchFrom(List.of("t/fresh/a", "t/fresh/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(2, calls("Commit") - commits, "reserve, then commit");
+            long held = state.reservedBytes();
+            assertTrue(held > before, "this client holds a reservation");
+            // silent for longer than the freshness window: the master may have released it, so it is not written into
+            clk.advance(Duration.ofSeconds(4));
+            w.putBatchFrom(List.of("t/fresh/c", "t/fresh/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(4, calls("Commit") - commits, "retire and reserve again, then commit");
+            assertEquals(held, state.reservedBytes(), "the stale reservation was retired, not leaked");
+            w.close();
+            assertEquals(before, state.reservedBytes(), "closing retires what the client held");
+            assertTrue(requester.existsBatch(List.of("t/fresh/a", "t/fresh/b", "t/fresh/c", "t/fresh/d")).stream().allMatch(Outcome::get));
+            requester.removeByRegex("t/fresh/.*", true);
+        } finally {
+            w.close();
+        }
+    }
+
+    @Test
     void largeBatchGetOutlivingTheLeaseStillReturnsEveryValueAndNeverAStaleOne() throws Exception {
         // each clock read moves time 1 s, so reading 100 values one after another spans 10 leases
         AtomicLong now = new AtomicLong();
