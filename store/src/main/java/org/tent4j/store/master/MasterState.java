@@ -1197,7 +1197,9 @@ public final class MasterState {
         if (key == null || key.isEmpty()) {
             throw new StoreException(StoreError.INVALID_KEY, "key is empty");
         }
-        if (key.length() > config.maxKeyBytes() || key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes()) {
+        // a char is at most 3 UTF-8 bytes, so most keys need no encoding (once per key of every put and commit)
+        if (key.length() > config.maxKeyBytes() || (3L * key.length() > config.maxKeyBytes()
+                && key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes())) {
             throw new StoreException(StoreError.INVALID_KEY, "key of " + key.getBytes(StandardCharsets.UTF_8).length
                     + " UTF-8 bytes is longer than the limit of " + config.maxKeyBytes() + " (key starts '"
                     + key.substring(0, Math.min(32, key.length())) + "…')");
