@@ -404,12 +404,9 @@ public final class MasterState {
         checkReservationCount(client, r.replicas());
         Command.PutStart shape = new Command.PutStart(client.id, "", r.bytes(), ReplicateConfig.replicas(r.replicas()),
                 r.writerHost(), false, seed);
+        // no eviction when it does not fit: evicting scattered objects seldom frees a contiguous range this large, and
+        // a pass over every object on the event loop stalls all its calls; the client's two-call path evicts instead
         long[] placed = placeAll(shape, client);
-        if (placed == null) {
-            // as a put start does: a store full of old objects makes room (no lock held: eviction takes shard locks)
-            evict(now, true);
-            placed = placeAll(shape, client);
-        }
         if (placed == null) {
             return List.of();
         }
