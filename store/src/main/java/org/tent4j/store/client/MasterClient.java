@@ -26,6 +26,8 @@ import org.tent4j.store.proto.BatchPutEndRequest;
 import org.tent4j.store.proto.BatchPutStartRequest;
 import org.tent4j.store.proto.BatchRemoveRequest;
 import org.tent4j.store.proto.Call;
+import org.tent4j.store.proto.CommitRequest;
+import org.tent4j.store.proto.CommitResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
@@ -162,6 +164,11 @@ public final class MasterClient implements AutoCloseable {
     public List<Status> batchPutRevoke(List<PutEndRequest> reqs) {
         return exchange("BatchPutRevoke", Call.newBuilder().setBatchPutRevoke(BatchPutEndRequest.newBuilder().addAllItems(reqs)))
                 .getBatchStatus().getItemsList();
+    }
+
+    /** Commits puts into reservations, retires and refills reservations: one round trip. */
+    public CommitResponse commit(CommitRequest req) {
+        return exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
     }
 
     static PutEndRequest endRequest(String clientId, String key, long putId) {

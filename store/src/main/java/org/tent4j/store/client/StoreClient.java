@@ -64,6 +64,19 @@ public final class StoreClient implements AutoCloseable {
     private final Map<String, Contribution> contributions = new ConcurrentHashMap<>();
     private final Map<String, SegmentHandle> openSegments = new ConcurrentHashMap<>();
     private final ScheduledExecutorService heartbeats;
+    private final long reservationBytes;
+    /** Reservations not in use by a batch, by replica count; a batch takes one, carves it, and puts it back. */
+    private final Map<Integer, java.util.concurrent.ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
+    /** When a reservation was last refused (no room): the next ask waits a second, so full stores cost no extra call. */
+    private volatile long reserveRefusedAt = Long.MIN_VALUE;
+    /** When the master last answered a ping or a commit. */
+    private volatile long lastMasterContact = Long.MIN_VALUE;
+    /**
+     * A reservation is written into only while the master was heard from this recently: the master releases a
+     * client's reservations when it expires (10 s of silence by default), and a client cut off from it must stop
+     * writing into space that may be handed to others.
+     */
+    static final long RESERVATION_FRESH_NANOS = 3_000_000_000L;
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
@@ -79,6 +92,7 @@ public final class StoreClient implements AutoCloseable {
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
         this.clock = b.clock;
         this.stagingBytes = b.stagingBytes;
+        this.reservationBytes = b.reservationBytes;
         if (b.heartbeatInterval.isZero()) {
             heartbeats = null;
         } else {
@@ -105,6 +119,7 @@ public final class StoreClient implements AutoCloseable {
         private Duration rpcTimeout = Duration.ofSeconds(10);
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private long stagingBytes = 64L << 20;
+        private long reservationBytes = DEFAULT_RESERVATION_BYTES;
 
         private Builder(TransferEngine engine, String masterAddress) {
             this.engine = Objects.requireNonNull(engine, "engine");
@@ -141,6 +156,19 @@ public final class StoreClient implements AutoCloseable {
         /** Registered scratch memory for the copying API. */
         public Builder stagingBytes(long bytes) {
             this.stagingBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Space per replica the master reserves for this client's batch puts (one round trip each when they fit);
+         * zero: every put takes two round trips.
+         */
+        public Builder reservationBytes(long bytes) {
+            if (bytes < 0 || bytes > org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES) {
+                throw new IllegalArgumentException("reservation bytes must be in [0, "
+                        + org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES + "]: " + bytes);
+            }
+            this.reservationBytes = bytes;
             return this;
         }
 
@@ -226,8 +254,15 @@ public final class StoreClient implements AutoCloseable {
     public void heartbeat() {
         try {
             long expired = leaseExpiredReads.sum();
+            long asked = clock.nanoTime();
             boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
             reportedLeaseExpiries = expired;
+            if (remount) {
+                // the master released this client's reservations with it
+                reserved.clear();
+            } else {
+                lastMasterContact = asked;
+            }
             if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
                     master.mount(clientId, c.spec);
@@ -316,10 +351,20 @@ public final class StoreClient implements AutoCloseable {
         return putParts(key, parts, config.withExcludedSegments(failed), upsert);
     }
 
-    /** Puts many values with one RPC per phase; each key succeeds or fails on its own. */
+    /**
+     * Puts many values; each key succeeds or fails on its own. Small values with a plain replica count go into space
+     * the master reserved for this client earlier: one round trip (the commit, which also hands out the next
+     * reservation). The rest, and a batch that finds no reservation, take two (reserve per key, then end).
+     */
     public List<Outcome<PutResult>> putBatchFrom(List<String> keys, List<MemorySegment> sources, ReplicateConfig config) {
         if (keys.size() != sources.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sources.size() + " values");
+        }
+        if (reservable(sources, config)) {
+            List<Outcome<PutResult>> out = putBatchReserved(keys, sources, config);
+            if (out != null) {
+                return out;
+            }
         }
         List<PutStartRequest> reqs = new ArrayList<>(keys.size());
         for (int i = 0; i < keys.size(); i++) {
@@ -374,6 +419,172 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         return out;
+    }
+
+    /** Largest value put into a reservation; larger ones take two round trips (their write dwarfs a call anyway). */
+    static final long MAX_RESERVED_VALUE = 64 << 10;
+    static final long DEFAULT_RESERVATION_BYTES = 1 << 20;
+
+    /** A reservation per replica, carved front to back by one batch at a time. */
+    private static final class Reserved {
+        final long[] ids;
+        final ReplicaLocation[] ranges;
+        long carved;
+
+        Reserved(long[] ids, ReplicaLocation[] ranges) {
+            this.ids = ids;
+            this.ranges = ranges;
+        }
+
+        long room() {
+            return ranges[0].length() - carved;
+        }
+    }
+
+    private boolean reservable(List<MemorySegment> sources, ReplicateConfig c) {
+        if (reservationBytes == 0 || sources.isEmpty() || sources.size() > org.tent4j.store.master.MasterState.MAX_COMMIT_ITEMS
+                || !c.preferredSegments().isEmpty() || c.preferLocalHost() || c.softPin() || c.hardPin()
+                || !c.excludedSegments().isEmpty() || c.replicas() < 1) {
+            return false;
+        }
+        for (MemorySegment s : sources) {
+            if (s.byteSize() == 0 || s.byteSize() > MAX_RESERVED_VALUE) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The batch put through a reservation, or null when none could be had (the caller takes the two-call path). */
+    private List<Outcome<PutResult>> putBatchReserved(List<String> keys, List<MemorySegment> sources, ReplicateConfig config) {
+        int n = keys.size();
+        long need = 0;
+        for (MemorySegment s : sources) {
+            need += org.tent4j.store.master.RangeAllocator.aligned(s.byteSize());
+        }
+        long ask = Math.min(org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, 2 * need));
+        if (need > ask) {
+            return null;
+        }
+        var pool = reserved.computeIfAbsent(config.replicas(), r -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+        long now = clock.nanoTime();
+        List<Reserved> retire = new ArrayList<>();
+        if (lastMasterContact == Long.MIN_VALUE || now - lastMasterContact > RESERVATION_FRESH_NANOS) {
+            // what this client holds may have been released meanwhile: retire it and ask afresh
+            for (Reserved stale; (stale = pool.poll()) != null; ) {
+                retire.add(stale);
+            }
+        }
+        Reserved res = pool.poll();
+        if (res == null || res.room() < need) {
+            if (clock.nanoTime() - reserveRefusedAt < 1_000_000_000L && reserveRefusedAt != Long.MIN_VALUE) {
+                if (res != null) {
+                    pool.add(res);
+                }
+                return null;
+            }
+            // the first batch (or one larger than what is left) asks first: two round trips, as without reservations
+            if (res != null) {
+                retire.add(res);
+            }
+            org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), retire, ask, config.replicas()));
+            lastMasterContact = now;
+            res = granted(r, config.replicas());
+            if (res == null) {
+                reserveRefusedAt = clock.nanoTime();
+                return null;
+            }
+        }
+        long[] offset = new long[n];
+        Transfers writes = new Transfers(this, n * config.replicas());
+        int[] firstMove = new int[n + 1];
+        for (int i = 0; i < n; i++) {
+            offset[i] = res.carved;
+            res.carved += org.tent4j.store.master.RangeAllocator.aligned(sources.get(i).byteSize());
+            firstMove[i] = writes.size();
+            for (ReplicaLocation range : res.ranges) {
+                writes.add(false, range, offset[i], sources.get(i));
+            }
+        }
+        firstMove[n] = writes.size();
+        writes.run();
+        List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(n, null));
+        List<org.tent4j.store.proto.CommitItem> items = new ArrayList<>(n);
+        List<Integer> itemIdx = new ArrayList<>(n);
+        boolean writeFailed = false;
+        for (int i = 0; i < n; i++) {
+            StoreException failure = writes.firstFailure(keys.get(i), "writing", firstMove[i], firstMove[i + 1]);
+            if (failure != null) {
+                // never committed: the master gives the bytes back as the mark passes them
+                out.set(i, Outcome.failed(failure));
+                writeFailed = true;
+                continue;
+            }
+            var item = org.tent4j.store.proto.CommitItem.newBuilder().setKey(keys.get(i)).setSize(sources.get(i).byteSize());
+            for (int j = 0; j < res.ranges.length; j++) {
+                item.addReservation(res.ids[j]).addAddress(res.ranges[j].address() + offset[i]);
+            }
+            items.add(item.build());
+            itemIdx.add(i);
+        }
+        // a segment that failed a write may be gone: stop using this reservation
+        boolean done = writeFailed || res.room() < need;
+        long asked = clock.nanoTime();
+        org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(items, done ? List.of(res) : List.of(), done ? ask : 0, config.replicas()));
+        lastMasterContact = asked;
+        if (r.getItemsCount() != items.size()) {
+            // refused as a whole: nothing was committed, and what this reservation holds is unknown
+            StoreException e = error(r.getRefillStatus());
+            for (int i : itemIdx) {
+                out.set(i, Outcome.failed(e));
+            }
+            return out;
+        }
+        for (int j = 0; j < items.size(); j++) {
+            Status st = r.getItems(j);
+            int i = itemIdx.get(j);
+            if (st.getCode() == 0) {
+                out.set(i, Outcome.of(PutResult.STORED));
+            } else {
+                StoreException e = error(st);
+                out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+            }
+        }
+        Reserved next = done ? granted(r, config.replicas()) : res;
+        if (next != null) {
+            pool.add(next);
+        }
+        return out;
+    }
+
+    private org.tent4j.store.proto.CommitRequest commitRequest(List<org.tent4j.store.proto.CommitItem> items, List<Reserved> retire,
+                                                              long refillBytes, int replicas) {
+        var b = org.tent4j.store.proto.CommitRequest.newBuilder().setClientId(clientId).addAllItems(items);
+        for (Reserved r : retire) {
+            for (long id : r.ids) {
+                b.addRetire(id);
+            }
+        }
+        if (refillBytes > 0) {
+            b.setRefill(org.tent4j.store.proto.ReserveRequest.newBuilder().setBytes(refillBytes).setReplicas(replicas).setWriterHost(host));
+        }
+        return b.build();
+    }
+
+    private static Reserved granted(org.tent4j.store.proto.CommitResponse r, int replicas) {
+        if (r.getGrantedCount() != replicas) {
+            if (r.getRefillStatus().getCode() != 0) {
+                LOG.debug("no reservation: {}", r.getRefillStatus().getMessage());
+            }
+            return null;
+        }
+        long[] ids = new long[replicas];
+        ReplicaLocation[] ranges = new ReplicaLocation[replicas];
+        for (int j = 0; j < replicas; j++) {
+            ids[j] = r.getGranted(j).getId();
+            ranges[j] = Wire.replica(r.getGranted(j).getRange());
+        }
+        return new Reserved(ids, ranges);
     }
 
     /** Adds writes of every part into every replica (consecutively within each replica). */
@@ -750,6 +961,20 @@ public final class StoreClient implements AutoCloseable {
     public void close() {
         if (heartbeats != null) {
             heartbeats.shutdownNow();
+        }
+        List<Reserved> held = new ArrayList<>();
+        reserved.values().forEach(pool -> {
+            for (Reserved r; (r = pool.poll()) != null; ) {
+                held.add(r);
+            }
+        });
+        if (!held.isEmpty()) {
+            try {
+                master.commit(commitRequest(List.of(), held, 0, 1));
+            } catch (StoreException e) {
+                LOG.warn("retiring {} reservations on close failed: {} (the master releases them when this client expires)",
+                        held.size(), e.getMessage());
+            }
         }
         for (String id : List.copyOf(contributions.keySet())) {
             try {

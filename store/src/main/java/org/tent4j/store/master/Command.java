@@ -6,6 +6,7 @@ import java.util.List;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreException;
 
 /**
  * Every change to the master's state, as a value. {@link MasterState#apply} is the only place state changes, and
@@ -27,6 +28,37 @@ public sealed interface Command<R> {
 
     /** The writer gave up: drop the space reserved by {@code putId}. */
     record PutRevoke(String clientId, String key, long putId) implements Command<Void> {
+    }
+
+    /**
+     * One round trip for a batch of puts into space reserved earlier: makes each item readable if every replica's
+     * range lies inside a reservation of this client at or above its committed mark; then releases the reservations
+     * named in {@code retire} and, with {@code refill}, grants fresh ones.
+     */
+    record Commit(String clientId, List<CommitItem> items, List<Long> retire, Reserve refill, long seed)
+            implements Command<CommitResult> {
+    }
+
+    /**
+     * Space not tied to keys: {@code bytes} on each of {@code replicas} distinct segments, counted as used, owned by
+     * the client until it retires it, its client expires, or it lies unused for the put release timeout.
+     */
+    record Reserve(long bytes, int replicas, String writerHost) {
+    }
+
+    /** A value written into reservations: replica i at segment address {@code addresses[i]} of reservation {@code reservations[i]}. */
+    record CommitItem(String key, long size, long[] reservations, long[] addresses) {
+    }
+
+    /** One reserved range: {@code range.address()} is where it starts, {@code range.length()} its bytes. */
+    record Grant(long id, ReplicaLocation range) {
+    }
+
+    /**
+     * Per item the refusal (null: committed), the reservations granted (empty when none could be placed), and why a
+     * refill was refused (null if it was not).
+     */
+    record CommitResult(StoreException[] failures, List<Grant> granted, StoreException refillFailure) {
     }
 
     /** Readable replicas of the key, granting a read lease. */

@@ -23,6 +23,8 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command.ClientStatus;
+import org.tent4j.store.master.Command.CommitResult;
+import org.tent4j.store.master.Command.Grant;
 import org.tent4j.store.master.Command.PutTicket;
 import org.tent4j.store.master.Command.ReplicaList;
 import org.tent4j.store.master.Command.TickReport;
@@ -51,6 +53,16 @@ public final class MasterState {
     private final AtomicLong clientIndexes = new AtomicLong();
     private final AtomicLong putIds = new AtomicLong();
 
+    /** Reservations by id, of every client: a commit naming another client's id is told whose it is. */
+    private final ConcurrentHashMap<Long, Reservation> reservations = new ConcurrentHashMap<>();
+    private final AtomicLong reservationIds = new AtomicLong();
+    /** Live reservations one client may hold (a peer chooses how many it asks for). */
+    public static final int MAX_RESERVATIONS_PER_CLIENT = 64;
+    /** Largest reservation, and so largest value a commit may carry. */
+    public static final long MAX_RESERVATION_BYTES = 16L << 20;
+    /** Most items in one commit: it is served on the stream's event loop. */
+    public static final int MAX_COMMIT_ITEMS = 1024;
+
     private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
     private long lastReclaimSweep = Long.MIN_VALUE;
 
@@ -69,6 +81,9 @@ public final class MasterState {
     final LongAdder partialAllocations = new LongAdder();
     final LongAdder allocationFailures = new LongAdder();
     final LongAdder clientsExpired = new LongAdder();
+    final LongAdder reservationsGranted = new LongAdder();
+    final LongAdder reservationsReleased = new LongAdder();
+    final LongAdder objectsCommitted = new LongAdder();
 
     public MasterState(MasterConfig config) {
         this.config = config;
@@ -96,6 +111,7 @@ public final class MasterState {
                 putRevoke(c);
                 yield null;
             }
+            case Command.Commit c -> commit(now, c);
             case Command.GrantRead c -> grantRead(now, c.key());
             case Command.Remove c -> {
                 remove(now, c.key(), c.force());
@@ -170,18 +186,7 @@ public final class MasterState {
         Shard shard = shard(c.key());
         synchronized (shard) {
             ObjectRecord rec = shard.map.get(c.key());
-            boolean takeOver = false;
-            if (rec != null && rec.inFlight()) {
-                long age = now - rec.putStart;
-                if (age < config.putDiscardTimeout().toNanos()) {
-                    throw new StoreException(StoreError.OBJECT_IN_FLIGHT, "key '" + c.key() + "' is being written by client "
-                            + ownerName(rec.owner) + " (started " + age / 1_000_000 + " ms ago); it is not readable yet");
-                }
-                takeOver = true;
-            }
-            if (rec != null && rec.state == ObjectRecord.COMPLETE && !c.upsert()) {
-                throw new StoreException(StoreError.OBJECT_ALREADY_EXISTS, "key '" + c.key() + "' already exists");
-            }
+            boolean takeOver = checkWritable(rec, c.key(), now, c.upsert());
             long[] placed = place(c, client);
             if (placed == null) {
                 return null;
@@ -190,19 +195,7 @@ public final class MasterState {
                 partialAllocations.increment();
             }
             if (takeOver) {
-                putsTakenOver.increment();
-                // the abandoned writer may still be moving bytes: its space waits out the release timeout
-                long releaseAt = rec.putStart + config.putReleaseTimeout().toNanos();
-                if (rec.state == ObjectRecord.PROCESSING) {
-                    park(rec.replicas(), rec.size, releaseAt);
-                    shard.map.remove(c.key());
-                    objects.decrement();
-                    rec = null;
-                } else {
-                    park(rec.pending, rec.pendingSize, releaseAt);
-                    rec.pending = null;
-                    rec.flags &= ~ObjectRecord.UPSERTING;
-                }
+                rec = takeOver(shard, c.key(), rec);
             }
             long putId = putIds.incrementAndGet();
             long pinTtl = c.config().softPin()
@@ -228,6 +221,259 @@ public final class MasterState {
                 rec.flags |= ObjectRecord.HARD_PIN;
             }
             return new PutTicket(putId, locations(placed, c.size()));
+        }
+    }
+
+    /** Throws unless the key may be written now; true if an abandoned put of it must be taken over first. */
+    private boolean checkWritable(ObjectRecord rec, String key, long now, boolean upsert) {
+        if (rec == null) {
+            return false;
+        }
+        if (rec.inFlight()) {
+            long age = now - rec.putStart;
+            if (age < config.putDiscardTimeout().toNanos()) {
+                throw new StoreException(StoreError.OBJECT_IN_FLIGHT, "key '" + key + "' is being written by client "
+                        + ownerName(rec.owner) + " (started " + age / 1_000_000 + " ms ago); it is not readable yet");
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                return true;
+            }
+        }
+        if (rec.state == ObjectRecord.COMPLETE && !upsert) {
+            throw new StoreException(StoreError.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists");
+        }
+        return rec.inFlight();
+    }
+
+    /** Parks an abandoned put's space; the record left, null if the object was only that put. */
+    private ObjectRecord takeOver(Shard shard, String key, ObjectRecord rec) {
+        putsTakenOver.increment();
+        // the abandoned writer may still be moving bytes: its space waits out the release timeout
+        long releaseAt = rec.putStart + config.putReleaseTimeout().toNanos();
+        if (rec.state == ObjectRecord.PROCESSING) {
+            park(rec.replicas(), rec.size, releaseAt);
+            shard.map.remove(key);
+            objects.decrement();
+            return null;
+        }
+        park(rec.pending, rec.pendingSize, releaseAt);
+        rec.pending = null;
+        rec.flags &= ~ObjectRecord.UPSERTING;
+        return rec;
+    }
+
+    // ---------------------------------------------------------------- reservations and commits
+
+    private CommitResult commit(long now, Command.Commit c) {
+        if (c.items().size() > MAX_COMMIT_ITEMS || c.retire().size() > MAX_RESERVATIONS_PER_CLIENT) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "a commit carries at most " + MAX_COMMIT_ITEMS
+                    + " items and retires at most " + MAX_RESERVATIONS_PER_CLIENT + " reservations: " + c.items().size()
+                    + " items, " + c.retire().size() + " retired");
+        }
+        if (c.clientId() == null || c.clientId().isEmpty()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
+        }
+        ClientRecord client = clients.computeIfAbsent(c.clientId(), id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
+        client.lastSeen = now;
+        StoreException[] failures = new StoreException[c.items().size()];
+        for (int i = 0; i < failures.length; i++) {
+            try {
+                commitItem(now, client, c.items().get(i));
+            } catch (StoreException e) {
+                failures[i] = e;
+            }
+        }
+        for (long id : c.retire()) {
+            Reservation r = reservations.get(id);
+            if (r != null && r.owner == client) {
+                synchronized (client.reserved) {
+                    release(r);
+                }
+            }
+        }
+        List<Grant> granted = List.of();
+        StoreException refillFailure = null;
+        if (c.refill() != null) {
+            try {
+                granted = reserve(now, client, c.refill(), c.seed());
+            } catch (StoreException e) {
+                // the items are committed whatever happens to the refill: the answer must still say so
+                refillFailure = e;
+            }
+        }
+        return new CommitResult(failures, granted, refillFailure);
+    }
+
+    private void commitItem(long now, ClientRecord client, Command.CommitItem item) {
+        String key = item.key();
+        checkKey(key);
+        if (item.size() <= 0 || item.size() > MAX_RESERVATION_BYTES) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + key + "' must be in [1, "
+                    + MAX_RESERVATION_BYTES + "] to commit into a reservation: " + item.size());
+        }
+        int n = item.reservations().length;
+        if (n == 0 || n != item.addresses().length || n > config.maxReplicas()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "key '" + key + "' names " + n + " reservations and "
+                    + item.addresses().length + " addresses; both must be the replica count, in [1, " + config.maxReplicas() + "]");
+        }
+        long len = RangeAllocator.aligned(item.size());
+        Reservation[] rs = new Reservation[n];
+        for (int j = 0; j < n; j++) {
+            Reservation r = reservations.get(item.reservations()[j]);
+            if (r == null) {
+                throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': reservation " + item.reservations()[j]
+                        + " (address " + item.addresses()[j] + ") is not held by client " + client.id
+                        + " (released, expired or never granted)");
+            }
+            if (r.owner != client) {
+                throw new StoreException(StoreError.ILLEGAL_CLIENT, "key '" + key + "': reservation " + r.id + " on segment "
+                        + r.seg.spec.id() + " (offset " + (item.addresses()[j] - r.seg.spec.base()) + ") belongs to client "
+                        + r.owner.id + ", not " + client.id);
+            }
+            for (int k = 0; k < j; k++) {
+                if (rs[k].seg == r.seg) {
+                    throw new StoreException(StoreError.INVALID_PARAMS, "key '" + key + "': two replicas on segment " + r.seg.spec.id());
+                }
+            }
+            rs[j] = r;
+        }
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            boolean takeOver = checkWritable(rec, key, now, false);
+            long[] placed = new long[n];
+            synchronized (client.reserved) {
+                for (int j = 0; j < n; j++) {
+                    Reservation r = rs[j];
+                    long off = item.addresses()[j] - r.seg.spec.base();
+                    String range = "[" + off + ", " + (off + len) + ") of segment " + r.seg.spec.id();
+                    if (r.released) {
+                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': reservation " + r.id
+                                + " on segment " + r.seg.spec.id() + " (offset " + off + ") was released");
+                    }
+                    if ((off & (RangeAllocator.ALIGNMENT - 1)) != 0 || off < r.start || off + len > r.end || off + len < off) {
+                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range + " (offset " + off
+                                + ") is not a " + RangeAllocator.ALIGNMENT + "-byte aligned range inside client " + client.id
+                                + "'s reservation " + r.id + " [" + r.start + ", " + r.end + ")");
+                    }
+                    if (off < r.mark) {
+                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range + " (offset " + off
+                                + ") overlaps bytes committed earlier (reservation " + r.id + " is committed up to " + r.mark + ")");
+                    }
+                    if (!r.seg.mounted()) {
+                        throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "key '" + key + "': segment " + r.seg.spec.id()
+                                + " (offset " + off + ") was unmounted");
+                    }
+                    placed[j] = ObjectRecord.pack(r.seg.index, off);
+                }
+                for (int j = 0; j < n; j++) {
+                    Reservation r = rs[j];
+                    long off = ObjectRecord.offset(placed[j]);
+                    // bytes skipped over (an item refused earlier) go back now: the writer never commits below its mark
+                    if (off > r.mark) {
+                        r.seg.free(r.mark, off - r.mark);
+                    }
+                    r.mark = off + len;
+                    r.lastUsed = now;
+                }
+            }
+            if (takeOver) {
+                rec = takeOver(shard, key, rec);
+            }
+            rec = new ObjectRecord();
+            rec.state = ObjectRecord.COMPLETE;
+            rec.size = item.size();
+            rec.setReplicas(placed);
+            rec.putStart = now;
+            rec.putId = putIds.incrementAndGet();
+            rec.owner = client.index;
+            rec.lease = now;
+            shard.map.put(key, rec);
+            objects.increment();
+            objectBytes.add(item.size());
+            objectsCommitted.increment();
+        }
+    }
+
+    /** Grants {@code r.bytes()} on each of {@code r.replicas()} distinct segments, or nothing if not all have room. */
+    private List<Grant> reserve(long now, ClientRecord client, Command.Reserve r, long seed) {
+        if (r.bytes() <= 0 || r.bytes() > MAX_RESERVATION_BYTES || r.replicas() < 1 || r.replicas() > config.maxReplicas()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "a reservation is [1, " + MAX_RESERVATION_BYTES
+                    + "] bytes on [1, " + config.maxReplicas() + "] segments: " + r.bytes() + " bytes on " + r.replicas());
+        }
+        checkReservationCount(client, r.replicas());
+        Command.PutStart shape = new Command.PutStart(client.id, "", r.bytes(), ReplicateConfig.replicas(r.replicas()),
+                r.writerHost(), false, seed);
+        // no eviction when it does not fit: evicting scattered objects seldom frees a contiguous range this large, and
+        // a pass over every object on the event loop stalls all its calls; the client's two-call path evicts instead
+        long[] placed = placeAll(shape, client);
+        if (placed == null) {
+            return List.of();
+        }
+        long len = RangeAllocator.aligned(r.bytes());
+        synchronized (client.reserved) {
+            try {
+                checkReservationCount(client, r.replicas());
+            } catch (StoreException e) {
+                free(placed, r.bytes());
+                throw e;
+            }
+            List<Grant> out = new ArrayList<>(placed.length);
+            for (long p : placed) {
+                MountedSegment seg = segmentAt(ObjectRecord.segment(p));
+                long off = ObjectRecord.offset(p);
+                Reservation res = new Reservation(reservationIds.incrementAndGet(), client, seg, off, off + len, now);
+                reservations.put(res.id, res);
+                client.reserved.add(res);
+                reservationsGranted.increment();
+                out.add(new Grant(res.id, new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(),
+                        seg.spec.base() + off, len)));
+            }
+            return out;
+        }
+    }
+
+    private static void checkReservationCount(ClientRecord client, int more) {
+        synchronized (client.reserved) {
+            if (client.reserved.size() + more > MAX_RESERVATIONS_PER_CLIENT) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "client " + client.id + " holds " + client.reserved.size()
+                        + " reservations; at most " + MAX_RESERVATIONS_PER_CLIENT);
+            }
+        }
+    }
+
+    /** Every replica of {@code shape} placed on distinct segments, or null (and nothing held) if not all fit. */
+    private long[] placeAll(Command.PutStart shape, ClientRecord client) {
+        long[] placed = place(shape, client);
+        if (placed != null && placed.length < shape.config().replicas()) {
+            free(placed, shape.size());
+            return null;
+        }
+        return placed;
+    }
+
+    /** Gives back what was never committed; the caller holds {@code r.owner.reserved}. */
+    private void release(Reservation r) {
+        if (r.released) {
+            return;
+        }
+        r.released = true;
+        if (r.end > r.mark) {
+            r.seg.free(r.mark, r.end - r.mark);
+        }
+        r.mark = r.end;
+        reservations.remove(r.id);
+        r.owner.reserved.remove(r);
+        reservationsReleased.increment();
+    }
+
+    private void releaseAll(ClientRecord client, long unusedSince) {
+        synchronized (client.reserved) {
+            for (Reservation r : new ArrayList<>(client.reserved)) {
+                if (r.lastUsed <= unusedSince) {
+                    release(r);
+                }
+            }
         }
     }
 
@@ -643,6 +889,10 @@ public final class MasterState {
     private TickReport tick(long now) {
         releaseParked(now);
         List<String> expired = expireClients(now);
+        for (ClientRecord client : clients.values()) {
+            // a reservation untouched as long as an abandoned put's space is held: its writer is gone
+            releaseAll(client, now - config.putReleaseTimeout().toNanos());
+        }
         int reclaimed = 0;
         long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
         if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
@@ -663,6 +913,7 @@ public final class MasterState {
         for (ClientRecord client : clients.values()) {
             if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
                 expired.add(client.id);
+                releaseAll(client, Long.MAX_VALUE);
                 clientsExpired.increment();
                 gone.addAll(client.segments);
             }
@@ -881,6 +1132,19 @@ public final class MasterState {
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
     }
 
+    /** Bytes granted to clients' reservations and not yet committed (counted as used by the allocators). */
+    public long reservedBytes() {
+        long sum = 0;
+        for (ClientRecord c : clients.values()) {
+            synchronized (c.reserved) {
+                for (Reservation r : c.reserved) {
+                    sum += r.end - r.mark;
+                }
+            }
+        }
+        return sum;
+    }
+
     public long objectCount() {
         return objects.sum();
     }
@@ -888,13 +1152,15 @@ public final class MasterState {
     /** Counters since start, for metrics and the status page. */
     public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
                         long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
-                        long partialAllocations, long allocationFailures, long clientsExpired, int clients) {
+                        long partialAllocations, long allocationFailures, long clientsExpired, int clients,
+                        long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes) {
     }
 
     public Stats stats() {
         return new Stats(objects.sum(), objectBytes.sum(), evictedObjects.sum(), evictedBytes.sum(), evictionRounds.sum(),
                 leasesGranted.sum(), removalsBlockedByLease.sum(), putsTakenOver.sum(), putsReclaimed.sum(),
-                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size());
+                partialAllocations.sum(), allocationFailures.sum(), clientsExpired.sum(), clients.size(),
+                objectsCommitted.sum(), reservationsGranted.sum(), reservationsReleased.sum(), reservedBytes());
     }
 
     // ---------------------------------------------------------------- internals
@@ -928,7 +1194,9 @@ public final class MasterState {
         if (key == null || key.isEmpty()) {
             throw new StoreException(StoreError.INVALID_KEY, "key is empty");
         }
-        if (key.length() > config.maxKeyBytes() || key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes()) {
+        // a char is at most 3 UTF-8 bytes, so most keys need no encoding (once per key of every put and commit)
+        if (key.length() > config.maxKeyBytes() || (3L * key.length() > config.maxKeyBytes()
+                && key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes())) {
             throw new StoreException(StoreError.INVALID_KEY, "key of " + key.getBytes(StandardCharsets.UTF_8).length
                     + " UTF-8 bytes is longer than the limit of " + config.maxKeyBytes() + " (key starts '"
                     + key.substring(0, Math.min(32, key.length())) + "…')");
@@ -952,11 +1220,36 @@ public final class MasterState {
     private record Parked(long replica, long size, long releaseAt) {
     }
 
+    /** Space granted to a client; {@code [start, mark)} is committed or given back, {@code [mark, end)} still held. */
+    static final class Reservation {
+        final long id;
+        final ClientRecord owner;
+        final MountedSegment seg;
+        final long start;
+        final long end;
+        /** The rest guarded by {@code owner.reserved}. */
+        long mark;
+        long lastUsed;
+        boolean released;
+
+        Reservation(long id, ClientRecord owner, MountedSegment seg, long start, long end, long now) {
+            this.id = id;
+            this.owner = owner;
+            this.seg = seg;
+            this.start = start;
+            this.end = end;
+            this.mark = start;
+            this.lastUsed = now;
+        }
+    }
+
     static final class ClientRecord {
         final String id;
         final int index;
         volatile long lastSeen;
         final java.util.Set<MountedSegment> segments = ConcurrentHashMap.newKeySet();
+        /** Its live reservations; also the lock over their marks (taken after a shard's, before an allocator's). */
+        final List<Reservation> reserved = new ArrayList<>();
 
         ClientRecord(String id, int index, long now) {
             this.id = id;

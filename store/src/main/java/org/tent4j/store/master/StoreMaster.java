@@ -61,6 +61,10 @@ public final class StoreMaster implements AutoCloseable {
         apply(new Command.PutRevoke(clientId, key, putId));
     }
 
+    public Command.CommitResult commit(String clientId, List<Command.CommitItem> items, List<Long> retire, Command.Reserve refill) {
+        return apply(new Command.Commit(clientId, items, retire, refill, ThreadLocalRandom.current().nextLong()));
+    }
+
     public ReplicaList getReplicas(String key) {
         return apply(new Command.GrantRead(key));
     }

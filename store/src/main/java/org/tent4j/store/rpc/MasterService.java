@@ -12,10 +12,15 @@ import io.grpc.stub.StreamObserver;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
+import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchExistResponse;
 import org.tent4j.store.proto.Call;
+import org.tent4j.store.proto.CommitItem;
+import org.tent4j.store.proto.CommitRequest;
+import org.tent4j.store.proto.CommitResponse;
+import org.tent4j.store.proto.Reservation;
 import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchRemoveRequest;
 import org.tent4j.store.proto.BatchReplicaListResponse;
@@ -175,6 +180,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
                         s -> ExistResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
+                case COMMIT -> answer(a.setCommit(one("Commit", () -> commit(c.getCommit()),
+                        s -> CommitResponse.newBuilder().setRefillStatus(s).build())).build());
                 case BODY_NOT_SET -> answer(a.setRefused(refusal("call " + id + " names no operation")).build());
             }
             pump();
@@ -289,6 +296,36 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     private Status putRevoke(PutEndRequest req) {
         master.putRevoke(req.getClientId(), req.getKey(), req.getPutId());
         return Wire.OK;
+    }
+
+    private CommitResponse commit(CommitRequest req) {
+        if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
+                    + " items exceeds the limit of " + MasterState.MAX_COMMIT_ITEMS);
+        }
+        List<Command.CommitItem> items = new java.util.ArrayList<>(req.getItemsCount());
+        for (CommitItem it : req.getItemsList()) {
+            if (it.getSize() > MasterState.MAX_RESERVATION_BYTES) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + it.getKey() + "' is out of range");
+            }
+            items.add(new Command.CommitItem(it.getKey(), it.getSize(),
+                    it.getReservationList().stream().mapToLong(Long::longValue).toArray(),
+                    it.getAddressList().stream().mapToLong(Long::longValue).toArray()));
+        }
+        Command.Reserve refill = req.hasRefill() ? new Command.Reserve(Math.min(req.getRefill().getBytes(), Long.MAX_VALUE / 2),
+                req.getRefill().getReplicas(), req.getRefill().getWriterHost()) : null;
+        Command.CommitResult r = master.commit(req.getClientId(), items, req.getRetireList(), refill);
+        CommitResponse.Builder b = CommitResponse.newBuilder();
+        for (StoreException e : r.failures()) {
+            b.addItems(e == null ? Wire.OK : Wire.status(e));
+        }
+        for (Command.Grant g : r.granted()) {
+            b.addGranted(Reservation.newBuilder().setId(g.id()).setRange(Wire.replica(g.range())));
+        }
+        if (r.refillFailure() != null) {
+            b.setRefillStatus(Wire.status(r.refillFailure()));
+        }
+        return b.build();
     }
 
     private ReplicaListResponse replicaList(String key) {

@@ -167,6 +167,94 @@ class StoreClientTest {
         }
     }
 
+    private static long calls(String method) {
+        var m = server.stats().methods().get(method);
+        return m == null ? 0 : m.calls();
+    }
+
+    @Test
+    void smallBatchPutsTakeOneRoundTripThroughReservations() {
+        StoreClient w = StoreClient.builder(engine(), address).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
+        TransferEngine e = w.engine();
+        int n = 32;
+        int batches = 12;
+        RegisteredMemory src = e.allocate((long) batches * n * 4096, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory dst = e.allocate((long) batches * n * 4096, Location.CPU, Permission.READ_WRITE);
+        try {
+            MemorySegment.copy(MemorySegment.ofArray(random(batches * n * 4096, 7)), 0, src.segment(), 0, src.segment().byteSize());
+            long commits = calls("Commit");
+            long starts = calls("BatchPutStart");
+            List<String> all = new ArrayList<>();
+            List<MemorySegment> dsts = new ArrayList<>();
+            for (int b = 0; b < batches; b++) {
+                List<String> keys = new ArrayList<>();
+                List<MemorySegment> srcs = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    long at = ((long) b * n + i) * 4096;
+                    keys.add("t/res/" + b + "/" + i);
+                    srcs.add(src.segment().asSlice(at, 4096 - i)); // sizes not a multiple of the alignment
+                    dsts.add(dst.segment().asSlice(at, 4096 - i));
+                }
+                all.addAll(keys);
+                w.putBatchFrom(keys, srcs, ReplicateConfig.replicas(2)).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            }
+            // the first batch asks for a reservation, then one call per batch (refills ride on the commits)
+            assertEquals(batches + 1, calls("Commit") - commits);
+            assertEquals(0, calls("BatchPutStart") - starts);
+            List<Outcome<Long>> got = w.getBatchInto(all, dsts);
+            for (int i = 0; i < all.size(); i++) {
+                assertEquals(4096L - i % n, got.get(i).get());
+                assertEquals(2, requester.master().getReplicaList(all.get(i)).getReplicasCount());
+            }
+            for (int i = 0; i < all.size(); i++) {
+                long at = (long) i * 4096;
+                assertEquals(-1, src.segment().asSlice(at, 4096 - i % n).mismatch(dst.segment().asSlice(at, 4096 - i % n)), all.get(i));
+            }
+            // a key that exists reports so, the others in its batch are stored
+            List<Outcome<PutResult>> again = w.putBatchFrom(List.of("t/res/0/0", "t/res/new"),
+                    List.of(src.segment().asSlice(0, 100), src.segment().asSlice(4096, 100)), ReplicateConfig.replicas(2));
+            assertEquals(List.of(PutResult.ALREADY_EXISTS, PutResult.STORED), again.stream().map(Outcome::get).toList());
+            // a value over the bound takes the two-call path
+            long before = calls("BatchPutStart");
+            w.putBatchFrom(List.of("t/res/big"), List.of(src.segment().asSlice(0, 128 << 10)), ReplicateConfig.defaults())
+                    .forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(1, calls("BatchPutStart") - before);
+            requester.removeByRegex("t/res/.*", true);
+        } finally {
+            e.unregister(src);
+            e.unregister(dst);
+            w.close();
+        }
+    }
+
+    @Test
+    void reservationsAreRetiredWhenTheMasterWasNotHeardFromLatelyAndOnClose() {
+        org.tent4j.store.ManualClock clk = new org.tent4j.store.ManualClock();
+        StoreClient w = StoreClient.builder(engine(), address).clock(clk).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
+        RegisteredMemory src = w.engine().allocate(8 * 1024, Location.CPU, Permission.READ_WRITE);
+        var state = server.master().state();
+        try {
+            long before = state.reservedBytes();
+            List<MemorySegment> vals = List.of(src.segment().asSlice(0, 1024), src.segment().asSlice(1024, 1024));
+            long commits = calls("Commit");
+            w.putBatchFrom(List.of("t/fresh/a", "t/fresh/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(2, calls("Commit") - commits, "reserve, then commit");
+            long held = state.reservedBytes();
+            assertTrue(held > before, "this client holds a reservation");
+            // silent for longer than the freshness window: the master may have released it, so it is not written into
+            clk.advance(Duration.ofSeconds(4));
+            w.putBatchFrom(List.of("t/fresh/c", "t/fresh/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(4, calls("Commit") - commits, "retire and reserve again, then commit");
+            assertEquals(held, state.reservedBytes(), "the stale reservation was retired, not leaked");
+            w.close();
+            assertEquals(before, state.reservedBytes(), "closing retires what the client held");
+            assertTrue(requester.existsBatch(List.of("t/fresh/a", "t/fresh/b", "t/fresh/c", "t/fresh/d")).stream().allMatch(Outcome::get));
+            requester.removeByRegex("t/fresh/.*", true);
+        } finally {
+            w.close();
+        }
+    }
+
     @Test
     void largeBatchGetOutlivingTheLeaseStillReturnsEveryValueAndNeverAStaleOne() throws Exception {
         // each clock read moves time 1 s, so reading 100 values one after another spans 10 leases

@@ -19,7 +19,8 @@ import org.tent4j.testkit.ChildJvm;
 /**
  * A store client in its own JVM that contributes a segment, driven over stdin/stdout by {@link Node}: {@code PUT key
  * size seed replicas} answers {@code OK <crc>}, {@code GET key} answers {@code OK <crc> <size>}, failures answer
- * {@code ERR <error> <message>}; {@code EXIT} ends it.
+ * {@code ERR <error> <message>}; {@code PUTBATCH prefix count size seed replicas} puts {@code prefix0..} in one batch
+ * (through a reservation) and answers {@code OK <crc of each, comma-separated>}; {@code EXIT} ends it.
  */
 public final class NodeProcess {
     public static void main(String[] args) throws Exception {
@@ -39,6 +40,31 @@ public final class NodeProcess {
                             byte[] v = value(Integer.parseInt(w[2]), Long.parseLong(w[3]));
                             client.put(w[1], v, ReplicateConfig.replicas(Integer.parseInt(w[4])));
                             out.println("OK " + crc(v));
+                        }
+                        case "PUTBATCH" -> {
+                            int count = Integer.parseInt(w[2]);
+                            int size = Integer.parseInt(w[3]);
+                            java.util.List<String> keys = new java.util.ArrayList<>();
+                            java.util.List<java.lang.foreign.MemorySegment> values = new java.util.ArrayList<>();
+                            StringBuilder crcs = new StringBuilder();
+                            var mem = engine.allocate((long) count * size, org.tent4j.api.Location.CPU, org.tent4j.api.Permission.READ_WRITE);
+                            try {
+                                for (int i = 0; i < count; i++) {
+                                    byte[] v = value(size, Long.parseLong(w[4]) + i);
+                                    var slice = mem.segment().asSlice((long) i * size, size);
+                                    java.lang.foreign.MemorySegment.copy(java.lang.foreign.MemorySegment.ofArray(v), 0, slice, 0, size);
+                                    keys.add(w[1] + i);
+                                    values.add(slice);
+                                    crcs.append(i == 0 ? "" : ",").append(crc(v));
+                                }
+                                var outcomes = client.putBatchFrom(keys, values, ReplicateConfig.replicas(Integer.parseInt(w[5])));
+                                for (var o : outcomes) {
+                                    o.get();
+                                }
+                            } finally {
+                                engine.unregister(mem);
+                            }
+                            out.println("OK " + crcs);
                         }
                         case "GET" -> {
                             byte[] v = client.get(w[1]);

@@ -41,8 +41,10 @@ class StoreProcessesTest {
     @Test
     void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
         master = ChildJvm.start(MasterMain.class, "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "-1", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
-        String address = "127.0.0.1:" + master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
+                "--admin-port", "0", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
+        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+        String address = "127.0.0.1:" + listening[1];
+        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
         NodeProcess.Node[] nodes = new NodeProcess.Node[3];
         for (int i = 0; i < 3; i++) {
             nodes[i] = new NodeProcess.Node(address, 32 << 20);
@@ -72,6 +74,11 @@ class StoreProcessesTest {
             affected += onVictim[i] ? 1 : 0;
         }
         assertTrue(affected > 0, "some replicas sit on the client about to be killed");
+        // the victim puts a batch through a reservation: the rest of its reservation is held when it dies
+        String[] batchCrcs = okString(victim.call("PUTBATCH v/ 32 4096 7000 1")).split(",");
+        long reservedBefore = metric(metrics, "store_reserved_bytes");
+        long usedBefore = metric(metrics, "store_used_bytes");
+        assertTrue(reservedBefore > 0, "the victim holds a reservation");
         long killedAt = System.nanoTime();
         victim.kill();
         // before the master notices: reads fail over from the dead client's replicas to the live ones
@@ -87,6 +94,16 @@ class StoreProcessesTest {
         master.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
         System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
                 keys, affected, failoverNanos / 1_000_000, (System.nanoTime() - killedAt) / 1_000_000);
+        // its reservation came back with it; its committed values on live segments stay readable
+        assertEquals(0, metric(metrics, "store_reserved_bytes"), "a dead client's reservation is released at expiry");
+        assertTrue(metric(metrics, "store_used_bytes") <= usedBefore - reservedBefore + (long) keys * 2 * SIZE,
+                "used bytes dropped by the released reservation (puts during the TTL window aside)");
+        for (int i = 0; i < batchCrcs.length; i++) {
+            String got = nodes[0].call("GET v/" + i);
+            if (!got.startsWith("ERR OBJECT_NOT_FOUND")) { // its replica was on the victim's own segment
+                assertEquals("OK " + batchCrcs[i] + " 4096", got, "v/" + i);
+            }
+        }
         for (int i = 0; i < keys; i++) {
             List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
             assertEquals(onVictim[i] ? 1 : 2, rs.size(), "k/" + i + " keeps its surviving replicas only: " + rs);
@@ -106,6 +123,20 @@ class StoreProcessesTest {
         for (int i = 0; i < keys; i++) {
             assertTrue(nodes[2].call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
             assertEquals("OK " + fresh[i] + " " + SIZE, nodes[0].call("GET n/" + i));
+        }
+    }
+
+    private static String okString(String reply) {
+        assertTrue(reply.startsWith("OK "), reply);
+        return reply.substring(3);
+    }
+
+    private static long metric(String url, String name) throws Exception {
+        try (var http = java.net.http.HttpClient.newHttpClient()) {
+            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            return body.lines().filter(l -> l.startsWith(name + " ")).mapToLong(l -> Long.parseLong(l.substring(name.length() + 1)))
+                    .findFirst().orElseThrow(() -> new AssertionError("no metric " + name + " in " + url));
         }
     }
 
