@@ -77,6 +77,12 @@ public final class StoreClient implements AutoCloseable {
      * writing into space that may be handed to others.
      */
     static final long RESERVATION_FRESH_NANOS = 3_000_000_000L;
+    /**
+     * A reservation left unused this long is retired, not written into: the master releases one unused for its put
+     * release timeout (600 s by default) even while its client lives, and bytes written after that could land in space
+     * handed to another object. A tenth of the default leaves the margin on this side.
+     */
+    static final long RESERVATION_IDLE_NANOS = 60_000_000_000L;
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
@@ -430,10 +436,13 @@ public final class StoreClient implements AutoCloseable {
         final long[] ids;
         final ReplicaLocation[] ranges;
         long carved;
+        /** When the master last answered a call that used this reservation (this client's clock, so never early). */
+        long usedAt;
 
-        Reserved(long[] ids, ReplicaLocation[] ranges) {
+        Reserved(long[] ids, ReplicaLocation[] ranges, long usedAt) {
             this.ids = ids;
             this.ranges = ranges;
+            this.usedAt = usedAt;
         }
 
         long room() {
@@ -476,6 +485,10 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         Reserved res = pool.poll();
+        if (res != null && now - res.usedAt > RESERVATION_IDLE_NANOS) {
+            retire.add(res);
+            res = null;
+        }
         if (res == null || res.room() < need) {
             if (clock.nanoTime() - reserveRefusedAt < 1_000_000_000L && reserveRefusedAt != Long.MIN_VALUE) {
                 if (res != null) {
@@ -489,7 +502,7 @@ public final class StoreClient implements AutoCloseable {
             }
             org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), retire, ask, config.replicas()));
             lastMasterContact = now;
-            res = granted(r, config.replicas());
+            res = granted(r, config.replicas(), now);
             if (res == null) {
                 reserveRefusedAt = clock.nanoTime();
                 return null;
@@ -550,8 +563,10 @@ public final class StoreClient implements AutoCloseable {
                 out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
             }
         }
-        Reserved next = done ? granted(r, config.replicas()) : res;
+        Reserved next = done ? granted(r, config.replicas(), asked) : res;
         if (next != null) {
+            // asked, not now: the master touched the reservation after this call was sent, never before
+            next.usedAt = asked;
             pool.add(next);
         }
         return out;
@@ -571,7 +586,7 @@ public final class StoreClient implements AutoCloseable {
         return b.build();
     }
 
-    private static Reserved granted(org.tent4j.store.proto.CommitResponse r, int replicas) {
+    private static Reserved granted(org.tent4j.store.proto.CommitResponse r, int replicas, long askedAt) {
         if (r.getGrantedCount() != replicas) {
             if (r.getRefillStatus().getCode() != 0) {
                 LOG.debug("no reservation: {}", r.getRefillStatus().getMessage());
@@ -584,7 +599,7 @@ public final class StoreClient implements AutoCloseable {
             ids[j] = r.getGranted(j).getId();
             ranges[j] = Wire.replica(r.getGranted(j).getRange());
         }
-        return new Reserved(ids, ranges);
+        return new Reserved(ids, ranges, askedAt);
     }
 
     /** Adds writes of every part into every replica (consecutively within each replica). */

@@ -454,11 +454,21 @@ public final class MasterState {
 
     /** Gives back what was never committed; the caller holds {@code r.owner.reserved}. */
     private void release(Reservation r) {
+        release(r, Long.MIN_VALUE);
+    }
+
+    /**
+     * As {@link #release(Reservation)}, but the uncommitted rest waits until {@code parkUntil} before it can be handed
+     * out again (unless that is {@code Long.MIN_VALUE}): a client that went silent may still be writing into it.
+     */
+    private void release(Reservation r, long parkUntil) {
         if (r.released) {
             return;
         }
         r.released = true;
-        if (r.end > r.mark) {
+        if (r.end > r.mark && parkUntil != Long.MIN_VALUE) {
+            park(new long[] {ObjectRecord.pack(r.seg.index, r.mark)}, r.end - r.mark, parkUntil);
+        } else if (r.end > r.mark) {
             r.seg.free(r.mark, r.end - r.mark);
         }
         r.mark = r.end;
@@ -467,11 +477,12 @@ public final class MasterState {
         reservationsReleased.increment();
     }
 
-    private void releaseAll(ClientRecord client, long unusedSince) {
+    /** Releases the client's reservations unused since {@code unusedSince}, their rest parked until {@code parkUntil}. */
+    private void releaseAll(ClientRecord client, long unusedSince, long parkUntil) {
         synchronized (client.reserved) {
             for (Reservation r : new ArrayList<>(client.reserved)) {
                 if (r.lastUsed <= unusedSince) {
-                    release(r);
+                    release(r, parkUntil);
                 }
             }
         }
@@ -891,7 +902,7 @@ public final class MasterState {
         List<String> expired = expireClients(now);
         for (ClientRecord client : clients.values()) {
             // a reservation untouched as long as an abandoned put's space is held: its writer is gone
-            releaseAll(client, now - config.putReleaseTimeout().toNanos());
+            releaseAll(client, now - config.putReleaseTimeout().toNanos(), Long.MIN_VALUE);
         }
         int reclaimed = 0;
         long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
@@ -913,7 +924,8 @@ public final class MasterState {
         for (ClientRecord client : clients.values()) {
             if (now - client.lastSeen > ttl && clients.remove(client.id, client)) {
                 expired.add(client.id);
-                releaseAll(client, Long.MAX_VALUE);
+                // as an abandoned put's space: a client silent past its TTL may only be stalled, and still writing
+                releaseAll(client, Long.MAX_VALUE, now + config.putReleaseTimeout().toNanos());
                 clientsExpired.increment();
                 gone.addAll(client.segments);
             }

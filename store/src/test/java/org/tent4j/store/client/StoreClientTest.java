@@ -256,6 +256,34 @@ class StoreClientTest {
     }
 
     @Test
+    void aReservationIdleForAMinuteIsRetiredEvenWhileHeartbeatsKeepTheMasterFresh() {
+        // the master releases a live client's reservation once unused for its put release timeout; the client must
+        // stop writing into one long before that, whatever its heartbeats say
+        org.tent4j.store.ManualClock clk = new org.tent4j.store.ManualClock();
+        StoreClient w = StoreClient.builder(engine(), address).clock(clk).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
+        RegisteredMemory src = w.engine().allocate(8 * 1024, Location.CPU, Permission.READ_WRITE);
+        var state = server.master().state();
+        try {
+            List<MemorySegment> vals = List.of(src.segment().asSlice(0, 1024), src.segment().asSlice(1024, 1024));
+            long commits = calls("Commit");
+            w.putBatchFrom(List.of("t/idle/a", "t/idle/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(2, calls("Commit") - commits, "reserve, then commit");
+            long held = state.reservedBytes();
+            for (int i = 0; i < 61; i++) {
+                clk.advance(Duration.ofSeconds(1));
+                w.heartbeat();
+            }
+            w.putBatchFrom(List.of("t/idle/c", "t/idle/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            assertEquals(4, calls("Commit") - commits, "the idle reservation retired and a fresh one asked for, then commit");
+            assertEquals(held, state.reservedBytes(), "the idle reservation was retired, not leaked");
+            assertTrue(requester.existsBatch(List.of("t/idle/a", "t/idle/b", "t/idle/c", "t/idle/d")).stream().allMatch(Outcome::get));
+            requester.removeByRegex("t/idle/.*", true);
+        } finally {
+            w.close();
+        }
+    }
+
+    @Test
     void largeBatchGetOutlivingTheLeaseStillReturnsEveryValueAndNeverAStaleOne() throws Exception {
         // each clock read moves time 1 s, so reading 100 values one after another spans 10 leases
         AtomicLong now = new AtomicLong();
