@@ -22,11 +22,6 @@ final class OpenEngines implements AfterEachCallback {
         return engine;
     }
 
-    /** For an engine the test closes itself. */
-    void forget(TransferEngine engine) {
-        engines.remove(engine);
-    }
-
     @Override
     public void afterEach(ExtensionContext context) {
         engines.forEach(TransferEngine::close);
