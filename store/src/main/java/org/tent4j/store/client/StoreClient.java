@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -29,10 +30,16 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.master.MasterState;
+import org.tent4j.store.master.RangeAllocator;
+import org.tent4j.store.proto.CommitItem;
+import org.tent4j.store.proto.CommitRequest;
+import org.tent4j.store.proto.CommitResponse;
 import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReplicaListResponse;
+import org.tent4j.store.proto.ReserveRequest;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.rpc.Wire;
 
@@ -66,7 +73,7 @@ public final class StoreClient implements AutoCloseable {
     private final ScheduledExecutorService heartbeats;
     private final long reservationBytes;
     /** Reservations not in use by a batch, by replica count; a batch takes one, carves it, and puts it back. */
-    private final Map<Integer, java.util.concurrent.ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
+    private final Map<Integer, ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
     /** When a reservation was last refused (no room): the next ask waits a second, so full stores cost no extra call. */
     private volatile long reserveRefusedAt = Long.MIN_VALUE;
     /** When the master last answered a ping or a commit. */
@@ -170,9 +177,9 @@ public final class StoreClient implements AutoCloseable {
          * zero: every put takes two round trips.
          */
         public Builder reservationBytes(long bytes) {
-            if (bytes < 0 || bytes > org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES) {
+            if (bytes < 0 || bytes > MasterState.MAX_RESERVATION_BYTES) {
                 throw new IllegalArgumentException("reservation bytes must be in [0, "
-                        + org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES + "]: " + bytes);
+                        + MasterState.MAX_RESERVATION_BYTES + "]: " + bytes);
             }
             this.reservationBytes = bytes;
             return this;
@@ -385,8 +392,7 @@ public final class StoreClient implements AutoCloseable {
             firstMove[i] = writes.size();
             PutStartResponse t = tickets.get(i);
             if (t.getStatus().getCode() != 0) {
-                StoreException e = error(t.getStatus());
-                out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+                out.set(i, refused(t.getStatus()));
             } else {
                 addWrites(writes, Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
             }
@@ -451,7 +457,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private boolean reservable(List<MemorySegment> sources, ReplicateConfig c) {
-        if (reservationBytes == 0 || sources.isEmpty() || sources.size() > org.tent4j.store.master.MasterState.MAX_COMMIT_ITEMS
+        if (reservationBytes == 0 || sources.isEmpty() || sources.size() > MasterState.MAX_COMMIT_ITEMS
                 || !c.preferredSegments().isEmpty() || c.preferLocalHost() || c.softPin() || c.hardPin()
                 || !c.excludedSegments().isEmpty() || c.replicas() < 1) {
             return false;
@@ -469,13 +475,13 @@ public final class StoreClient implements AutoCloseable {
         int n = keys.size();
         long need = 0;
         for (MemorySegment s : sources) {
-            need += org.tent4j.store.master.RangeAllocator.aligned(s.byteSize());
+            need += RangeAllocator.aligned(s.byteSize());
         }
-        long ask = Math.min(org.tent4j.store.master.MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, 2 * need));
+        long ask = Math.min(MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, 2 * need));
         if (need > ask) {
             return null;
         }
-        var pool = reserved.computeIfAbsent(config.replicas(), r -> new java.util.concurrent.ConcurrentLinkedQueue<>());
+        var pool = reserved.computeIfAbsent(config.replicas(), r -> new ConcurrentLinkedQueue<>());
         long now = clock.nanoTime();
         List<Reserved> retire = new ArrayList<>();
         if (lastMasterContact == Long.MIN_VALUE || now - lastMasterContact > RESERVATION_FRESH_NANOS) {
@@ -500,7 +506,7 @@ public final class StoreClient implements AutoCloseable {
             if (res != null) {
                 retire.add(res);
             }
-            org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(List.of(), retire, ask, config.replicas()));
+            CommitResponse r = master.commit(commitRequest(List.of(), retire, ask, config.replicas()));
             lastMasterContact = now;
             res = granted(r, config.replicas(), now);
             if (res == null) {
@@ -513,7 +519,7 @@ public final class StoreClient implements AutoCloseable {
         int[] firstMove = new int[n + 1];
         for (int i = 0; i < n; i++) {
             offset[i] = res.carved;
-            res.carved += org.tent4j.store.master.RangeAllocator.aligned(sources.get(i).byteSize());
+            res.carved += RangeAllocator.aligned(sources.get(i).byteSize());
             firstMove[i] = writes.size();
             for (ReplicaLocation range : res.ranges) {
                 writes.add(false, range, offset[i], sources.get(i));
@@ -522,7 +528,7 @@ public final class StoreClient implements AutoCloseable {
         firstMove[n] = writes.size();
         writes.run();
         List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(n, null));
-        List<org.tent4j.store.proto.CommitItem> items = new ArrayList<>(n);
+        List<CommitItem> items = new ArrayList<>(n);
         List<Integer> itemIdx = new ArrayList<>(n);
         boolean writeFailed = false;
         for (int i = 0; i < n; i++) {
@@ -533,7 +539,7 @@ public final class StoreClient implements AutoCloseable {
                 writeFailed = true;
                 continue;
             }
-            var item = org.tent4j.store.proto.CommitItem.newBuilder().setKey(keys.get(i)).setSize(sources.get(i).byteSize());
+            var item = CommitItem.newBuilder().setKey(keys.get(i)).setSize(sources.get(i).byteSize());
             for (int j = 0; j < res.ranges.length; j++) {
                 item.addReservation(res.ids[j]).addAddress(res.ranges[j].address() + offset[i]);
             }
@@ -543,7 +549,7 @@ public final class StoreClient implements AutoCloseable {
         // a segment that failed a write may be gone: stop using this reservation
         boolean done = writeFailed || res.room() < need;
         long asked = clock.nanoTime();
-        org.tent4j.store.proto.CommitResponse r = master.commit(commitRequest(items, done ? List.of(res) : List.of(), done ? ask : 0, config.replicas()));
+        CommitResponse r = master.commit(commitRequest(items, done ? List.of(res) : List.of(), done ? ask : 0, config.replicas()));
         lastMasterContact = asked;
         if (r.getItemsCount() != items.size()) {
             // refused as a whole: nothing was committed, and what this reservation holds is unknown
@@ -559,8 +565,7 @@ public final class StoreClient implements AutoCloseable {
             if (st.getCode() == 0) {
                 out.set(i, Outcome.of(PutResult.STORED));
             } else {
-                StoreException e = error(st);
-                out.set(i, e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+                out.set(i, refused(st));
             }
         }
         Reserved next = done ? granted(r, config.replicas(), asked) : res;
@@ -572,21 +577,27 @@ public final class StoreClient implements AutoCloseable {
         return out;
     }
 
-    private org.tent4j.store.proto.CommitRequest commitRequest(List<org.tent4j.store.proto.CommitItem> items, List<Reserved> retire,
+    private CommitRequest commitRequest(List<CommitItem> items, List<Reserved> retire,
                                                               long refillBytes, int replicas) {
-        var b = org.tent4j.store.proto.CommitRequest.newBuilder().setClientId(clientId).addAllItems(items);
+        var b = CommitRequest.newBuilder().setClientId(clientId).addAllItems(items);
         for (Reserved r : retire) {
             for (long id : r.ids) {
                 b.addRetire(id);
             }
         }
         if (refillBytes > 0) {
-            b.setRefill(org.tent4j.store.proto.ReserveRequest.newBuilder().setBytes(refillBytes).setReplicas(replicas).setWriterHost(host));
+            b.setRefill(ReserveRequest.newBuilder().setBytes(refillBytes).setReplicas(replicas).setWriterHost(host));
         }
         return b.build();
     }
 
-    private static Reserved granted(org.tent4j.store.proto.CommitResponse r, int replicas, long askedAt) {
+    /** A batch item the master refused: the key being there already is an answer, anything else a failure. */
+    private static Outcome<PutResult> refused(Status st) {
+        StoreException e = error(st);
+        return e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e);
+    }
+
+    private static Reserved granted(CommitResponse r, int replicas, long askedAt) {
         if (r.getGrantedCount() != replicas) {
             if (r.getRefillStatus().getCode() != 0) {
                 LOG.debug("no reservation: {}", r.getRefillStatus().getMessage());
