@@ -98,8 +98,8 @@ class SelectionAgreementTest {
                         cases++;
                     }
                     // left open until the test ends: a closed initiator's control port can be handed to the next
-                    // one at once, and the target may not have seen the old connection close yet, so it would refuse
-                    // the new engine's claim to the same name (a peer restarted on one address, not what this tests)
+                    // one at once, and the new engine's claim to the same name would then wait for the target to see
+                    // the old connection close (ControlPlaneTrustTest covers that; this test is about selection)
                 }
             }
         }

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,6 +43,7 @@ import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.AttributeKey;
+import io.netty.util.ReferenceCountUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,6 +70,11 @@ import org.tent4j.transport.netty.TokenAuthHandler;
  * listener, and correlation ids are random besides); a caller's segment name is bound to the first connection that
  * claims it for as long as that connection lives, so another connection cannot act in its name; and frame sizes,
  * connections, requests waiting for a worker and idle time are bounded by {@link Settings}.
+ *
+ * <p>A peer that restarts on the same host reconnects under its old name, and its first request can arrive before
+ * this node has seen the old connection close. So a connection whose first claim meets a live owner holds its frames
+ * (reading nothing more) until the owner closes or {@link Settings#claimWait()} passes, once per connection: then it
+ * is served or refused as usual.
  */
 public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ControlPlaneNode.class);
@@ -100,6 +107,14 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             if (!callTimeout.isPositive()) {
                 throw new ConfigException(CoreKey.CONTROL_CALL_TIMEOUT, "must be > 0, got " + callTimeout);
             }
+        }
+
+        /**
+         * How long a connection's first claim of a name waits for the name's live owner to close: half the call
+         * timeout, so a caller with the same settings hears the refusal before its call times out.
+         */
+        public Duration claimWait() {
+            return callTimeout.dividedBy(2);
         }
 
         public static Settings from(OptionValues core) {
@@ -159,6 +174,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private final AtomicInteger requestsInFlight = new AtomicInteger();
     private final LongAdder strayReplies = new LongAdder();
     private final LongAdder refusedCallers = new LongAdder();
+    private final LongAdder heldClaims = new LongAdder();
     private final LongAdder refusedRequests = new LongAdder();
     private final LongAdder refusedConnections = new LongAdder();
     private final LongAdder badFrames = new LongAdder();
@@ -218,6 +234,11 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     /** Requests refused because their caller name belongs to another live connection. */
     public long refusedCallers() {
         return refusedCallers.sum();
+    }
+
+    /** Connections whose first claim waited for the name's previous, still open connection. */
+    public long heldClaims() {
+        return heldClaims.sum();
     }
 
     /** Requests refused with TOO_MANY_REQUESTS or for exceeding their service's request size. */
@@ -432,16 +453,38 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         private final AtomicInteger inFlight = new AtomicInteger();
         /** The caller name this connection claimed with its first request. */
         private String caller;
+        /** Frames held, in order, while this connection's first claim waits for the name's owner; else null. */
+        private ArrayDeque<ByteBuf> held;
+        private ScheduledFuture<?> claimTimer;
+        /** A connection waits for a name's owner at most once; later collisions are refused at once. */
+        private boolean claimWaited;
 
         @Override
         protected void channelRead0(ChannelHandlerContext ctx, ByteBuf in) {
+            if (held != null) {
+                // auto-read is off, so only the rest of the last read comes here: bounded by the read buffer
+                held.add(in.retain());
+                return;
+            }
+            dispatch(ctx, in);
+        }
+
+        private void dispatch(ChannelHandlerContext ctx, ByteBuf in) {
             Channel ch = ctx.channel();
+            int start = in.readerIndex();
             byte kind = in.readByte();
             long id = in.readLong();
             String service = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
             String claimed = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
             switch (kind) {
-                case REQUEST -> onRequest(ch, id, service, claimed, in);
+                case REQUEST -> {
+                    Channel owner = liveOwnerToWaitFor(ch, claimed);
+                    if (owner != null) {
+                        holdUntilClosed(ctx, owner, in.readerIndex(start).retain());
+                    } else {
+                        onRequest(ch, id, service, claimed, in);
+                    }
+                }
                 case REPLY, ERROR -> onReply(ch, kind, id, service, claimed, in);
                 default -> {
                     badFrames.increment();
@@ -519,6 +562,55 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
         }
 
+        /** The live connection that owns {@code claimed}, if this connection's first claim should wait for it. */
+        private Channel liveOwnerToWaitFor(Channel ch, String claimed) {
+            if (caller != null || claimWaited) {
+                return null;
+            }
+            Channel owner = callers.get(claimed);
+            return owner != null && owner != ch && owner.isActive() ? owner : null;
+        }
+
+        private void holdUntilClosed(ChannelHandlerContext ctx, Channel owner, ByteBuf first) {
+            claimWaited = true;
+            heldClaims.increment();
+            log.debug("control plane of '{}': holding {} until the previous connection of its caller ({}) closes, at most {}",
+                    localSegment, ctx.channel().remoteAddress(), owner.remoteAddress(), settings.claimWait());
+            held = new ArrayDeque<>();
+            held.add(first);
+            ctx.channel().config().setAutoRead(false);
+            claimTimer = ctx.executor().schedule(() -> release(ctx), settings.claimWait().toNanos(), TimeUnit.NANOSECONDS);
+            owner.closeFuture().addListener(f -> ctx.executor().execute(() -> release(ctx)));
+        }
+
+        /** Handles the held frames in order: claims now succeed if the owner closed, and are refused if it did not. */
+        private void release(ChannelHandlerContext ctx) {
+            if (held == null) {
+                return;
+            }
+            claimTimer.cancel(false);
+            ArrayDeque<ByteBuf> frames = held;
+            held = null;
+            try {
+                for (ByteBuf f; (f = frames.poll()) != null; ) {
+                    try {
+                        if (ctx.channel().isActive()) {
+                            dispatch(ctx, f);
+                        }
+                    } finally {
+                        f.release();
+                    }
+                }
+            } catch (RuntimeException e) {
+                frames.forEach(ReferenceCountUtil::release);
+                exceptionCaught(ctx, e);
+                return;
+            }
+            if (ctx.channel().isWritable()) {
+                ctx.channel().config().setAutoRead(true);
+            }
+        }
+
         /** Binds {@code claimed} to this connection; why not, or {@code null} if it is this connection's name. */
         private String claim(Channel ch, String claimed) {
             if (caller != null) {
@@ -558,7 +650,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
         @Override
         public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            if (ctx.channel().isWritable()) {
+            if (ctx.channel().isWritable() && held == null) {
                 ctx.channel().config().setAutoRead(true);
             }
             ctx.fireChannelWritabilityChanged();
@@ -578,6 +670,11 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         public void channelInactive(ChannelHandlerContext ctx) {
             // Calls waiting on this connection can never be answered now.
             String remote = String.valueOf(ctx.channel().remoteAddress());
+            if (held != null) {
+                claimTimer.cancel(false);
+                held.forEach(ReferenceCountUtil::release);
+                held = null;
+            }
             if (caller != null) {
                 callers.remove(caller, ctx.channel());
             }

@@ -96,6 +96,10 @@ class ControlPlaneTrustTest {
 
     @Test
     void aCallerNameIsBoundToTheConnectionThatClaimedIt() throws Exception {
+        // a short call timeout, so the attacker's claim waits half a second for the victim's connection to close
+        node.close();
+        node = new ControlPlaneNode("127.0.0.1", 0, workers, settings(Map.of(CoreKey.CONTROL_CALL_TIMEOUT, "1s")));
+        node.serve("whoami", (caller, req) -> caller.getBytes(StandardCharsets.UTF_8));
         try (RawControlClient victim = new RawControlClient(node.port());
              RawControlClient attacker = new RawControlClient(node.port())) {
             victim.send(RawControlClient.REQUEST, 1, "whoami", "victim", new byte[0]);
@@ -112,6 +116,34 @@ class ControlPlaneTrustTest {
             victim.send(RawControlClient.REQUEST, 4, "whoami", "victim", new byte[0]);
             assertEquals("victim", victim.read().text());
             assertEquals(2, node.refusedCallers());
+            assertEquals(1, node.heldClaims());
+        }
+    }
+
+    @Test
+    void aRestartedPeersNewConnectionIsServedInOrderOnceItsOldConnectionCloses() throws Exception {
+        RawControlClient before = new RawControlClient(node.port());
+        try (RawControlClient after = new RawControlClient(node.port())) {
+            before.send(RawControlClient.REQUEST, 1, "whoami", "b", new byte[0]);
+            assertEquals("b", before.read().text());
+
+            // the restarted peer's requests arrive while the node still sees its old connection open
+            after.send(RawControlClient.REQUEST, 2, "whoami", "b", new byte[0]);
+            after.send(RawControlClient.REQUEST, 3, "whoami", "b", "second".getBytes());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (node.heldClaims() == 0 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(1, node.heldClaims(), "the new connection's claim waits for the old connection");
+
+            before.close();
+            RawControlClient.Frame first = after.read();
+            RawControlClient.Frame second = after.read();
+            assertEquals(2, first.id());
+            assertEquals("b", first.text());
+            assertEquals(3, second.id());
+            assertEquals("b", second.text());
+            assertEquals(0, node.refusedCallers());
         }
     }
 }
