@@ -18,11 +18,12 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 sum_field() { # sum of a numeric JSON field over the given files
   python3 - "$@" <<'PY'
 import json, sys
-field = sys.argv[1]; tot = 0.0; p50 = []
+field = sys.argv[1]; tot = 0.0; p50 = []; bad = 0
 for f in sys.argv[2:]:
     line = [l for l in open(f) if l.startswith('{')][-1]
     d = json.loads(line); tot += d[field]; p50.append(d.get('callP50Us', 0))
-print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us)")
+    bad += d.get('errors', 0) + d.get('mismatches', 0)
+print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us){f' ERRORS/MISMATCHES {bad}' if bad else ''}")
 PY
 }
 
