@@ -24,6 +24,11 @@ import org.tent4j.store.proto.Segment;
 public final class SegmentTable {
     /** Most segments one answer's table may name: far above any store's mounted segments. */
     public static final int MAX_SEGMENTS = 65_536;
+    /**
+     * Most replicas one key may come with: far above any replica count a master grants (8 by default), and low enough
+     * that an answer within the message limit cannot make the client build millions of locations for one key.
+     */
+    public static final int MAX_REPLICAS = 1024;
 
     private final Map<String, Integer> index = new HashMap<>();
     private final List<Segment> segments = new ArrayList<>();
@@ -58,7 +63,8 @@ public final class SegmentTable {
     /**
      * Decodes {@code answer} to the replicas of {@code keys}, refusing (RPC_FAIL, naming the master, key and index) an
      * answer with another item count, a table larger than {@link #MAX_SEGMENTS} or than the replicas it serves, a
-     * replica index outside the table, or an item whose indexes and addresses differ in count. Items in the string
+     * replica index outside the table, a key with over {@link #MAX_REPLICAS} replicas, or an item whose indexes and
+     * addresses differ in count. Items in the string
      * form (a master that was not asked for a table) decode too.
      */
     public static Decoded decode(BatchReplicaListResponse answer, List<String> keys, String master) {
@@ -88,6 +94,10 @@ public final class SegmentTable {
             if (n != it.getReplicaAddressCount() || (n > 0 && it.getReplicasCount() > 0)) {
                 throw refused(master, "sent key '" + keys.get(k) + "' with " + n + " segment indexes, "
                         + it.getReplicaAddressCount() + " addresses and " + it.getReplicasCount() + " named replicas");
+            }
+            if (Math.max(n, it.getReplicasCount()) > MAX_REPLICAS) {
+                throw refused(master, "sent key '" + keys.get(k) + "' with " + Math.max(n, it.getReplicasCount())
+                        + " replicas (at most " + MAX_REPLICAS + ")");
             }
             if (n == 0) {
                 replicas.add(Wire.replicas(it.getReplicasList()));

@@ -105,6 +105,21 @@ class SegmentTableTest {
     }
 
     @Test
+    void aKeyWithMoreReplicasThanAnyMasterGrantsIsRefused() {
+        ReplicaListResponse.Builder item = ReplicaListResponse.newBuilder().setSize(1);
+        for (int j = 0; j <= SegmentTable.MAX_REPLICAS; j++) {
+            item.addReplicaSegment(0).addReplicaAddress(64L * j);
+        }
+        refused(BatchReplicaListResponse.newBuilder().addSegments(seg("s")).addItems(item).build(), List.of("k0"),
+                "key 'k0' with " + (SegmentTable.MAX_REPLICAS + 1) + " replicas");
+        ReplicaListResponse.Builder named = ReplicaListResponse.newBuilder().setSize(1);
+        for (int j = 0; j <= SegmentTable.MAX_REPLICAS; j++) {
+            named.addReplicas(Wire.replica(A1));
+        }
+        refused(BatchReplicaListResponse.newBuilder().addItems(named).build(), List.of("k0"), "key 'k0' with 1025 replicas");
+    }
+
+    @Test
     void mismatchedCountsAreRefused() {
         BatchReplicaListResponse good = encode(List.of(List.of(A1), List.of(B1)));
         refused(good, List.of("k0"), "answered 2 items for 1 keys");
