@@ -1,6 +1,8 @@
 #!/bin/bash
 # Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "Issue 11").
 #   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" /tmp/base .
+# Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
+# fetch per thread, then reads without the master; a build without that mode prints n/a).
 # Every build must have run `./mvnw -B -ntp -o -pl store -am -DskipTests package`. Per build and case: a fresh master,
 # two store-nodes of 1 GiB, two store-bench processes at once (2 threads each); the figure is their sum. The build
 # order is reversed every round. Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
@@ -16,16 +18,20 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 sum_field() { # sum of a numeric JSON field over the given files
   python3 - "$@" <<'PY'
 import json, sys
-field = sys.argv[1]; tot = 0.0; p50 = []
+field = sys.argv[1]; tot = 0.0; p50 = []; bad = 0
 for f in sys.argv[2:]:
     line = [l for l in open(f) if l.startswith('{')][-1]
     d = json.loads(line); tot += d[field]; p50.append(d.get('callP50Us', 0))
-print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us)")
+    bad += d.get('errors', 0) + d.get('mismatches', 0)
+print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us){f' ERRORS/MISMATCHES {bad}' if bad else ''}")
 PY
 }
 
 one_case() { # build case
-  local R=$1 C=$2 tmp; tmp=$(mktemp -d)
+  local R=$1 C=$2 tmp
+  case $C in sget*) if ! grep -q get-session "$R/store/src/main/java/org/tent4j/store/cli/StoreBench.java"; then
+    echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)") n/a (no --mode get-session)"; return 0; fi ;; esac
+  tmp=$(mktemp -d)
   "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) > "$tmp/master" 2>&1 &
   local mpid=$!
   until grep -q LISTENING "$tmp/master" 2>/dev/null; do kill -0 $mpid 2>/dev/null || { cat "$tmp/master"; return 1; }; sleep 0.2; done
@@ -44,6 +50,10 @@ one_case() { # build case
     put1m) args=(--mode put --size 1m --warmup $WARM --duration $DUR); field=mibPerSecond ;;
     get1m) pre=(--mode put --size 1m --count 100 --warmup 0s)
            args=(--mode get --size 1m --count 100 --warmup $WARM --duration $DUR); field=mibPerSecond ;;
+    sget4k) pre=(--mode put --size 4k --batch 32 --count 16384 --warmup 0s)
+           args=(--mode get-session --size 4k --batch 32 --count 16384 --warmup $WARM --duration $DUR --verify) ;;
+    sget1m) pre=(--mode put --size 1m --count 100 --warmup 0s)
+           args=(--mode get-session --size 1m --count 100 --warmup $WARM --duration $DUR); field=mibPerSecond ;;
   esac
   if [ ${#pre[@]} -gt 0 ]; then
     "${B[@]}" "${pre[@]}" --prefix a > /dev/null 2>&1 & local p1=$!

@@ -1,5 +1,6 @@
 package org.tent4j.store.cli;
 
+import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -8,6 +9,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -18,10 +20,13 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.client.GetSession;
 import org.tent4j.store.client.Outcome;
 import org.tent4j.store.client.PutResult;
 import org.tent4j.store.client.StoreClient;
+import org.tent4j.store.rpc.MasterService;
 
 /**
  * {@code store-bench}: put / get / mixed load against a store, zero-copy from registered buffers, with batches and
@@ -33,36 +38,50 @@ public final class StoreBench {
     }
 
     public static void main(String[] args) throws Exception {
+        int rc = run(args, System.out, System.err);
+        if (rc != 0) {
+            System.exit(rc);
+        }
+    }
+
+    /** Runs the bench; returns the exit status (0 ok, 1 errors or mismatches, 2 bad arguments). */
+    static int run(String[] args, PrintStream out, PrintStream err) throws InterruptedException {
         Options o;
         try {
             o = new Options(args, Set.of("master", "mode", "size", "batch", "threads", "count", "replicas", "prefix",
                     "contribute", "control-host", "client-id", "warmup", "duration"), Set.of("verify", "json", "help"));
         } catch (IllegalArgumentException e) {
-            System.err.println("store-bench: " + e.getMessage());
-            System.exit(2);
-            return;
+            err.println("store-bench: " + e.getMessage());
+            return 2;
         }
         if (o.flag("help")) {
-            System.out.println("""
-                    usage: store-bench --master host:port [--mode put|get|mixed|exist] [--size 4k] [--batch 1] [--threads 4]
+            out.println("""
+                    usage: store-bench --master host:port [--mode put|get|get-session|mixed|exist] [--size 4k] [--batch 1] [--threads 4]
                                        [--count 1000 (per thread)] [--warmup 2s] [--duration 0s] [--replicas 1]
                                        [--prefix bench] [--contribute 0] [--verify] [--json] [--control-host ip]
                       put:   writes count values per thread (batch > 1 uses batch put)
                       get:   reads them back (run a put with the same prefix/threads/count first)
+                      get-session: reads them back through a GetSession per thread: one replica-list fetch for the
+                             thread's count keys (at most 65536), then reads without the master until the leases end,
+                             then one fetch again
                       mixed: each thread writes its values, then alternates a get of a written value with a put
                       exist: metadata only (batched exist checks of the keys a put wrote): the master's RPC rate
                       --warmup: runs the same load first for this long, unmeasured (puts go to <prefix>/<thread>/w<n>),
                                 so the figures are the JIT-compiled steady state
                       --duration: measures for this long instead of count ops per thread (put: keys go on past count;
                                   get, exist: cycle over the count keys)
+                      --verify: checks every value read (gets): each 512-byte block of a value starts with an 8-byte
+                                stamp of its key and block index, and the rest is one body shared by all values,
+                                compared byte for byte. So a value of another key, a block out of place or from another
+                                value, and any byte not as written are counted as mismatches; puts only rewrite the
+                                stamps, not the whole value
                       latency percentiles are per call (one batch call when --batch > 1)""");
-            return;
+            return 0;
         }
         String mode = o.string("mode", "put").toLowerCase(Locale.ROOT);
-        if (!Set.of("put", "get", "mixed", "exist").contains(mode)) {
-            System.err.println("store-bench: --mode must be put, get, mixed or exist: " + mode);
-            System.exit(2);
-            return;
+        if (!Set.of("put", "get", "get-session", "mixed", "exist").contains(mode)) {
+            err.println("store-bench: --mode must be put, get, get-session, mixed or exist: " + mode);
+            return 2;
         }
         long size = o.size("size", 4096);
         int batch = Math.max(1, o.integer("batch", 1));
@@ -73,6 +92,16 @@ public final class StoreBench {
         boolean verify = o.flag("verify");
         long warmupNanos = o.duration("warmup", Duration.ofSeconds(2)).toNanos();
         long durationNanos = o.duration("duration", Duration.ZERO).toNanos();
+        if (mode.equals("get-session") && count > MasterService.MAX_BATCH) {
+            err.println("store-bench: get-session fetches a thread's keys in one call of at most " + MasterService.MAX_BATCH
+                    + " keys: --count " + count);
+            return 2;
+        }
+        if (size > Integer.MAX_VALUE) {
+            err.println("store-bench: --size must be under 2 GiB: " + size);
+            return 2;
+        }
+        MemorySegment body = Values.body(size);
         EngineConfig.Builder cfg = EngineConfig.builder();
         if (o.string("control-host", null) != null) {
             cfg.set(EngineConfig.CONTROL_HOST, o.string("control-host", null));
@@ -92,7 +121,7 @@ public final class StoreBench {
                 Thread.ofPlatform().name("store-bench-" + t).start(() -> {
                     RegisteredMemory buf = engine.allocate(size * batch * 2, Location.CPU, Permission.READ_WRITE);
                     try {
-                        Worker w = new Worker(client, buf.segment(), size, batch, replicas, prefix + "/" + tid, verify, run);
+                        Worker w = new Worker(client, buf.segment(), body, size, batch, replicas, prefix + "/" + tid, verify, run);
                         synchronized (workers) {
                             workers.add(w);
                         }
@@ -113,7 +142,7 @@ public final class StoreBench {
             while (!done.await(1, java.util.concurrent.TimeUnit.SECONDS)) {
                 long now = System.nanoTime();
                 long n = run.ops.sum() + run.warmOps.sum();
-                System.err.printf("\r%s %s %6.1fs  %,d ops  %,.0f ops/s  %,.1f MiB/s  errors %d   ", mode,
+                err.printf("\r%s %s %6.1fs  %,d ops  %,.0f ops/s  %,.1f MiB/s  errors %d   ", mode,
                         run.measuring() ? "measure" : "warm-up", (now - run.begin) / 1e9, n, (n - lastOps) / ((now - last) / 1e9),
                         (n - lastOps) * size / ((now - last) / 1e9) / (1 << 20), run.errors.sum());
                 last = now;
@@ -123,27 +152,26 @@ public final class StoreBench {
             double secs = (end - Math.min(end, run.measureStart)) / 1e9;
             long n = run.ops.sum();
             long[] lat = Worker.merged(workers);
-            System.err.println();
+            err.println();
             if (o.flag("json")) {
-                System.out.printf(Locale.ROOT, "{\"mode\":\"%s\",\"size\":%d,\"batch\":%d,\"threads\":%d,\"replicas\":%d,\"ops\":%d,"
+                out.printf(Locale.ROOT, "{\"mode\":\"%s\",\"size\":%d,\"batch\":%d,\"threads\":%d,\"replicas\":%d,\"ops\":%d,"
                                 + "\"seconds\":%.3f,\"warmupSeconds\":%.3f,\"opsPerSecond\":%.1f,\"mibPerSecond\":%.1f,"
                                 + "\"callP50Us\":%.1f,\"callP99Us\":%.1f,\"callP999Us\":%.1f,\"calls\":%d,"
-                                + "\"errors\":%d,\"mismatches\":%d,\"verified\":%b}%n",
+                                + "\"errors\":%d,\"mismatches\":%d,\"verified\":%b,\"sessionFetches\":%d}%n",
                         mode, size, batch, threads, replicas, n, secs, warmupNanos / 1e9, n / secs, n * size / secs / (1 << 20),
-                        pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), lat.length, run.errors.sum(), run.mismatches.sum(), verify);
+                        pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), lat.length, run.errors.sum(), run.mismatches.sum(), verify,
+                        run.sessionFetches.sum());
             } else {
-                System.out.printf(Locale.ROOT, "%s: %,d ops of %d B (batch %d, %d threads, %d replicas) in %.2f s after %.1f s warm-up:"
+                out.printf(Locale.ROOT, "%s: %,d ops of %d B (batch %d, %d threads, %d replicas) in %.2f s after %.1f s warm-up:"
                                 + " %,.0f ops/s, %,.1f MiB/s; per call p50 %.0f us, p99 %.0f us, p99.9 %.0f us; %d errors%s%n",
                         mode, n, size, batch, threads, replicas, secs, warmupNanos / 1e9, n / secs, n * size / secs / (1 << 20),
                         pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), run.errors.sum(),
-                        verify ? ", " + run.mismatches.sum() + " CRC mismatches" : "");
+                        verify ? ", " + run.mismatches.sum() + " mismatches" : "");
             }
             if (firstErrorText[0] != null) {
-                System.err.println("first error: " + firstErrorText[0]);
+                err.println("first error: " + firstErrorText[0]);
             }
-            if (run.errors.sum() > 0 || run.mismatches.sum() > 0) {
-                System.exit(1);
-            }
+            return run.errors.sum() > 0 || run.mismatches.sum() > 0 ? 1 : 0;
         }
     }
 
@@ -163,6 +191,7 @@ public final class StoreBench {
         final LongAdder warmOps = new LongAdder();
         final LongAdder errors = new LongAdder();
         final LongAdder mismatches = new LongAdder();
+        final LongAdder sessionFetches = new LongAdder();
 
         Run(long warmupNanos, long durationNanos) {
             measureStart = begin + warmupNanos;
@@ -186,38 +215,104 @@ public final class StoreBench {
         return b.connect();
     }
 
+    /**
+     * The values' bytes: one body for every value of a run (the same in every process, so a reader can check what
+     * another wrote), with an 8-byte stamp of the key and the block index at the start of every {@link #BLOCK} bytes.
+     * A put rewrites only the stamps of its buffer (size / 512 stores), not the whole value, as redis-benchmark sends
+     * one buffer; a check compares the whole value byte for byte against the body with the key's stamps.
+     */
+    static final class Values {
+        static final int BLOCK = 512;
+
+        private Values() {
+        }
+
+        static MemorySegment body(long size) {
+            SplittableRandom r = new SplittableRandom(0x5EED_B0D7L);
+            MemorySegment b = MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size);
+            for (long k = 0; k + 8 <= size; k += 8) {
+                b.set(ValueLayout.JAVA_LONG_UNALIGNED, k, r.nextLong());
+            }
+            for (long k = size & ~7L; k < size; k++) {
+                b.set(ValueLayout.JAVA_BYTE, k, (byte) r.nextInt());
+            }
+            return b;
+        }
+
+        /** Writes the stamps of value {@code i} of {@code prefix} over a buffer that holds the body. */
+        static void stamp(MemorySegment s, String prefix, long i) {
+            long seed = seed(prefix, i);
+            long n = s.byteSize();
+            for (long at = 0, block = 0; at + 8 <= n; at += BLOCK, block++) {
+                s.set(ValueLayout.JAVA_LONG_UNALIGNED, at, stamp(seed, block));
+            }
+        }
+
+        static long seed(String prefix, long i) {
+            long h = (prefix.hashCode() * 0x9E3779B97F4A7C15L + i) * 0xBF58476D1CE4E5B9L;
+            return h ^ (h >>> 31);
+        }
+
+        static long stamp(long seed, long block) {
+            long h = (seed + block) * 0x94D049BB133111EBL;
+            return h ^ (h >>> 29);
+        }
+    }
+
     /** One thread's load; values are a function of the key so a reader can check them without the writer. */
     private static final class Worker {
         /** Latency samples kept per thread; beyond this the first ones stand for the run. */
         private static final int MAX_SAMPLES = 1 << 21;
         private final StoreClient client;
-        private final MemorySegment buf;
+        /** Put buffers (batch slots holding the body, stamped per put). */
+        private final List<MemorySegment> putSlots;
+        /** Get buffers (batch slots the reads land in). */
+        private final List<MemorySegment> getSlots;
         private final long size;
         private final int batch;
         private final String prefix;
         private final boolean verify;
         private final Run run;
         private final ReplicateConfig cfg;
+        /** The body with the stamps of the value being checked. */
         private final MemorySegment expect;
+        /** The keys gets read (key("", n)), made once: a get call allocates no key strings. */
+        private List<String> getKeys;
+        private GetSession session;
         private long[] samples = new long[1024];
         private int sampleCount;
         private long succeeded;
 
-        Worker(StoreClient client, MemorySegment buf, long size, int batch, int replicas, String prefix, boolean verify, Run run) {
+        Worker(StoreClient client, MemorySegment buf, MemorySegment body, long size, int batch, int replicas, String prefix,
+               boolean verify, Run run) {
             this.client = client;
-            this.buf = buf;
             this.size = size;
             this.batch = batch;
             this.prefix = prefix;
             this.verify = verify;
             this.run = run;
             this.cfg = ReplicateConfig.replicas(replicas);
-            this.expect = verify ? MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size) : null;
+            this.putSlots = new ArrayList<>(batch);
+            this.getSlots = new ArrayList<>(batch);
+            for (int j = 0; j < batch; j++) {
+                MemorySegment p = buf.asSlice(j * size, size);
+                MemorySegment.copy(body, 0, p, 0, size);
+                putSlots.add(p);
+                getSlots.add(buf.asSlice((batch + j) * size, size));
+            }
+            this.expect = verify ? MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size).copyFrom(body) : null;
         }
 
         /** Warm-up calls until the measured phase starts, then count ops (or calls until the duration ends). */
         void run(String mode, int count) {
             int half = Math.max(1, count / 2);
+            if (!mode.equals("put")) {
+                String[] ks = new String[mode.equals("mixed") ? half : count];
+                for (int n = 0; n < ks.length; n++) {
+                    ks[n] = key("", n);
+                }
+                getKeys = Arrays.asList(ks);
+            }
             if (mode.equals("mixed")) {
                 for (int i = 0; i < half; i += batch) {
                     put("", i, Math.min(batch, half - i));
@@ -244,12 +339,13 @@ public final class StoreBench {
             return switch (mode) {
                 case "put" -> put(putTag, i, Math.min(batch, run.timed() || putTag.equals("w") ? batch : (int) (count - i)));
                 case "get" -> get(i % count, (int) Math.min(batch, count - i % count));
+                case "get-session" -> getFromSession(i % count, (int) Math.min(batch, count - i % count));
                 case "exist" -> exist(i % count, (int) Math.min(batch, count - i % count));
                 case "mixed" -> {
                     long g = (i / 2) % half;
                     yield get(g, (int) Math.min(batch, half - g)) + put(putTag, half + i / 2, batch);
                 }
-                default -> throw new IllegalArgumentException("--mode must be put, get, mixed or exist: " + mode);
+                default -> throw new IllegalArgumentException("--mode must be put, get, get-session, mixed or exist: " + mode);
             };
         }
 
@@ -278,19 +374,17 @@ public final class StoreBench {
 
         private int put(String tag, long i, int n) {
             if (n == 1) {
-                fill(buf.asSlice(0, size), i);
-                count(client.putFrom(key(tag, i), buf.asSlice(0, size), cfg) != null);
+                MemorySegment s = putSlots.getFirst();
+                Values.stamp(s, prefix, i);
+                count(client.putFrom(key(tag, i), s, cfg) != null);
                 return 1;
             }
             List<String> keys = new ArrayList<>(n);
-            List<MemorySegment> srcs = new ArrayList<>(n);
             for (int j = 0; j < n; j++) {
-                MemorySegment s = buf.asSlice(j * size, size);
-                fill(s, i + j);
+                Values.stamp(putSlots.get(j), prefix, i + j);
                 keys.add(key(tag, i + j));
-                srcs.add(s);
             }
-            for (Outcome<PutResult> r : client.putBatchFrom(keys, srcs, cfg)) {
+            for (Outcome<PutResult> r : client.putBatchFrom(keys, putSlots.subList(0, n), cfg)) {
                 count(r.ok());
             }
             return n;
@@ -299,28 +393,45 @@ public final class StoreBench {
         private int get(long i, int n) {
             if (n == 1) {
                 try {
-                    client.getInto(key("", i), buf.asSlice(0, size));
+                    client.getInto(getKeys.get((int) i), getSlots.getFirst());
                     count(true);
-                    check(buf.asSlice(0, size), i);
+                    check(getSlots.getFirst(), i);
                 } catch (StoreException e) {
                     count(false);
                 }
                 return 1;
             }
-            List<String> keys = new ArrayList<>(n);
-            List<MemorySegment> dsts = new ArrayList<>(n);
-            for (int j = 0; j < n; j++) {
-                keys.add(key("", i + j));
-                dsts.add(buf.asSlice(j * size, size));
+            List<Outcome<Long>> rs = client.getBatchInto(getKeys.subList((int) i, (int) i + n), getSlots.subList(0, n));
+            checkAll(rs, i, n);
+            return n;
+        }
+
+        /** Reads through the thread's session, fetching it (again) when none is open or its leases have ended. */
+        private int getFromSession(long i, int n) {
+            for (int attempt = 0; ; attempt++) {
+                if (session == null || session.leaseEnded()) {
+                    session = client.getSession(getKeys);
+                    run.sessionFetches.increment();
+                }
+                List<Outcome<Long>> rs = session.readBatch((int) i, getSlots.subList(0, n));
+                if (attempt == 0 && rs.stream().anyMatch(r -> !r.ok() && r.error().error() == StoreError.LEASE_EXPIRED)) {
+                    // a lease ended while the bytes moved: they were discarded; read them again under a fresh session
+                    session = null;
+                    continue;
+                }
+                checkAll(rs, i, n);
+                return n;
             }
-            List<Outcome<Long>> rs = client.getBatchInto(keys, dsts);
+        }
+
+        private void checkAll(List<Outcome<Long>> rs, long i, int n) {
             for (int j = 0; j < n; j++) {
-                count(rs.get(j).ok());
-                if (rs.get(j).ok()) {
-                    check(dsts.get(j), i + j);
+                boolean ok = rs.get(j).ok();
+                count(ok);
+                if (ok) {
+                    check(getSlots.get(j), i + j);
                 }
             }
-            return n;
         }
 
         private int exist(long i, int n) {
@@ -346,19 +457,11 @@ public final class StoreBench {
             return prefix + "/" + tag + i;
         }
 
-        private void fill(MemorySegment s, long i) {
-            long seed = (prefix.hashCode() * 31L + i) * 0x9E3779B97F4A7C15L;
-            long n = s.byteSize() / 8;
-            for (long k = 0; k < n; k++) {
-                s.set(ValueLayout.JAVA_LONG_UNALIGNED, k * 8, seed ^ k);
-            }
-        }
-
         private void check(MemorySegment s, long i) {
             if (!verify) {
                 return;
             }
-            fill(expect, i);
+            Values.stamp(expect, prefix, i);
             if (s.mismatch(expect) >= 0) {
                 run.mismatches.increment();
             }

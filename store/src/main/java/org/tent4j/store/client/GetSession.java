@@ -2,36 +2,58 @@ package org.tent4j.store.client;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
+import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.proto.ReplicaListResponse;
-import org.tent4j.store.rpc.Wire;
+import org.tent4j.store.rpc.SegmentTable;
 
 /**
- * Replica lists of several keys fetched with one RPC, then read (whole or in ranges) without asking the master
- * again, while the lease lasts. A read that would start or end after the lease is refused with LEASE_EXPIRED: open a
- * new session.
+ * Replica lists of several keys fetched with one RPC, then read (whole, in ranges, or many at once) without asking
+ * the master again, while the lease lasts: Mooncake's get sessions. A read that would start after the lease is refused
+ * and one that finishes after it is discarded, both with LEASE_EXPIRED: {@link #renew} the session (one more fetch).
  */
 public final class GetSession {
     private final StoreClient client;
     private final List<String> keys;
     private final List<ReplicaListResponse> lists;
+    /** Per key, its replicas nearest first (ranked once, at the fetch). */
+    private final List<List<ReplicaLocation>> replicas;
     private final long[] deadlines;
+    private final long earliestDeadline;
 
-    GetSession(StoreClient client, List<String> keys, List<ReplicaListResponse> lists, long t0) {
+    GetSession(StoreClient client, List<String> keys, SegmentTable.Decoded answer, long t0) {
         this.client = client;
         this.keys = List.copyOf(keys);
-        this.lists = lists;
+        this.lists = answer.items();
+        this.replicas = new ArrayList<>(keys.size());
         this.deadlines = new long[keys.size()];
+        long earliest = Long.MAX_VALUE;
         for (int i = 0; i < keys.size(); i++) {
+            replicas.add(client.nearestFirst(answer.replicas().get(i)));
             deadlines[i] = t0 + Duration.ofMillis(lists.get(i).getLeaseTtlMs()).toNanos();
+            if (lists.get(i).getStatus().getCode() == 0) {
+                earliest = Math.min(earliest, deadlines[i]);
+            }
         }
+        this.earliestDeadline = earliest;
     }
 
     public int size() {
         return keys.size();
+    }
+
+    /** Whether some key's lease has ended (its reads are refused): time to {@link #renew}. */
+    public boolean leaseEnded() {
+        return client.clock().nanoTime() >= earliestDeadline;
+    }
+
+    /** A new session over the same keys: one more replica-list fetch, fresh leases. */
+    public GetSession renew() {
+        return client.getSession(keys);
     }
 
     /** Value {@code i}'s size; throws the error the master gave for it (e.g. OBJECT_NOT_FOUND). */
@@ -44,8 +66,7 @@ public final class GetSession {
     public long read(int i, MemorySegment destination) {
         long n = valueSize(i);
         if (destination.byteSize() < n) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "buffer of " + destination.byteSize()
-                    + " bytes is too small for key '" + keys.get(i) + "' (" + n + " bytes)");
+            throw tooSmall(i, destination, n);
         }
         read(i, 0, destination.asSlice(0, n));
         return n;
@@ -59,13 +80,79 @@ public final class GetSession {
                     + ") is outside key '" + keys.get(i) + "' (" + n + " bytes)");
         }
         if (client.clock().nanoTime() >= deadlines[i]) {
-            throw new StoreException(StoreError.LEASE_EXPIRED, "the session's lease on key '" + keys.get(i)
-                    + "' has ended; open a new session");
+            throw ended(i);
         }
-        StoreException e = client.readFrom(keys.get(i), Wire.replicas(lists.get(i).getReplicasList()), offset, destination, deadlines[i]);
+        StoreException e = client.readReplicas(keys.get(i), replicas.get(i), offset, List.of(destination), deadlines[i]);
         if (e != null) {
             throw e;
         }
+    }
+
+    /**
+     * Reads values {@code first, first + 1, ...}, one into each registered destination, with every byte move in
+     * flight at once (one engine batch, as {@link StoreClient#getBatchInto}); per value its size or its error. A value
+     * whose lease has ended, or ended while its bytes moved, fails with LEASE_EXPIRED (bytes discarded).
+     */
+    public List<Outcome<Long>> readBatch(int first, List<MemorySegment> destinations) {
+        int n = destinations.size();
+        if (first < 0 || first + n > keys.size()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "values [" + first + ", " + ((long) first + n)
+                    + ") are outside a session of " + keys.size() + " keys");
+        }
+        List<Outcome<Long>> out = new ArrayList<>(n);
+        Transfers moves = new Transfers(client, n);
+        int[] move = new int[n];
+        long now = client.clock().nanoTime();
+        for (int j = 0; j < n; j++) {
+            int i = first + j;
+            move[j] = -1;
+            out.add(null);
+            ReplicaListResponse l = lists.get(i);
+            MemorySegment dst = destinations.get(j);
+            if (l.getStatus().getCode() != 0) {
+                out.set(j, Outcome.failed(StoreClient.error(l.getStatus())));
+            } else if (l.getSize() > dst.byteSize()) {
+                out.set(j, Outcome.failed(tooSmall(i, dst, l.getSize())));
+            } else if (replicas.get(i).isEmpty()) {
+                out.set(j, Outcome.failed(new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + keys.get(i) + "' has no replica to read")));
+            } else if (now >= deadlines[i]) {
+                out.set(j, Outcome.failed(ended(i)));
+            } else {
+                move[j] = moves.add(true, replicas.get(i).getFirst(), 0, dst.asSlice(0, l.getSize()));
+            }
+        }
+        moves.run();
+        long done = client.clock().nanoTime();
+        for (int j = 0; j < n; j++) {
+            if (move[j] < 0) {
+                continue;
+            }
+            int i = first + j;
+            long size = lists.get(i).getSize();
+            StoreException e = moves.failure(move[j]);
+            if (e != null) {
+                client.replicaFailovers.increment();
+                List<ReplicaLocation> rs = replicas.get(i);
+                e = rs.size() == 1 ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': " + e.getMessage(), e)
+                        : client.readReplicas(keys.get(i), rs.subList(1, rs.size()), 0, List.of(destinations.get(j).asSlice(0, size)), deadlines[i]);
+            } else if (done >= deadlines[i]) {
+                client.leaseExpiredReads.increment();
+                e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
+                        + "' finished after its session's lease ended; the bytes were discarded");
+            }
+            out.set(j, e == null ? Outcome.of(size) : Outcome.failed(e));
+        }
+        return out;
+    }
+
+    private StoreException ended(int i) {
+        return new StoreException(StoreError.LEASE_EXPIRED, "the session's lease on key '" + keys.get(i)
+                + "' has ended; renew the session");
+    }
+
+    private StoreException tooSmall(int i, MemorySegment destination, long n) {
+        return new StoreException(StoreError.INVALID_PARAMS, "buffer of " + destination.byteSize()
+                + " bytes is too small for key '" + keys.get(i) + "' (" + n + " bytes)");
     }
 
     private void check(int i) {

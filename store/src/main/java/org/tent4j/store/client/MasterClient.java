@@ -46,6 +46,7 @@ import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.proto.UnmountRequest;
 import org.tent4j.store.rpc.MasterServer;
+import org.tent4j.store.rpc.SegmentTable;
 import org.tent4j.store.rpc.Wire;
 
 /**
@@ -182,9 +183,10 @@ public final class MasterClient implements AutoCloseable {
         return r;
     }
 
-    public List<ReplicaListResponse> batchGetReplicaList(List<String> keys) {
-        return exchange("BatchGetReplicaList", Call.newBuilder().setBatchGetReplicaList(KeysRequest.newBuilder().addAllKeys(keys)))
-                .getBatchReplicaList().getItemsList();
+    /** Replica lists of {@code keys}, in order, each segment named once in the answer (checked: {@link SegmentTable#decode}). */
+    public SegmentTable.Decoded batchGetReplicaList(List<String> keys) {
+        return SegmentTable.decode(exchange("BatchGetReplicaList", Call.newBuilder().setBatchGetReplicaList(
+                KeysRequest.newBuilder().addAllKeys(keys).setSegmentTable(true))).getBatchReplicaList(), keys, address);
     }
 
     public boolean exists(String key) {

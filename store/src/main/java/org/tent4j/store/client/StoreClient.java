@@ -41,6 +41,7 @@ import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.ReserveRequest;
 import org.tent4j.store.proto.Status;
+import org.tent4j.store.rpc.SegmentTable;
 import org.tent4j.store.rpc.Wire;
 
 /**
@@ -710,7 +711,7 @@ public final class StoreClient implements AutoCloseable {
      * Reads the value from the first replica that works into {@code parts}; null on success, else why not. A read
      * that ends at or after {@code deadline} is discarded (LEASE_EXPIRED), since the master may have reused the bytes.
      */
-    private StoreException readReplicas(String key, List<ReplicaLocation> replicas, long start, List<MemorySegment> parts, long deadline) {
+    StoreException readReplicas(String key, List<ReplicaLocation> replicas, long start, List<MemorySegment> parts, long deadline) {
         StoreException last = null;
         for (ReplicaLocation r : replicas) {
             Transfers reads = new Transfers(this, parts.size());
@@ -758,9 +759,10 @@ public final class StoreClient implements AutoCloseable {
             while (idx.size() < wave && !todo.isEmpty()) {
                 idx.add(todo.poll());
             }
-            List<String> waveKeys = idx.stream().map(keys::get).toList();
+            List<String> waveKeys = idx.size() == keys.size() ? keys : idx.stream().map(keys::get).toList();
             long t0 = clock.nanoTime();
-            List<ReplicaListResponse> lists = master.batchGetReplicaList(waveKeys);
+            SegmentTable.Decoded answer = master.batchGetReplicaList(waveKeys);
+            List<ReplicaListResponse> lists = answer.items();
             List<Integer> expired = new ArrayList<>();
             int inTime = 0;
             // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
@@ -782,7 +784,7 @@ public final class StoreClient implements AutoCloseable {
                             + " bytes is too small for key '" + keys.get(i) + "' (" + l.getSize() + " bytes)")));
                     continue;
                 }
-                List<ReplicaLocation> rs = nearestFirst(Wire.replicas(l.getReplicasList()));
+                List<ReplicaLocation> rs = nearestFirst(answer.replicas().get(j));
                 if (rs.isEmpty()) {
                     out.set(i, Outcome.failed(new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + keys.get(i) + "' has no replica to read")));
                     continue;
@@ -855,8 +857,7 @@ public final class StoreClient implements AutoCloseable {
     /** One replica-list fetch for several keys; reads then go straight to the replicas until the lease ends. */
     public GetSession getSession(List<String> keys) {
         long t0 = clock.nanoTime();
-        List<ReplicaListResponse> lists = master.batchGetReplicaList(keys);
-        return new GetSession(this, keys, lists, t0);
+        return new GetSession(this, keys, master.batchGetReplicaList(keys), t0);
     }
 
     // ---------------------------------------------------------------- metadata
@@ -921,6 +922,9 @@ public final class StoreClient implements AutoCloseable {
 
     /** Replicas in this process first, then on this host, then the rest. */
     List<ReplicaLocation> nearestFirst(List<ReplicaLocation> replicas) {
+        if (replicas.size() <= 1) {
+            return replicas;
+        }
         List<ReplicaLocation> out = new ArrayList<>(replicas);
         out.sort(java.util.Comparator.comparingInt(r -> contributions.containsKey(r.segmentId()) ? 0 : host.equals(r.host()) ? 1 : 2));
         return out;
@@ -941,10 +945,6 @@ public final class StoreClient implements AutoCloseable {
             writes.add(false, r, offset, src);
         }
         return writes.run().firstFailure(key, "writing", 0, writes.size());
-    }
-
-    StoreException readFrom(String key, List<ReplicaLocation> replicas, long offset, MemorySegment dst, long deadline) {
-        return readReplicas(key, nearestFirst(replicas), offset, List.of(dst), deadline);
     }
 
     static StoreException error(Status s) {

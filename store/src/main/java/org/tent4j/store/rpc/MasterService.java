@@ -29,6 +29,7 @@ import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
+import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
@@ -174,9 +175,15 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                         items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
                 case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), MasterService.this::putRevoke, s -> s,
                         items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_GET_REPLICA_LIST -> batch("BatchGetReplicaList", id, c.getBatchGetReplicaList().getKeysList(),
-                        MasterService.this::replicaList, s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
-                        items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)).build());
+                case BATCH_GET_REPLICA_LIST -> {
+                    KeysRequest req = c.getBatchGetReplicaList();
+                    // one table per answer; a batch is served by one thread at a time, inline or on slowWork
+                    SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
+                    batch("BatchGetReplicaList", id, req.getKeysList(), k -> replicaList(k, table),
+                            s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
+                            items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
+                                    .addAllSegments(table == null ? List.of() : table.segments())).build());
+                }
                 case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
                         s -> ExistResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
@@ -329,10 +336,19 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     }
 
     private ReplicaListResponse replicaList(String key) {
+        return replicaList(key, null);
+    }
+
+    /** With a table: replicas as indexes into it (the batch answer carries it), else named in full. */
+    private ReplicaListResponse replicaList(String key, SegmentTable table) {
         Command.ReplicaList list = master.getReplicas(key);
         ReplicaListResponse.Builder b = ReplicaListResponse.newBuilder().setSize(list.size())
                 .setLeaseTtlMs(list.leaseTtl().toMillis());
-        list.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
+        if (table != null) {
+            table.add(b, list.replicas());
+        } else {
+            list.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
+        }
         return b.build();
     }
 

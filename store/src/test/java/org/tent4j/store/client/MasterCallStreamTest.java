@@ -203,7 +203,7 @@ class MasterCallStreamTest {
         assertTrue(down.getMessage().contains("Exist to master " + address), down.getMessage());
         try (MasterServer second = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", port, 0)) {
             assertFalse(c.exists("k"));
-            assertTrue(c.batchGetReplicaList(List.of("k")).getFirst().getStatus().getMessage().contains("'k'"));
+            assertTrue(c.batchGetReplicaList(List.of("k")).items().getFirst().getStatus().getMessage().contains("'k'"));
         }
     }
 }

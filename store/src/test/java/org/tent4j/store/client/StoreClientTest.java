@@ -326,7 +326,7 @@ class StoreClientTest {
             assertError(StoreError.LEASE_EXPIRED, "finished after its lease ended", () -> late.get("t/late"));
             assertEquals(StoreClient.READ_ATTEMPTS, late.leaseExpiredReads());
             GetSession s = late.getSession(List.of("t/late"));
-            assertError(StoreError.LEASE_EXPIRED, "open a new session", () -> s.read(0, MemorySegment.ofArray(new byte[100])));
+            assertError(StoreError.LEASE_EXPIRED, "renew the session", () -> s.read(0, MemorySegment.ofArray(new byte[100])));
         } finally {
             late.close();
         }
