@@ -1050,8 +1050,7 @@ public final class MasterState {
     /**
      * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
      * {@link #LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which {@code target}
-     * bytes lie is read off the sample; the second drops objects leased no later than that, until {@code target} is
-     * freed. Each shard's lock is held only while that shard is walked, so calls keep being served meanwhile.
+     * bytes lie is read off the sample; the second drops the objects leased before it. Each shard's lock is held only while that shard is walked, so calls keep being served meanwhile.
      */
     private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
         long[] sample = new long[LEASE_SAMPLES];
@@ -1083,15 +1082,15 @@ public final class MasterState {
         Arrays.sort(sample, 0, k);
         double q = Math.min(1.0, (double) target / evictableBytes);
         long cutoff = sample[Math.min(k - 1, Math.max(0, (int) Math.ceil(q * k) - 1))];
+        // everything older than the cutoff goes, even past the target (the sample's error is small): objects written
+        // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
+        // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
         long freed = 0;
         for (Shard shard : shards) {
-            if (freed >= target) {
-                break;
-            }
             synchronized (shard) {
-                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext() && freed < target; ) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
                     ObjectRecord rec = it.next();
-                    if (rec.lease > cutoff || !evictable(rec, now, softPinned)) {
+                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target) || !evictable(rec, now, softPinned)) {
                         continue;
                     }
                     it.remove();
