@@ -1218,7 +1218,7 @@ public final class MasterState {
                               long largestFree) {
     }
 
-    public record ClientView(String id, int segments, long silentNanos) {
+    public record ClientView(String id, int segments, long silentNanos, long reservedBytes) {
     }
 
     public record KeyView(String key, long size, String state, long leaseRemainingNanos, boolean hardPin,
@@ -1237,7 +1237,13 @@ public final class MasterState {
     public List<ClientView> clients(long now) {
         List<ClientView> out = new ArrayList<>();
         for (ClientRecord c : clients.values()) {
-            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen));
+            long reserved = 0;
+            synchronized (c.reserved) {
+                for (Reservation r : c.reserved) {
+                    reserved += r.end - r.mark;
+                }
+            }
+            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen, reserved));
         }
         return out;
     }
