@@ -1086,6 +1086,9 @@ public final class MasterState {
         // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
         // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
         long freed = 0;
+        long[] replicas = new long[1024];
+        long[] lengths = new long[1024];
+        int n = 0;
         for (Shard shard : shards) {
             synchronized (shard) {
                 for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
@@ -1094,10 +1097,24 @@ public final class MasterState {
                         continue;
                     }
                     it.remove();
-                    freed += dropEvicted(rec, now);
+                    long bytes = footprint(rec);
+                    objects.decrement();
+                    objectBytes.add(-rec.size);
+                    evictedObjects.increment();
+                    evictedBytes.add(bytes);
+                    freed += bytes;
+                    for (long r : rec.replicas()) {
+                        if (n == replicas.length) {
+                            replicas = Arrays.copyOf(replicas, 2 * n);
+                            lengths = Arrays.copyOf(lengths, 2 * n);
+                        }
+                        replicas[n] = r;
+                        lengths[n++] = rec.size;
+                    }
                 }
             }
         }
+        freeInAddressOrder(replicas, lengths, n);
         return freed;
     }
 
@@ -1153,6 +1170,32 @@ public final class MasterState {
             }
         }
         return false;
+    }
+
+    /**
+     * Frees evicted ranges (unleased, so nothing is parked) sorted by segment and address: freed in the shards' hash
+     * order they would coalesce only at the end, and the allocators' free lists would grow by one entry per object
+     * meanwhile (each free then a walk down a large tree); in address order each free merges with the one before.
+     */
+    private void freeInAddressOrder(long[] replicas, long[] lengths, int n) {
+        long[] sorted = Arrays.copyOf(replicas, n);
+        Arrays.sort(sorted);
+        long[] sortedLengths = new long[n];
+        for (int i = 0; i < n; i++) {
+            // a live replica's start is unique, so its position in the sorted copy is too
+            sortedLengths[Arrays.binarySearch(sorted, replicas[i])] = lengths[i];
+        }
+        // neighbours (written together, evicted together) are freed as one run: one walk of the free list per run
+        int i = 0;
+        while (i < n) {
+            int seg = ObjectRecord.segment(sorted[i]);
+            long start = ObjectRecord.offset(sorted[i]);
+            long end = start + RangeAllocator.aligned(sortedLengths[i]);
+            for (i++; i < n && ObjectRecord.segment(sorted[i]) == seg && ObjectRecord.offset(sorted[i]) == end; i++) {
+                end += RangeAllocator.aligned(sortedLengths[i]);
+            }
+            segmentAt(seg).free(start, end - start);
+        }
     }
 
     /** Frees an evicted record's space (it is unleased, so nothing is parked); its bytes on all replicas. */
