@@ -52,7 +52,10 @@ public final class MasterState {
     private final AtomicLong allocated = new AtomicLong();
     /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
     private volatile long evictAbove = Long.MAX_VALUE;
-    /** Told (on the allocating thread, no lock held) that usage passed the high watermark or an allocation failed. */
+    /**
+     * Told, on the allocating thread and possibly under a shard's lock, that usage passed the high watermark or an
+     * allocation failed; so it takes no lock (a flag and a wake-up).
+     */
     private volatile Runnable evictionWanted = () -> { };
 
     private final ConcurrentHashMap<String, ClientRecord> clients = new ConcurrentHashMap<>();
@@ -78,6 +81,7 @@ public final class MasterState {
     /** Leases sampled per eviction round to find the age below which objects go. */
     static final int LEASE_SAMPLES = 4096;
 
+    private final Object evictionLock = new Object();
     private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
     private long lastReclaimSweep = Long.MIN_VALUE;
 
@@ -1019,6 +1023,13 @@ public final class MasterState {
      * nothing else is left.
      */
     void evict(long now) {
+        // the housekeeping round and the evictor may both find usage high: the second then finds it low again
+        synchronized (evictionLock) {
+            evictLocked(now);
+        }
+    }
+
+    private void evictLocked(long now) {
         long capacity = 0;
         long used = 0;
         for (MountedSegment s : active) {

@@ -66,7 +66,24 @@ class StoreProcessesTest {
             }
         }
 
-        NodeProcess.Node victim = nodes[1];
+        // the victim: a client whose segment holds replicas (each client's single puts go into its reservation, on
+        // two segments it was granted, so which segments hold the keys is the reservations' draw)
+        int v = -1;
+        for (int n : new int[]{1, 0, 2}) {
+            String seg = nodes[n].segmentId;
+            boolean holds = false;
+            for (int i = 0; i < keys && !holds; i++) {
+                holds = admin.getReplicaList("k/" + i).getReplicasList().stream().anyMatch(r -> r.getSegmentId().equals(seg));
+            }
+            if (holds) {
+                v = n;
+                break;
+            }
+        }
+        assertTrue(v >= 0, "some segment holds the replicas");
+        NodeProcess.Node victim = nodes[v];
+        NodeProcess.Node first = nodes[v == 0 ? 1 : 0];
+        NodeProcess.Node second = nodes[v == 2 ? 1 : 2];
         boolean[] onVictim = new boolean[keys];
         int affected = 0;
         for (int i = 0; i < keys; i++) {
@@ -86,12 +103,12 @@ class StoreProcessesTest {
         victim.kill();
         // before the master notices: reads fail over from the dead client's replicas to the live ones
         for (int i = 0; i < keys; i++) {
-            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i), "k/" + i + " right after the kill");
+            assertEquals("OK " + crcs[i] + " " + SIZE, second.call("GET k/" + i), "k/" + i + " right after the kill");
         }
         // and puts in the TTL window still succeed: a write to the dead client's segment fails, the put is placed again
         long[] during = new long[keys];
         for (int i = 0; i < keys; i++) {
-            during[i] = okLong(nodes[2].call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
+            during[i] = okLong(second.call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
         }
         long failoverNanos = System.nanoTime() - killedAt;
         master.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
@@ -105,7 +122,7 @@ class StoreProcessesTest {
         assertTrue(metric(metrics, "store_used_bytes") - reservedAfter <= usedBefore - reservedBefore + (long) keys * 2 * SIZE + victimReserved,
                 "used bytes outside live reservations grew only by the puts during the TTL window");
         for (int i = 0; i < batchCrcs.length; i++) {
-            String got = nodes[0].call("GET v/" + i);
+            String got = first.call("GET v/" + i);
             if (!got.startsWith("ERR OBJECT_NOT_FOUND")) { // its replica was on the victim's own segment
                 assertEquals("OK " + batchCrcs[i] + " 4096", got, "v/" + i);
             }
@@ -114,21 +131,21 @@ class StoreProcessesTest {
             List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
             assertEquals(onVictim[i] ? 1 : 2, rs.size(), "k/" + i + " keeps its surviving replicas only: " + rs);
             assertFalse(rs.stream().anyMatch(r -> r.segmentId().equals(victim.segmentId)));
-            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[0].call("GET k/" + i));
-            assertEquals("OK " + crcs[i] + " " + SIZE, nodes[2].call("GET k/" + i));
-            assertEquals("OK " + during[i] + " " + SIZE, nodes[0].call("GET w/" + i), "w/" + i + " written while the client was dying");
+            assertEquals("OK " + crcs[i] + " " + SIZE, first.call("GET k/" + i));
+            assertEquals("OK " + crcs[i] + " " + SIZE, second.call("GET k/" + i));
+            assertEquals("OK " + during[i] + " " + SIZE, first.call("GET w/" + i), "w/" + i + " written while the client was dying");
         }
 
         // free everything (forced: the reads above still hold leases, so the bytes stay reserved until they end)
         // then write new values over the same segments: old keys must never come back with new bytes
-        assertTrue(nodes[0].call("REMOVE_ALL").startsWith("OK "));
+        assertTrue(first.call("REMOVE_ALL").startsWith("OK "));
         long[] fresh = new long[keys];
         for (int i = 0; i < keys; i++) {
-            fresh[i] = okLong(nodes[i % 2 == 0 ? 0 : 2].call("PUT n/" + i + " " + SIZE + " " + (5000 + i) + " 2"));
+            fresh[i] = okLong((i % 2 == 0 ? first : second).call("PUT n/" + i + " " + SIZE + " " + (5000 + i) + " 2"));
         }
         for (int i = 0; i < keys; i++) {
-            assertTrue(nodes[2].call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
-            assertEquals("OK " + fresh[i] + " " + SIZE, nodes[0].call("GET n/" + i));
+            assertTrue(second.call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
+            assertEquals("OK " + fresh[i] + " " + SIZE, first.call("GET n/" + i));
         }
     }
 
