@@ -1048,13 +1048,14 @@ public final class MasterState {
         long target = (long) (capacity * fraction);
         // the time seeds the lease sample, so a replayed log evicts the same objects
         SplittableRandom rnd = new SplittableRandom(now);
-        long freed = 0;
-        // a sampled cutoff may fall short; a few more passes, then the soft-pinned
-        for (int pass = 0; pass < 3 && freed < target; pass++) {
-            freed += evictOlderThanCutoff(now, target - freed, false, rnd);
-        }
-        if (freed < target) {
-            evictOlderThanCutoff(now, target - freed, true, rnd);
+        long goal = used - target;
+        // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
+        // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
+        for (int pass = 0; pass < 3 && allocated.get() > goal; pass++) {
+            if (evictOlderThanCutoff(now, allocated.get() - goal, false, rnd) < 0) {
+                evictOlderThanCutoff(now, allocated.get() - goal, true, rnd);
+                return;
+            }
         }
     }
 
@@ -1062,15 +1063,18 @@ public final class MasterState {
      * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
      * {@link #LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which {@code target}
      * bytes lie is read off the sample; the second drops the objects leased before it. Each shard's lock is held only while that shard is walked, so calls keep being served meanwhile.
+     * Returns the bytes freed, or -1 if no object was evictable or about to be (leased).
      */
     private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
         long[] sample = new long[LEASE_SAMPLES];
         long seen = 0;
         long evictableBytes = 0;
+        boolean leased = false;
         for (Shard shard : shards) {
             synchronized (shard) {
                 for (ObjectRecord rec : shard.map.values()) {
                     if (!evictable(rec, now, softPinned)) {
+                        leased |= !softPinned && rec.lease > now && evictable(rec, rec.lease, false);
                         continue;
                     }
                     evictableBytes += footprint(rec);
@@ -1087,7 +1091,9 @@ public final class MasterState {
             }
         }
         if (seen == 0) {
-            return 0;
+            // unpinned objects only leased (or written after `now`, if this thread stalled since it was read) are
+            // no reason to take the soft-pinned: they become evictable soon
+            return leased ? 0 : -1;
         }
         int k = (int) Math.min(seen, LEASE_SAMPLES);
         Arrays.sort(sample, 0, k);
@@ -1131,7 +1137,8 @@ public final class MasterState {
 
     /**
      * Evicts the least recently leased of up to {@link #EVICTION_SAMPLES} evictable objects, found walking the shards
-     * from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was found.
+     * from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was found;
+     * true also when the one found was taken meanwhile (by the evictor or another put: space came free either way).
      */
     private boolean evictOne(long now, SplittableRandom rnd) {
         int start = rnd.nextInt(shards.length);
@@ -1180,7 +1187,8 @@ public final class MasterState {
                 }
             }
         }
-        return false;
+        // another call or the evictor took it first: space was freed all the same, so the caller tries again
+        return true;
     }
 
     /**
