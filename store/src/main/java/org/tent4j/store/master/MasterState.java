@@ -1062,8 +1062,9 @@ public final class MasterState {
     /**
      * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
      * {@link #LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which {@code target}
-     * bytes lie is read off the sample; the second drops the objects leased before it. Each shard's lock is held only while that shard is walked, so calls keep being served meanwhile.
-     * Returns the bytes freed, or -1 if no object was evictable or about to be (leased).
+     * bytes lie is read off the sample; the second drops the objects leased before it. Each shard's lock is held
+     * only while that shard is walked, so calls keep being served meanwhile. Returns the bytes freed, or -1 if no
+     * object was evictable or about to be (leased).
      */
     private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
         long[] sample = new long[LEASE_SAMPLES];
