@@ -119,7 +119,8 @@ public final class AdminServer implements AutoCloseable {
         for (int i = 0; i < clients.size(); i++) {
             ClientView c = clients.get(i);
             sb.append(i > 0 ? "," : "").append("{\"id\":").append(Json.str(c.id())).append(",\"segments\":").append(c.segments())
-                    .append(",\"silentMillis\":").append(c.silentNanos() / 1_000_000).append('}');
+                    .append(",\"silentMillis\":").append(c.silentNanos() / 1_000_000)
+                    .append(",\"reservedBytes\":").append(c.reservedBytes()).append('}');
         }
         return sb.append("]\n").toString();
     }

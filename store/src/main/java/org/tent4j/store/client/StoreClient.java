@@ -337,6 +337,19 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private PutResult putParts(String key, List<MemorySegment> parts, ReplicateConfig config, boolean upsert) {
+        if (!upsert && parts.size() == 1 && reservable(parts, config)) {
+            // one round trip, as a batch of one: the write into this client's reservation, then the commit
+            List<Outcome<PutResult>> out = putBatchReserved(List.of(key), parts, config);
+            if (out != null) {
+                Outcome<PutResult> o = out.getFirst();
+                if (o.ok()) {
+                    return o.value();
+                }
+                // a write failed (its segment's owner may be dead) or the commit was refused: the two-call path places
+                // it again without the failed segments, or reports why the key cannot be put
+                LOG.debug("put of '{}' into a reservation failed ({}); placing it the two-call way", key, o.error().getMessage());
+            }
+        }
         long size = totalSize(parts);
         PutStartResponse ticket;
         try {
@@ -434,8 +447,10 @@ public final class StoreClient implements AutoCloseable {
         return out;
     }
 
-    /** Largest value put into a reservation; larger ones take two round trips (their write dwarfs a call anyway). */
-    static final long MAX_RESERVED_VALUE = 64 << 10;
+    /** Largest value put into a reservation (a reservation holds at least four); larger ones take two round trips. */
+    static final long MAX_RESERVED_VALUE = MasterState.MAX_RESERVATION_BYTES / 4;
+    /** A reservation is asked for this many times a call's bytes (at least the builder's size): few refills, one call each. */
+    static final int RESERVATION_CALLS = 8;
     static final long DEFAULT_RESERVATION_BYTES = 1 << 20;
 
     /** A reservation per replica, carved front to back by one batch at a time. */
@@ -478,7 +493,7 @@ public final class StoreClient implements AutoCloseable {
         for (MemorySegment s : sources) {
             need += RangeAllocator.aligned(s.byteSize());
         }
-        long ask = Math.min(MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, 2 * need));
+        long ask = Math.min(MasterState.MAX_RESERVATION_BYTES, Math.max(reservationBytes, RESERVATION_CALLS * need));
         if (need > ask) {
             return null;
         }

@@ -87,6 +87,16 @@ public sealed interface Command<R> {
     record Tick() implements Command<TickReport> {
     }
 
+    /**
+     * One eviction round and nothing else, applied by the master's evictor thread when usage passed the high
+     * watermark (so puts find room without evicting on the event loop).
+     */
+    record Evict() implements Command<Evicted> {
+    }
+
+    record Evicted(long objects, long bytes) {
+    }
+
     /** A put's reservation: the id to end or revoke it with and where to write each replica. */
     record PutTicket(long putId, List<ReplicaLocation> replicas) {
     }

@@ -48,6 +48,15 @@ public final class MasterState {
     private volatile MountedSegment[] segmentTable = new MountedSegment[0];
     /** Segments open for allocation, copy-on-write. */
     private volatile MountedSegment[] active = new MountedSegment[0];
+    /** Bytes allocated on the active segments (objects, reservations, parked ranges). */
+    private final AtomicLong allocated = new AtomicLong();
+    /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
+    private volatile long evictAbove = Long.MAX_VALUE;
+    /**
+     * Told, on the allocating thread and possibly under a shard's lock, that usage passed the high watermark or an
+     * allocation failed; so it takes no lock (a flag and a wake-up).
+     */
+    private volatile Runnable evictionWanted = () -> { };
 
     private final ConcurrentHashMap<String, ClientRecord> clients = new ConcurrentHashMap<>();
     private final AtomicLong clientIndexes = new AtomicLong();
@@ -62,7 +71,17 @@ public final class MasterState {
     public static final long MAX_RESERVATION_BYTES = 16L << 20;
     /** Most items in one commit: it is served on the stream's event loop. */
     public static final int MAX_COMMIT_ITEMS = 1024;
+    /**
+     * Most objects a put that found no room evicts itself (one sample of {@link #EVICTION_SAMPLES} each) before it
+     * is refused: it runs on an event loop, so it is bounded; the evictor thread does the rest.
+     */
+    static final int MAX_INLINE_EVICTIONS = 64;
+    /** Evictable objects looked at to choose one victim (Redis's {@code maxmemory-samples} is 5; more is closer to LRU). */
+    static final int EVICTION_SAMPLES = 16;
+    /** Leases sampled per eviction round to find the age below which objects go. */
+    static final int LEASE_SAMPLES = 4096;
 
+    private final Object evictionLock = new Object();
     private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
     private long lastReclaimSweep = Long.MIN_VALUE;
 
@@ -98,6 +117,19 @@ public final class MasterState {
         return config;
     }
 
+    /**
+     * Registers who to tell when eviction is wanted: usage passed the high watermark or a put or reservation found
+     * no room. Called often while usage stays high, so it must be cheap (a flag and a wake-up).
+     */
+    public void onEvictionWanted(Runnable hook) {
+        this.evictionWanted = hook;
+    }
+
+    /** Whether allocated bytes exceed the high watermark of the mounted capacity. */
+    public boolean overHighWatermark() {
+        return allocated.get() > evictAbove;
+    }
+
     /** Applies one command at time {@code now} (nanos); the only way state changes. */
     @SuppressWarnings("unchecked")
     public <R> R apply(long now, Command<R> command) {
@@ -129,6 +161,12 @@ public final class MasterState {
             }
             case Command.Heartbeat c -> heartbeat(now, c.clientId());
             case Command.Tick c -> tick(now);
+            case Command.Evict c -> {
+                long objs = evictedObjects.sum();
+                long bytes = evictedBytes.sum();
+                evict(now);
+                yield new Command.Evicted(evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
+            }
         };
         return (R) result;
     }
@@ -169,9 +207,13 @@ public final class MasterState {
         }
         PutTicket ticket = tryPutStart(now, c, client);
         if (ticket == null) {
-            // eviction takes other shards' locks, so it runs with none held
-            evict(now, true);
-            ticket = tryPutStart(now, c, client);
+            evictionWanted.run();
+            // a few sampled victims, not a pass over every object: this runs on an event loop. Eviction takes other
+            // shards' locks, so it runs with none held
+            SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
+            for (int i = 0; i < MAX_INLINE_EVICTIONS && ticket == null && evictOne(now, rnd); i++) {
+                ticket = tryPutStart(now, c, client);
+            }
         }
         if (ticket == null) {
             allocationFailures.increment();
@@ -408,6 +450,7 @@ public final class MasterState {
         // a pass over every object on the event loop stalls all its calls; the client's two-call path evicts instead
         long[] placed = placeAll(shape, client);
         if (placed == null) {
+            evictionWanted.run();
             return List.of();
         }
         long len = RangeAllocator.aligned(r.bytes());
@@ -539,6 +582,9 @@ public final class MasterState {
                 tried[i] = true;
                 n = tryAllocate(segs[i], c.size(), out, n);
             }
+        }
+        if (allocated.get() > evictAbove) {
+            evictionWanted.run();
         }
         return n == 0 ? null : (n == want ? out : Arrays.copyOf(out, n));
     }
@@ -776,7 +822,7 @@ public final class MasterState {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
                         + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
             }
-            MountedSegment seg = new MountedSegment(index, spec, clientId);
+            MountedSegment seg = new MountedSegment(index, spec, clientId, allocated);
             MountedSegment[] table = Arrays.copyOf(segmentTable, index + 1);
             table[index] = seg;
             segmentTable = table;
@@ -784,6 +830,7 @@ public final class MasterState {
             MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
             act[act.length - 1] = seg;
             active = act;
+            evictAbove = evictAbove(act);
             client.segments.add(seg);
         }
     }
@@ -815,6 +862,7 @@ public final class MasterState {
                 }
             }
             active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+            evictAbove = evictAbove(active);
         }
         boolean[] dropped = new boolean[segmentTable.length];
         for (MountedSegment seg : gone) {
@@ -846,6 +894,14 @@ public final class MasterState {
         synchronized (parked) {
             parked.removeIf(p -> !segmentAt(ObjectRecord.segment(p.replica)).mounted());
         }
+    }
+
+    private long evictAbove(MountedSegment[] segs) {
+        long capacity = 0;
+        for (MountedSegment s : segs) {
+            capacity += s.allocator.capacity();
+        }
+        return (long) (capacity * config.highWatermark());
     }
 
     private static boolean touches(ObjectRecord rec, boolean[] dropped) {
@@ -912,7 +968,7 @@ public final class MasterState {
         }
         long objs = evictedObjects.sum();
         long bytes = evictedBytes.sum();
-        evict(now, false);
+        evict(now);
         trimReadCounts();
         return new TickReport(expired, reclaimed, evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
     }
@@ -962,11 +1018,18 @@ public final class MasterState {
     }
 
     /**
-     * Frees space by dropping the least recently leased objects until usage is an eviction ratio under the high
-     * watermark (or, when {@code force}d by a failed allocation, by an eviction ratio of capacity). Leased, in-flight
-     * and hard-pinned objects are never taken; soft-pinned ones only when nothing else is left.
+     * Above the high watermark, frees space by dropping the least recently leased objects until usage is an eviction
+     * ratio under the mark. Leased, in-flight and hard-pinned objects are never taken; soft-pinned ones only when
+     * nothing else is left.
      */
-    void evict(long now, boolean force) {
+    void evict(long now) {
+        // the housekeeping round and the evictor may both find usage high: the second then finds it low again
+        synchronized (evictionLock) {
+            evictLocked(now);
+        }
+    }
+
+    private void evictLocked(long now) {
         long capacity = 0;
         long used = 0;
         for (MountedSegment s : active) {
@@ -977,61 +1040,195 @@ public final class MasterState {
             return;
         }
         double ratio = (double) used / capacity;
-        if (!force && ratio <= config.highWatermark()) {
+        if (ratio <= config.highWatermark()) {
             return;
         }
         evictionRounds.increment();
         double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
         long target = (long) (capacity * fraction);
-        long count = Math.max(1, objects.sum());
-        long avg = Math.max(RangeAllocator.ALIGNMENT, used / count);
-        int limit = (int) Math.min(Integer.MAX_VALUE - 8, Math.max(64, 2 * (target / avg) + 64));
-        long freed = evictPass(now, target, limit, false);
-        if (freed < target) {
-            evictPass(now, target - freed, limit, true);
+        // the time seeds the lease sample, so a replayed log evicts the same objects
+        SplittableRandom rnd = new SplittableRandom(now);
+        long goal = used - target;
+        // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
+        // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
+        for (int pass = 0; pass < 3 && allocated.get() > goal; pass++) {
+            if (evictOlderThanCutoff(now, allocated.get() - goal, false, rnd) < 0) {
+                evictOlderThanCutoff(now, allocated.get() - goal, true, rnd);
+                return;
+            }
         }
     }
 
-    private long evictPass(long now, long target, int limit, boolean softPinned) {
-        // the `limit` least recently leased candidates: a max-heap on lease, the most recent on top to be replaced
-        PriorityQueue<Candidate> heap = new PriorityQueue<>(Comparator.comparingLong(Candidate::lease).reversed());
+    /**
+     * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
+     * {@link #LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which {@code target}
+     * bytes lie is read off the sample; the second drops the objects leased before it. Each shard's lock is held
+     * only while that shard is walked, so calls keep being served meanwhile. Returns the bytes freed, or -1 if no
+     * object was evictable or about to be (leased).
+     */
+    private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
+        long[] sample = new long[LEASE_SAMPLES];
+        long seen = 0;
+        long evictableBytes = 0;
+        boolean leased = false;
         for (Shard shard : shards) {
             synchronized (shard) {
-                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
-                    ObjectRecord rec = e.getValue();
+                for (ObjectRecord rec : shard.map.values()) {
                     if (!evictable(rec, now, softPinned)) {
+                        leased |= !softPinned && rec.lease > now && evictable(rec, rec.lease, false);
                         continue;
                     }
-                    if (heap.size() < limit) {
-                        heap.add(new Candidate(e.getKey(), rec.lease));
-                    } else if (rec.lease < heap.peek().lease()) {
-                        heap.poll();
-                        heap.add(new Candidate(e.getKey(), rec.lease));
+                    evictableBytes += footprint(rec);
+                    if (seen < LEASE_SAMPLES) {
+                        sample[(int) seen] = rec.lease;
+                    } else {
+                        long j = rnd.nextLong(seen + 1);
+                        if (j < LEASE_SAMPLES) {
+                            sample[(int) j] = rec.lease;
+                        }
+                    }
+                    seen++;
+                }
+            }
+        }
+        if (seen == 0) {
+            // unpinned objects only leased (or written after `now`, if this thread stalled since it was read) are
+            // no reason to take the soft-pinned: they become evictable soon
+            return leased ? 0 : -1;
+        }
+        int k = (int) Math.min(seen, LEASE_SAMPLES);
+        Arrays.sort(sample, 0, k);
+        double q = Math.min(1.0, (double) target / evictableBytes);
+        long cutoff = sample[Math.min(k - 1, Math.max(0, (int) Math.ceil(q * k) - 1))];
+        // everything older than the cutoff goes, even past the target (the sample's error is small): objects written
+        // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
+        // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
+        long freed = 0;
+        long[] replicas = new long[1024];
+        long[] lengths = new long[1024];
+        int n = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target) || !evictable(rec, now, softPinned)) {
+                        continue;
+                    }
+                    it.remove();
+                    long bytes = footprint(rec);
+                    objects.decrement();
+                    objectBytes.add(-rec.size);
+                    evictedObjects.increment();
+                    evictedBytes.add(bytes);
+                    freed += bytes;
+                    for (long r : rec.replicas()) {
+                        if (n == replicas.length) {
+                            replicas = Arrays.copyOf(replicas, 2 * n);
+                            lengths = Arrays.copyOf(lengths, 2 * n);
+                        }
+                        replicas[n] = r;
+                        lengths[n++] = rec.size;
                     }
                 }
             }
         }
-        Candidate[] order = heap.toArray(new Candidate[0]);
-        Arrays.sort(order, Comparator.comparingLong(Candidate::lease));
-        long freed = 0;
-        for (Candidate cand : order) {
-            if (freed >= target) {
-                break;
-            }
-            Shard shard = shard(cand.key());
+        freeInAddressOrder(replicas, lengths, n);
+        return freed;
+    }
+
+    /**
+     * Evicts the least recently leased of up to {@link #EVICTION_SAMPLES} evictable objects, found walking the shards
+     * from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was found;
+     * true also when the one found was taken meanwhile (by the evictor or another put: space came free either way).
+     */
+    private boolean evictOne(long now, SplittableRandom rnd) {
+        int start = rnd.nextInt(shards.length);
+        int sampled = 0;
+        int looked = 0;
+        int bestShard = -1;
+        long bestLease = Long.MAX_VALUE;
+        int softShard = -1;
+        long softLease = Long.MAX_VALUE;
+        for (int i = 0; i < shards.length && sampled < EVICTION_SAMPLES && looked < 64 * EVICTION_SAMPLES; i++) {
+            int si = (start + i) & (shards.length - 1);
+            Shard shard = shards[si];
             synchronized (shard) {
-                ObjectRecord rec = shard.map.get(cand.key());
-                if (rec == null || !evictable(rec, now, softPinned)) {
-                    continue;
+                for (ObjectRecord rec : shard.map.values()) {
+                    if (sampled >= EVICTION_SAMPLES || ++looked > 64 * EVICTION_SAMPLES) {
+                        break;
+                    }
+                    if (evictable(rec, now, false)) {
+                        sampled++;
+                        if (rec.lease < bestLease) {
+                            bestLease = rec.lease;
+                            bestShard = si;
+                        }
+                    } else if (softShard < 0 && evictable(rec, now, true)) {
+                        softShard = si;
+                        softLease = rec.lease;
+                    }
                 }
-                long bytes = RangeAllocator.aligned(rec.size) * rec.replicas().length;
-                erase(shard, cand.key(), rec, now);
-                freed += bytes;
-                evictedObjects.increment();
-                evictedBytes.add(bytes);
             }
         }
-        return freed;
+        int si = bestShard >= 0 ? bestShard : softShard;
+        if (si < 0) {
+            return false;
+        }
+        long lease = bestShard >= 0 ? bestLease : softLease;
+        boolean soft = bestShard < 0;
+        Shard shard = shards[si];
+        synchronized (shard) {
+            for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                ObjectRecord rec = it.next();
+                // the victim, or another as old, if a call changed it while no lock was held
+                if (rec.lease <= lease && evictable(rec, now, soft)) {
+                    it.remove();
+                    dropEvicted(rec, now);
+                    return true;
+                }
+            }
+        }
+        // another call or the evictor took it first: space was freed all the same, so the caller tries again
+        return true;
+    }
+
+    /**
+     * Frees evicted ranges (unleased, so nothing is parked) sorted by segment and address: freed in the shards' hash
+     * order they would coalesce only at the end, and the allocators' free lists would grow by one entry per object
+     * meanwhile (each free then a walk down a large tree); in address order each free merges with the one before.
+     */
+    private void freeInAddressOrder(long[] replicas, long[] lengths, int n) {
+        long[] sorted = Arrays.copyOf(replicas, n);
+        Arrays.sort(sorted);
+        long[] sortedLengths = new long[n];
+        for (int i = 0; i < n; i++) {
+            // a live replica's start is unique, so its position in the sorted copy is too
+            sortedLengths[Arrays.binarySearch(sorted, replicas[i])] = lengths[i];
+        }
+        // neighbours (written together, evicted together) are freed as one run: one walk of the free list per run
+        int i = 0;
+        while (i < n) {
+            int seg = ObjectRecord.segment(sorted[i]);
+            long start = ObjectRecord.offset(sorted[i]);
+            long end = start + RangeAllocator.aligned(sortedLengths[i]);
+            for (i++; i < n && ObjectRecord.segment(sorted[i]) == seg && ObjectRecord.offset(sorted[i]) == end; i++) {
+                end += RangeAllocator.aligned(sortedLengths[i]);
+            }
+            segmentAt(seg).free(start, end - start);
+        }
+    }
+
+    /** Frees an evicted record's space (it is unleased, so nothing is parked); its bytes on all replicas. */
+    private long dropEvicted(ObjectRecord rec, long now) {
+        long bytes = footprint(rec);
+        release(rec, now);
+        evictedObjects.increment();
+        evictedBytes.add(bytes);
+        return bytes;
+    }
+
+    private static long footprint(ObjectRecord rec) {
+        return rec.hasReplicas() ? RangeAllocator.aligned(rec.size) * (rec.more == null ? 1 : rec.more.length + 1) : 0;
     }
 
     private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo) {
@@ -1084,7 +1281,7 @@ public final class MasterState {
                               long largestFree) {
     }
 
-    public record ClientView(String id, int segments, long silentNanos) {
+    public record ClientView(String id, int segments, long silentNanos, long reservedBytes) {
     }
 
     public record KeyView(String key, long size, String state, long leaseRemainingNanos, boolean hardPin,
@@ -1103,7 +1300,13 @@ public final class MasterState {
     public List<ClientView> clients(long now) {
         List<ClientView> out = new ArrayList<>();
         for (ClientRecord c : clients.values()) {
-            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen));
+            long reserved = 0;
+            synchronized (c.reserved) {
+                for (Reservation r : c.reserved) {
+                    reserved += r.end - r.mark;
+                }
+            }
+            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen, reserved));
         }
         return out;
     }
@@ -1224,9 +1427,6 @@ public final class MasterState {
 
     private static final class Shard {
         final HashMap<String, ObjectRecord> map = new HashMap<>();
-    }
-
-    private record Candidate(String key, long lease) {
     }
 
     private record Parked(long replica, long size, long releaseAt) {

@@ -5,6 +5,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,6 +29,9 @@ public final class StoreMaster implements AutoCloseable {
     private final MasterState state;
     private final StoreClock clock;
     private ScheduledExecutorService housekeeping;
+    private Thread evictor;
+    private final AtomicBoolean evictionWanted = new AtomicBoolean();
+    private volatile boolean closed;
 
     public StoreMaster(MasterConfig config, StoreClock clock) {
         this.state = new MasterState(config);
@@ -136,10 +141,51 @@ public final class StoreMaster implements AutoCloseable {
                 LOG.error("housekeeping failed", e);
             }
         }, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+        startEvictor(observer);
+    }
+
+    /**
+     * Evicts on its own thread as soon as usage passes the high watermark (the allocating call only sets a flag and
+     * wakes it), so puts find room before allocations fail and no call's thread runs an eviction pass.
+     */
+    private void startEvictor(java.util.function.Consumer<TickReport> observer) {
+        evictor = Thread.ofPlatform().daemon().name("store-master-evictor").unstarted(() -> {
+            while (!closed) {
+                if (!evictionWanted.getAndSet(false)) {
+                    // the wake-up may come between the flag's check and the park; the timeout bounds that race
+                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
+                    continue;
+                }
+                try {
+                    Command.Evicted r = apply(new Command.Evict());
+                    if (r.objects() > 0) {
+                        observer.accept(new TickReport(List.of(), 0, r.objects(), r.bytes()));
+                    } else if (state.overHighWatermark()) {
+                        // nothing evictable (leased, pinned, reserved): wait for the next wake-up, not a spin
+                        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
+                    }
+                } catch (RuntimeException e) {
+                    LOG.error("eviction failed", e);
+                }
+            }
+        });
+        Thread t = evictor;
+        state.onEvictionWanted(() -> {
+            if (!evictionWanted.get() && !evictionWanted.getAndSet(true)) {
+                LockSupport.unpark(t);
+            }
+        });
+        t.start();
     }
 
     @Override
     public synchronized void close() {
+        closed = true;
+        if (evictor != null) {
+            state.onEvictionWanted(() -> { });
+            LockSupport.unpark(evictor);
+            evictor = null;
+        }
         if (housekeeping != null) {
             housekeeping.shutdownNow();
             housekeeping = null;

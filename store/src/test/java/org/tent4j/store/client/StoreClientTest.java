@@ -173,6 +173,45 @@ class StoreClientTest {
     }
 
     @Test
+    void singlePutsAndOneMiBPutsTakeOneRoundTripThroughReservations() {
+        StoreClient w = StoreClient.builder(engine(), address).stagingBytes(2 << 20).heartbeatInterval(Duration.ZERO).connect();
+        try {
+            long commits = calls("Commit");
+            long starts = calls("PutStart");
+            long ends = calls("PutEnd");
+            for (int i = 0; i < 10; i++) {
+                assertEquals(PutResult.STORED, w.put("t/one/small/" + i, random(4000 + i, i)));
+            }
+            assertEquals(11, calls("Commit") - commits, "a reservation asked for, then one commit per put");
+            // 1 MiB values: reservations of 8 MiB, each asked for on the commit that fills the one before
+            commits = calls("Commit");
+            int big = 20;
+            for (int i = 0; i < big; i++) {
+                assertEquals(PutResult.STORED, w.put("t/one/big/" + i, random(1 << 20, 100 + i)));
+            }
+            assertEquals(big + 1, calls("Commit") - commits, "the small values' reservation retired and a large one asked for, then one call per put");
+            assertEquals(0, calls("PutStart") - starts);
+            assertEquals(0, calls("PutEnd") - ends);
+            for (int i = 0; i < 10; i++) {
+                assertEquals(crc(random(4000 + i, i)), crc(requester.get("t/one/small/" + i)));
+            }
+            for (int i = 0; i < big; i++) {
+                assertEquals(crc(random(1 << 20, 100 + i)), crc(requester.get("t/one/big/" + i)));
+            }
+            // an existing key says so in its one call; an upsert takes the two-call path
+            commits = calls("Commit");
+            assertEquals(PutResult.ALREADY_EXISTS, w.put("t/one/small/0", random(10, 1)));
+            assertEquals(1, calls("Commit") - commits);
+            w.upsert("t/one/small/0", random(5000, 5), ReplicateConfig.defaults());
+            assertEquals(1, calls("PutStart") - starts);
+            assertEquals(crc(random(5000, 5)), crc(requester.get("t/one/small/0")));
+        } finally {
+            requester.removeByRegex("t/one/.*", true);
+            w.close();
+        }
+    }
+
+    @Test
     void smallBatchPutsTakeOneRoundTripThroughReservations() {
         StoreClient w = StoreClient.builder(engine(), address).stagingBytes(1 << 20).heartbeatInterval(Duration.ZERO).connect();
         TransferEngine e = w.engine();
@@ -214,9 +253,9 @@ class StoreClientTest {
             List<Outcome<PutResult>> again = w.putBatchFrom(List.of("t/res/0/0", "t/res/new"),
                     List.of(src.segment().asSlice(0, 100), src.segment().asSlice(4096, 100)), ReplicateConfig.replicas(2));
             assertEquals(List.of(PutResult.ALREADY_EXISTS, PutResult.STORED), again.stream().map(Outcome::get).toList());
-            // a value over the bound takes the two-call path
+            // a pinned value takes the two-call path (a commit carries no pins)
             long before = calls("BatchPutStart");
-            w.putBatchFrom(List.of("t/res/big"), List.of(src.segment().asSlice(0, 128 << 10)), ReplicateConfig.defaults())
+            w.putBatchFrom(List.of("t/res/big"), List.of(src.segment().asSlice(0, 128 << 10)), ReplicateConfig.defaults().withHardPin())
                     .forEach(o -> assertEquals(PutResult.STORED, o.get()));
             assertEquals(1, calls("BatchPutStart") - before);
             requester.removeByRegex("t/res/.*", true);
