@@ -152,7 +152,7 @@ public final class StoreMaster implements AutoCloseable {
         evictor = Thread.ofPlatform().daemon().name("store-master-evictor").unstarted(() -> {
             while (!closed) {
                 if (!evictionWanted.getAndSet(false)) {
-                    // the wake-up may come between the flag's check and the park; the timeout bounds that race
+                    // a wake-up between the flag's check and the park leaves a permit, so the park returns at once
                     LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
                     continue;
                 }
