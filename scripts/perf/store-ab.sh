@@ -9,7 +9,8 @@
 set -u
 ROUNDS=$1 CASES=$2; shift 2
 BUILDS=("$@")
-WARM=${WARM:-3s} DUR=${DUR:-5s} PORT=${PORT:-50561}
+# 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/PERFORMANCE.md, session 7, lead)
+WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561}
 exec 9>/tmp/tent4j-bench.lock
 flock 9
 
