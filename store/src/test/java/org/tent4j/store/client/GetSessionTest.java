@@ -17,24 +17,21 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
-import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
-import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.rpc.MasterServer;
 import org.tent4j.store.rpc.Wire;
 
 /** Get sessions and batch replica lists against a real master and real engines (one JVM, loopback). */
 class GetSessionTest {
     private static MasterServer server;
-    private static final List<TransferEngine> engines = new ArrayList<>();
+    private static LoopbackStore store;
     private static StoreClient nodeA;
     private static StoreClient nodeB;
     private static String address;
@@ -42,15 +39,14 @@ class GetSessionTest {
     private static final List<byte[]> values = new ArrayList<>();
 
     private static TransferEngine engine() {
-        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
-        engines.add(e);
-        return e;
+        return store.engine();
     }
 
     @BeforeAll
     static void start() throws Exception {
-        server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 100);
-        address = "127.0.0.1:" + server.port();
+        store = LoopbackStore.start();
+        server = store.server();
+        address = store.address();
         nodeA = StoreClient.builder(engine(), address).stagingBytes(1 << 20).connect();
         nodeB = StoreClient.builder(engine(), address).stagingBytes(1 << 20).connect();
         nodeA.contribute(8 << 20);
@@ -72,9 +68,8 @@ class GetSessionTest {
                 c.close();
             }
         }
-        engines.forEach(TransferEngine::close);
-        if (server != null) {
-            server.close();
+        if (store != null) {
+            store.close();
         }
     }
 

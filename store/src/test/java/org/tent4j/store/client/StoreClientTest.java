@@ -21,38 +21,34 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
-import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
-import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.rpc.MasterServer;
 
 /** Clients and a master in one JVM, over real gRPC and real transfer engines (loopback). */
 class StoreClientTest {
     private static MasterServer server;
-    private static final List<TransferEngine> engines = new ArrayList<>();
+    private static LoopbackStore store;
     private static StoreClient a;
     private static StoreClient b;
     private static StoreClient requester;
     private static String address;
 
     static TransferEngine engine() {
-        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
-        engines.add(e);
-        return e;
+        return store.engine();
     }
 
     @BeforeAll
     static void start() throws Exception {
-        server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 100);
-        address = "127.0.0.1:" + server.port();
+        store = LoopbackStore.start();
+        server = store.server();
+        address = store.address();
         a = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
         b = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
         requester = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
@@ -67,9 +63,8 @@ class StoreClientTest {
                 c.close();
             }
         }
-        engines.forEach(TransferEngine::close);
-        if (server != null) {
-            server.close();
+        if (store != null) {
+            store.close();
         }
     }
 

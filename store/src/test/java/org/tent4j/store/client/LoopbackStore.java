@@ -1,0 +1,51 @@
+package org.tent4j.store.client;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.rpc.MasterServer;
+
+/** A master on loopback and the engines of its clients, in this JVM, closed together: the client tests' fixture. */
+final class LoopbackStore implements AutoCloseable {
+    private final MasterServer server;
+    private final List<TransferEngine> engines = new ArrayList<>();
+
+    private LoopbackStore(MasterServer server) {
+        this.server = server;
+    }
+
+    static LoopbackStore start() throws IOException {
+        return new LoopbackStore(MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 100));
+    }
+
+    MasterServer server() {
+        return server;
+    }
+
+    String address() {
+        return "127.0.0.1:" + server.port();
+    }
+
+    /** A fresh engine on loopback, closed with the store. */
+    TransferEngine engine() {
+        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
+        synchronized (engines) {
+            engines.add(e);
+        }
+        return e;
+    }
+
+    /** Closes the engines, then the master; close the clients first. */
+    @Override
+    public void close() {
+        synchronized (engines) {
+            engines.forEach(TransferEngine::close);
+        }
+        server.close();
+    }
+}
