@@ -20,17 +20,14 @@ import org.junit.jupiter.api.Test;
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
-import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
-import org.tent4j.store.rpc.MasterServer;
 import org.tent4j.store.rpc.Wire;
 
 /** Get sessions and batch replica lists against a real master and real engines (one JVM, loopback). */
 class GetSessionTest {
-    private static MasterServer server;
     private static LoopbackStore store;
     private static StoreClient nodeA;
     private static StoreClient nodeB;
@@ -38,17 +35,12 @@ class GetSessionTest {
     private static final List<String> keys = new ArrayList<>();
     private static final List<byte[]> values = new ArrayList<>();
 
-    private static TransferEngine engine() {
-        return store.engine();
-    }
-
     @BeforeAll
     static void start() throws Exception {
         store = LoopbackStore.start();
-        server = store.server();
         address = store.address();
-        nodeA = StoreClient.builder(engine(), address).stagingBytes(1 << 20).connect();
-        nodeB = StoreClient.builder(engine(), address).stagingBytes(1 << 20).connect();
+        nodeA = store.client(1 << 20);
+        nodeB = store.client(1 << 20);
         nodeA.contribute(8 << 20);
         nodeB.contribute(8 << 20);
         Random r = new Random(11);
@@ -91,7 +83,7 @@ class GetSessionTest {
     @Test
     void readBatchReadsEveryValueUntilTheLeaseEndsThenRenewReadsAgain() {
         AtomicLong now = new AtomicLong();
-        StoreClient reader = StoreClient.builder(engine(), address).clock(now::get).heartbeatInterval(Duration.ZERO).connect();
+        StoreClient reader = StoreClient.builder(store.engine(), address).clock(now::get).heartbeatInterval(Duration.ZERO).connect();
         RegisteredMemory buf = reader.engine().allocate(keys.size() * 4096L, Location.CPU, Permission.READ_WRITE);
         try {
             List<MemorySegment> dsts = new ArrayList<>();
@@ -140,7 +132,7 @@ class GetSessionTest {
     void aBatchReadThatFinishesAfterTheLeaseIsDiscarded() {
         AtomicLong now = new AtomicLong();
         // every look at the clock is 6 s later: the fetch at 6 s (lease to 16 s), the reads start at 12 s and end at 18 s
-        StoreClient reader = StoreClient.builder(engine(), address).clock(() -> now.addAndGet(6_000_000_000L))
+        StoreClient reader = StoreClient.builder(store.engine(), address).clock(() -> now.addAndGet(6_000_000_000L))
                 .heartbeatInterval(Duration.ZERO).connect();
         RegisteredMemory buf = reader.engine().allocate(2 * 4096L, Location.CPU, Permission.READ_WRITE);
         try {

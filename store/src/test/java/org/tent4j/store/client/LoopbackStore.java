@@ -40,6 +40,11 @@ final class LoopbackStore implements AutoCloseable {
         return e;
     }
 
+    /** A client on a fresh engine with a staging buffer of {@code stagingBytes}; the caller closes it. */
+    StoreClient client(long stagingBytes) {
+        return StoreClient.builder(engine(), address()).stagingBytes(stagingBytes).connect();
+    }
+
     /** Closes the engines, then the master; close the clients first. */
     @Override
     public void close() {

@@ -49,9 +49,9 @@ class StoreClientTest {
         store = LoopbackStore.start();
         server = store.server();
         address = store.address();
-        a = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
-        b = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
-        requester = StoreClient.builder(engine(), address).stagingBytes(8 << 20).connect();
+        a = store.client(8 << 20);
+        b = store.client(8 << 20);
+        requester = store.client(8 << 20);
         a.contribute(32 << 20);
         b.contribute(32 << 20);
     }
