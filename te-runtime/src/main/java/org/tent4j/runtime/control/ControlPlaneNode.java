@@ -583,7 +583,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             owner.closeFuture().addListener(f -> ctx.executor().execute(() -> release(ctx)));
         }
 
-        /** Handles the held frames in order: claims now succeed if the owner closed, and are refused if it did not. */
+        /** Dispatches the held frames in arrival order: claims now succeed if the owner closed, and are refused if not. */
         private void release(ChannelHandlerContext ctx) {
             if (held == null) {
                 return;
