@@ -161,12 +161,7 @@ public final class MasterState {
             }
             case Command.Heartbeat c -> heartbeat(now, c.clientId());
             case Command.Tick c -> tick(now);
-            case Command.Evict c -> {
-                long objs = evictedObjects.sum();
-                long bytes = evictedBytes.sum();
-                evict(now);
-                yield new Command.Evicted(evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
-            }
+            case Command.Evict c -> evict(now);
         };
         return (R) result;
     }
@@ -190,8 +185,7 @@ public final class MasterState {
             throw new StoreException(StoreError.INVALID_PARAMS, "soft pin TTL for key '" + c.key() + "' must be in [0, "
                     + config.maxSoftPinTtl() + "]: " + cfg.softPinTtl());
         }
-        ClientRecord client = clients.computeIfAbsent(c.clientId(), id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
-        client.lastSeen = now;
+        ClientRecord client = seen(c.clientId(), now);
         MountedSegment[] candidates = active;
         if (candidates.length == 0) {
             allocationFailures.increment();
@@ -266,6 +260,13 @@ public final class MasterState {
         }
     }
 
+    /** The client's record, made on its first call, marked as heard from at {@code now}. */
+    private ClientRecord seen(String clientId, long now) {
+        ClientRecord client = clients.computeIfAbsent(clientId, id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
+        client.lastSeen = now;
+        return client;
+    }
+
     /** Throws unless the key may be written now; true if an abandoned put of it must be taken over first. */
     private boolean checkWritable(ObjectRecord rec, String key, long now, boolean upsert) {
         if (rec == null) {
@@ -315,8 +316,7 @@ public final class MasterState {
         if (c.clientId() == null || c.clientId().isEmpty()) {
             throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
         }
-        ClientRecord client = clients.computeIfAbsent(c.clientId(), id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
-        client.lastSeen = now;
+        ClientRecord client = seen(c.clientId(), now);
         StoreException[] failures = new StoreException[c.items().size()];
         for (int i = 0; i < failures.length; i++) {
             try {
@@ -446,8 +446,8 @@ public final class MasterState {
         checkReservationCount(client, r.replicas());
         Command.PutStart shape = new Command.PutStart(client.id, "", r.bytes(), ReplicateConfig.replicas(r.replicas()),
                 r.writerHost(), false, seed);
-        // no eviction when it does not fit: evicting scattered objects seldom frees a contiguous range this large, and
-        // a pass over every object on the event loop stalls all its calls; the client's two-call path evicts instead
+        // no eviction here when it does not fit: this runs on an event loop, so the evictor is woken instead (it frees
+        // runs of neighbours a later reservation fits in) and the client takes the two-call path meanwhile
         long[] placed = placeAll(shape, client);
         if (placed == null) {
             evictionWanted.run();
@@ -815,8 +815,7 @@ public final class MasterState {
                 throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
                         + existing.owner);
             }
-            ClientRecord client = clients.computeIfAbsent(clientId, id -> new ClientRecord(id, (int) clientIndexes.incrementAndGet(), now));
-            client.lastSeen = now;
+            ClientRecord client = seen(clientId, now);
             int index = segmentTable.length;
             if (index >= ObjectRecord.MAX_SEGMENTS) {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
@@ -966,11 +965,9 @@ public final class MasterState {
             lastReclaimSweep = now;
             reclaimed = reclaimAbandonedPuts(now);
         }
-        long objs = evictedObjects.sum();
-        long bytes = evictedBytes.sum();
-        evict(now);
+        Command.Evicted evicted = evict(now);
         trimReadCounts();
-        return new TickReport(expired, reclaimed, evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
+        return new TickReport(expired, reclaimed, evicted.objects(), evicted.bytes());
     }
 
     private List<String> expireClients(long now) {
@@ -1022,10 +1019,13 @@ public final class MasterState {
      * ratio under the mark. Leased, in-flight and hard-pinned objects are never taken; soft-pinned ones only when
      * nothing else is left.
      */
-    void evict(long now) {
+    Command.Evicted evict(long now) {
         // the housekeeping round and the evictor may both find usage high: the second then finds it low again
         synchronized (evictionLock) {
+            long objs = evictedObjects.sum();
+            long bytes = evictedBytes.sum();
             evictLocked(now);
+            return new Command.Evicted(evictedObjects.sum() - objs, evictedBytes.sum() - bytes);
         }
     }
 
@@ -1218,13 +1218,12 @@ public final class MasterState {
         }
     }
 
-    /** Frees an evicted record's space (it is unleased, so nothing is parked); its bytes on all replicas. */
-    private long dropEvicted(ObjectRecord rec, long now) {
+    /** Frees an evicted record's space (it is unleased, so nothing is parked) and counts it. */
+    private void dropEvicted(ObjectRecord rec, long now) {
         long bytes = footprint(rec);
         release(rec, now);
         evictedObjects.increment();
         evictedBytes.add(bytes);
-        return bytes;
     }
 
     private static long footprint(ObjectRecord rec) {
@@ -1300,13 +1299,7 @@ public final class MasterState {
     public List<ClientView> clients(long now) {
         List<ClientView> out = new ArrayList<>();
         for (ClientRecord c : clients.values()) {
-            long reserved = 0;
-            synchronized (c.reserved) {
-                for (Reservation r : c.reserved) {
-                    reserved += r.end - r.mark;
-                }
-            }
-            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen, reserved));
+            out.add(new ClientView(c.id, c.segments.size(), now - c.lastSeen, c.reservedBytes()));
         }
         return out;
     }
@@ -1351,11 +1344,7 @@ public final class MasterState {
     public long reservedBytes() {
         long sum = 0;
         for (ClientRecord c : clients.values()) {
-            synchronized (c.reserved) {
-                for (Reservation r : c.reserved) {
-                    sum += r.end - r.mark;
-                }
-            }
+            sum += c.reservedBytes();
         }
         return sum;
     }
@@ -1462,6 +1451,17 @@ public final class MasterState {
         final java.util.Set<MountedSegment> segments = ConcurrentHashMap.newKeySet();
         /** Its live reservations; also the lock over their marks (taken after a shard's, before an allocator's). */
         final List<Reservation> reserved = new ArrayList<>();
+
+        /** Granted and not yet committed. */
+        long reservedBytes() {
+            long sum = 0;
+            synchronized (reserved) {
+                for (Reservation r : reserved) {
+                    sum += r.end - r.mark;
+                }
+            }
+            return sum;
+        }
 
         ClientRecord(String id, int index, long now) {
             this.id = id;
