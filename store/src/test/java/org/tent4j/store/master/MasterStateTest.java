@@ -8,14 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ThreadLocalRandom;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -297,45 +293,21 @@ class MasterStateTest {
             mount("c" + s, "s" + s, 256 * 1024);
         }
         int threads = 4;
-        CyclicBarrier start = new CyclicBarrier(threads);
-        Set<String> failures = ConcurrentHashMap.newKeySet();
-        List<Thread> ts = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            int id = t;
-            ts.add(Thread.ofPlatform().start(() -> {
-                try {
-                    start.await();
-                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
-                    for (int i = 0; i < 3000; i++) {
-                        String key = "k" + rnd.nextInt(400);
-                        try {
-                            switch (rnd.nextInt(5)) {
-                                case 0, 1 -> {
-                                    PutTicket tk = master.putStart("w" + id, key, 1 + rnd.nextInt(8000), ReplicateConfig.replicas(1 + rnd.nextInt(3)), "h");
-                                    if (rnd.nextBoolean()) {
-                                        master.putEnd("w" + id, key, tk.putId());
-                                    } else {
-                                        master.putRevoke("w" + id, key, tk.putId());
-                                    }
-                                }
-                                case 2 -> master.remove(key, rnd.nextBoolean());
-                                case 3 -> master.getReplicas(key);
-                                default -> master.tick();
-                            }
-                        } catch (StoreException e) {
-                            if (e.error() == StoreError.INTERNAL_ERROR) {
-                                failures.add(e.toString());
-                            }
-                        }
+        Set<String> failures = Hammer.failures(threads, 3000, id -> (key, rnd) -> {
+            switch (rnd.nextInt(5)) {
+                case 0, 1 -> {
+                    PutTicket tk = master.putStart("w" + id, key, 1 + rnd.nextInt(8000), ReplicateConfig.replicas(1 + rnd.nextInt(3)), "h");
+                    if (rnd.nextBoolean()) {
+                        master.putEnd("w" + id, key, tk.putId());
+                    } else {
+                        master.putRevoke("w" + id, key, tk.putId());
                     }
-                } catch (Throwable e) {
-                    failures.add(e.toString());
                 }
-            }));
-        }
-        for (Thread t : ts) {
-            t.join();
-        }
+                case 2 -> master.remove(key, rnd.nextBoolean());
+                case 3 -> master.getReplicas(key);
+                default -> master.tick();
+            }
+        });
         assertEquals(Set.of(), failures);
         // forced removals parked leased ranges; let those leases end so the books can balance
         clock.advance(Duration.ofSeconds(11));

@@ -7,13 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ThreadLocalRandom;
 
 import org.junit.jupiter.api.Test;
 import org.tent4j.store.ManualClock;
@@ -220,58 +216,40 @@ class ReservationTest {
             mount("c" + s, "s" + s, 512 * 1024);
         }
         int threads = 4;
-        CyclicBarrier start = new CyclicBarrier(threads);
-        Set<String> failures = ConcurrentHashMap.newKeySet();
-        List<Thread> ts = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
+        Set<String> failures = Hammer.failures(threads, 3000, t -> {
             String client = "w" + t;
-            ts.add(Thread.ofPlatform().start(() -> {
-                try {
-                    start.await();
-                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
-                    List<Grant> gs = List.of();
-                    long carved = 0;
-                    for (int i = 0; i < 3000; i++) {
-                        String key = "k" + rnd.nextInt(400);
-                        try {
-                            switch (rnd.nextInt(6)) {
-                                case 0, 1, 2 -> {
-                                    long size = 1 + rnd.nextInt(4000);
-                                    if (gs.isEmpty() || carved + size > gs.getFirst().range().length()) {
-                                        List<Long> retire = gs.stream().map(Grant::id).toList();
-                                        gs = master.commit(client, List.of(), retire, new Reserve(16 * 1024, 1 + rnd.nextInt(3), "h")).granted();
-                                        carved = 0;
-                                        continue;
-                                    }
-                                    long[] ids = gs.stream().mapToLong(Grant::id).toArray();
-                                    // now and then a hostile offset: below the mark, or another writer's reservation
-                                    long back = rnd.nextInt(10) == 0 ? 64 : 0;
-                                    long at = Math.max(0, carved - back);
-                                    long[] addrs = new long[gs.size()];
-                                    for (int j = 0; j < gs.size(); j++) {
-                                        addrs[j] = gs.get(j).range().address() + at;
-                                    }
-                                    master.commit(client, List.of(new CommitItem(key, size, ids, addrs)), List.of(), null);
-                                    carved = at + RangeAllocator.aligned(size);
-                                }
-                                case 3 -> master.putStart(client, key, 1 + rnd.nextInt(4000), ReplicateConfig.defaults(), "h");
-                                case 4 -> master.remove(key, rnd.nextBoolean());
-                                default -> master.tick();
-                            }
-                        } catch (StoreException e) {
-                            if (e.error() == StoreError.INTERNAL_ERROR) {
-                                failures.add(e.toString());
-                            }
+            var held = new Object() {
+                List<Grant> gs = List.of();
+                long carved;
+            };
+            return (key, rnd) -> {
+                switch (rnd.nextInt(6)) {
+                    case 0, 1, 2 -> {
+                        long size = 1 + rnd.nextInt(4000);
+                        if (held.gs.isEmpty() || held.carved + size > held.gs.getFirst().range().length()) {
+                            List<Long> retire = held.gs.stream().map(Grant::id).toList();
+                            held.gs = master.commit(client, List.of(), retire, new Reserve(16 * 1024, 1 + rnd.nextInt(3), "h")).granted();
+                            held.carved = 0;
+                            return;
                         }
+                        List<Grant> gs = held.gs;
+                        long[] ids = gs.stream().mapToLong(Grant::id).toArray();
+                        // now and then a hostile offset: below the mark, or another writer's reservation
+                        long back = rnd.nextInt(10) == 0 ? 64 : 0;
+                        long at = Math.max(0, held.carved - back);
+                        long[] addrs = new long[gs.size()];
+                        for (int j = 0; j < gs.size(); j++) {
+                            addrs[j] = gs.get(j).range().address() + at;
+                        }
+                        master.commit(client, List.of(new CommitItem(key, size, ids, addrs)), List.of(), null);
+                        held.carved = at + RangeAllocator.aligned(size);
                     }
-                } catch (Throwable e) {
-                    failures.add(e.toString());
+                    case 3 -> master.putStart(client, key, 1 + rnd.nextInt(4000), ReplicateConfig.defaults(), "h");
+                    case 4 -> master.remove(key, rnd.nextBoolean());
+                    default -> master.tick();
                 }
-            }));
-        }
-        for (Thread t : ts) {
-            t.join();
-        }
+            };
+        });
         assertEquals(Set.of(), failures);
         clock.advance(Duration.ofSeconds(11));
         for (int s = 0; s < 3; s++) {
