@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeMap;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -283,10 +282,6 @@ class MasterStateTest {
         assertTrue(onFresh > 20 && onFresh < 140, "fresh segment took " + onFresh + " of 200 writes");
     }
 
-    private static long addr(String at) {
-        return Long.parseLong(at.substring(at.indexOf('/') + 1));
-    }
-
     @Test
     void concurrentPutsRemovesAndEvictionsNeverShareAByte() throws Exception {
         for (int s = 0; s < 3; s++) {
@@ -316,26 +311,7 @@ class MasterStateTest {
         }
         master.tick();
         // every live replica range is disjoint from every other, and the allocators agree on bytes in use
-        TreeMap<String, Long> ranges = new TreeMap<>();
-        long total = 0;
-        for (String key : master.state().keys(Integer.MAX_VALUE)) {
-            MasterState.KeyView v = master.state().describe(clock.nanoTime(), key);
-            for (ReplicaLocation r : v.replicas()) {
-                long len = RangeAllocator.aligned(r.length());
-                // segment id, then the address zero-padded so string order is address order within a segment
-                String at = r.segmentId() + "/" + String.format("%020d", r.address());
-                var below = ranges.floorEntry(at);
-                if (below != null && below.getKey().startsWith(r.segmentId() + "/")) {
-                    assertTrue(addr(below.getKey()) + below.getValue() <= r.address(), "overlap at " + r);
-                }
-                var above = ranges.ceilingEntry(at);
-                if (above != null && above.getKey().startsWith(r.segmentId() + "/")) {
-                    assertTrue(r.address() + len <= addr(above.getKey()), "overlap at " + r);
-                }
-                ranges.put(at, len);
-                total += len;
-            }
-        }
+        long total = Hammer.disjointReplicaBytes(master, clock.nanoTime());
         long used = master.segments().stream().mapToLong(MasterState.SegmentView::used).sum();
         assertEquals(total, used, "allocators hold exactly the live replicas' bytes");
         assertNull(master.state().describe(clock.nanoTime(), "never"));

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeMap;
 
 import org.junit.jupiter.api.Test;
 import org.tent4j.store.ManualClock;
@@ -259,32 +258,10 @@ class ReservationTest {
             master.heartbeat("w" + t);
         }
         master.tick();
-        TreeMap<String, Long> ranges = new TreeMap<>();
-        long total = 0;
-        for (String key : master.state().keys(Integer.MAX_VALUE)) {
-            MasterState.KeyView v = master.state().describe(clock.nanoTime(), key);
-            for (ReplicaLocation r : v.replicas()) {
-                long len = RangeAllocator.aligned(r.length());
-                String at = r.segmentId() + "/" + String.format("%020d", r.address());
-                var below = ranges.floorEntry(at);
-                if (below != null && below.getKey().startsWith(r.segmentId() + "/")) {
-                    assertTrue(addr(below.getKey()) + below.getValue() <= r.address(), "overlap at " + key + " " + r);
-                }
-                var above = ranges.ceilingEntry(at);
-                if (above != null && above.getKey().startsWith(r.segmentId() + "/")) {
-                    assertTrue(r.address() + len <= addr(above.getKey()), "overlap at " + key + " " + r);
-                }
-                ranges.put(at, len);
-                total += len;
-            }
-        }
+        long total = Hammer.disjointReplicaBytes(master, clock.nanoTime());
         long used = master.segments().stream().mapToLong(MasterState.SegmentView::used).sum();
         assertEquals(total + master.state().reservedBytes(), used, "allocators hold exactly the live replicas and the reservations");
         assertTrue(master.state().stats().objectsCommitted() > 100, "commits happened: " + master.state().stats().objectsCommitted());
-    }
-
-    private static long addr(String at) {
-        return Long.parseLong(at.substring(at.indexOf('/') + 1));
     }
 
     /** A plain two-call put, to fill segments. */
