@@ -66,7 +66,7 @@ public final class GetSession {
     public long read(int i, MemorySegment destination) {
         long n = valueSize(i);
         if (destination.byteSize() < n) {
-            throw tooSmall(i, destination, n);
+            throw StoreClient.bufferTooSmall(keys.get(i), destination.byteSize(), n);
         }
         read(i, 0, destination.asSlice(0, n));
         return n;
@@ -112,9 +112,9 @@ public final class GetSession {
             if (l.getStatus().getCode() != 0) {
                 out.set(j, Outcome.failed(StoreClient.error(l.getStatus())));
             } else if (l.getSize() > dst.byteSize()) {
-                out.set(j, Outcome.failed(tooSmall(i, dst, l.getSize())));
+                out.set(j, Outcome.failed(StoreClient.bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
             } else if (replicas.get(i).isEmpty()) {
-                out.set(j, Outcome.failed(new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + keys.get(i) + "' has no replica to read")));
+                out.set(j, Outcome.failed(StoreClient.noReplica(keys.get(i))));
             } else if (now >= deadlines[i]) {
                 out.set(j, Outcome.failed(ended(i)));
             } else {
@@ -150,10 +150,6 @@ public final class GetSession {
                 + "' has ended; renew the session");
     }
 
-    private StoreException tooSmall(int i, MemorySegment destination, long n) {
-        return new StoreException(StoreError.INVALID_PARAMS, "buffer of " + destination.byteSize()
-                + " bytes is too small for key '" + keys.get(i) + "' (" + n + " bytes)");
-    }
 
     private void check(int i) {
         StoreException e = StoreClient.error(lists.get(i).getStatus());

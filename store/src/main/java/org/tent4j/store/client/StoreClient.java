@@ -709,8 +709,7 @@ public final class StoreClient implements AutoCloseable {
             ReplicaListResponse list = master.getReplicaList(key);
             long deadline = t0 + Duration.ofMillis(list.getLeaseTtlMs()).toNanos();
             if (list.getSize() > room) {
-                throw new StoreException(StoreError.INVALID_PARAMS, "buffer of " + room + " bytes is too small for key '"
-                        + key + "' (" + list.getSize() + " bytes)");
+                throw bufferTooSmall(key, room, list.getSize());
             }
             StoreException e = readReplicas(key, nearestFirst(Wire.replicas(list.getReplicasList())), 0, parts, deadline);
             if (e == null) {
@@ -751,7 +750,7 @@ public final class StoreClient implements AutoCloseable {
             }
             return null;
         }
-        return last != null ? last : new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no replica to read");
+        return last != null ? last : noReplica(key);
     }
 
     /**
@@ -795,13 +794,12 @@ public final class StoreClient implements AutoCloseable {
                 }
                 MemorySegment dst = destinations.get(i);
                 if (l.getSize() > dst.byteSize()) {
-                    out.set(i, Outcome.failed(new StoreException(StoreError.INVALID_PARAMS, "buffer of " + dst.byteSize()
-                            + " bytes is too small for key '" + keys.get(i) + "' (" + l.getSize() + " bytes)")));
+                    out.set(i, Outcome.failed(bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
                     continue;
                 }
                 List<ReplicaLocation> rs = nearestFirst(answer.replicas().get(j));
                 if (rs.isEmpty()) {
-                    out.set(i, Outcome.failed(new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + keys.get(i) + "' has no replica to read")));
+                    out.set(i, Outcome.failed(noReplica(keys.get(i))));
                     continue;
                 }
                 ranked.set(j, rs);
@@ -960,6 +958,15 @@ public final class StoreClient implements AutoCloseable {
             writes.add(false, r, offset, src);
         }
         return writes.run().firstFailure(key, "writing", 0, writes.size());
+    }
+
+    static StoreException bufferTooSmall(String key, long room, long size) {
+        return new StoreException(StoreError.INVALID_PARAMS, "buffer of " + room + " bytes is too small for key '" + key
+                + "' (" + size + " bytes)");
+    }
+
+    static StoreException noReplica(String key) {
+        return new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no replica to read");
     }
 
     static StoreException error(Status s) {
