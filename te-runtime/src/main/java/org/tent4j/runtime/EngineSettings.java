@@ -16,19 +16,24 @@ record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int
             throw new ConfigException(EngineConfig.WORKERS, "must be >= 0, got " + workers);
         }
         long sliceSize = core.getSize(EngineConfig.SLICE_SIZE);
-        if (sliceSize < 4096) {
-            throw new ConfigException(EngineConfig.SLICE_SIZE, "must be at least 4k, got " + sliceSize);
+        if (sliceSize < 4096 || sliceSize > PathState.MAX_BYTES / 2) {
+            throw new ConfigException(EngineConfig.SLICE_SIZE, "must be between 4k and " + PathState.MAX_BYTES / 2 + ", got " + sliceSize);
         }
         Duration transferTimeout = core.getDuration(EngineConfig.TRANSFER_TIMEOUT);
         if (transferTimeout.isNegative() || transferTimeout.isZero()) {
             throw new ConfigException(EngineConfig.TRANSFER_TIMEOUT, "must be positive");
         }
         int maxInflight = core.getInt(CoreKey.PATHS_MAX_INFLIGHT);
-        if (maxInflight < 1) {
-            throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT, "must be >= 1, got " + maxInflight);
+        if (maxInflight < 1 || maxInflight > PathState.MAX_SLICES) {
+            throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT, "must be between 1 and " + PathState.MAX_SLICES + ", got " + maxInflight);
+        }
+        long maxInflightBytes = core.getSize(CoreKey.PATHS_MAX_INFLIGHT_BYTES);
+        if (maxInflightBytes < 1 || maxInflightBytes > PathState.MAX_BYTES / 2) {
+            throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT_BYTES, "must be between 1 and " + PathState.MAX_BYTES / 2
+                    + ", got " + maxInflightBytes);
         }
         long cooldown = core.getDuration(CoreKey.PATHS_COOLDOWN).toNanos();
-        PathLimits limits = new PathLimits(maxInflight, core.getSize(CoreKey.PATHS_MAX_INFLIGHT_BYTES),
+        PathLimits limits = new PathLimits(maxInflight, maxInflightBytes,
                 core.getDuration(CoreKey.QOS_AGING).toNanos(), cooldown,
                 Math.max(cooldown, core.getDuration(CoreKey.PATHS_MAX_COOLDOWN).toNanos()));
         return new EngineSettings(workers == 0 ? Runtime.getRuntime().availableProcessors() : workers, sliceSize, transferTimeout,

@@ -163,13 +163,15 @@ final class PathGroup {
         return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
     }
 
-    /** A new slice from its submitter: posted on this thread when the transport allows it and nothing waits, else queued. */
-    void submit(RuntimeSlice s) {
+    /** A new slice from its submitter at {@code now} (the engine's clock): posted on this thread when the transport allows it and nothing waits, else queued. */
+    void submit(RuntimeSlice s, long now) {
         if (directPosts && queued == 0 && state == OPEN) {
             PathState[] ps = paths;
-            long now = clock.nanoTime();
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
-            if (ps.length == 1 && ps[0].eligible(now) && ps[0].reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes())) {
+            int before;
+            if (ps.length == 1 && ps[0].eligible(now)
+                    && (before = ps[0].reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes())) != PathState.NO_ROOM) {
+                s.busyAtPost = before > 0;
                 s.enqueueNanos = now;
                 post(connection, ps, s, 0, now);
                 return;
@@ -232,12 +234,14 @@ final class PathGroup {
         return true;
     }
 
-    /** A slice completed on {@code path}: update its estimate, and re-admit it if it was paused. */
-    void completed(int path, long length, long postNanos) {
+    /** A slice completed on {@code path}: update its estimate, and re-admit it if it was paused. Returns when (the engine's clock). */
+    long completed(int path, long length, long postNanos, boolean busy) {
         PathState p = paths[path];
-        if (p.completed(length, postNanos, clock.nanoTime())) {
+        long now = clock.nanoTime();
+        if (p.completed(length, postNanos, busy, now)) {
             log.info("path {} to segment '{}' recovered: re-admitted after a success", describe(path), segment.name());
         }
+        return now;
     }
 
     /** A slice failed on {@code path}: count it against the path's health unless the failure says nothing about it. */
@@ -374,11 +378,13 @@ final class PathGroup {
             // what the general rule below decides for one path (a device list names it or cannot apply; avoiding
             // it leaves no other), without its per-slice arithmetic: shm and one-lane groups carry most small requests
             PathState p = ps[0];
-            return p.eligible(now) && p.reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes()) ? 0 : -1;
+            int before = p.eligible(now) ? p.reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes()) : PathState.NO_ROOM;
+            s.busyAtPost = before > 0;
+            return before == PathState.NO_ROOM ? -1 : 0;
         }
         int path = choosePath(ps, s, now);
         if (path >= 0) {
-            ps[path].posted(s.length());
+            s.busyAtPost = ps[path].posted(s.length()) > 0;
         }
         return path;
     }
@@ -427,11 +433,12 @@ final class PathGroup {
                 continue;
             }
             // one read of each, so the backlog, the room check and the prediction agree
-            long inflight = p.inflightBytes.get();
+            long both = p.inflight();
+            long inflight = PathState.inflightBytes(both);
             double bw = p.bandwidth();
             backlogBytes += inflight;
             bandwidth += bw;
-            if (p.inflightSlices.get() >= limits.maxInflightSlices() || inflight >= limits.maxInflightBytes()) {
+            if (PathState.inflightSlices(both) >= limits.maxInflightSlices() || inflight >= limits.maxInflightBytes()) {
                 // on a full path the slice would first wait for room, about one slice's time
                 bestFullTime = Math.min(bestFullTime, (inflight + 2.0 * s.length()) / bw);
                 continue;

@@ -123,7 +123,7 @@ final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer,
                     continue;
                 }
             }
-            launcher.start(tasks[i], route);
+            launcher.start(tasks[i], route, now);
         }
         arrive();
         return post;

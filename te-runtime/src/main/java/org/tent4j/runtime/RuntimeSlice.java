@@ -42,6 +42,8 @@ final class RuntimeSlice implements Slice {
     }
 
     private final SlicePool pool;
+    /** Where it goes back to when recycled. */
+    final SlicePool.Stripe stripe;
     /** generation &lt;&lt; 2 | phase. */
     private volatile long state;
     private Task task;
@@ -63,13 +65,16 @@ final class RuntimeSlice implements Slice {
     /** When it went back to the pool (guards its quarantine there). */
     long idleSinceNanos;
     private long postNanos;
+    /** Other slices were in flight on its path when it was counted there (see {@link PathState#completed}). */
+    boolean busyAtPost;
     /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
     RuntimeSlice prevPosted;
     RuntimeSlice nextPosted;
     boolean linked;
 
-    RuntimeSlice(SlicePool pool) {
+    RuntimeSlice(SlicePool pool, SlicePool.Stripe stripe) {
         this.pool = pool;
+        this.stripe = stripe;
     }
 
     void init(Task task, Opcode opcode, RegisteredBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
@@ -148,8 +153,8 @@ final class RuntimeSlice implements Slice {
         RegisteredBuffer b = localBuffer;
         long len = length;
         t.unlinkPosted(this);
-        g.completed(path, len, postNanos);
-        recycle();
+        long now = g.completed(path, len, postNanos, busyAtPost);
+        recycle(now);
         b.unpin();
         t.sliceCompleted(len);
         t.leaveTransport();
@@ -226,13 +231,17 @@ final class RuntimeSlice implements Slice {
     }
 
     private void recycle() {
+        recycle(pool.now());
+    }
+
+    private void recycle(long now) {
         Task t = task;
         task = null;
         localBuffer = null;
         remoteBuffer = null;
         group = null;
         state = ((state >>> 2) + 1) << 2;
-        pool.give(this);
+        pool.give(this, now);
         t.sliceRecycled();
     }
 }

@@ -153,7 +153,7 @@ final class TaskLauncher {
             selector.recordFallback(rr, sel);
         }
         cut(task, rr, policy, slot, r.opcode(), rr.local(), r.local().address() - rr.local().address(), rr.segment(), rr.remote(),
-                r.targetOffset(), r.length(), r.priority().ordinal(), deadline);
+                r.targetOffset(), r.length(), r.priority().ordinal(), deadline, now);
     }
 
     /**
@@ -203,12 +203,15 @@ final class TaskLauncher {
         return new Route(rr, policy, slot);
     }
 
-    /** One post of one prepared request: a task re-armed by its prepared transfer, on its kept route. */
-    void start(Task task, Route route) {
+    /**
+     * One post of one prepared request: a task re-armed by its prepared transfer, on its kept route. {@code now} is the
+     * post's time: one clock read for all of a post's requests, which start within microseconds of each other.
+     */
+    void start(Task task, Route route, long now) {
         try {
             cut(task, route.resolved(), route.policy(), route.slot(), route.opcode(), route.local(), route.localOffset(),
                     route.segment(), route.remote(), route.targetOffset(), route.length(), route.priority(),
-                    clock.nanoTime() + transferTimeoutNanos);
+                    now + transferTimeoutNanos, now);
         } catch (RuntimeException e) {
             failed(task, e);
         }
@@ -232,7 +235,7 @@ final class TaskLauncher {
     /** Cuts a checked request into slices and queues them on the chosen transport's path group. */
     private void cut(Task task, ResolvedRequest rr, Policy policy, TransportSlot slot, Opcode opcode, RegisteredBuffer local,
                      long localOffset, RemoteSegment segment, BufferDescriptor remote, long target, long length, int priority,
-                     long deadline) {
+                     long deadline, long now) {
         task.resolved = rr;
         task.policy = policy;
         task.transport = slot;
@@ -242,10 +245,10 @@ final class TaskLauncher {
         task.expectSlices(n);
         for (int i = 0; i < n; i++) {
             long off = i * step;
-            RuntimeSlice s = slicePool.take();
+            RuntimeSlice s = slicePool.take(now);
             s.init(task, opcode, local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
-            group.submit(s);
+            group.submit(s, now);
         }
     }
 

@@ -160,7 +160,7 @@ final class TransferEngineImpl implements TransferEngine {
             this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
             PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
             this.notifications = new Notifications(segmentName, control, config.core());
-            SlicePool slicePool = new SlicePool(8192, clock, SlicePool.QUARANTINE_NANOS);
+            SlicePool slicePool = new SlicePool(4096, clock, SlicePool.QUARANTINE_NANOS);
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());

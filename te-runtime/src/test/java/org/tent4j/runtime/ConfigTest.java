@@ -50,6 +50,12 @@ class ConfigTest {
         assertEquals("transports.inproc.fail_after", rejected(base().set("transports.inproc.fail_after", "x")).key());
         assertEquals(EngineConfig.TRANSPORTS_ENABLED, rejected(base().set(EngineConfig.TRANSPORTS_ENABLED, "carrier-pigeon")).key());
         assertEquals(EngineConfig.METADATA_URI, rejected(base().set(EngineConfig.METADATA_URI, "zookeeper://h:1")).key());
+        // a path counts slices and bytes in flight in one word: limits beyond its fields are refused, not wrapped
+        ConfigException slices = rejected(base().set("paths.max_inflight", Integer.toString(PathState.MAX_SLICES + 1)));
+        assertEquals("paths.max_inflight", slices.key());
+        assertTrue(slices.getMessage().contains(Integer.toString(PathState.MAX_SLICES)), slices.getMessage());
+        assertEquals("paths.max_inflight_bytes", rejected(base().set("paths.max_inflight_bytes", "16t")).key());
+        assertEquals(EngineConfig.SLICE_SIZE, rejected(base().set(EngineConfig.SLICE_SIZE, "16t")).key());
     }
 
     @Test

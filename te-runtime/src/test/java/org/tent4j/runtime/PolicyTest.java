@@ -70,8 +70,8 @@ class PolicyTest {
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         PathGroup g = ((RemoteSegment) seg).groups.get(0).transport.id().equals("inproc")
                 ? ((RemoteSegment) seg).groups.get(0) : ((RemoteSegment) seg).groups.get(1);
-        assertEquals(64, g.paths[2].completedSlices.get(), "the policy's devices did not restrict the paths");
-        assertEquals(0, g.paths[0].completedSlices.get() + g.paths[1].completedSlices.get() + g.paths[3].completedSlices.get());
+        assertEquals(64, g.paths[2].completedSlices.sum(), "the policy's devices did not restrict the paths");
+        assertEquals(0, g.paths[0].completedSlices.sum() + g.paths[1].completedSlices.sum() + g.paths[3].completedSlices.sum());
 
         TransferStatus unknown = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address())
                 .policy("nope").build());

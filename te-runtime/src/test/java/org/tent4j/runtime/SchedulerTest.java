@@ -77,8 +77,8 @@ class SchedulerTest {
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
         PathGroup g = group(p, "inproc");
         assertTrue(g.paths[1].paused(), "the failing path was not paused");
-        assertEquals(0, g.paths[1].completedSlices.get());
-        assertEquals(128, g.paths[0].completedSlices.get() + g.paths[2].completedSlices.get(), "a slice was counted twice or lost");
+        assertEquals(0, g.paths[1].completedSlices.sum());
+        assertEquals(128, g.paths[0].completedSlices.sum() + g.paths[2].completedSlices.sum(), "a slice was counted twice or lost");
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_path_paused{path=\"p1\""), scrape);
     }
@@ -92,8 +92,8 @@ class SchedulerTest {
             assertEquals(TransferState.COMPLETED, s.state(), s.message());
         }
         PathGroup g = group(p, "inproc");
-        long fast = g.paths[0].completedSlices.get();
-        long slow = g.paths[1].completedSlices.get();
+        long fast = g.paths[0].completedSlices.sum();
+        long slow = g.paths[1].completedSlices.sum();
         assertEquals(4 * 256, fast + slow); // 16 MiB in 64 KiB slices, four times
         assertTrue(slow * 4 < fast, "slow path got " + slow + " slices, fast path " + fast);
     }
@@ -105,15 +105,15 @@ class SchedulerTest {
                 "transports.inproc.slow_delay", "100ms", "paths.max_inflight", 1));
         writeAll(p);
         PathGroup g = group(p, "inproc");
-        for (int i = 0; i < 10 && g.paths[1].completedSlices.get() == 0; i++) {
+        for (int i = 0; i < 10 && g.paths[1].completedSlices.sum() == 0; i++) {
             writeAll(p); // until the slow path has been measured once (its first estimate is a guess)
         }
-        long slow = g.paths[1].completedSlices.get();
+        long slow = g.paths[1].completedSlices.sum();
         assertTrue(slow > 0, "the unmeasured path was never tried");
         for (int i = 0; i < 5; i++) {
             writeAll(p);
         }
-        assertEquals(slow, g.paths[1].completedSlices.get(), "a path 100 ms per slice slow got slices that the fast "
+        assertEquals(slow, g.paths[1].completedSlices.sum(), "a path 100 ms per slice slow got slices that the fast "
                 + "path would have finished sooner, holding back the end of the transfer");
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
     }
@@ -130,7 +130,7 @@ class SchedulerTest {
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         assertEquals(4 << 20, s.bytesTransferred());
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
-        assertEquals(64, group(p, "inproc-b").paths[0].completedSlices.get());
+        assertEquals(64, group(p, "inproc-b").paths[0].completedSlices.sum());
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_transport_failovers_total{from=\"inproc\""), scrape);
     }

@@ -90,7 +90,7 @@ final class ShmPeerConnection implements PeerConnection {
             return;
         }
         if (slice.length() <= inlineThreshold) {
-            copyAndFinish(slice);
+            copyAndFinish(slice, false);
             return;
         }
         if (queue.offer(slice)) {
@@ -104,7 +104,7 @@ final class ShmPeerConnection implements PeerConnection {
         }
         // The ring is full: rare, so a task per slice is acceptable here rather than blocking the poster.
         try {
-            workers.execute(() -> copyAndFinish(slice));
+            workers.execute(() -> copyAndFinish(slice, true));
         } catch (RejectedExecutionException e) {
             slice.fail(ErrorCode.ENGINE_CLOSED, describe(slice) + ": engine workers rejected the copy");
         }
@@ -238,13 +238,14 @@ final class ShmPeerConnection implements PeerConnection {
     }
 
     /** Copies and completes or fails the slice, exactly once. Allocation-free when the mapping is cached. */
-    private void copyAndFinish(Slice slice) {
+    /** {@code queued}: it waited for a worker, so its deadline may have passed since the runtime posted it. */
+    private void copyAndFinish(Slice slice, boolean queued) {
         ErrorCode code = null;
         String message = null;
         if (closed) {
             code = ErrorCode.PEER_FAILED;
             message = describe(slice) + ": the shm connection was closed";
-        } else if (System.nanoTime() - slice.deadlineNanos() > 0) {
+        } else if (queued && System.nanoTime() - slice.deadlineNanos() > 0) {
             code = ErrorCode.TIMEOUT;
             message = describe(slice) + ": deadline passed while the copy was queued";
         } else {
@@ -286,7 +287,7 @@ final class ShmPeerConnection implements PeerConnection {
                 }
                 continue;
             }
-            copyAndFinish(slice);
+            copyAndFinish(slice, true);
             if (++done == DRAIN_BATCH) {
                 done = 0;
                 if (!queue.isEmpty() && resubmitDrain()) {
