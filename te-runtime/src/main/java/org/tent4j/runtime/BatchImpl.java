@@ -157,7 +157,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
      */
     @Override
     public TransferStatus await(Duration timeout) throws InterruptedException {
-        awaitEnd(timeout);
+        awaitEnd(timeout, launcher.awaitSpin());
         return overallStatus();
     }
 

@@ -15,9 +15,9 @@ abstract class EndWaiters {
     /** Whether the tasks waited for have all ended; read without the lock. */
     abstract boolean ended();
 
-    /** Waits until {@link #ended()} or {@code timeout} passes. */
-    final void awaitEnd(Duration timeout) throws InterruptedException {
-        if (ended()) {
+    /** Waits until {@link #ended()} or {@code timeout} passes, spinning first as {@code spin} allows. */
+    final void awaitEnd(Duration timeout, AwaitSpin spin) throws InterruptedException {
+        if (ended() || spin.spin(this)) {
             return;
         }
         long deadline = System.nanoTime() + timeout.toNanos();

@@ -9,7 +9,7 @@ import org.tent4j.spi.OptionValues;
 
 /** The core settings the parts are built with, read and range-checked once (each bad value names its key). */
 record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int maxBatch, int maxAttempts, PathLimits pathLimits,
-                      boolean fallback, String machineId, String host, Duration metadataTtl) {
+                      boolean fallback, String machineId, String host, Duration metadataTtl, Duration awaitSpin) {
     static EngineSettings of(OptionValues core) {
         int workers = core.getInt(EngineConfig.WORKERS);
         if (workers < 0) {
@@ -22,6 +22,10 @@ record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int
         Duration transferTimeout = core.getDuration(EngineConfig.TRANSFER_TIMEOUT);
         if (transferTimeout.isNegative() || transferTimeout.isZero()) {
             throw new ConfigException(EngineConfig.TRANSFER_TIMEOUT, "must be positive");
+        }
+        Duration awaitSpin = core.getDuration(CoreKey.TRANSFER_AWAIT_SPIN);
+        if (awaitSpin.isNegative() || awaitSpin.compareTo(Duration.ofMillis(1)) > 0) {
+            throw new ConfigException(CoreKey.TRANSFER_AWAIT_SPIN, "must be between 0 and 1ms, got " + awaitSpin);
         }
         int maxInflight = core.getInt(CoreKey.PATHS_MAX_INFLIGHT);
         if (maxInflight < 1 || maxInflight > PathState.MAX_SLICES) {
@@ -39,6 +43,6 @@ record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int
         return new EngineSettings(workers == 0 ? Runtime.getRuntime().availableProcessors() : workers, sliceSize, transferTimeout,
                 core.getInt(CoreKey.BATCH_MAX_CAPACITY), core.getInt(CoreKey.FAILOVER_MAX_ATTEMPTS), limits,
                 core.getBoolean(EngineConfig.TRANSPORTS_FALLBACK), core.getString(CoreKey.MACHINE_ID),
-                core.getString(EngineConfig.CONTROL_HOST), core.getDuration(CoreKey.METADATA_TTL));
+                core.getString(EngineConfig.CONTROL_HOST), core.getDuration(CoreKey.METADATA_TTL), awaitSpin);
     }
 }

@@ -168,7 +168,7 @@ final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer,
     /** Woken by the last task's end from whichever thread reports it (as {@link BatchImpl#await}). */
     @Override
     public TransferState await(Duration timeout) throws InterruptedException {
-        awaitEnd(timeout);
+        awaitEnd(timeout, launcher.awaitSpin());
         return state();
     }
 

@@ -40,12 +40,13 @@ final class TaskLauncher {
     private final TimeSource clock;
     private final long sliceSize;
     private final long transferTimeoutNanos;
+    private final AwaitSpin awaitSpin;
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
     private volatile HostStaging staging;
 
     TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, PathGroups groups, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
-                 long transferTimeoutNanos) {
+                 long transferTimeoutNanos, AwaitSpin awaitSpin) {
         this.state = state;
         this.resolver = resolver;
         this.selector = selector;
@@ -57,6 +58,12 @@ final class TaskLauncher {
         this.clock = clock;
         this.sliceSize = sliceSize;
         this.transferTimeoutNanos = transferTimeoutNanos;
+        this.awaitSpin = awaitSpin;
+    }
+
+    /** How waiting threads spin before they sleep ({@code transfer.await_spin}). */
+    AwaitSpin awaitSpin() {
+        return awaitSpin;
     }
 
     /** staging (issue 12) */

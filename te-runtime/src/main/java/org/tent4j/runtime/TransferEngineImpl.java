@@ -163,7 +163,8 @@ final class TransferEngineImpl implements TransferEngine {
             SlicePool slicePool = new SlicePool(4096, clock, SlicePool.QUARANTINE_NANOS);
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
-                    slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos());
+                    slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos(),
+                    new AwaitSpin(settings.awaitSpin().toNanos()));
             // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
             this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
                     selector, workers, this::submit));

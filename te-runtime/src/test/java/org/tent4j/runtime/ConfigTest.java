@@ -56,6 +56,7 @@ class ConfigTest {
         assertTrue(slices.getMessage().contains(Integer.toString(PathState.MAX_SLICES)), slices.getMessage());
         assertEquals("paths.max_inflight_bytes", rejected(base().set("paths.max_inflight_bytes", "16t")).key());
         assertEquals(EngineConfig.SLICE_SIZE, rejected(base().set(EngineConfig.SLICE_SIZE, "16t")).key());
+        assertEquals("transfer.await_spin", rejected(base().set("transfer.await_spin", "2ms")).key());
     }
 
     @Test

@@ -15,6 +15,7 @@ public final class CoreKey {
     /** Lifetime of a published descriptor in a metadata store; the engine refreshes it well before it ends. */
     public static final String METADATA_TTL = "metadata.ttl";
     public static final String FAILOVER_MAX_ATTEMPTS = "failover.max_attempts";
+    public static final String TRANSFER_AWAIT_SPIN = "transfer.await_spin";
     public static final String PATHS_MAX_INFLIGHT = "paths.max_inflight";
     public static final String PATHS_MAX_INFLIGHT_BYTES = "paths.max_inflight_bytes";
     public static final String PATHS_COOLDOWN = "paths.cooldown";
@@ -53,6 +54,7 @@ public final class CoreKey {
             OptionSpec.of(EngineConfig.SLICE_SIZE, Type.SIZE, "1m", "largest slice handed to a transport"),
             OptionSpec.of(EngineConfig.WORKERS, Type.INT, "0", "worker threads; 0 = number of cores"),
             OptionSpec.of(EngineConfig.TRANSFER_TIMEOUT, Type.DURATION, "30s", "how long a task waits for a peer when the request sets no deadline"),
+            OptionSpec.of(TRANSFER_AWAIT_SPIN, Type.DURATION, "50us", "how long a thread in await spins for the end before it sleeps, saving the wake-up of a caller that waits for one request at a time; a thread whose last 4 spins ended too soon stops spinning (and tries again every 64 waits); 0 = never spin"),
             OptionSpec.of(EngineConfig.METRICS_PORT, Type.INT, "-1", "Prometheus endpoint port; -1 = none, 0 = a free port"),
             OptionSpec.of(MACHINE_ID, Type.STRING, "", "override the detected machine id (boot id + machine id)"),
             OptionSpec.of(BATCH_MAX_CAPACITY, Type.INT, "65536", "largest batch capacity accepted"),

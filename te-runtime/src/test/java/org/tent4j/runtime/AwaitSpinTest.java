@@ -1,0 +1,77 @@
+package org.tent4j.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+class AwaitSpinTest {
+    /** Ends at the {@code endsAt}-th look (never if negative), counting the looks. */
+    private static final class Waiters extends EndWaiters {
+        final int endsAt;
+        int looks;
+
+        Waiters(int endsAt) {
+            this.endsAt = endsAt;
+        }
+
+        @Override
+        boolean ended() {
+            return ++looks == endsAt || (endsAt >= 0 && looks > endsAt);
+        }
+    }
+
+    @Test
+    void aSpinThatSeesTheEndSavesTheSleep() throws InterruptedException {
+        AwaitSpin spin = new AwaitSpin(Duration.ofSeconds(10).toNanos()); // the end comes at the third look, long before
+        Waiters w = new Waiters(3);
+        w.awaitEnd(Duration.ofSeconds(10), spin);
+        assertEquals(3, w.looks, "it slept or looked again after the end");
+        assertTrue(spin.spinsNext());
+    }
+
+    @Test
+    void aThreadWhoseSpinsEndTooSoonStopsSpinningAndProbesNowAndThen() {
+        AwaitSpin spin = new AwaitSpin(1_000); // 1 µs: a wait that never ends misses every time
+        for (int i = 0; i < AwaitSpin.MISSES; i++) {
+            assertTrue(spin.spinsNext());
+            Waiters never = new Waiters(-1);
+            assertFalse(spin.spin(never));
+            assertTrue(never.looks > 0);
+        }
+        for (int i = 1; i < AwaitSpin.PROBE_EVERY; i++) {
+            Waiters never = new Waiters(-1);
+            assertFalse(spin.spin(never));
+            assertEquals(0, never.looks, "wait " + i + " after " + AwaitSpin.MISSES + " misses still spun");
+        }
+        assertTrue(spin.spinsNext(), "no probe after " + AwaitSpin.PROBE_EVERY + " waits");
+        assertTrue(spin.spin(new Waiters(2)), "the probe did not see an end that came while it spun");
+        assertTrue(spin.spinsNext(), "a probe that paid did not bring the spinning back");
+    }
+
+    @Test
+    void theStreakIsPerThread() throws Exception {
+        AwaitSpin spin = new AwaitSpin(1_000);
+        for (int i = 0; i < AwaitSpin.MISSES; i++) {
+            spin.spin(new Waiters(-1));
+        }
+        assertFalse(spin.spinsNext());
+        boolean[] other = new boolean[1];
+        Thread t = new Thread(() -> other[0] = spin.spinsNext());
+        t.start();
+        t.join();
+        assertTrue(other[0], "another thread's misses stopped this one spinning");
+    }
+
+    @Test
+    void aZeroBudgetNeverSpins() {
+        AwaitSpin spin = new AwaitSpin(0);
+        Waiters w = new Waiters(-1);
+        assertFalse(spin.spin(w));
+        assertEquals(0, w.looks);
+        assertFalse(spin.spinsNext());
+    }
+}
