@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.spi.TimeSource;
+
 /**
  * How long a thread in {@code await} spins for the end before it sleeps ({@code transfer.await_spin}). A caller that
  * posts one request at a time and waits for it would otherwise pay a sleep and a wake-up per round trip, and on an idle
@@ -13,10 +15,16 @@ final class AwaitSpin {
     static final int PROBE_EVERY = 64;
 
     private final long budgetNanos;
+    private final TimeSource clock;
     private final ThreadLocal<Streak> streaks = ThreadLocal.withInitial(Streak::new);
 
-    AwaitSpin(long budgetNanos) {
+    /**
+     * @param clock real time in an engine ({@link TimeSource#SYSTEM}, not the engine's injectable clock: the budget
+     *              bounds CPU spent, and a clock that stands still would make a spin endless)
+     */
+    AwaitSpin(long budgetNanos, TimeSource clock) {
         this.budgetNanos = budgetNanos;
+        this.clock = clock;
     }
 
     /** Spins while {@code waiters} has not ended, within the budget, if this thread's recent spins paid; returns whether it ended. */
@@ -29,9 +37,9 @@ final class AwaitSpin {
             return false;
         }
         streak.sinceProbe = 0;
-        long start = System.nanoTime();
+        long start = clock.nanoTime();
         while (!waiters.ended()) {
-            if (System.nanoTime() - start >= budgetNanos) {
+            if (clock.nanoTime() - start >= budgetNanos) {
                 streak.misses++;
                 return false;
             }

@@ -164,7 +164,7 @@ final class TransferEngineImpl implements TransferEngine {
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos(),
-                    new AwaitSpin(settings.awaitSpin().toNanos()));
+                    new AwaitSpin(settings.awaitSpin().toNanos(), TimeSource.SYSTEM));
             // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
             this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
                     selector, workers, this::submit));

@@ -5,10 +5,28 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.time.Instant;
 
 import org.junit.jupiter.api.Test;
 
+import org.tent4j.spi.TimeSource;
+
 class AwaitSpinTest {
+    /** One microsecond passes at every reading: a spin's length in looks is then exact. */
+    private static final class Ticking implements TimeSource {
+        private long nanos;
+
+        @Override
+        public long nanoTime() {
+            return nanos += 1_000;
+        }
+
+        @Override
+        public Instant instant() {
+            return Instant.ofEpochSecond(0, nanos);
+        }
+    }
+
     /** Ends at the {@code endsAt}-th look (never if negative), counting the looks. */
     private static final class Waiters extends EndWaiters {
         final int endsAt;
@@ -26,7 +44,7 @@ class AwaitSpinTest {
 
     @Test
     void aSpinThatSeesTheEndSavesTheSleep() throws InterruptedException {
-        AwaitSpin spin = new AwaitSpin(Duration.ofSeconds(10).toNanos()); // the end comes at the third look, long before
+        AwaitSpin spin = new AwaitSpin(10_000, new Ticking()); // 10 µs: the end comes at the third look, after 1 µs
         Waiters w = new Waiters(3);
         w.awaitEnd(Duration.ofSeconds(10), spin);
         assertEquals(3, w.looks, "it slept or looked again after the end");
@@ -35,12 +53,12 @@ class AwaitSpinTest {
 
     @Test
     void aThreadWhoseSpinsEndTooSoonStopsSpinningAndProbesNowAndThen() {
-        AwaitSpin spin = new AwaitSpin(1_000); // 1 µs: a wait that never ends misses every time
+        AwaitSpin spin = new AwaitSpin(10_000, new Ticking()); // 10 µs: a wait that never ends misses after 10 looks
         for (int i = 0; i < AwaitSpin.MISSES; i++) {
             assertTrue(spin.spinsNext());
             Waiters never = new Waiters(-1);
             assertFalse(spin.spin(never));
-            assertTrue(never.looks > 0);
+            assertEquals(10, never.looks, "a miss is the whole budget, one look per microsecond");
         }
         for (int i = 1; i < AwaitSpin.PROBE_EVERY; i++) {
             Waiters never = new Waiters(-1);
@@ -54,7 +72,7 @@ class AwaitSpinTest {
 
     @Test
     void theStreakIsPerThread() throws Exception {
-        AwaitSpin spin = new AwaitSpin(1_000);
+        AwaitSpin spin = new AwaitSpin(10_000, new Ticking());
         for (int i = 0; i < AwaitSpin.MISSES; i++) {
             spin.spin(new Waiters(-1));
         }
@@ -68,7 +86,7 @@ class AwaitSpinTest {
 
     @Test
     void aZeroBudgetNeverSpins() {
-        AwaitSpin spin = new AwaitSpin(0);
+        AwaitSpin spin = new AwaitSpin(0, new Ticking());
         Waiters w = new Waiters(-1);
         assertFalse(spin.spin(w));
         assertEquals(0, w.looks);
