@@ -168,10 +168,7 @@ final class PathGroup {
         if (directPosts && queued == 0 && state == OPEN) {
             PathState[] ps = paths;
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
-            int before;
-            if (ps.length == 1 && ps[0].eligible(now)
-                    && (before = ps[0].reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes())) != PathState.NO_ROOM) {
-                s.busyAtPost = before > 0;
+            if (ps.length == 1 && reservePath(ps, s, now) == 0) {
                 s.enqueueNanos = now;
                 post(connection, ps, s, 0, now);
                 return;
@@ -371,7 +368,8 @@ final class PathGroup {
 
     /**
      * The path for {@code s}, with the slice counted on it (so a direct post racing with this drain cannot take the
-     * same room), or -1 to let it wait. Called with {@code queues} held.
+     * same room), or -1 to let it wait. Called with {@code queues} held; for a one-path group also by a direct post,
+     * as that case reads nothing the lock guards.
      */
     private int reservePath(PathState[] ps, RuntimeSlice s, long now) {
         if (ps.length == 1) {
