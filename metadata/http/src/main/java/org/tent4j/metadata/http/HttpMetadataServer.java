@@ -28,6 +28,7 @@ import com.sun.net.httpserver.HttpsServer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.spi.TimeSource;
 
 /**
  * An HTTP metadata server that Mooncake engines and tent4j's {@code http://} metadata store can share: Mooncake's
@@ -105,7 +106,7 @@ public final class HttpMetadataServer implements AutoCloseable {
         this.connectionSlots = new Semaphore(connections);
         SnapshotFile snapshots = b.snapshotFile != null ? b.snapshotFile
                 : b.dataFile == null ? null : new SnapshotFile(b.dataFile);
-        this.table = new MetadataTable(snapshots, b.durableTimeout);
+        this.table = new MetadataTable(snapshots, b.durableTimeout, b.clock);
         this.tls = b.tlsCertificate != null;
         try {
             InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(b.host), b.port);
@@ -624,6 +625,7 @@ public final class HttpMetadataServer implements AutoCloseable {
         private int maxWatchers = 4096;
         private Duration durableTimeout = Duration.ofSeconds(10);
         private SnapshotFile snapshotFile;
+        private TimeSource clock = TimeSource.SYSTEM;
         private Path tlsCertificate;
         private Path tlsKey;
 
@@ -679,6 +681,12 @@ public final class HttpMetadataServer implements AutoCloseable {
         Builder snapshotFile(SnapshotFile file) {
             this.snapshotFile = file;
             this.dataFile = file.path();
+            return this;
+        }
+
+        /** Tests: the clock that TTLs run on, so expiry can be shown by advancing time rather than sleeping. */
+        Builder clock(TimeSource clock) {
+            this.clock = java.util.Objects.requireNonNull(clock, "clock");
             return this;
         }
 

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeoutException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The metadata server's state: keys with values, a revision per change, TTL expiry, per-key change signals for long
@@ -31,6 +32,11 @@ final class MetadataTable implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataTable.class);
     /** Longest TTL a put may ask for (a year): larger ones would overflow deadline arithmetic. */
     static final long MAX_TTL_MILLIS = TimeUnit.DAYS.toMillis(365);
+    /**
+     * Shortest nap of the expiry sweeper: under a test clock that stands still just short of a deadline, the time
+     * left never shrinks, and without a floor the sweeper would spin.
+     */
+    private static final long MIN_SWEEP_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
     /** What a reader sees of one key. {@code value} is {@code null} when the key is absent. */
     record State(byte[] value, String version) {
@@ -74,6 +80,7 @@ final class MetadataTable implements AutoCloseable {
     private long revision;
     private boolean closed;
 
+    private final TimeSource clock;
     private final SnapshotFile file;
     private final Duration durableTimeout;
     private final Object persistLock = new Object();
@@ -88,8 +95,11 @@ final class MetadataTable implements AutoCloseable {
     /**
      * Loads {@code file} if given and present; a missing file starts an empty table that will be written there. A
      * change not on disk within {@code durableTimeout} fails its {@link #awaitDurable} instead of waiting on.
+     * {@code clock} governs TTLs only (deadlines, the persisted expiry times, the sweep), so tests can run them in
+     * virtual time; waits on I/O and on long polls stay on real time.
      */
-    MetadataTable(SnapshotFile file, Duration durableTimeout) throws IOException {
+    MetadataTable(SnapshotFile file, Duration durableTimeout, TimeSource clock) throws IOException {
+        this.clock = clock;
         this.file = file;
         this.durableTimeout = durableTimeout;
         SnapshotFile.Snapshot snapshot = file == null ? null : file.read();
@@ -98,8 +108,8 @@ final class MetadataTable implements AutoCloseable {
         } else {
             epoch = snapshot.epoch();
             revision = snapshot.revision();
-            long nowMillis = System.currentTimeMillis();
-            long nowNanos = System.nanoTime();
+            long nowMillis = clock.instant().toEpochMilli();
+            long nowNanos = clock.nanoTime();
             int expiredWhileDown = 0;
             for (SnapshotFile.Entry e : snapshot.entries()) {
                 long deadline = 0;
@@ -149,7 +159,7 @@ final class MetadataTable implements AutoCloseable {
 
     private State stateOf(String key) {
         Entry e = entries.get(key);
-        if (e == null || e.expired(System.nanoTime())) {
+        if (e == null || e.expired(clock.nanoTime())) {
             return new State(null, epoch + "-0");
         }
         return new State(e.value(), epoch + "-" + e.revision());
@@ -168,8 +178,8 @@ final class MetadataTable implements AutoCloseable {
             long deadline = 0;
             long expiresAt = 0;
             if (ttlMillis > 0) {
-                deadline = deadlineAfter(System.nanoTime(), ttlMillis);
-                expiresAt = System.currentTimeMillis() + ttlMillis;
+                deadline = deadlineAfter(clock.nanoTime(), ttlMillis);
+                expiresAt = clock.instant().toEpochMilli() + ttlMillis;
             }
             Entry entry = new Entry(key, value, rev, deadline, expiresAt);
             replace(entries.put(key, entry), entry);
@@ -200,7 +210,7 @@ final class MetadataTable implements AutoCloseable {
             replace(e, null);
             ++revision;
             signal(key);
-            return new Removal(!e.expired(System.nanoTime()), requestPersist());
+            return new Removal(!e.expired(clock.nanoTime()), requestPersist());
         }
     }
 
@@ -268,11 +278,13 @@ final class MetadataTable implements AutoCloseable {
         synchronized (lock) {
             while (!closed) {
                 long wait = Long.MAX_VALUE;
-                long now = System.nanoTime();
+                long now = clock.nanoTime();
                 while (!expiries.isEmpty()) {
                     Entry first = expiries.first();
                     if (!first.expired(now)) {
-                        wait = first.deadlineNanos() - now;
+                        // the clock's time left, slept in real time: under a test clock the sweep is only
+                        // housekeeping, since reads check the deadline themselves
+                        wait = Math.max(first.deadlineNanos() - now, MIN_SWEEP_WAIT_NANOS);
                         break;
                     }
                     expiries.pollFirst();
@@ -316,6 +328,8 @@ final class MetadataTable implements AutoCloseable {
         if (generation == 0) {
             return;
         }
+        // real time, not the TTL clock: this bounds a wait on the disk, and a test clock that stands still would
+        // turn a stuck write into a hang
         long deadline = System.nanoTime() + durableTimeout.toNanos();
         synchronized (persistLock) {
             while (flushedGeneration < generation && attemptedGeneration < generation) {
@@ -384,7 +398,7 @@ final class MetadataTable implements AutoCloseable {
     private SnapshotFile.Snapshot snapshot() {
         synchronized (lock) {
             List<SnapshotFile.Entry> list = new ArrayList<>(entries.size());
-            long now = System.nanoTime();
+            long now = clock.nanoTime();
             for (Entry e : entries.values()) {
                 if (!e.expired(now)) {
                     list.add(new SnapshotFile.Entry(e.key(), e.value(), e.revision(), e.expiresAtMillis()));
