@@ -236,7 +236,9 @@ class FaultInjectionTest {
             Outcome o = s.result().get(30, TimeUnit.SECONDS);
             assertEquals(ErrorCode.PEER_FAILED, o.code(), o.toString());
         }
-        Thread.sleep(100);
+        // the delays' own timers are still due in 10 s; fire them now, as if the delay had run out after the close
+        assertEquals(2, link.a.scheduler.firePending(), "the delays were not scheduled on the context's scheduler");
+        link.a.transport.close();
         slices.forEach(s -> assertEquals(1, s.settlements(), s.settlementHistory()));
     }
 
@@ -437,6 +439,10 @@ class FaultInjectionTest {
     /** Records the delays of one-shot schedules (faulty's); periodic ones (a transport's watchdog) pass through. */
     static final class RecordingScheduler extends ScheduledThreadPoolExecutor {
         private final List<Long> delays = new CopyOnWriteArrayList<>();
+        private final List<Pending> pending = new CopyOnWriteArrayList<>();
+
+        private record Pending(Runnable command, ScheduledFuture<?> future) {
+        }
 
         RecordingScheduler() {
             super(1, Thread.ofPlatform().daemon().name("recording-timer").factory());
@@ -445,7 +451,25 @@ class FaultInjectionTest {
         @Override
         public ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
             delays.add(unit.toNanos(delay));
-            return super.schedule(command, delay, unit);
+            ScheduledFuture<?> f = super.schedule(command, delay, unit);
+            pending.add(new Pending(command, f));
+            return f;
+        }
+
+        /**
+         * Runs now, on the caller, every one-shot task still waiting for its time (taking it off the timer), as if its
+         * delay had passed; returns how many ran. Virtual time for what faulty schedules, without waiting it out.
+         */
+        int firePending() {
+            int ran = 0;
+            for (Pending p : pending) {
+                pending.remove(p);
+                if (p.future().cancel(false)) {
+                    p.command().run();
+                    ran++;
+                }
+            }
+            return ran;
         }
 
         List<Long> delaysNanos() {
@@ -458,6 +482,7 @@ class FaultInjectionTest {
 
         void clear() {
             delays.clear();
+            pending.clear();
         }
     }
 

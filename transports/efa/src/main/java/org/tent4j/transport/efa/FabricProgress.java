@@ -555,6 +555,20 @@ final class FabricProgress implements Runnable {
         return inFlight;
     }
 
+    /**
+     * For tests: the state of the slot carrying {@code slice} ({@link OpSlot#POSTED}, {@link OpSlot#QUEUED}, ...), or
+     * -1 when no slot carries it. Safe from any thread: the slot's state is volatile and written after its slice.
+     */
+    int slotState(Slice slice) {
+        for (OpSlot slot : slots) {
+            int state = slot.state;
+            if (slot.slice == slice) {
+                return state;
+            }
+        }
+        return -1;
+    }
+
     /** For tests: whether every slot is back in the free list. */
     boolean idleSlots() {
         return free.size() == slots.length;

@@ -245,7 +245,8 @@ class EfaFailureTest {
     /**
      * A target that never polls its CQ (a bare {@link Fabric}, no progress thread) never acknowledges a delivery-
      * complete WRITE over a manual-progress provider, so the slice stays in flight until its connection, then its
-     * transport, is closed.
+     * transport, is closed. (libfabric 1.17 tcp;ofi_rxm does not even accept the WRITE: it answers -FI_EAGAIN while
+     * the connection waits for the silent side, so the slice stays in the transport's reissue queue.)
      */
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp;ofi_rxm"})
@@ -270,24 +271,47 @@ class EfaFailureTest {
             PeerConnection c1 = p.a.connect(peer);
             TestSlice first = EfaPair.slice(Opcode.WRITE, local, 0, remote, 0, 4096);
             c1.post(first);
-            Thread.sleep(300);
-            assertFalse(first.result().isDone(), "no acknowledgement without target progress");
+            awaitIssued(p, first);
             c1.close();
             assertEquals(ErrorCode.PEER_FAILED, EfaPair.awaitFailure(first));
+            // "closed while it was in flight" when the close reached the progress thread first, "closed" when its
+            // next reissue found the connection closed: either way the close, not the target, ended it
+            assertTrue(EfaPair.failureMessage(first).contains(": the connection was closed"),
+                    EfaPair.failureMessage(first));
 
             PeerConnection c2 = p.a.connect(peer);
             TestSlice second = EfaPair.slice(Opcode.WRITE, local, 0, remote, 0, 4096);
             c2.post(second);
-            Thread.sleep(300);
-            assertFalse(second.result().isDone());
+            awaitIssued(p, second);
             p.a.close();
             assertEquals(ErrorCode.ENGINE_CLOSED, EfaPair.awaitFailure(second));
+            assertTrue(EfaPair.failureMessage(second).endsWith("transport was closed while the slice was in flight"),
+                    EfaPair.failureMessage(second));
             assertFalse(c2.isOpen());
             TestSlice afterClose = EfaPair.slice(Opcode.WRITE, local, 0, remote, 0, 16);
             c2.post(afterClose);
             assertTrue(EfaPair.awaitFailure(afterClose) != null);
             assertThrows(TransferException.class, () -> p.a.connect(peer));
         }
+    }
+
+    /**
+     * Waits until the progress thread has issued {@code s}'s WRITE to the provider, so that what the test closes next
+     * has it in flight, not merely submitted: the provider either accepted it and holds it unacknowledged (POSTED) or
+     * refused it with -FI_EAGAIN and the transport reissues it after every CQ poll (QUEUED); tcp;ofi_rxm does the
+     * latter here, as the silent target never progresses its side of the connection. Issuing leaves no event behind,
+     * so this polls the slot state; it is bounded and ends as soon as the write was issued.
+     */
+    private static void awaitIssued(EfaPair p, TestSlice s) {
+        FabricProgress progress = ((EfaTransport) p.a).progress();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        int state;
+        while ((state = progress.slotState(s)) != OpSlot.POSTED && state != OpSlot.QUEUED) {
+            assertFalse(s.result().isDone(), () -> "settled before it was issued: " + EfaPair.failureMessage(s));
+            assertTrue(System.nanoTime() < deadline, "the WRITE was not issued within 10 s (slot state " + state + ")");
+            Thread.onSpinWait();
+        }
+        assertFalse(s.result().isDone(), "no acknowledgement without target progress");
     }
 
     /**

@@ -38,6 +38,11 @@ final class CompletionPoller implements Runnable {
     private volatile boolean parked;
     private volatile Thread thread;
     private volatile String queueFailure;
+    /**
+     * How long an idle poller parks with nothing in flight before it sweeps again. Tests set it far longer, before
+     * {@link #start}, so that only {@link #wake} can end the park and a lost wake-up shows as a hang.
+     */
+    long idleParkNanos = SWEEP_INTERVAL_NANOS;
 
     /**
      * @param periodic runs with every sweep on the poller thread (the transport drains and expires queued slices)
@@ -127,7 +132,7 @@ final class CompletionPoller implements Runnable {
                 parked = true;
                 // re-check after publishing 'parked': a post that raced with us has either seen it or is counted
                 if (slots.occupied() == 0 && running) {
-                    LockSupport.parkNanos(this, SWEEP_INTERVAL_NANOS);
+                    LockSupport.parkNanos(this, idleParkNanos);
                 }
                 parked = false;
             }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
@@ -161,21 +162,21 @@ class CompletionPollerTest {
     }
 
     @Test
-    void pollingThreadWakesForWorkAndStops() throws Exception {
+    void pollingThreadWakesFromItsIdleParkForWorkAndStops() throws Exception {
         CompletionPoller threaded = new CompletionPoller("fake0", cq, slots, 16, null);
+        // with the production park (one sweep interval) a lost wake-up would only delay the completion; this long, it
+        // leaves the completion undelivered and the test fails
+        threaded.idleParkNanos = TimeUnit.HOURS.toNanos(1);
         Thread t = threaded.start();
         try {
-            // let it reach its idle park with nothing in flight
-            Thread.sleep(50);
             for (int round = 0; round < 20; round++) {
+                awaitIdlePark(t, threaded);
                 Fakes.CountingSlice s = new Fakes.CountingSlice();
                 long id = slots.acquire(s, lane, Long.MAX_VALUE);
                 cq.add(id, Verbs.IBV_WC_SUCCESS, 0);
                 threaded.wake();
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (s.completes.get() == 0 && System.nanoTime() < deadline) {
-                    Thread.sleep(1);
-                }
+                assertTrue(s.finished.await(10, TimeUnit.SECONDS),
+                        "round " + round + ": the parked poller was not woken");
                 assertEquals(1, s.completes.get(), "round " + round);
             }
         } finally {
@@ -184,6 +185,20 @@ class CompletionPollerTest {
         assertTrue(!t.isAlive(), "poller thread stopped");
         assertEquals("tent4j-rdma-poller-fake0", t.getName());
         assertTrue(t.isDaemon());
+    }
+
+    /**
+     * Waits until the poller thread sits in its park with nothing in flight. Parking signals nothing a test could wait
+     * on, so this watches the thread itself: timed-waiting with the poller as its park blocker means it is inside
+     * {@code LockSupport.parkNanos(this, ...)}, and with no slot occupied that is the idle park. Bounded, and it ends
+     * as soon as the park begins; it spins rather than sleeps because the poller gets there within microseconds.
+     */
+    private static void awaitIdlePark(Thread t, CompletionPoller p) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (t.getState() != Thread.State.TIMED_WAITING || LockSupport.getBlocker(t) != p) {
+            assertTrue(System.nanoTime() < deadline, "the poller never parked; it is " + t.getState());
+            Thread.onSpinWait();
+        }
     }
 
     @Test

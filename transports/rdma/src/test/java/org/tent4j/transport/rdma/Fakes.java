@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.tent4j.api.ErrorCode;
@@ -43,6 +45,7 @@ final class Fakes {
         private final int[] vendorErr = new int[1 << 16];
         private int head;
         private int tail;
+        private long polls;
         volatile int failWith;
 
         synchronized void add(long id, int st, int vendor) {
@@ -54,6 +57,8 @@ final class Fakes {
 
         @Override
         public synchronized int poll(CompletionBatch batch) {
+            polls++;
+            notifyAll();
             if (failWith != 0) {
                 return failWith;
             }
@@ -67,6 +72,29 @@ final class Fakes {
                 n++;
             }
             return n;
+        }
+
+        /**
+         * Waits until every completion added so far was handed out and the (single) polling thread has polled again:
+         * it dispatches a batch before it polls next, so by then it has finished with all of them.
+         */
+        synchronized void awaitDispatched(String what) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (head != tail) {
+                waitUntil(deadline, what);
+            }
+            long drainedBy = polls;
+            while (polls == drainedBy) {
+                waitUntil(deadline, what);
+            }
+        }
+
+        private void waitUntil(long deadline, String what) throws InterruptedException {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new AssertionError("not reached within 10 s: " + what);
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
         }
     }
 
@@ -109,6 +137,8 @@ final class Fakes {
     static final class CountingSlice implements Slice {
         final AtomicInteger completes = new AtomicInteger();
         final AtomicInteger fails = new AtomicInteger();
+        /** Opens at the first completion or failure: what a test waits on instead of polling the counters. */
+        final CountDownLatch finished = new CountDownLatch(1);
         volatile ErrorCode code;
         volatile String message;
         final long deadline;
@@ -138,6 +168,7 @@ final class Fakes {
         @Override
         public void complete() {
             completes.incrementAndGet();
+            finished.countDown();
         }
 
         @Override
@@ -145,6 +176,7 @@ final class Fakes {
             code = c;
             message = m;
             fails.incrementAndGet();
+            finished.countDown();
         }
     }
 }

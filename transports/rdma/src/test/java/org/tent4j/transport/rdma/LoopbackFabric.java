@@ -10,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 
 /**
  * A test double for the verbs boundary ({@link DeviceVerbs}, {@link QueuePairVerbs}), so the transport's own logic
@@ -29,6 +31,8 @@ final class LoopbackFabric {
     private final AtomicInteger qpNums = new AtomicInteger(0x100);
     private final AtomicInteger keys = new AtomicInteger(0x1000);
     volatile boolean holdCompletions;
+    /** Notified whenever a QP is posted to, changes state or is destroyed; see {@link #await}. */
+    private final Object changes = new Object();
 
     /** Opens loopback devices named {@code names}, as {@link RdmaTransport.DeviceOpener} would open hardware. */
     List<RdmaDevice> open(RdmaOptions options, Runnable periodic, String... names) {
@@ -56,6 +60,29 @@ final class LoopbackFabric {
     void release() {
         for (LoopbackQp qp : qps.values()) {
             qp.releaseHeld(Verbs.IBV_WC_SUCCESS);
+        }
+    }
+
+    /**
+     * Waits until {@code condition} over the fabric's state (posts, QP states, destroyed QPs) holds. It is re-checked
+     * each time the fabric changes, so the wait ends with the change that satisfies it.
+     */
+    void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        synchronized (changes) {
+            while (!condition.getAsBoolean()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new AssertionError("not reached within 10 s: " + what);
+                }
+                TimeUnit.NANOSECONDS.timedWait(changes, left);
+            }
+        }
+    }
+
+    private void changed() {
+        synchronized (changes) {
+            changes.notifyAll();
         }
     }
 
@@ -152,10 +179,12 @@ final class LoopbackFabric {
                 destQpNum = m.destQpNum();
             }
             state = to;
-            states.add(to);
             if (to == Verbs.IBV_QPS_ERR) {
                 flushHeld();
             }
+            // recorded after the flush, so a test that saw ERR finds the flush completions already queued
+            states.add(to);
+            changed();
             return 0;
         }
 
@@ -217,6 +246,7 @@ final class LoopbackFabric {
             }
             // counted once the request is on the wire (or held), so a test that saw the count can release it
             posts.incrementAndGet();
+            changed();
             return 0;
         }
 
@@ -235,6 +265,7 @@ final class LoopbackFabric {
         public void destroy() {
             qps.remove(qpNum);
             destroyed.add(this);
+            changed();
         }
     }
 }

@@ -15,10 +15,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -111,16 +111,6 @@ class RdmaTransportLoopbackTest {
         return assertInstanceOf(TransferException.class, e.getCause());
     }
 
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("not reached within 10 s: " + what);
-            }
-            Thread.sleep(2);
-        }
-    }
-
     private List<LoopbackFabric.LoopbackQp> qpsOf(String... devices) {
         List<String> names = List.of(devices);
         return fabric.qps.values().stream().filter(q -> names.contains(q.device.name)).toList();
@@ -198,7 +188,8 @@ class RdmaTransportLoopbackTest {
         assertEquals(ErrorCode.PERMISSION_DENIED, e.code());
         assertTrue(e.getMessage().contains("failed: IBV_WC_REM_ACCESS_ERR (status 10, vendor_err 0x42)"),
                 e.getMessage());
-        await(() -> !c.isOpen(), "connection marked broken");
+        // the poller breaks the lane before it fails the slice, so the failure is the event to wait for
+        assertFalse(c.isOpen(), "connection marked broken");
         TestSlice next = slice(Opcode.READ, src, 0, remote, 0, 4096);
         c.post(next);
         TransferException broken = failure(next);
@@ -222,7 +213,7 @@ class RdmaTransportLoopbackTest {
         TestSlice write = slice(Opcode.WRITE, src, 0, remote, 0, 4096);
         c.post(write);
         assertEquals(ErrorCode.PERMISSION_DENIED, failure(write).code());
-        await(() -> !c.isOpen(), "connection asks to be reopened");
+        assertFalse(c.isOpen(), "connection asks to be reopened");
         for (int i = 0; i < 4; i++) {
             TestSlice read = slice(Opcode.READ, src, 0, remote, 0, 4096);
             c.post(read);
@@ -294,20 +285,20 @@ class RdmaTransportLoopbackTest {
         LoopbackFabric.LoopbackQp qp = qpsOf("mlx5_0").getFirst();
         fabric.holdCompletions = true;
         List<Integer> order = new CopyOnWriteArrayList<>();
-        List<TestSlice> slices = new ArrayList<>();
+        List<CompletableFuture<Void>> recorded = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
             TestSlice s = slice(Opcode.WRITE, src, i * 4096L, bBuffers.getFirst(), i * 4096L, 4096);
             int n = i;
-            s.result().thenRun(() -> order.add(n));
-            slices.add(s);
+            recorded.add(s.result().thenRun(() -> order.add(n)));
             c.post(s);
         }
         assertEquals(1, qp.posts.get(), "send-queue depth 1: one on the wire, five queued");
         for (int i = 1; i <= 6; i++) {
             int expected = i;
             fabric.release();
-            await(() -> order.size() == expected, "completion " + expected);
-            await(() -> qp.posts.get() == Math.min(6, expected + 1), "next queued slice posted");
+            recorded.get(i - 1).get(10, TimeUnit.SECONDS);
+            assertEquals(expected, order.size(), "only the released slice completed");
+            fabric.await(() -> qp.posts.get() == Math.min(6, expected + 1), "next queued slice posted");
         }
         assertEquals(List.of(0, 1, 2, 3, 4, 5), order, "queued slices go out first-in first-out");
         assertEquals(-1, src.segment().asSlice(0, 6 * 4096).mismatch(target.segment().asSlice(0, 6 * 4096)));
@@ -327,8 +318,9 @@ class RdmaTransportLoopbackTest {
         assertEquals(ErrorCode.TIMEOUT, e.code());
         assertTrue(e.getMessage().endsWith("timed out: no completion before the deadline"), e.getMessage());
         LoopbackFabric.LoopbackQp qp = qpsOf("mlx5_0").getFirst();
-        await(() -> qp.states.contains(Verbs.IBV_QPS_ERR), "stuck QP moved to ERR");
-        await(() -> ta.devices().getFirst().slots().occupied() == 0, "flush completion freed the slot");
+        fabric.await(() -> qp.states.contains(Verbs.IBV_QPS_ERR), "stuck QP moved to ERR");
+        qp.device.cq.awaitDispatched("the poller handled the flush completion");
+        assertEquals(0, ta.devices().getFirst().slots().occupied(), "flush completion freed the slot");
         assertFalse(c.isOpen());
         assertEquals(1, s.completions());
     }
@@ -355,7 +347,7 @@ class RdmaTransportLoopbackTest {
         }
         assertFalse(c.isOpen());
         assertEquals(0, ta.devices().getFirst().slots().occupied());
-        await(() -> fabric.destroyed.size() == 4, "both sides' QPs destroyed");
+        fabric.await(() -> fabric.destroyed.size() == 4, "both sides' QPs destroyed");
         assertTrue(fabric.qps.isEmpty());
         TestSlice after = slice(Opcode.WRITE, src, 0, bBuffers.getFirst(), 0, 4096);
         c.post(after);

@@ -23,6 +23,7 @@ import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * A link to one peer segment on this machine. A slice is one {@link MemorySegment#copy} between the local registered
@@ -47,6 +48,8 @@ final class ShmPeerConnection implements PeerConnection {
     private final ShmTransport transport;
     private final String segmentName;
     private final Executor workers;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
     private final long inlineThreshold;
     private final int copyParallelism;
     private final ArrayBlockingQueue<Slice> queue = new ArrayBlockingQueue<>(QUEUE_CAPACITY);
@@ -60,11 +63,12 @@ final class ShmPeerConnection implements PeerConnection {
     /** Starts in the past, so a new connection's first post checks the owner at once. */
     private final AtomicLong lastLivenessCheck = new AtomicLong(System.nanoTime() - 2 * LIVENESS_INTERVAL_NANOS);
 
-    ShmPeerConnection(ShmTransport transport, SegmentDescriptor peer, Executor workers, long inlineThreshold,
-                      int copyParallelism) {
+    ShmPeerConnection(ShmTransport transport, SegmentDescriptor peer, Executor workers, TimeSource clock,
+                      long inlineThreshold, int copyParallelism) {
         this.transport = transport;
         this.segmentName = peer.name();
         this.workers = workers;
+        this.clock = clock;
         this.inlineThreshold = inlineThreshold;
         this.copyParallelism = copyParallelism;
     }
@@ -230,7 +234,7 @@ final class ShmPeerConnection implements PeerConnection {
             slice.fail(ErrorCode.PERMISSION_DENIED, describe(slice) + ": the remote buffer is " + remote.permission());
             return true;
         }
-        if (System.nanoTime() - slice.deadlineNanos() > 0) {
+        if (clock.nanoTime() - slice.deadlineNanos() > 0) {
             slice.fail(ErrorCode.TIMEOUT, describe(slice) + ": deadline passed before the copy started");
             return true;
         }
@@ -245,7 +249,7 @@ final class ShmPeerConnection implements PeerConnection {
         if (closed) {
             code = ErrorCode.PEER_FAILED;
             message = describe(slice) + ": the shm connection was closed";
-        } else if (queued && System.nanoTime() - slice.deadlineNanos() > 0) {
+        } else if (queued && clock.nanoTime() - slice.deadlineNanos() > 0) {
             code = ErrorCode.TIMEOUT;
             message = describe(slice) + ": deadline passed while the copy was queued";
         } else {

@@ -90,8 +90,8 @@ final class ShmTransport implements Transport {
                         + "': the process owning " + path + " is gone");
             }
         }
-        ShmPeerConnection connection = new ShmPeerConnection(this, peer, context.workers(), copyThreshold,
-                copyParallelism);
+        ShmPeerConnection connection = new ShmPeerConnection(this, peer, context.workers(), context.clock(),
+                copyThreshold, copyParallelism);
         connections.add(connection);
         if (closed) { // close() ran concurrently and may have missed it
             connection.close();

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,6 +23,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
@@ -43,6 +45,7 @@ import org.tent4j.spi.MemoryAllocator.Allocation;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
@@ -510,23 +513,24 @@ class ShmTransportTest {
     @Test
     void deadlinePassingWhileQueuedFailsWithTimeout() throws Exception {
         HeldWorkers held = new HeldWorkers();
+        ManualClock clock = new ManualClock();
         try (TestTransportContext base = context("c", Map.of())) {
-            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base, held));
+            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base, held, clock));
             try {
                 Remote remote = remote(1 << 20, Permission.READ_WRITE);
                 TestLocalMemory.Buffer local = local(1 << 20);
                 PeerConnection conn = c.connect(segmentB(remote.descriptor));
-                // Room enough that a loaded machine still posts before the deadline; the copy then waits past it.
-                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+                long deadline = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
                 TestSlice s = new TestSlice(Opcode.READ, local, 0, remote.descriptor, remote.descriptor.address(),
                         1 << 20, deadline);
                 conn.post(s);
                 assertFalse(s.result().isDone());
-                while (System.nanoTime() - deadline <= 0) {
-                    Thread.sleep(20);
-                }
+                assertFalse(held.tasks.isEmpty(), "the copy was not queued for a worker");
+                clock.advance(TimeUnit.MILLISECONDS.toNanos(500) + 1);
                 held.runAll();
-                assertEquals(ErrorCode.TIMEOUT, failure(s));
+                TransferException e = failureException(s);
+                assertEquals(ErrorCode.TIMEOUT, e.code());
+                assertTrue(e.getMessage().endsWith("deadline passed while the copy was queued"), e.getMessage());
             } finally {
                 c.close();
             }
@@ -798,6 +802,25 @@ class ShmTransportTest {
         return (TransferException) e.getCause();
     }
 
+    /** The engine clock as a test drives it: it moves only when advanced. */
+    static final class ManualClock implements TimeSource {
+        private final AtomicLong nanos = new AtomicLong(TimeUnit.DAYS.toNanos(1));
+
+        void advance(long by) {
+            nanos.addAndGet(by);
+        }
+
+        @Override
+        public long nanoTime() {
+            return nanos.get();
+        }
+
+        @Override
+        public Instant instant() {
+            return Instant.EPOCH.plusNanos(nanos.get());
+        }
+    }
+
     /** Workers that run nothing until told, so a test sees exactly what was queued. */
     static final class HeldWorkers implements Executor {
         final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
@@ -815,8 +838,12 @@ class ShmTransportTest {
         }
     }
 
-    /** A test context with other workers. */
-    record WorkersOverride(TestTransportContext base, Executor workers) implements TransportContext {
+    /** A test context with other workers, and optionally another clock. */
+    record WorkersOverride(TestTransportContext base, Executor workers, TimeSource clock) implements TransportContext {
+        WorkersOverride(TestTransportContext base, Executor workers) {
+            this(base, workers, TimeSource.SYSTEM);
+        }
+
         @Override public String segmentName() { return base.segmentName(); }
         @Override public String host() { return base.host(); }
         @Override public String machineId() { return base.machineId(); }
