@@ -22,6 +22,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * One persistent connection to a peer's data port. Slices are pipelined: requests go out as they are posted and the
@@ -39,6 +40,8 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
     private final TcpPeerConnection owner;
     private final int index;
     private final PayloadCounters counters;
+    /** The engine's clock, which slice deadlines are in; the owner's, kept here so the sweep need not reach for it. */
+    private final TimeSource clock;
 
     /** Posted, not yet written; multi-producer, drained by the event loop alone. */
     private final Queue<Slice> posted = PlatformDependent.newMpscQueue();
@@ -70,6 +73,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
 
     InitiatorLane(TcpPeerConnection owner, int index, PayloadCounters counters) {
         this.owner = owner;
+        this.clock = owner.clock;
         this.counters = counters;
         this.index = index;
     }
@@ -348,7 +352,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         if (deathReason != null || inflight.isEmpty()) {
             return;
         }
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         for (Slice s : inflight) {
             if (now - s.deadlineNanos() >= 0) {
                 // the answer may still come, so the stream cannot be trusted any more: the lane goes
@@ -374,7 +378,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
             landing = null;
             l.release();
         }
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         Slice s;
         while ((s = inflight.pollFirst()) != null) {
             outstandingBytes.addAndGet(-s.length());

@@ -13,6 +13,7 @@ import org.tent4j.api.Opcode;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * {@code lanes} persistent connections to one peer segment, each a path of the runtime's scheduler: a slice goes to
@@ -28,12 +29,15 @@ final class TcpPeerConnection implements PeerConnection {
     /** The peer's largest accepted slice, or {@link Long#MAX_VALUE} if it did not publish one. */
     private final long peerMaxFrame;
     private final InitiatorLane[] lanes;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    final TimeSource clock;
     private final AtomicInteger rotation = new AtomicInteger();
     private volatile boolean closed;
 
     TcpPeerConnection(TcpTransport transport, String peerName, String endpoint, long peerMaxFrame, int laneCount,
-                      PayloadCounters counters) {
+                      PayloadCounters counters, TimeSource clock) {
         this.transport = transport;
+        this.clock = clock;
         this.peerName = peerName;
         this.endpoint = endpoint;
         this.peerMaxFrame = peerMaxFrame;
@@ -68,7 +72,7 @@ final class TcpPeerConnection implements PeerConnection {
                     "tcp: " + InitiatorLane.describe(slice) + " to " + describePeer() + ": " + invalid);
             return;
         }
-        if (System.nanoTime() - slice.deadlineNanos() > 0) {
+        if (clock.nanoTime() - slice.deadlineNanos() > 0) {
             fail(slice, ErrorCode.TIMEOUT, "tcp: " + InitiatorLane.describe(slice) + " to " + describePeer()
                     + ": deadline passed before it was sent");
             return;

@@ -327,7 +327,7 @@ public final class TcpTransport implements Transport {
         }
         String endpoint = peer.host() + ":" + peerPort;
         TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes,
-                counters);
+                counters, context.clock());
         ChannelFuture[] connecting = new ChannelFuture[lanes];
         List<CompletableFuture<?>> secured = new ArrayList<>();
         for (int i = 0; i < lanes; i++) {

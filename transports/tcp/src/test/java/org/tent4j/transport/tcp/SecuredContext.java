@@ -8,10 +8,18 @@ import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.SecuritySettings;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 
-/** A test context with security settings, as an engine configured with {@code security.*} hands its transports. */
-record SecuredContext(TransportContext base, SecuritySettings security) implements TransportContext {
+/**
+ * A test context with security settings, as an engine configured with {@code security.*} hands its transports, and
+ * optionally a clock other than the base's, so deadlines can be driven in virtual time.
+ */
+record SecuredContext(TransportContext base, SecuritySettings security, TimeSource clock) implements TransportContext {
+    SecuredContext(TransportContext base, SecuritySettings security) {
+        this(base, security, base.clock());
+    }
+
     @Override public String segmentName() { return base.segmentName(); }
     @Override public String host() { return base.host(); }
     @Override public String machineId() { return base.machineId(); }

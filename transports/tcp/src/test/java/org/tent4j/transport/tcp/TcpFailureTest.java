@@ -13,10 +13,12 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +28,7 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 
@@ -102,6 +105,51 @@ class TcpFailureTest {
             assertEquals(ErrorCode.PEER_FAILED, awaitFailure(patient).code());
             assertEquals(1, read.completions());
             assertEquals(1, write.completions());
+            closeAll(accepted);
+        }
+    }
+
+    @Test
+    void deadlineIsReadInTheEnginesClockWhenPosted() {
+        // the engine's clock runs an hour ahead of the system's, so the deadline has passed only in the engine's time
+        ManualClock clock = new ManualClock(System.nanoTime() + TimeUnit.HOURS.toNanos(1));
+        try (TcpFixture f = new TcpFixture(Map.of(), clock)) {
+            TestLocalMemory.Buffer local = f.registerAtInitiator(f.arena.allocate(4096, 64));
+            TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate(4096, 64), Permission.READ_WRITE);
+            PeerConnection conn = f.connect(remote);
+            long deadline = clock.nanoTime() - 1;
+            assertTrue(deadline - System.nanoTime() > 0);
+            TestSlice late = sliceAt(Opcode.WRITE, local, 0, remote, remote.address(), 4096, deadline);
+            conn.post(late);
+            TransferException e = awaitFailure(late);
+            assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+            assertTrue(e.getMessage().endsWith("deadline passed before it was sent"), e.getMessage());
+            TestSlice onTime = sliceAt(Opcode.WRITE, local, 0, remote, remote.address(), 4096,
+                    clock.nanoTime() + TimeUnit.SECONDS.toNanos(60));
+            conn.post(onTime);
+            awaitDone(onTime);
+        }
+    }
+
+    @Test
+    void overdueAnswerIsJudgedInTheEnginesClock() throws IOException {
+        ManualClock clock = new ManualClock(System.nanoTime());
+        try (TcpFixture f = new TcpFixture(Map.of(), clock);
+             ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            List<Socket> accepted = acceptForever(silent);
+            TestLocalMemory.Buffer local = f.registerAtInitiator(f.arena.allocate(1 << 16, 64));
+            TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate(1 << 16, 64), Permission.READ_WRITE);
+            SegmentDescriptor peer = TcpFixture.descriptor("b", TcpFixture.portOnly(silent.getLocalPort()), remote);
+            PeerConnection conn = f.a.connect(peer);
+            // an hour away in both clocks: only the engine's clock moving past it can fail the slice within the wait
+            TestSlice read = sliceAt(Opcode.READ, local, 0, remote, remote.address(), 4096,
+                    clock.nanoTime() + TimeUnit.HOURS.toNanos(1));
+            conn.post(read);
+            clock.advance(TimeUnit.HOURS.toNanos(1));
+            TransferException e = awaitFailure(read);
+            assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("within its deadline"), e.getMessage());
+            assertFalse(conn.isOpen(), "a lane whose answer is overdue is out of sync and must close");
             closeAll(accepted);
         }
     }
@@ -197,6 +245,29 @@ class TcpFailureTest {
             for (Socket s : sockets) {
                 s.close();
             }
+        }
+    }
+
+    /** The engine's clock as a test drives it: it moves only when advanced. */
+    private static final class ManualClock implements TimeSource {
+        private final AtomicLong nanos;
+
+        ManualClock(long start) {
+            nanos = new AtomicLong(start);
+        }
+
+        void advance(long by) {
+            nanos.addAndGet(by);
+        }
+
+        @Override
+        public long nanoTime() {
+            return nanos.get();
+        }
+
+        @Override
+        public Instant instant() {
+            return Instant.EPOCH.plusNanos(nanos.get());
         }
     }
 }

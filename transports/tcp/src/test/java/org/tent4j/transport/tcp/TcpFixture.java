@@ -24,6 +24,7 @@ import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
@@ -58,10 +59,20 @@ final class TcpFixture implements AutoCloseable {
     /** With the security settings engine "a" and engine "b" would hand their transports. */
     TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout,
                SecuritySettings securityA, SecuritySettings securityB) {
+        this(optionsA, optionsB, targetTransferTimeout, securityA, securityB, TimeSource.SYSTEM);
+    }
+
+    /** With the clock engine "a" would hand its transport, so the initiator's deadlines follow a test's time. */
+    TcpFixture(Map<String, String> optionsA, TimeSource clockA) {
+        this(optionsA, Map.of(), Duration.ofSeconds(10), SecuritySettings.NONE, SecuritySettings.NONE, clockA);
+    }
+
+    private TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout,
+                       SecuritySettings securityA, SecuritySettings securityB, TimeSource clockA) {
         contextA = context("a", optionsA);
         contextB = new TestTransportContext("b", "machine-b", "tcp", PROVIDER.options(), optionsB,
                 targetTransferTimeout);
-        a = (TcpTransport) PROVIDER.create(new SecuredContext(contextA, securityA));
+        a = (TcpTransport) PROVIDER.create(new SecuredContext(contextA, securityA, clockA));
         try {
             b = (TcpTransport) PROVIDER.create(new SecuredContext(contextB, securityB));
         } catch (RuntimeException e) {
