@@ -9,6 +9,7 @@ import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The link to one peer segment: its endpoint addresses, already in the transport's address vector. Posting checks the
@@ -25,6 +26,8 @@ final class EfaPeerConnection implements PeerConnection {
     private final String peerName;
     private final long[] peerAddresses;
     private final int localEndpoints;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
     private final AtomicInteger nextEndpoint = new AtomicInteger();
     /** Parsed keys of the peer's buffers, by descriptor identity; slices reuse descriptor objects. */
     private final CachedRegion[] regions = new CachedRegion[REGION_CACHE];
@@ -35,8 +38,9 @@ final class EfaPeerConnection implements PeerConnection {
     }
 
     EfaPeerConnection(EfaTransport transport, FabricProgress progress, String peerName, long[] peerAddresses,
-                      int localEndpoints) {
+                      int localEndpoints, TimeSource clock) {
         this.transport = transport;
+        this.clock = clock;
         this.progress = progress;
         this.peerName = peerName;
         this.peerAddresses = peerAddresses;
@@ -116,7 +120,7 @@ final class EfaPeerConnection implements PeerConnection {
             return false;
         }
         long deadline = slice.deadlineNanos();
-        if (System.nanoTime() - deadline > 0) {
+        if (clock.nanoTime() - deadline > 0) {
             slice.fail(ErrorCode.TIMEOUT, describe(slice) + ": its deadline passed before it was posted");
             return false;
         }

@@ -18,6 +18,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.Transport;
 
 /**
@@ -37,6 +38,8 @@ final class EfaTransport implements Transport {
     private final FabricInfo info;
     private final MrMode mrMode;
     private final FabricProgress progress;
+    /** The engine's clock, handed to what checks slice deadlines. */
+    private final TimeSource clock;
     private final Map<String, String> segmentAttributes;
     private final AtomicLong nextKey = new AtomicLong(1);
     /** Copy-on-write; registrations are rare, lookups on every post must not allocate. */
@@ -53,10 +56,12 @@ final class EfaTransport implements Transport {
     /**
      * @param maxOpBytes largest single fi_write / fi_read; longer slices are moved as consecutive chunks. The
      *                   provider's {@code max_msg_size} in production; tests pass less to exercise chunking.
+     * @param clock      the engine's clock, which slice deadlines are in
      */
     EfaTransport(String segmentName, LibFabric lib, FabricInfo info, int endpointCount, int cqSize,
-                 Duration progressInterval, long maxOpBytes) {
+                 Duration progressInterval, long maxOpBytes, TimeSource clock) {
         this.segmentName = segmentName;
+        this.clock = clock;
         this.info = info;
         this.mrMode = new MrMode(info.mrMode);
         if ((info.txOpFlags & FiAbi.FI_DELIVERY_COMPLETE) == 0) {
@@ -78,7 +83,7 @@ final class EfaTransport implements Transport {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport for segment '" + segmentName
                     + "': " + e.getMessage(), e);
         }
-        this.progress = new FabricProgress(fabric, segmentName, cqSize, maxOpBytes, progressInterval);
+        this.progress = new FabricProgress(fabric, segmentName, cqSize, maxOpBytes, progressInterval, clock);
         byte[][] names = new byte[endpointCount][];
         for (int i = 0; i < endpointCount; i++) {
             names[i] = fabric.name(i);
@@ -212,7 +217,8 @@ final class EfaTransport implements Transport {
             throw new TransferException(ErrorCode.PEER_UNREACHABLE, "efa: cannot add segment '" + peer.name()
                     + "' to the address vector: " + e.getMessage(), e);
         }
-        EfaPeerConnection c = new EfaPeerConnection(this, progress, peer.name(), fiAddrs, fabric.endpointCount());
+        EfaPeerConnection c = new EfaPeerConnection(this, progress, peer.name(), fiAddrs, fabric.endpointCount(),
+                clock);
         synchronized (connections) {
             connections.add(c);
         }

@@ -118,6 +118,6 @@ public final class EfaTransportProvider implements TransportProvider {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "efa transport: " + e.getMessage(), e);
         }
         return new EfaTransport(context.segmentName(), lib, info, endpoints, cqSize, interval,
-                maxOpBytes(info.maxMsgSize));
+                maxOpBytes(info.maxMsgSize), context.clock());
     }
 }

@@ -18,6 +18,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The transport's one progress thread. It owns every posted operation: it issues prepared slots with fi_write /
@@ -62,6 +63,8 @@ final class FabricProgress implements Runnable {
     private final MemorySegment errEntry;
     private final MemorySegment errText;
     private final long idleParkCapNanos;
+    /** The engine's clock, which slice deadlines are in; the scan's cadence stays in real time, as it paces polling. */
+    private final TimeSource clock;
     private final Thread thread;
 
     private volatile boolean running = true;
@@ -78,8 +81,10 @@ final class FabricProgress implements Runnable {
     private record CloseRequest(EfaPeerConnection connection, CountDownLatch done) {
     }
 
-    FabricProgress(Fabric fabric, String transportName, int slotCount, long maxOpBytes, Duration progressInterval) {
+    FabricProgress(Fabric fabric, String transportName, int slotCount, long maxOpBytes, Duration progressInterval,
+                   TimeSource clock) {
         this.fabric = fabric;
+        this.clock = clock;
         this.transportName = transportName;
         this.maxOpBytes = maxOpBytes;
         this.idleParkCapNanos = Math.max(MIN_PARK_NANOS, progressInterval.toNanos());
@@ -183,7 +188,7 @@ final class FabricProgress implements Runnable {
                 long now = System.nanoTime();
                 if (now - nextDeadlineScan >= 0) {
                     nextDeadlineScan = now + DEADLINE_SCAN_NANOS;
-                    work += enforceDeadlines(now);
+                    work += enforceDeadlines(clock.nanoTime());
                 }
                 if (work > 0) {
                     idleRounds = 0;

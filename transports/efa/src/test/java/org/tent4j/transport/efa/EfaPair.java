@@ -86,7 +86,8 @@ final class EfaPair implements AutoCloseable {
             LibFabric lib = LibFabric.load();
             var o = ctx.options();
             return new EfaTransport(ctx.segmentName(), lib, FabricInfo.query(lib, o.getString("provider")),
-                    o.getInt("endpoint_count"), o.getInt("cq_size"), o.getDuration("progress_interval"), maxOpBytes);
+                    o.getInt("endpoint_count"), o.getInt("cq_size"), o.getDuration("progress_interval"), maxOpBytes,
+                    ctx.clock());
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
