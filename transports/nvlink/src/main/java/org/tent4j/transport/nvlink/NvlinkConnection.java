@@ -15,6 +15,7 @@ import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.platform.DevicePlatform;
 import org.tent4j.spi.platform.DeviceStream;
 
@@ -28,6 +29,8 @@ final class NvlinkConnection implements PeerConnection {
     private final NvlinkTransport transport;
     /** Whether the peer lives in this process, so its addresses are used as they are. */
     private final boolean direct;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
     private volatile SegmentDescriptor peer;
     /** Sorted by remote base address; replaced whole under {@link #mappingLock}, read without locking. */
     private volatile RemoteMapping[] mappings = new RemoteMapping[0];
@@ -49,8 +52,9 @@ final class NvlinkConnection implements PeerConnection {
                          int platformIndex, int device) {
     }
 
-    NvlinkConnection(NvlinkTransport transport, SegmentDescriptor peer, boolean direct) {
+    NvlinkConnection(NvlinkTransport transport, SegmentDescriptor peer, boolean direct, TimeSource clock) {
         this.transport = transport;
+        this.clock = clock;
         this.peer = peer;
         this.direct = direct;
     }
@@ -82,7 +86,7 @@ final class NvlinkConnection implements PeerConnection {
         } else if (transport.isClosed()) {
             code = ErrorCode.ENGINE_CLOSED;
             error = "nvlink transport of '" + transport.segmentName() + "' closed before " + describe(slice) + " started";
-        } else if (System.nanoTime() - slice.deadlineNanos() >= 0) {
+        } else if (clock.nanoTime() - slice.deadlineNanos() >= 0) {
             code = ErrorCode.TIMEOUT;
             error = describe(slice) + " missed its deadline before a lane could start it";
         } else {

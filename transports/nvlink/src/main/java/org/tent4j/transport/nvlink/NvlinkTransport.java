@@ -233,7 +233,7 @@ final class NvlinkTransport implements Transport {
         }
         String peerPid = peer.transportAttributes(NvlinkTransportProvider.ID).get(PID);
         boolean sameProcess = peerPid != null && peerPid.equals(Long.toString(pid));
-        NvlinkConnection c = new NvlinkConnection(this, peer, sameProcess && sameProcessDirect);
+        NvlinkConnection c = new NvlinkConnection(this, peer, sameProcess && sameProcessDirect, context.clock());
         connections.add(c);
         return c;
     }
