@@ -14,6 +14,7 @@ import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The transport's link to one segment's files: its own (loopback) or a same-host peer's, opened by the path the
@@ -25,6 +26,8 @@ final class FileConnection implements PeerConnection {
     private final NvmeofTransport transport;
     private final boolean own;
     private final String segment;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
     private volatile Entry[] entries;
     private volatile boolean open = true;
 
@@ -46,8 +49,9 @@ final class FileConnection implements PeerConnection {
         }
     }
 
-    FileConnection(NvmeofTransport transport, SegmentDescriptor peer, boolean own) {
+    FileConnection(NvmeofTransport transport, SegmentDescriptor peer, boolean own, TimeSource clock) {
         this.transport = transport;
+        this.clock = clock;
         this.own = own;
         this.segment = peer.name();
         this.entries = own ? new Entry[0] : entries(peer, null);
@@ -102,7 +106,7 @@ final class FileConnection implements PeerConnection {
             s.fail(ErrorCode.PEER_FAILED, "nvmeof connection to segment '" + segment + "' is closed");
             return;
         }
-        if (s.deadlineNanos() - System.nanoTime() <= 0) {
+        if (s.deadlineNanos() - clock.nanoTime() <= 0) {
             s.fail(ErrorCode.TIMEOUT, "nvmeof " + s.opcode() + " of [0x" + Long.toHexString(s.remoteAddress()) + ", +"
                     + s.length() + ") of segment '" + segment + "': the deadline passed before it was posted");
             return;

@@ -59,7 +59,8 @@ final class NvmeofTransport implements Transport {
             channels = null;
             try {
                 for (int i = 0; i < paths; i++) {
-                    rings[i] = new RingWorker(i, engine, depth, Math.max(1024, depth * 8), alignment, bounceSize, bounces);
+                    rings[i] = new RingWorker(i, engine, depth, Math.max(1024, depth * 8), alignment, bounceSize, bounces,
+                            context.clock());
                 }
             } catch (IOException | RuntimeException e) {
                 for (RingWorker r : rings) {
@@ -219,7 +220,7 @@ final class NvmeofTransport implements Transport {
             throw new TransferException(ErrorCode.PEER_UNREACHABLE, "nvmeof reaches files of this host only; segment '"
                     + peer.name() + "' is on machine " + peer.machineId());
         }
-        FileConnection c = new FileConnection(this, peer, own);
+        FileConnection c = new FileConnection(this, peer, own, context.clock());
         connections.add(c);
         return c;
     }

@@ -10,6 +10,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -64,6 +65,8 @@ final class RingWorker implements Runnable, Inbox.Sink {
     private int inflight;
     private long loop;
     private final String name;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
 
     private static final class Op {
         Slice slice;
@@ -76,9 +79,10 @@ final class RingWorker implements Runnable, Inbox.Sink {
         int ioLength;
     }
 
-    RingWorker(int index, String engine, int entries, int inboxCapacity, int alignment, int bounceSize, int bounces)
-            throws IOException {
+    RingWorker(int index, String engine, int entries, int inboxCapacity, int alignment, int bounceSize, int bounces,
+               TimeSource clock) throws IOException {
         this.index = index;
+        this.clock = clock;
         this.alignment = alignment;
         this.ring = IoUring.open(entries);
         try {
@@ -229,7 +233,7 @@ final class RingWorker implements Runnable, Inbox.Sink {
         op.fileOffset = s.remoteAddress() - f.base;
         long mem = s.localBuffer().address() + s.localOffset();
         long len = s.length();
-        boolean late = s.deadlineNanos() - System.nanoTime() <= 0;
+        boolean late = s.deadlineNanos() - clock.nanoTime() <= 0;
         if (late || (!op.read && !f.writable)) {
             // late: it waited in the inbox past its deadline (operations already in the kernel are left to finish)
             String m = message(op, late ? "failed: the deadline passed while it waited for a free slot of ring " + index

@@ -4,10 +4,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
@@ -23,10 +26,15 @@ import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalFile;
+import org.tent4j.spi.LocalMemory;
+import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.Transport;
+import org.tent4j.spi.TransportContext;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
@@ -164,6 +172,51 @@ class NvmeofTransportTest {
         @Override public long deadlineNanos() { return slice.deadlineNanos(); }
         @Override public void complete() { slice.complete(); }
         @Override public void fail(ErrorCode code, String message) { slice.fail(code, message); }
+    }
+
+    @Test
+    void deadlineIsReadInTheEnginesClock() throws Exception {
+        // the engine's clock runs an hour ahead of the system's, so the deadline has passed only in the engine's time
+        long engineNow = System.nanoTime() + TimeUnit.HOURS.toNanos(1);
+        TimeSource clock = new TimeSource() {
+            @Override public long nanoTime() { return engineNow; }
+            @Override public Instant instant() { return Instant.EPOCH.plusNanos(engineNow); }
+        };
+        try (TestTransportContext c = context("own", Map.of("engine", "filechannel", "rings", "1"));
+             Arena arena = Arena.ofShared()) {
+            Transport t = new NvmeofTransportProvider().create(new Clocked(c, clock));
+            try {
+                Path path = dir.resolve("clock.bin");
+                java.nio.file.Files.write(path, new byte[1 << 16]);
+                Map<String, String> attrs = t.registerFile(new File(path, BASE, 1 << 16, Permission.READ_WRITE))
+                        .orElseThrow();
+                TestLocalMemory.Buffer b = c.memory().register(arena.allocate(1 << 16, 4096), Permission.READ_WRITE);
+                BufferDescriptor fileBuffer = new BufferDescriptor(BASE, 1 << 16, Location.FILE, Permission.READ_WRITE,
+                        List.of("nvmeof"), Map.of("nvmeof", attrs));
+                PeerConnection conn = t.connect(new SegmentDescriptor("own", "machine-1", "127.0.0.1", 1,
+                        List.of("nvmeof"), Map.of(), List.of(fileBuffer), 1));
+                TestSlice late = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE, 4096, engineNow - 1);
+                conn.post(late);
+                TransferException e = (TransferException) late.result().handle((v, x) -> x).get(20, TimeUnit.SECONDS);
+                assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+                assertTrue(e.getMessage().endsWith("the deadline passed before it was posted"), e.getMessage());
+            } finally {
+                t.close();
+            }
+        }
+    }
+
+    /** The test context with another clock. */
+    private record Clocked(TestTransportContext base, TimeSource clock) implements TransportContext {
+        @Override public String segmentName() { return base.segmentName(); }
+        @Override public String host() { return base.host(); }
+        @Override public String machineId() { return base.machineId(); }
+        @Override public OptionValues options() { return base.options(); }
+        @Override public LocalMemory localMemory() { return base.localMemory(); }
+        @Override public Executor workers() { return base.workers(); }
+        @Override public ScheduledExecutorService scheduler() { return base.scheduler(); }
+        @Override public ControlPlane controlPlane() { return base.controlPlane(); }
+        @Override public Duration transferTimeout() { return base.transferTimeout(); }
     }
 
     @Test
