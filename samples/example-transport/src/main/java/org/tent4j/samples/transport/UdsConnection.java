@@ -15,6 +15,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The initiator side towards one peer: one socket per path ("lane"), each with a queue and a thread that sends one
@@ -34,11 +35,18 @@ final class UdsConnection implements PeerConnection {
     private final UdsTransport transport;
     private final String peer;
     private final Lane[] lanes;
+    /**
+     * The engine's clock ({@code TransportContext#clock()}): slice deadlines are in its time, which a test may run
+     * virtually, so they are never compared with {@link System#nanoTime()}.
+     */
+    private final TimeSource clock;
     private final ScheduledFuture<?> watchdog;
     private volatile boolean closed;
 
-    UdsConnection(UdsTransport transport, String peer, List<SocketChannel> channels, ScheduledExecutorService scheduler) {
+    UdsConnection(UdsTransport transport, String peer, List<SocketChannel> channels, ScheduledExecutorService scheduler,
+                  TimeSource clock) {
         this.transport = transport;
+        this.clock = clock;
         this.peer = peer;
         this.lanes = new Lane[channels.size()];
         for (int i = 0; i < lanes.length; i++) {
@@ -129,7 +137,7 @@ final class UdsConnection implements PeerConnection {
 
     /** A slice stuck past its deadline fails with TIMEOUT; its lane's framing is then unknown, so the connection goes. */
     private void expireOverdue() {
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         for (Lane lane : lanes) {
             Slice s = lane.current.get();
             if (s != null && now - s.deadlineNanos() > 0 && lane.current.compareAndSet(s, null)) {
@@ -177,7 +185,7 @@ final class UdsConnection implements PeerConnection {
             try {
                 while (!closed) {
                     Slice s = queue.take();
-                    if (System.nanoTime() - s.deadlineNanos() > 0) {
+                    if (clock.nanoTime() - s.deadlineNanos() > 0) {
                         s.fail(ErrorCode.TIMEOUT, describe(s) + ": deadline passed before it was sent");
                         continue;
                     }

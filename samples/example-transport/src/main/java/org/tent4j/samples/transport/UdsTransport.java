@@ -120,7 +120,7 @@ final class UdsTransport implements Transport {
             throw new TransferException(ErrorCode.PEER_UNREACHABLE, "cannot connect to segment '" + peer.name()
                     + "' at uds socket " + socket + ": " + e, e);
         }
-        UdsConnection c = new UdsConnection(this, peer.name(), channels, context.scheduler());
+        UdsConnection c = new UdsConnection(this, peer.name(), channels, context.scheduler(), context.clock());
         connections.add(c);
         c.start();
         if (closed) { // close() ran while we connected and may have missed this one
