@@ -8,6 +8,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * Drains one completion queue: maps each work completion through the {@link SlotTable} to its slice and completes or
@@ -38,6 +39,8 @@ final class CompletionPoller implements Runnable {
     private volatile boolean parked;
     private volatile Thread thread;
     private volatile String queueFailure;
+    /** The engine's clock, which slice deadlines are in; the sweep's cadence stays in real time, as it paces polling. */
+    private final TimeSource clock;
     /**
      * How long an idle poller parks with nothing in flight before it sweeps again. Tests set it far longer, before
      * {@link #start}, so that only {@link #wake} can end the park and a lost wake-up shows as a hang.
@@ -47,8 +50,10 @@ final class CompletionPoller implements Runnable {
     /**
      * @param periodic runs with every sweep on the poller thread (the transport drains and expires queued slices)
      */
-    CompletionPoller(String device, CompletionSource source, SlotTable slots, int batchSize, Runnable periodic) {
+    CompletionPoller(String device, CompletionSource source, SlotTable slots, int batchSize, Runnable periodic,
+                     TimeSource clock) {
         this.device = device;
+        this.clock = clock;
         this.source = source;
         this.slots = slots;
         this.batch = new CompletionBatch(batchSize);
@@ -106,7 +111,7 @@ final class CompletionPoller implements Runnable {
             long now = System.nanoTime();
             if (now - lastSweep >= SWEEP_INTERVAL_NANOS) {
                 lastSweep = now;
-                sweep(now);
+                sweep(clock.nanoTime());
             }
             if (n > 0) {
                 idle = 0;

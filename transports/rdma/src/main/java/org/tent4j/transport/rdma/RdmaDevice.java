@@ -15,6 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * One opened RDMA device (HCA) and everything this transport keeps per device: the verbs context, a protection
@@ -49,11 +50,13 @@ final class RdmaDevice implements AutoCloseable {
     /**
      * @param completions where this device's completions are polled from
      * @param cqEntries   completion-queue size, and so the slot count
+     * @param clock       the engine's clock, which slice deadlines are in
      * @param periodic    run on every poller sweep
      * @param onClose     releases what the opener allocated beyond {@code verbs} (may be null)
      */
     RdmaDevice(String name, int index, DeviceVerbs verbs, CompletionSource completions, PortInfo portInfo,
-               DeviceLimits limits, RdmaOptions options, int cqEntries, Runnable periodic, Runnable onClose) {
+               DeviceLimits limits, RdmaOptions options, int cqEntries, TimeSource clock, Runnable periodic,
+               Runnable onClose) {
         this.verbs = verbs;
         this.name = name;
         this.index = index;
@@ -68,7 +71,7 @@ final class RdmaDevice implements AutoCloseable {
                 limits.maxQpInitRdAtom());
         this.slots = new SlotTable(cqEntries);
         this.requests = new WorkRequests(cqEntries);
-        this.poller = new CompletionPoller(name, completions, slots, POLL_BATCH, periodic);
+        this.poller = new CompletionPoller(name, completions, slots, POLL_BATCH, periodic, clock);
         this.onClose = onClose;
     }
 
@@ -86,7 +89,7 @@ final class RdmaDevice implements AutoCloseable {
      * @throws VerbsException naming the device and the failing step
      */
     static RdmaDevice open(VerbsLibrary verbs, MemorySegment device, String name, int index, RdmaOptions options,
-                           Runnable periodic) {
+                           TimeSource clock, Runnable periodic) {
         MemorySegment context = verbs.openDevice(device, name);
         MemorySegment pd = null;
         MemorySegment cq = null;
@@ -107,7 +110,7 @@ final class RdmaDevice implements AutoCloseable {
             cq = verbs.createCq(context, cqEntries, name);
             RdmaDevice d = new RdmaDevice(name, index, new NativeDeviceVerbs(verbs, name, context, pd, cq),
                     new VerbsCompletionQueue(verbs, cq, POLL_BATCH, arena), portInfo, limits, options, cqEntries,
-                    periodic, arena::close);
+                    clock, periodic, arena::close);
             d.start();
             LOG.info("rdma: opened {} port {} ({}, lid {}, gid[{}] {}, mtu {}, cq {}, sq depth {})", name,
                     options.port(), portInfo.linkLayer() == Verbs.IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",

@@ -18,6 +18,7 @@ import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
+import org.tent4j.spi.TimeSource;
 
 /**
  * RC queue pairs to one peer segment, grouped into paths: a path is one (local device, peer device) rail with its
@@ -35,6 +36,8 @@ final class RdmaPeerConnection implements PeerConnection {
     private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     private final RdmaTransport transport;
+    /** The engine's clock: slice deadlines are in its time, which a test may drive. */
+    private final TimeSource clock;
     private final long connectionId;
     private final QueuePair[] queuePairs;
     private final Path[] paths;
@@ -51,6 +54,7 @@ final class RdmaPeerConnection implements PeerConnection {
     RdmaPeerConnection(RdmaTransport transport, SegmentDescriptor peer, List<RdmaAttributes.DeviceAddress> peerDevices,
                        long connectionId, List<QueuePair> queuePairs) {
         this.transport = transport;
+        this.clock = transport.clock();
         this.peer = peer;
         this.peerDevices = peerDevices;
         this.connectionId = connectionId;
@@ -340,8 +344,9 @@ final class RdmaPeerConnection implements PeerConnection {
             if (now - lastExpiryScan >= PENDING_EXPIRY_SCAN_NANOS && !pending.isEmpty()) {
                 lastExpiryScan = now;
                 // only the drainer removes from the queue, so this cannot race with the head being posted
+                long engineNow = clock.nanoTime();
                 pending.removeIf(s -> {
-                    if (s.deadlineNanos() - now < 0) {
+                    if (s.deadlineNanos() - engineNow < 0) {
                         s.fail(ErrorCode.TIMEOUT, "rdma " + s.opcode() + " of " + s.length() + " bytes on path "
                                 + name + " to '" + peer.name() + "' waited past its deadline for send-queue room");
                         return true;

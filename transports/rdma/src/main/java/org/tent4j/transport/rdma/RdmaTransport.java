@@ -24,6 +24,7 @@ import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 
 /**
@@ -78,8 +79,13 @@ final class RdmaTransport implements Transport {
      *
      * @throws TransferException TRANSPORT_UNAVAILABLE naming why no device could be used
      */
+    /** The engine's clock, which slice deadlines are in. */
+    TimeSource clock() {
+        return context.clock();
+    }
+
     static RdmaTransport open(TransportContext context, RdmaOptions options, VerbsLibrary verbs) {
-        return open(context, options, (o, periodic) -> openDevices(verbs, o, periodic));
+        return open(context, options, (o, periodic) -> openDevices(verbs, o, context.clock(), periodic));
     }
 
     static RdmaTransport open(TransportContext context, RdmaOptions options, DeviceOpener opener) {
@@ -100,7 +106,8 @@ final class RdmaTransport implements Transport {
         return t;
     }
 
-    private static List<RdmaDevice> openDevices(VerbsLibrary verbs, RdmaOptions options, Runnable periodic) {
+    private static List<RdmaDevice> openDevices(VerbsLibrary verbs, RdmaOptions options, TimeSource clock,
+                                                Runnable periodic) {
         VerbsLibrary.DeviceList list = verbs.getDeviceList();
         if (list.failed()) {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "rdma: " + DeviceProbe.noDevices(verbs,
@@ -117,7 +124,8 @@ final class RdmaTransport implements Transport {
                     continue;
                 }
                 try {
-                    devices.add(RdmaDevice.open(verbs, list.device(i), name, devices.size(), options, periodic));
+                    devices.add(RdmaDevice.open(verbs, list.device(i), name, devices.size(), options, clock,
+                            periodic));
                 } catch (VerbsException e) {
                     problems.add(e.getMessage());
                     LOG.warn("rdma: not using {}: {}", name, e.getMessage());

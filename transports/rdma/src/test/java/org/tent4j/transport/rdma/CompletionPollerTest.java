@@ -13,6 +13,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The completion path against a scripted completion source: what each work-completion status does to the slice, the
@@ -22,7 +23,7 @@ class CompletionPollerTest {
     private final Fakes.ScriptedCompletions cq = new Fakes.ScriptedCompletions();
     private final SlotTable slots = new SlotTable(64);
     private final Fakes.RecordingLane lane = new Fakes.RecordingLane();
-    private final CompletionPoller poller = new CompletionPoller("fake0", cq, slots, 16, null);
+    private final CompletionPoller poller = new CompletionPoller("fake0", cq, slots, 16, null, TimeSource.SYSTEM);
 
     @Test
     void successCompletesTheSliceAndFreesSlotAndCredit() {
@@ -138,7 +139,7 @@ class CompletionPollerTest {
         for (int round = 0; round < 100; round++) {
             SlotTable t = new SlotTable(128);
             Fakes.ScriptedCompletions q = new Fakes.ScriptedCompletions();
-            CompletionPoller p = new CompletionPoller("fake0", q, t, 32, null);
+            CompletionPoller p = new CompletionPoller("fake0", q, t, 32, null, TimeSource.SYSTEM);
             List<Fakes.CountingSlice> slices = new ArrayList<>();
             long now = System.nanoTime();
             for (int i = 0; i < 128; i++) {
@@ -163,7 +164,7 @@ class CompletionPollerTest {
 
     @Test
     void pollingThreadWakesFromItsIdleParkForWorkAndStops() throws Exception {
-        CompletionPoller threaded = new CompletionPoller("fake0", cq, slots, 16, null);
+        CompletionPoller threaded = new CompletionPoller("fake0", cq, slots, 16, null, TimeSource.SYSTEM);
         // with the production park (one sweep interval) a lost wake-up would only delay the completion; this long, it
         // leaves the completion undelivered and the test fails
         threaded.idleParkNanos = TimeUnit.HOURS.toNanos(1);

@@ -13,6 +13,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import org.tent4j.spi.TimeSource;
 
 /**
  * A test double for the verbs boundary ({@link DeviceVerbs}, {@link QueuePairVerbs}), so the transport's own logic
@@ -51,7 +52,7 @@ final class LoopbackFabric {
                     Verbs.IBV_LINK_LAYER_INFINIBAND, 128, 1L << 30, 0, gid);
             RdmaDevice.DeviceLimits limits = new RdmaDevice.DeviceLimits(1L << 40, 16384, 30, 1 << 20, 16, 16, 1);
             out.add(new RdmaDevice(name, out.size(), d, d.cq, port, limits, options,
-                    Math.min(options.cqSize(), limits.maxCqe()), periodic, null).start());
+                    Math.min(options.cqSize(), limits.maxCqe()), TimeSource.SYSTEM, periodic, null).start());
         }
         return out;
     }

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.TimeSource;
 
 /**
  * The FFM data path of the bindings, run for real against a stand-in provider ({@code src/test/c/fake_provider.c},
@@ -125,7 +126,7 @@ class VerbsInlineCallsTest {
             public void close() {
             }
         };
-        return new RdmaDevice("fake0", 0, verbs, completions, port, limits, options, 64, null, null);
+        return new RdmaDevice("fake0", 0, verbs, completions, port, limits, options, 64, TimeSource.SYSTEM, null, null);
     }
 
     @Test
