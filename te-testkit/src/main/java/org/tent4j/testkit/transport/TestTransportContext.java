@@ -11,6 +11,7 @@ import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.platform.DevicePlatform;
 
@@ -25,6 +26,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     private final Duration timeout;
     private final InJvmControlPlane controlPlane;
     private volatile List<DevicePlatform> devicePlatforms = List.of();
+    private volatile TimeSource clock = TimeSource.SYSTEM;
 
     public TestTransportContext(String segmentName, String machineId, String transportId, List<OptionSpec> specs,
                                 Map<String, String> options, Duration timeout) {
@@ -45,6 +47,7 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     @Override public Duration transferTimeout() { return timeout; }
     @Override public ControlPlane controlPlane() { return controlPlane; }
     @Override public List<DevicePlatform> devicePlatforms() { return devicePlatforms; }
+    @Override public TimeSource clock() { return clock; }
 
     /**
      * Hands {@code platforms} to the transport as the engine's device platforms (none by default). The caller owns
@@ -52,6 +55,12 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
      */
     public TestTransportContext devicePlatforms(List<DevicePlatform> platforms) {
         this.devicePlatforms = List.copyOf(platforms);
+        return this;
+    }
+
+    /** Hands {@code clock} to the transport as the engine's clock (the system's by default), e.g. a ManualClock. */
+    public TestTransportContext clock(TimeSource clock) {
+        this.clock = clock;
         return this;
     }
 

@@ -33,6 +33,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.testkit.metadata.WatchRecorder;
+import org.tent4j.testkit.ManualClock;
 
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class HttpMetadataServerTest {

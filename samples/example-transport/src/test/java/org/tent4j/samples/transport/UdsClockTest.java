@@ -13,15 +13,11 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -30,9 +26,6 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.spi.BufferDescriptor;
-import org.tent4j.spi.ControlPlane;
-import org.tent4j.spi.LocalMemory;
-import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
@@ -42,6 +35,7 @@ import org.tent4j.testkit.conformance.ConformanceSlice;
 import org.tent4j.testkit.conformance.ConformanceSlice.Outcome;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestTransportContext;
+import org.tent4j.testkit.ManualClock;
 
 /**
  * Slice deadlines are in the engine's clock ({@code TransportContext#clock()}), which need not agree with
@@ -132,7 +126,7 @@ class UdsClockTest {
     private PeerConnection connect(TimeSource clock) {
         context = new TestTransportContext("a", MACHINE, UdsTransportProvider.ID, provider.options(),
                 Map.of("paths", "1"), Duration.ofSeconds(3));
-        transport = provider.create(new Clocked(context, clock));
+        transport = provider.create(context.clock(clock));
         SegmentDescriptor peer = new SegmentDescriptor("b", MACHINE, "127.0.0.1", 0, List.of(UdsTransportProvider.ID),
                 Map.of(UdsTransportProvider.ID, Map.of(UdsTransport.SOCKET, dir.resolve("silent.sock").toString())),
                 List.of(), 1);
@@ -147,41 +141,5 @@ class UdsClockTest {
                 deadline);
         conn.post(s);
         return s;
-    }
-
-    /** The engine's clock as a test drives it: it moves only when advanced. */
-    private static final class ManualClock implements TimeSource {
-        private final AtomicLong nanos;
-
-        ManualClock(long start) {
-            nanos = new AtomicLong(start);
-        }
-
-        void advance(long by) {
-            nanos.addAndGet(by);
-        }
-
-        @Override
-        public long nanoTime() {
-            return nanos.get();
-        }
-
-        @Override
-        public Instant instant() {
-            return Instant.EPOCH.plusNanos(nanos.get());
-        }
-    }
-
-    /** The test context with another clock. */
-    private record Clocked(TestTransportContext context, TimeSource clock) implements TransportContext {
-        @Override public String segmentName() { return context.segmentName(); }
-        @Override public String host() { return context.host(); }
-        @Override public String machineId() { return context.machineId(); }
-        @Override public OptionValues options() { return context.options(); }
-        @Override public LocalMemory localMemory() { return context.localMemory(); }
-        @Override public Executor workers() { return context.workers(); }
-        @Override public ScheduledExecutorService scheduler() { return context.scheduler(); }
-        @Override public ControlPlane controlPlane() { return context.controlPlane(); }
-        @Override public Duration transferTimeout() { return context.transferTimeout(); }
     }
 }

@@ -4,13 +4,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
@@ -26,18 +23,14 @@ import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.BufferDescriptor;
-import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalFile;
-import org.tent4j.spi.LocalMemory;
-import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
-import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.Transport;
-import org.tent4j.spi.TransportContext;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
+import org.tent4j.testkit.ManualClock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -178,13 +171,10 @@ class NvmeofTransportTest {
     void deadlineIsReadInTheEnginesClock() throws Exception {
         // the engine's clock runs an hour ahead of the system's, so the deadline has passed only in the engine's time
         long engineNow = System.nanoTime() + TimeUnit.HOURS.toNanos(1);
-        TimeSource clock = new TimeSource() {
-            @Override public long nanoTime() { return engineNow; }
-            @Override public Instant instant() { return Instant.EPOCH.plusNanos(engineNow); }
-        };
+        ManualClock clock = new ManualClock(engineNow);
         try (TestTransportContext c = context("own", Map.of("engine", "filechannel", "rings", "1"));
              Arena arena = Arena.ofShared()) {
-            Transport t = new NvmeofTransportProvider().create(new Clocked(c, clock));
+            Transport t = new NvmeofTransportProvider().create(c.clock(clock));
             try {
                 Path path = dir.resolve("clock.bin");
                 java.nio.file.Files.write(path, new byte[1 << 16]);
@@ -204,19 +194,6 @@ class NvmeofTransportTest {
                 t.close();
             }
         }
-    }
-
-    /** The test context with another clock. */
-    private record Clocked(TestTransportContext base, TimeSource clock) implements TransportContext {
-        @Override public String segmentName() { return base.segmentName(); }
-        @Override public String host() { return base.host(); }
-        @Override public String machineId() { return base.machineId(); }
-        @Override public OptionValues options() { return base.options(); }
-        @Override public LocalMemory localMemory() { return base.localMemory(); }
-        @Override public Executor workers() { return base.workers(); }
-        @Override public ScheduledExecutorService scheduler() { return base.scheduler(); }
-        @Override public ControlPlane controlPlane() { return base.controlPlane(); }
-        @Override public Duration transferTimeout() { return base.transferTimeout(); }
     }
 
     @Test

@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -23,7 +22,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
@@ -50,6 +48,7 @@ import org.tent4j.spi.TransportContext;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 import org.tent4j.testkit.transport.TestTransportContext;
+import org.tent4j.testkit.ManualClock;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -800,25 +799,6 @@ class ShmTransportTest {
         assertEquals(1, slice.completions());
         assertNotEquals(null, e.getCause());
         return (TransferException) e.getCause();
-    }
-
-    /** The engine clock as a test drives it: it moves only when advanced. */
-    static final class ManualClock implements TimeSource {
-        private final AtomicLong nanos = new AtomicLong(TimeUnit.DAYS.toNanos(1));
-
-        void advance(long by) {
-            nanos.addAndGet(by);
-        }
-
-        @Override
-        public long nanoTime() {
-            return nanos.get();
-        }
-
-        @Override
-        public Instant instant() {
-            return Instant.EPOCH.plusNanos(nanos.get());
-        }
     }
 
     /** Workers that run nothing until told, so a test sees exactly what was queued. */

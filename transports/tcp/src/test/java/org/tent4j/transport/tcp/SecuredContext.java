@@ -11,14 +11,8 @@ import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.TimeSource;
 import org.tent4j.spi.TransportContext;
 
-/**
- * A test context with security settings, as an engine configured with {@code security.*} hands its transports, and
- * optionally a clock other than the base's, so deadlines can be driven in virtual time.
- */
-record SecuredContext(TransportContext base, SecuritySettings security, TimeSource clock) implements TransportContext {
-    SecuredContext(TransportContext base, SecuritySettings security) {
-        this(base, security, base.clock());
-    }
+/** A test context with security settings, as an engine configured with {@code security.*} hands its transports. */
+record SecuredContext(TransportContext base, SecuritySettings security) implements TransportContext {
 
     @Override public String segmentName() { return base.segmentName(); }
     @Override public String host() { return base.host(); }
@@ -29,4 +23,5 @@ record SecuredContext(TransportContext base, SecuritySettings security, TimeSour
     @Override public ScheduledExecutorService scheduler() { return base.scheduler(); }
     @Override public ControlPlane controlPlane() { return base.controlPlane(); }
     @Override public Duration transferTimeout() { return base.transferTimeout(); }
+    @Override public TimeSource clock() { return base.clock(); }
 }

@@ -13,12 +13,10 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
 
@@ -28,9 +26,9 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
-import org.tent4j.spi.TimeSource;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
+import org.tent4j.testkit.ManualClock;
 
 /** What the initiator reports when the peer goes away, never answers, or cannot be reached. */
 class TcpFailureTest {
@@ -245,29 +243,6 @@ class TcpFailureTest {
             for (Socket s : sockets) {
                 s.close();
             }
-        }
-    }
-
-    /** The engine's clock as a test drives it: it moves only when advanced. */
-    private static final class ManualClock implements TimeSource {
-        private final AtomicLong nanos;
-
-        ManualClock(long start) {
-            nanos = new AtomicLong(start);
-        }
-
-        void advance(long by) {
-            nanos.addAndGet(by);
-        }
-
-        @Override
-        public long nanoTime() {
-            return nanos.get();
-        }
-
-        @Override
-        public Instant instant() {
-            return Instant.EPOCH.plusNanos(nanos.get());
         }
     }
 }

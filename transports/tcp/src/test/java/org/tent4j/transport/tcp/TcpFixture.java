@@ -69,10 +69,10 @@ final class TcpFixture implements AutoCloseable {
 
     private TcpFixture(Map<String, String> optionsA, Map<String, String> optionsB, Duration targetTransferTimeout,
                        SecuritySettings securityA, SecuritySettings securityB, TimeSource clockA) {
-        contextA = context("a", optionsA);
+        contextA = context("a", optionsA).clock(clockA);
         contextB = new TestTransportContext("b", "machine-b", "tcp", PROVIDER.options(), optionsB,
                 targetTransferTimeout);
-        a = (TcpTransport) PROVIDER.create(new SecuredContext(contextA, securityA, clockA));
+        a = (TcpTransport) PROVIDER.create(new SecuredContext(contextA, securityA));
         try {
             b = (TcpTransport) PROVIDER.create(new SecuredContext(contextB, securityB));
         } catch (RuntimeException e) {
