@@ -514,7 +514,7 @@ class ShmTransportTest {
         HeldWorkers held = new HeldWorkers();
         ManualClock clock = new ManualClock();
         try (TestTransportContext base = context("c", Map.of())) {
-            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base, held, clock));
+            ShmTransport c = (ShmTransport) provider.create(new WorkersOverride(base.clock(clock), held));
             try {
                 Remote remote = remote(1 << 20, Permission.READ_WRITE);
                 TestLocalMemory.Buffer local = local(1 << 20);
@@ -818,12 +818,8 @@ class ShmTransportTest {
         }
     }
 
-    /** A test context with other workers, and optionally another clock. */
-    record WorkersOverride(TestTransportContext base, Executor workers, TimeSource clock) implements TransportContext {
-        WorkersOverride(TestTransportContext base, Executor workers) {
-            this(base, workers, TimeSource.SYSTEM);
-        }
-
+    /** A test context with other workers. */
+    record WorkersOverride(TestTransportContext base, Executor workers) implements TransportContext {
         @Override public String segmentName() { return base.segmentName(); }
         @Override public String host() { return base.host(); }
         @Override public String machineId() { return base.machineId(); }
@@ -832,6 +828,7 @@ class ShmTransportTest {
         @Override public ScheduledExecutorService scheduler() { return base.scheduler(); }
         @Override public ControlPlane controlPlane() { return base.controlPlane(); }
         @Override public Duration transferTimeout() { return base.transferTimeout(); }
+        @Override public TimeSource clock() { return base.clock(); }
     }
 
     @Test
