@@ -12,12 +12,13 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import org.tent4j.runtime.metadata.InMemoryMetadataStore;
+import org.tent4j.testkit.ManualClock;
 
 /** Descriptor leases expire in the store's time, tested in virtual time: no sleeping for a TTL to pass. */
 class MetadataTtlTest {
     @Test
     void anEntryLivesExactlyItsTtlAndItsWatchersAreToldWhenItLapses() {
-        VirtualClock clock = new VirtualClock();
+        ManualClock clock = new ManualClock();
         InMemoryMetadataStore store = InMemoryMetadataStore.open(URI.create("memory://ttl-" + System.nanoTime()), clock);
         List<byte[]> seen = new ArrayList<>();
         store.watch("k", (key, value) -> seen.add(value));

@@ -26,6 +26,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.testkit.ManualClock;
 
 /** Prepare once, post many: every post moves every byte, a stale settlement never reaches a later post, misuse is refused. */
 class PreparedTransferTest {
@@ -82,7 +83,7 @@ class PreparedTransferTest {
         // a clock that stands still keeps every settled slice in the pool's quarantine, so each late settlement meets
         // an idle slice, however the threads run
         TransferEngineImpl initiator = engines.keep(new TransferEngineImpl(EngineTest.cfg()
-                .set("transports.inproc.late_settle", true).build(), new VirtualClock()));
+                .set("transports.inproc.late_settle", true).build(), new ManualClock()));
         RegisteredMemory remote = target.allocate(REQUESTS * BLOCK, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(REQUESTS * BLOCK, Location.CPU, Permission.READ_WRITE);
         SegmentHandle seg = initiator.openSegment(target.segmentName());

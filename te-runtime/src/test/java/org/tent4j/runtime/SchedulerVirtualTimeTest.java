@@ -20,6 +20,7 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.testkit.ManualClock;
 
 /**
  * Path cooldowns follow the engine's clock: with a virtual one, a paused path stays paused however long the test
@@ -36,7 +37,7 @@ class SchedulerVirtualTimeTest {
 
     @Test
     void aPausedPathIsRetriedOnlyWhenVirtualTimePassesItsCooldown() {
-        VirtualClock clock = new VirtualClock();
+        ManualClock clock = new ManualClock();
         TransferEngine target = TransferEngine.create(EngineTest.cfg().build());
         engines.add(target);
         // inproc's only path fails every slice; inproc-b carries what it cannot

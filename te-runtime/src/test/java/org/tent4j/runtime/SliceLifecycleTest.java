@@ -20,6 +20,7 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.testkit.ManualClock;
 
 /** Pooled slices: a second settlement is detected and ignored; a transport that can cancel is asked to when a task ends. */
 class SliceLifecycleTest {
@@ -32,7 +33,7 @@ class SliceLifecycleTest {
         // on a clock that stands still no slice leaves its quarantine, so every second settlement, however late the
         // transport's thread gets to it, meets an idle slice: the outcome does not depend on scheduling
         TransferEngine initiator = new TransferEngineImpl(EngineTest.cfg().set("transports.inproc.double_complete", true).build(),
-                new VirtualClock());
+                new ManualClock());
         engines.keep(initiator);
         RegisteredMemory remote = target.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);
         RegisteredMemory local = initiator.allocate(1 << 20, Location.CPU, Permission.READ_WRITE);

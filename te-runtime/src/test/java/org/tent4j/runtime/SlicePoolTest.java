@@ -8,13 +8,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
+import org.tent4j.testkit.ManualClock;
 
 class SlicePoolTest {
     private static final long Q = SlicePool.QUARANTINE_NANOS;
 
     @Test
     void aSliceComesBackOnlyAfterItsQuarantine() {
-        SlicePool pool = new SlicePool(16, new VirtualClock(), Q);
+        SlicePool pool = new SlicePool(16, new ManualClock(), Q);
         RuntimeSlice s = pool.take(0);
         pool.give(s, 10);
         assertNotSame(s, pool.take(10 + Q - 1), "handed out again inside its quarantine");
@@ -23,7 +24,7 @@ class SlicePoolTest {
 
     @Test
     void aSliceGoesBackToTheStripeOfTheThreadThatTookItWhicheverThreadGivesItBack() throws Exception {
-        SlicePool pool = new SlicePool(16, new VirtualClock(), Q);
+        SlicePool pool = new SlicePool(16, new ManualClock(), Q);
         ExecutorService a = Executors.newSingleThreadExecutor();
         int stripeA = a.submit(() -> SlicePool.stripeOf(Thread.currentThread())).get(10, TimeUnit.SECONDS);
         ExecutorService b = Executors.newSingleThreadExecutor();
@@ -45,7 +46,7 @@ class SlicePoolTest {
 
     @Test
     void aFullStripeDropsWhatComesBack() {
-        SlicePool pool = new SlicePool(2, new VirtualClock(), Q);
+        SlicePool pool = new SlicePool(2, new ManualClock(), Q);
         RuntimeSlice[] s = {pool.take(0), pool.take(0), pool.take(0)};
         for (RuntimeSlice x : s) {
             pool.give(x, 0);
