@@ -36,8 +36,12 @@ record EngineSettings(int workers, long sliceSize, Duration transferTimeout, int
             throw new ConfigException(CoreKey.PATHS_MAX_INFLIGHT_BYTES, "must be between 1 and " + PathState.MAX_BYTES / 2
                     + ", got " + maxInflightBytes);
         }
+        long affinityBytes = core.getSize(CoreKey.PATHS_AFFINITY_BYTES);
+        if (affinityBytes < 0) {
+            throw new ConfigException(CoreKey.PATHS_AFFINITY_BYTES, "must be 0 (off) or more, got " + affinityBytes);
+        }
         long cooldown = core.getDuration(CoreKey.PATHS_COOLDOWN).toNanos();
-        PathLimits limits = new PathLimits(maxInflight, maxInflightBytes,
+        PathLimits limits = new PathLimits(maxInflight, maxInflightBytes, affinityBytes,
                 core.getDuration(CoreKey.QOS_AGING).toNanos(), cooldown,
                 Math.max(cooldown, core.getDuration(CoreKey.PATHS_MAX_COOLDOWN).toNanos()));
         return new EngineSettings(workers == 0 ? Runtime.getRuntime().availableProcessors() : workers, sliceSize, transferTimeout,

@@ -23,6 +23,14 @@ import org.tent4j.spi.TimeSource;
  * paths. So under a backlog every path works and each one's share follows its speed, while at the tail of a transfer
  * a slow path is left out instead of holding the last bytes back.
  *
+ * <p>Small slices go home first: each submitting thread has a path of its own in every group (threads take the paths
+ * in turn), and its slices go there while that path has room and at most {@code paths.affinity_bytes} in flight. A
+ * burst of small requests then travels on one connection, so each peer thread that serves it wakes once per burst,
+ * and two submitters do not wait on each other: spread over every path, each burst completes only when the slowest
+ * path has carried its share, which couples the submitters' round trips (on a 2-core host tcp 4 KiB batches of 32
+ * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A home path much slower than the fastest, a full
+ * one and large slices fall back to the rule above, which also spreads a single large transfer over every path.
+ *
  * <p>Queues are served HIGH first, except that a MEDIUM or LOW slice that has waited longer than the aging limit
  * (twice that for LOW) goes first, so low priority is never starved. Draining is a work-in-progress counter loop:
  * whoever finds it idle drains, everyone else just counts, so posting never recurses (a transport may complete a
@@ -390,10 +398,44 @@ final class PathGroup {
     private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
         Policy policy = s.task().policy;
         java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
+        int home = homePath(ps, s, now, allowed);
+        if (home >= 0) {
+            return home;
+        }
         int best = pick(ps, s, now, s.avoidPath, allowed);
         // the path that just failed this slice takes it again only when no other path can: waiting for room on
         // another path is better than spending the task's attempts on one that is likely still broken
         return best >= 0 || s.avoidPath < 0 || eligibleBesides(ps, s.avoidPath, now, allowed) ? best : pick(ps, s, now, -1, allowed);
+    }
+
+    /**
+     * The submitting thread's own path if it takes {@code s} now, else -1 (see the class comment): it must be eligible,
+     * allowed and not the path that just failed the slice, have room for one more slice, stay within
+     * {@code paths.affinity_bytes} in flight with it, and, once measured, run at least half as fast as every other
+     * measured eligible path.
+     */
+    private int homePath(PathState[] ps, RuntimeSlice s, long now, java.util.Set<String> allowed) {
+        long cap = limits.affinityBytes();
+        if (s.length() > cap) {
+            return -1;
+        }
+        PathState p = ps[s.home % ps.length];
+        if (p.index == s.avoidPath || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+            return -1;
+        }
+        long both = p.inflight();
+        if (PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap) {
+            return -1;
+        }
+        double twice = p.measuredBandwidth() * 2;
+        if (twice > 0) { // an estimate that is still a guess is compared with nothing
+            for (PathState q : ps) {
+                if (q != p && q.measuredBandwidth() > twice && q.eligible(now) && (allowed == null || allowed.contains(q.name))) {
+                    return -1;
+                }
+            }
+        }
+        return p.index;
     }
 
     private static boolean eligibleBesides(PathState[] ps, int avoid, long now, java.util.Set<String> allowed) {

@@ -57,6 +57,8 @@ final class RuntimeSlice implements Slice {
     PathGroup group;
     int priority;
     int path = -1;
+    /** Which of its group's paths the submitting thread calls its own, modulo the path count (see {@link PathGroup}). */
+    int home;
     /** A path that just failed this slice; avoided when another path can take it. */
     int avoidPath = -1;
     /** Times this slice failed and was retried, against the task's failover budget. */

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,6 +42,12 @@ final class TaskLauncher {
     private final long sliceSize;
     private final long transferTimeoutNanos;
     private final AwaitSpin awaitSpin;
+    /**
+     * Each submitting thread's number, handed out in the order threads first submit, so that threads started together
+     * get different home paths in a group (see {@link PathGroup}): thread ids can share a remainder.
+     */
+    private static final AtomicInteger NEXT_HOME = new AtomicInteger();
+    private static final ThreadLocal<Integer> HOME = ThreadLocal.withInitial(() -> NEXT_HOME.getAndIncrement() & Integer.MAX_VALUE);
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
     private volatile HostStaging staging;
 
@@ -250,11 +257,13 @@ final class TaskLauncher {
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
         task.expectSlices(n);
+        int home = HOME.get();
         for (int i = 0; i < n; i++) {
             long off = i * step;
             RuntimeSlice s = slicePool.take(now);
             s.init(task, opcode, local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
             s.group = group;
+            s.home = home;
             group.submit(s, now);
         }
     }

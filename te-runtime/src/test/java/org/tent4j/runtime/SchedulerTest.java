@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -143,6 +144,114 @@ class SchedulerTest {
         assertEquals(TransferState.FAILED, s.state());
         assertEquals(ErrorCode.PEER_FAILED, s.error());
         assertTrue(s.message().contains("injected failure"), s.message());
+    }
+
+    // Every slice below stays in flight 50 ms on the in-process transport, so a batch spread by predicted finish time
+    // uses both paths: each slice sees the path it would otherwise take already holding the previous one.
+
+    @Test
+    void eachSubmittingThreadKeepsItsBurstOfSmallSlicesOnAPathOfItsOwn() throws Exception {
+        // nothing before the bursts: a path measured by a lone 1 MiB slice and one measured by a lone 4 KiB slice would
+        // be told apart by slice size alone, and a home path measured at less than half the other is left
+        Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_delay", "50ms"));
+        long[] first = onNewThread(() -> burst(p, 0));
+        long[] second = onNewThread(() -> burst(p, 32));
+        assertEquals(32, Math.max(first[0], first[1]), "the first thread's 32 slices were spread: " + Arrays.toString(first));
+        assertEquals(32, Math.max(second[0], second[1]), "the second thread's 32 slices were spread: " + Arrays.toString(second));
+        assertEquals(first[1], second[0], "two threads that submitted in turn share a path: " + Arrays.toString(first)
+                + " then " + Arrays.toString(second));
+        assertSameBlocks(p, 64);
+    }
+
+    @Test
+    void withAffinityOffABurstIsSpreadByPredictedFinishTime() throws Exception {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_delay", "50ms",
+                "paths.affinity_bytes", "0"));
+        long[] perPath = burst(p, 0);
+        assertTrue(perPath[0] > 0 && perPath[1] > 0, "one path took the whole burst: " + Arrays.toString(perPath));
+        assertEquals(32, perPath[0] + perPath[1]);
+        assertSameBlocks(p, 32);
+    }
+
+    @Test
+    void slicesLargerThanTheAffinityLimitStillSpreadOverEveryPath() {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_delay", "50ms",
+                "slice.size", "128k", "paths.affinity_bytes", "64k"));
+        writeAll(p); // eight slices of 128 KiB, none of which may go home
+        PathGroup g = group(p, "inproc");
+        long before0 = g.paths[0].completedSlices.sum();
+        long before1 = g.paths[1].completedSlices.sum();
+        writeAll(p);
+        long on0 = g.paths[0].completedSlices.sum() - before0;
+        long on1 = g.paths[1].completedSlices.sum() - before1;
+        assertEquals(8, on0 + on1);
+        assertTrue(on0 > 0 && on1 > 0, "a 1 MiB transfer in 128 KiB slices used one path: " + on0 + " / " + on1);
+        assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
+    }
+
+    @Test
+    void aThreadWhoseOwnPathIsMeasuredSlowSendsItsBurstElsewhere() throws Exception {
+        Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_path", 1,
+                "transports.inproc.slow_delay", "50ms"));
+        // threads take the paths in turn: two lone 4 KiB writes measure both paths alike, then the next two threads
+        // have the same two paths as their own, so one of them calls the slow path its own
+        for (int t = 0; t < 2; t++) {
+            int block = 100 + t;
+            onNewThread(() -> p.initiator.transfer(TransferRequest.builder(Opcode.WRITE,
+                    p.local.segment().asSlice(block * 4096L, 4096), p.seg, p.remote.address() + block * 4096L)
+                    .require("inproc").build()));
+        }
+        PathGroup g = group(p, "inproc");
+        assertTrue(g.paths[1].measuredBandwidth() > 0 && g.paths[1].measuredBandwidth() * 2 < g.paths[0].measuredBandwidth(),
+                "the two paths were not measured apart: " + g.paths[1].measuredBandwidth() + " against "
+                + g.paths[0].measuredBandwidth() + " bytes/ns");
+        for (int t = 0; t < 2; t++) {
+            int first = t * 32;
+            long[] perPath = onNewThread(() -> burst(p, first));
+            assertEquals(0, perPath[1], "thread " + t + " sent slices to a path measured at 50 ms per 4 KiB while the "
+                    + "other path was free: " + Arrays.toString(perPath));
+        }
+        assertSameBlocks(p, 64);
+    }
+
+    /** Writes 32 requests of 4 KiB from block {@code first} on in one batch; returns the slices each path completed. */
+    private static long[] burst(Pair p, int first) throws Exception {
+        long[] before = completedPerPath(p);
+        try (Batch b = p.initiator.allocateBatch(32)) {
+            List<TransferRequest> reqs = new ArrayList<>();
+            for (int i = first; i < first + 32; i++) {
+                reqs.add(TransferRequest.builder(Opcode.WRITE, p.local.segment().asSlice(i * 4096L, 4096), p.seg,
+                        p.remote.address() + i * 4096L).require("inproc").build());
+            }
+            b.submit(reqs);
+            assertEquals(TransferState.COMPLETED, b.await(Duration.ofSeconds(20)).state());
+        }
+        long[] after = completedPerPath(p);
+        return new long[] {after[0] - before[0], after[1] - before[1]};
+    }
+
+    private static void assertSameBlocks(Pair p, int blocks) {
+        assertEquals(EngineTest.crc(p.local.segment().asSlice(0, blocks * 4096L)),
+                EngineTest.crc(p.remote.segment().asSlice(0, blocks * 4096L)));
+    }
+
+    /** Slices completed on each of the two inproc paths so far (none before the group exists). */
+    private static long[] completedPerPath(Pair p) {
+        RemoteSegment s = (RemoteSegment) p.seg;
+        for (int i = 0; i < s.groups.length(); i++) {
+            PathGroup g = s.groups.get(i);
+            if (g != null && g.transport.id().equals("inproc") && g.paths != null) {
+                return new long[] {g.paths[0].completedSlices.sum(), g.paths[1].completedSlices.sum()};
+            }
+        }
+        return new long[2];
+    }
+
+    private static <T> T onNewThread(java.util.concurrent.Callable<T> work) throws Exception {
+        java.util.concurrent.FutureTask<T> f = new java.util.concurrent.FutureTask<>(work);
+        Thread t = new Thread(f, "submitter");
+        t.start();
+        return f.get(30, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     @Test
