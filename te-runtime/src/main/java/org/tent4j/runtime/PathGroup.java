@@ -28,7 +28,7 @@ import org.tent4j.spi.TimeSource;
  * burst of small requests then travels on one connection, so each peer thread that serves it wakes once per burst,
  * and two submitters do not wait on each other: spread over every path, each burst completes only when the slowest
  * path has carried its share, which couples the submitters' round trips (on a 2-core host tcp 4 KiB batches of 32
- * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A home path much slower than the fastest, a full
+ * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A home path measured at under a quarter of another's speed, a full
  * one and large slices fall back to the rule above, which also spreads a single large transfer over every path.
  *
  * <p>Queues are served HIGH first, except that a MEDIUM or LOW slice that has waited longer than the aging limit
@@ -411,8 +411,9 @@ final class PathGroup {
     /**
      * The submitting thread's own path if it takes {@code s} now, else -1 (see the class comment): it must be eligible,
      * allowed and not the path that just failed the slice, have room for one more slice, stay within
-     * {@code paths.affinity_bytes} in flight with it, and, once measured, run at least half as fast as every other
-     * measured eligible path.
+     * {@code paths.affinity_bytes} in flight with it, and, once measured, run at least a quarter as fast as every
+     * other measured eligible path: the estimates of two equal tcp lanes differ by up to 2x from one second to the
+     * next, and a home left over noise spreads its thread's bursts again.
      */
     private int homePath(PathState[] ps, RuntimeSlice s, long now, java.util.Set<String> allowed) {
         long cap = limits.affinityBytes();
@@ -427,10 +428,10 @@ final class PathGroup {
         if (PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap) {
             return -1;
         }
-        double twice = p.measuredBandwidth() * 2;
-        if (twice > 0) { // an estimate that is still a guess is compared with nothing
+        double fourTimes = p.measuredBandwidth() * 4;
+        if (fourTimes > 0) { // an estimate that is still a guess is compared with nothing
             for (PathState q : ps) {
-                if (q != p && q.measuredBandwidth() > twice && q.eligible(now) && (allowed == null || allowed.contains(q.name))) {
+                if (q != p && q.measuredBandwidth() > fourTimes && q.eligible(now) && (allowed == null || allowed.contains(q.name))) {
                     return -1;
                 }
             }
