@@ -28,8 +28,9 @@ import org.tent4j.spi.TimeSource;
  * burst of small requests then travels on one connection, so each peer thread that serves it wakes once per burst,
  * and two submitters do not wait on each other: spread over every path, each burst completes only when the slowest
  * path has carried its share, which couples the submitters' round trips (on a 2-core host tcp 4 KiB batches of 32
- * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A home path measured at under a quarter of another's speed, a full
- * one and large slices fall back to the rule above, which also spreads a single large transfer over every path.
+ * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A paused or full home and large slices fall back to
+ * the rule above, which also spreads a single large transfer over every path. A slow but healthy path keeps the small
+ * bursts of the threads whose home it is.
  *
  * <p>Queues are served HIGH first, except that a MEDIUM or LOW slice that has waited longer than the aging limit
  * (twice that for LOW) goes first, so low priority is never starved. Draining is a work-in-progress counter loop:
@@ -410,10 +411,10 @@ final class PathGroup {
 
     /**
      * The submitting thread's own path if it takes {@code s} now, else -1 (see the class comment): it must be eligible,
-     * allowed and not the path that just failed the slice, have room for one more slice, stay within
-     * {@code paths.affinity_bytes} in flight with it, and, once measured, run at least a quarter as fast as every
-     * other measured eligible path: the estimates of two equal tcp lanes differ by up to 2x from one second to the
-     * next, and a home left over noise spreads its thread's bursts again.
+     * allowed and not the path that just failed the slice, have room for one more slice, and stay within
+     * {@code paths.affinity_bytes} in flight with it. Speed estimates are not consulted: a home left for a path
+     * measured faster gets no more completions, so its estimate never recovers, and a noisy sample at start-up would
+     * put every thread on one path for good.
      */
     private int homePath(PathState[] ps, RuntimeSlice s, long now, java.util.Set<String> allowed) {
         long cap = limits.affinityBytes();
@@ -425,18 +426,8 @@ final class PathGroup {
             return -1;
         }
         long both = p.inflight();
-        if (PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap) {
-            return -1;
-        }
-        double fourTimes = p.measuredBandwidth() * 4;
-        if (fourTimes > 0) { // an estimate that is still a guess is compared with nothing
-            for (PathState q : ps) {
-                if (q != p && q.measuredBandwidth() > fourTimes && q.eligible(now) && (allowed == null || allowed.contains(q.name))) {
-                    return -1;
-                }
-            }
-        }
-        return p.index;
+        return PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap
+                ? -1 : p.index;
     }
 
     private static boolean eligibleBesides(PathState[] ps, int avoid, long now, java.util.Set<String> allowed) {

@@ -111,11 +111,6 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
         return bandwidth;
     }
 
-    /** The estimate in bytes per nanosecond once a completion has been timed; 0 while it is still the initial guess. */
-    synchronized double measuredBandwidth() {
-        return ewmaNanos == 0 ? 0 : bandwidth;
-    }
-
     @Override
     public synchronized double bandwidthBytesPerSecond() {
         return bandwidth * 1e9;

@@ -62,7 +62,7 @@ public final class CoreKey {
             OptionSpec.of(FAILOVER_MAX_ATTEMPTS, Type.INT, "4", "times each slice of a task may be retried on another path or transport before the task fails"),
             OptionSpec.of(PATHS_MAX_INFLIGHT, Type.INT, "32", "slices in flight on one path at most; the rest wait in priority queues"),
             OptionSpec.of(PATHS_MAX_INFLIGHT_BYTES, Type.SIZE, "4m", "bytes in flight on one path at most (one slice always fits); more only queues in socket buffers, where the bytes go cold in cache"),
-            OptionSpec.of(PATHS_AFFINITY_BYTES, Type.SIZE, "256k", "a submitting thread's slices go to its own path of a group (threads take the paths in turn) while that path has room and at most this many bytes in flight, so one connection carries a thread's whole burst; larger slices, fuller paths and a home measured at under a quarter of another path's speed go by predicted finish time; 0 = always by predicted finish time"),
+            OptionSpec.of(PATHS_AFFINITY_BYTES, Type.SIZE, "256k", "a submitting thread's slices go to its own path of a group (threads take the paths in turn) while that path has room and at most this many bytes in flight, so one connection carries a thread's whole burst; larger slices and a full or paused home go by predicted finish time; 0 = always by predicted finish time"),
             OptionSpec.of(PATHS_COOLDOWN, Type.DURATION, "100ms", "first pause of a path that failed 3 times in a row; doubles on each further failure"),
             OptionSpec.of(PATHS_MAX_COOLDOWN, Type.DURATION, "10s", "longest pause of a failing path"),
             OptionSpec.of("policy", Type.STRING, "", "JSON array of policy rules, evaluated in order (see docs/ARCHITECTURE.md)"),
