@@ -166,11 +166,16 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
 
     @Override
     public ByteBuf nextReadBuffer() {
-        if (state != State.PAYLOAD) {
-            return views.readBuffer();
+        if (state == State.PAYLOAD) {
+            if (landing.capacity() <= MemoryRegionBufs.COPY_OUT_BYTES) {
+                return views.bulkReadBuffer();
+            }
+            landing.retain();
+            return landing.setIndex(received, received);
         }
-        landing.retain();
-        return landing.setIndex(received, received);
+        Slice head = inflight.peekFirst();
+        return head != null && head.opcode() == Opcode.READ && head.length() <= MemoryRegionBufs.COPY_OUT_BYTES
+                ? views.bulkReadBuffer() : views.readBuffer();
     }
 
     private void drain() {

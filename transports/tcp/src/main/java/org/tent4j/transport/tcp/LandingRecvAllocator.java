@@ -7,7 +7,9 @@ import io.netty.channel.DefaultMaxMessagesRecvByteBufAllocator;
 /**
  * Hands the socket the destination memory itself while payload bytes are expected, so the kernel copies them straight
  * into registered memory (epoll, NIO and io_uring all read into whatever the handle allocates). Otherwise it hands
- * out the connection's own read buffer for headers; payload bytes that arrive behind a header in it are copied.
+ * out the connection's own read buffer for headers; payload bytes that arrive behind a header in it are copied. Small
+ * READ answers at the initiator ({@link MemoryRegionBufs#COPY_OUT_BYTES}) are never landed: they are read many to a
+ * read and copied out.
  *
  * <p>One allocator per channel, since it asks that channel's handler what it expects next. Netty allocates the next
  * read buffer only after the previous one went through the pipeline, so the answer is always current.
@@ -17,8 +19,8 @@ final class LandingRecvAllocator extends DefaultMaxMessagesRecvByteBufAllocator 
     interface PayloadSink {
         /**
          * Where the next socket read goes: a retained view of the not yet received rest of the current payload, with
-         * reader and writer index at the first missing byte, or an empty buffer of
-         * {@link MemoryRegionBufs#READ_BUFFER_BYTES} when no payload is expected.
+         * reader and writer index at the first missing byte, or an empty read buffer when no payload is expected or
+         * the payload is small enough to be copied out of a read it shares with others.
          */
         ByteBuf nextReadBuffer();
     }

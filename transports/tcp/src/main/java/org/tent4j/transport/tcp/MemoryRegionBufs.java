@@ -44,11 +44,20 @@ final class MemoryRegionBufs {
      * pipelined requests.
      */
     static final int READ_BUFFER_BYTES = 16 * 1024;
+    /**
+     * Payloads up to this size are not landed in place at the initiator: while one is expected, or the oldest
+     * outstanding request is a READ this small, the socket reads {@link #BULK_READ_BYTES} at a time and the payloads
+     * are copied out. A 4 KiB copy costs less than the extra read landing it would take.
+     */
+    static final int COPY_OUT_BYTES = 16 * 1024;
+    /** Size of the reads while small READ answers are expected: about fifteen 4 KiB answers with their headers. */
+    static final int BULK_READ_BYTES = 64 * 1024;
 
     private final EventLoop loop;
     private final Pool views = new Pool(0);
     private final Pool headers = new Pool(FRAME_HEADER_BYTES);
     private final Pool reads = new Pool(READ_BUFFER_BYTES);
+    private final Pool bulkReads = new Pool(BULK_READ_BYTES);
 
     MemoryRegionBufs(EventLoop loop) {
         this.loop = loop;
@@ -76,6 +85,11 @@ final class MemoryRegionBufs {
     /** An empty buffer of {@link #READ_BUFFER_BYTES} for a socket read of headers (and whatever follows them). */
     ByteBuf readBuffer() {
         return reads.take().own();
+    }
+
+    /** An empty buffer of {@link #BULK_READ_BYTES} for a socket read of many small answers. */
+    ByteBuf bulkReadBuffer() {
+        return bulkReads.take().own();
     }
 
     /** Header buffers in use: one per answer not yet written to the socket, one per frame being collected. */

@@ -115,6 +115,29 @@ class TcpTransferTest {
     }
 
     @Test
+    void smallPipelinedReadsAreCopiedOutOfSharedReadsAndArriveIntact() {
+        int count = 64;
+        int size = 4096;
+        TestLocalMemory.Buffer local = f.registerAtInitiator(f.arena.allocate((long) count * size + 64, 64));
+        TestLocalMemory.Buffer remote = f.registerAtTarget(f.arena.allocate((long) count * size + 64, 64), Permission.READ_WRITE);
+        fillRandom(remote.segment(), 21);
+        List<TestSlice> reads = new ArrayList<>();
+        try (PeerConnection conn = f.connect(remote)) {
+            for (int i = 0; i < count; i++) {
+                // unaligned on both sides, so a copy that is off by a header or a frame shows in the CRC
+                TestSlice read = slice(Opcode.READ, local, 5 + (long) i * size, remote, 3 + (long) i * size, size);
+                reads.add(read);
+                conn.post(read);
+            }
+            reads.forEach(TcpFixture::awaitDone);
+        }
+        assertEquals(crc(remote.segment().asSlice(3, (long) count * size)), crc(local.segment().asSlice(5, (long) count * size)),
+                "CRC32 of 64 pipelined 4 KiB READs");
+        assertEquals((long) count * size, f.a.payloadBytesCopied(), "payload bytes copied out of shared reads");
+        assertEquals(0, f.a.payloadBytesLanded(), "a 4 KiB READ answer was landed in place with a read of its own");
+    }
+
+    @Test
     void manyConcurrentSlicesFromFourThreads() throws Exception {
         int area = 8 << 20;
         // local: [0, area) WRITE sources, [area, 2 area) READ destinations
