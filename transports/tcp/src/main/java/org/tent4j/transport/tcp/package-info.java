@@ -44,6 +44,7 @@
  * Payload bytes move between sockets and registered memory without an intermediate buffer: sending writes Netty
  * views of the registered memory ({@code MemoryRegionBufs}), and receiving hands the socket
  * a view of the destination range as its read buffer ({@code LandingRecvAllocator}). Only
- * payload bytes that arrive in the same read as their header are copied.
+ * payload bytes that arrive in the same read as their header are copied, and READ answers of at most 16 KiB at the
+ * initiator: those are read 64 KiB at a time and copied out, since a 4 KiB copy costs less than a read of its own.
  */
 package org.tent4j.transport.tcp;
