@@ -57,7 +57,15 @@ class SchedulerTest {
     }
 
     private static PathGroup group(Pair p, String transport) {
-        TransferEngineImpl e = (TransferEngineImpl) p.initiator;
+        PathGroup g = findGroup(p, transport);
+        if (g == null) {
+            throw new AssertionError("no path group over " + transport + " in " + p.initiator);
+        }
+        return g;
+    }
+
+    /** The initiator's path group to the target over {@code transport}, or {@code null} before one exists. */
+    private static PathGroup findGroup(Pair p, String transport) {
         RemoteSegment s = (RemoteSegment) p.seg;
         for (int i = 0; i < s.groups.length(); i++) {
             PathGroup g = s.groups.get(i);
@@ -65,7 +73,7 @@ class SchedulerTest {
                 return g;
             }
         }
-        throw new AssertionError("no path group over " + transport + " in " + e);
+        return null;
     }
 
     @Test
@@ -176,12 +184,11 @@ class SchedulerTest {
         Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_delay", "50ms",
                 "slice.size", "128k", "paths.affinity_bytes", "64k"));
         writeAll(p); // eight slices of 128 KiB, none of which may go home
-        PathGroup g = group(p, "inproc");
-        long before0 = g.paths[0].completedSlices.sum();
-        long before1 = g.paths[1].completedSlices.sum();
+        long[] before = completedPerPath(p);
         writeAll(p);
-        long on0 = g.paths[0].completedSlices.sum() - before0;
-        long on1 = g.paths[1].completedSlices.sum() - before1;
+        long[] after = completedPerPath(p);
+        long on0 = after[0] - before[0];
+        long on1 = after[1] - before[1];
         assertEquals(8, on0 + on1);
         assertTrue(on0 > 0 && on1 > 0, "a 1 MiB transfer in 128 KiB slices used one path: " + on0 + " / " + on1);
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
@@ -210,14 +217,9 @@ class SchedulerTest {
 
     /** Slices completed on each of the two inproc paths so far (none before the group exists). */
     private static long[] completedPerPath(Pair p) {
-        RemoteSegment s = (RemoteSegment) p.seg;
-        for (int i = 0; i < s.groups.length(); i++) {
-            PathGroup g = s.groups.get(i);
-            if (g != null && g.transport.id().equals("inproc") && g.paths != null) {
-                return new long[] {g.paths[0].completedSlices.sum(), g.paths[1].completedSlices.sum()};
-            }
-        }
-        return new long[2];
+        PathGroup g = findGroup(p, "inproc");
+        PathState[] ps = g == null ? null : g.paths;
+        return ps == null ? new long[2] : new long[] {ps[0].completedSlices.sum(), ps[1].completedSlices.sum()};
     }
 
     private static <T> T onNewThread(java.util.concurrent.Callable<T> work) throws Exception {

@@ -13,7 +13,6 @@ import org.tent4j.spi.TransportContext;
 
 /** A test context with security settings, as an engine configured with {@code security.*} hands its transports. */
 record SecuredContext(TransportContext base, SecuritySettings security) implements TransportContext {
-
     @Override public String segmentName() { return base.segmentName(); }
     @Override public String host() { return base.host(); }
     @Override public String machineId() { return base.machineId(); }
