@@ -1,20 +1,20 @@
-# Sourced by every bin/ command (POSIX sh), after it sets TENT4J_MODULE (samples unless set; store for bin/store-*).
+# Sourced by every bin/ command (POSIX sh), after it sets TENT4J_MODULE (cli unless set; samples for bin/te-jmh).
 # Selects a JDK >= 25 and sets TENT4J_CP to that module's jar plus its run-time dependencies, which
 # `./mvnw -B -DskipTests package` copies to <module>/target/lib. It does not build: a benchmark script that starts a
 # multi-minute Maven build on its own would be a surprise, and a stale build would be measured silently.
 TENT4J_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
-TENT4J_MODULE=${TENT4J_MODULE:-samples}
+TENT4J_MODULE=${TENT4J_MODULE:-cli}
 . "$TENT4J_ROOT/scripts/jdk.sh"
 
 TENT4J_CP=
-for tent4j_jar in "$TENT4J_ROOT"/$TENT4J_MODULE/target/$TENT4J_MODULE-*.jar; do
+for tent4j_jar in "$TENT4J_ROOT"/$TENT4J_MODULE/target/*.jar; do
   case "$tent4j_jar" in
     *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;;
   esac
   [ -f "$tent4j_jar" ] && TENT4J_CP=$tent4j_jar
 done
 if [ -z "$TENT4J_CP" ] || ! ls "$TENT4J_ROOT"/$TENT4J_MODULE/target/lib/te-api-*.jar >/dev/null 2>&1; then
-  echo "$(basename -- "$0"): $TENT4J_MODULE/target has no $TENT4J_MODULE jar or no lib/ folder." >&2
+  echo "$(basename -- "$0"): $TENT4J_MODULE/target has no jar or no lib/ folder." >&2
   echo "run ./mvnw -B -DskipTests package first (in $TENT4J_ROOT)" >&2
   exit 1
 fi
@@ -36,8 +36,7 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 # -Dio.netty.recycler.chunkSize=1024: Netty recycles the entry of each queued outbound buffer; an event loop keeps 32
 #   of them at hand by default and pushes the rest through a queue that allocates a new chunk every 32, which is
 #   garbage per slice once a lane has more than 16 slices in flight (two buffers each). See docs/PERFORMANCE.md.
-# -Xmx: 1g for the samples; 2g for the store, whose master keeps every object's metadata on the heap.
+# -Xmx: TENT4J_HEAP, 1g unless the command set it (bin/tent4j gives the store's commands 2g: the master keeps every
+#   object's metadata on the heap).
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
-if [ "$TENT4J_MODULE" = store ]; then tent4j_heap=2g; else tent4j_heap=1g; fi
-TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Xms256m -Xmx$tent4j_heap"
-unset tent4j_heap
+TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Xms256m -Xmx${TENT4J_HEAP:-1g}"

@@ -72,6 +72,7 @@ for _ in $(seq 1 100); do
     && curl -s -o /dev/null "http://127.0.0.1:$hp/metadata?key=x" && break
   sleep 0.2
 done
+TENT4J_MODULE=samples
 . bin/classpath.sh
 "$JAVA_HOME/bin/java" $TENT4J_JAVA_FLAGS -cp "$TENT4J_CP" org.tent4j.samples.bench.MetadataBench \
   p2p "etcd://127.0.0.1:$ep" "redis://127.0.0.1:$rp" "http://127.0.0.1:$hp/metadata" 2>/dev/null

@@ -30,7 +30,7 @@ PY
 
 one_case() { # build case
   local R=$1 C=$2 tmp
-  case $C in sget*) if ! grep -q get-session "$R/store/src/main/java/org/tent4j/store/cli/StoreBench.java"; then
+  case $C in sget*) if ! grep -q get-session "$R"/*/src/main/java/org/tent4j/*/*/StoreBench.java; then
     echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)") n/a (no --mode get-session)"; return 0; fi ;; esac
   tmp=$(mktemp -d)
   "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) > "$tmp/master" 2>&1 &

@@ -52,7 +52,7 @@ class BoundariesTest {
     void pluginsDependOnTheApiOnly() {
         noClasses().that().resideInAnyPackage(PLUGINS)
                 .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.samples..",
-                        "org.tent4j.store..", "org.tent4j.testkit..", "org.tent4j.integration..")
+                        "org.tent4j.cli..", "org.tent4j.store..", "org.tent4j.testkit..", "org.tent4j.integration..")
                 .because("a plugin depends on te-api only").check(classes);
     }
 
@@ -185,7 +185,24 @@ class BoundariesTest {
     @Test
     void testkitUsesOnlyTheApiAndSpi() {
         noClasses().that().resideInAPackage("org.tent4j.testkit..")
-                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.transport..", "org.tent4j.samples..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.transport..", "org.tent4j.samples..",
+                        "org.tent4j.cli..")
                 .because("the conformance kit is for any plugin vendor").check(classes);
+    }
+
+    @Test
+    void nothingButTheCommandLineDependsOnIt() {
+        noClasses().that().resideOutsideOfPackage("org.tent4j.cli..")
+                .should().dependOnClassesThat().resideInAPackage("org.tent4j.cli..")
+                .because("the libraries are used without the command line; it sits on top of them").check(classes);
+    }
+
+    @Test
+    void theEngineCommandsUseOnlyTheApiAndTheDiscoverySpis() {
+        noClasses().that().resideInAnyPackage("org.tent4j.cli..")
+                .should().dependOnClassesThat().resideInAnyPackage("org.tent4j.runtime..", "org.tent4j.transport..",
+                        "org.tent4j.platform..", "org.tent4j.testkit..")
+                .because("a command is an application like any other: the runtime and the plugins are found at run time")
+                .check(classes);
     }
 }

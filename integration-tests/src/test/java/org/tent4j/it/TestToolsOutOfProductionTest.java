@@ -30,7 +30,7 @@ import org.tent4j.spi.TransportProvider;
 /**
  * Test tools stay out of what ships: the fault injector is opt-in by name (present on this class path through
  * te-testkit, yet absent from a default engine's transports and descriptor), and bin/'s class path
- * (samples/target/lib, built by the samples module before this one) holds no JUnit, te-testkit or faulty jar.
+ * (cli/target/lib, built by the cli module before this one) holds no JUnit, te-testkit or faulty jar.
  */
 class TestToolsOutOfProductionTest {
 
@@ -79,8 +79,8 @@ class TestToolsOutOfProductionTest {
 
     @Test
     void binClassPathHoldsNoTestTool() throws IOException {
-        Path lib = Path.of(System.getProperty("tent4j.root", ".."), "samples", "target", "lib").toAbsolutePath().normalize();
-        assertTrue(Files.isDirectory(lib), lib + " is missing: package the samples module before integration-tests");
+        Path lib = Path.of(System.getProperty("tent4j.root", ".."), "cli", "target", "lib").toAbsolutePath().normalize();
+        assertTrue(Files.isDirectory(lib), lib + " is missing: package the cli module before integration-tests");
         List<String> jars;
         try (Stream<Path> files = Files.list(lib)) {
             jars = files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".jar")).sorted().toList();
@@ -90,5 +90,32 @@ class TestToolsOutOfProductionTest {
                 || n.startsWith("apiguardian-") || n.startsWith("te-testkit-") || n.startsWith("transport-faulty-"))
                 .toList();
         assertEquals(List.of(), testTools, "test tools on bin/'s class path " + lib);
+    }
+
+    /**
+     * A library decides nothing about its users' logging: only the command line ships a logback.xml (and brings
+     * logback). Every tent4j jar on bin/'s class path but the cli's own is a library a user may depend on.
+     */
+    @Test
+    void libraryJarsCarryNoLoggingConfiguration() throws IOException {
+        Path lib = Path.of(System.getProperty("tent4j.root", ".."), "cli", "target", "lib").toAbsolutePath().normalize();
+        List<Path> libraries;
+        try (Stream<Path> files = Files.list(lib)) {
+            libraries = files.filter(p -> p.getFileName().toString().matches(
+                    "(te|transport|platform|metadata|integration|store)-.*\\.jar"))
+                    .sorted().toList();
+        }
+        assertTrue(libraries.stream().anyMatch(p -> p.getFileName().toString().startsWith("store-")), "no store jar in " + lib);
+        List<String> configs = new java.util.ArrayList<>();
+        for (Path jar : libraries) {
+            try (java.util.zip.ZipFile zip = new java.util.zip.ZipFile(jar.toFile())) {
+                for (String name : List.of("logback.xml", "logback-test.xml", "log4j2.xml", "simplelogger.properties")) {
+                    if (zip.getEntry(name) != null) {
+                        configs.add(jar.getFileName() + "!/" + name);
+                    }
+                }
+            }
+        }
+        assertEquals(List.of(), configs, "library jars with a logging configuration");
     }
 }

@@ -15,7 +15,7 @@ import org.tent4j.store.StoreClock;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
 
-/** A master serving its RPCs (and housekeeping) in this process; {@link MasterMain} runs one on its own. */
+/** A master serving its RPCs (and housekeeping) in this process; `tent4j store master` runs one on its own. */
 public final class MasterServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     /** Largest RPC message accepted: bounds what one peer can make the master buffer. */

@@ -11,7 +11,7 @@ import org.tent4j.store.SegmentSpec;
  * what a call on the event loop waits for. Uses only commands that every build has, so it runs against older builds
  * too. Run (after {@code ./mvnw -pl store -am package}):
  * <pre>
- * java -Xmx4g -XX:+UseParallelGC -cp "store/target/classes:store/target/test-classes:store/target/lib/*" \
+ * java -Xmx4g -XX:+UseParallelGC -cp "store/target/classes:store/target/test-classes:cli/target/lib/*" \
  *   org.tent4j.store.master.EvictionHarness 2000000 5
  * </pre>
  */

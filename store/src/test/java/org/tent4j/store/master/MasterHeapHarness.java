@@ -13,7 +13,7 @@ import org.tent4j.store.SegmentSpec;
  * full GCs, minus the empty master) and metadata operations per second, single threaded and with batches applied
  * from several threads. Run (after {@code ./mvnw -pl store -am package}):
  * <pre>
- * java -Xmx6g -XX:+UseParallelGC -cp "store/target/classes:store/target/test-classes:store/target/lib/*" \
+ * java -Xmx6g -XX:+UseParallelGC -cp "store/target/classes:store/target/test-classes:cli/target/lib/*" \
  *   org.tent4j.store.master.MasterHeapHarness 10000000 2
  * </pre>
  */

@@ -3,7 +3,6 @@ package org.tent4j.metadata.http;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -513,103 +512,6 @@ public final class HttpMetadataServer implements AutoCloseable {
     /** Blocks until {@link #close()} has run (the CLI's main thread waits here). */
     public void awaitClose() throws InterruptedException {
         closed.await();
-    }
-
-    /**
-     * Runs the server until the process is terminated (SIGTERM / Ctrl-C close it cleanly, writing the data file).
-     * Options: {@code --port N} (default 8080), {@code --host H} (default 0.0.0.0), {@code --data-file F},
-     * {@code --path P} (default /metadata).
-     */
-    public static void main(String[] args) throws InterruptedException {
-        Builder b;
-        try {
-            b = fromArgs(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println(e.getMessage());
-            usage(System.err);
-            System.exit(2);
-            return;
-        }
-        if (b == null) {
-            usage(System.out);
-            return;
-        }
-        HttpMetadataServer s;
-        try {
-            s = b.start();
-        } catch (UncheckedIOException e) {
-            System.err.println("tent4j metadata server: " + e.getMessage());
-            System.exit(1);
-            return;
-        }
-        Runtime.getRuntime().addShutdownHook(new Thread(s::close, "tent4j-metadata-server-shutdown"));
-        System.out.println("tent4j metadata server listening on " + s.endpoint()
-                + (s.dataFile() == null ? " (in memory only)" : " (data file " + s.dataFile().toAbsolutePath() + ")"));
-        System.out.flush();
-        s.awaitClose();
-    }
-
-    /** Parses CLI arguments; {@code null} for {@code --help}. */
-    static Builder fromArgs(String[] args) {
-        Builder b = builder().host("0.0.0.0").port(8080);
-        Path[] tlsCert = {null};
-        Path[] tlsKey = {null};
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            String name = a;
-            String value = null;
-            int eq = a.indexOf('=');
-            if (a.startsWith("--") && eq > 0) {
-                name = a.substring(0, eq);
-                value = a.substring(eq + 1);
-            }
-            if (name.equals("--help") || name.equals("-h")) {
-                return null;
-            }
-            if (value == null) {
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException("option " + name + " needs a value");
-                }
-                value = args[++i];
-            }
-            switch (name) {
-                case "--port" -> {
-                    try {
-                        b.port(Integer.parseInt(value));
-                    } catch (NumberFormatException e) {
-                        throw new IllegalArgumentException("--port: '" + value + "' is not a number");
-                    }
-                }
-                case "--host" -> b.host(value);
-                case "--data-file" -> b.dataFile(Path.of(value));
-                case "--path" -> b.path(value);
-                case "--tls-cert" -> tlsCert[0] = Path.of(value);
-                case "--tls-key" -> tlsKey[0] = Path.of(value);
-                case "--max-value-bytes" -> {
-                    try {
-                        b.maxValueBytes(Integer.parseInt(value));
-                    } catch (NumberFormatException e) {
-                        throw new IllegalArgumentException("--max-value-bytes: '" + value + "' is not a number");
-                    }
-                }
-                default -> throw new IllegalArgumentException("unknown option " + name);
-            }
-        }
-        if ((tlsCert[0] == null) != (tlsKey[0] == null)) {
-            throw new IllegalArgumentException("--tls-cert and --tls-key go together");
-        }
-        if (tlsCert[0] != null) {
-            b.tls(tlsCert[0], tlsKey[0]);
-        }
-        return b;
-    }
-
-    private static void usage(PrintStream out) {
-        out.println("usage: HttpMetadataServer [--port 8080] [--host 0.0.0.0] [--data-file FILE] [--path /metadata]");
-        out.println("         [--tls-cert CHAIN.pem --tls-key KEY.pem] [--max-value-bytes 1048576]");
-        out.println("  Mooncake-compatible HTTP metadata server (GET/PUT/DELETE <path>?key=K) with TTL and watch.");
-        out.println("  --data-file keeps every key on disk (written before each change is acknowledged).");
-        out.println("  --tls-cert/--tls-key serve https:// with a PEM certificate chain and unencrypted PKCS#8 key.");
     }
 
     /** Settings of a server to start. */

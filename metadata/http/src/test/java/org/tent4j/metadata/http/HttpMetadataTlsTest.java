@@ -132,13 +132,6 @@ class HttpMetadataTlsTest {
                 () -> HttpMetadataServer.builder().tls(key, key).start());
         assertTrue(notCert.getMessage().contains(key.toString()), notCert.getMessage());
 
-        assertThrows(IllegalArgumentException.class,
-                () -> HttpMetadataServer.fromArgs(new String[] {"--tls-cert", cert.toString()}));
-        HttpMetadataServer.Builder b = HttpMetadataServer.fromArgs(new String[] {"--port", "0", "--host", "127.0.0.1",
-                "--tls-cert", cert.toString(), "--tls-key", key.toString()});
-        try (HttpMetadataServer s = b.start()) {
-            assertTrue(s.endpoint().startsWith("https://"), s.endpoint());
-        }
     }
 
     @Test

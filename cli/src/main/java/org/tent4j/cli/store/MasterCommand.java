@@ -1,0 +1,110 @@
+package org.tent4j.cli.store;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import org.tent4j.cli.options.DurationConverter;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.admin.AdminServer;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.Placement;
+import org.tent4j.store.rpc.MasterServer;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code tent4j store master}: runs a store master until killed. Prints {@code LISTENING <rpc port> <admin port>}
+ * once serving, and {@code EXPIRED <client id>} whenever a client's segments are dropped for silence (scripts and
+ * tests wait on these lines).
+ */
+@Command(name = "master", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
+        description = {"Runs the store's metadata master until killed.",
+                "Prints 'LISTENING <rpc port> <admin port>' once serving and 'EXPIRED <client id>' when a client's "
+                        + "segments are dropped for silence."})
+public final class MasterCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--host", defaultValue = "0.0.0.0", paramLabel = "ADDRESS",
+            description = "Address the RPC and admin ports listen on. Default: ${DEFAULT-VALUE} (every interface).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "50051", paramLabel = "PORT",
+            description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
+    int port;
+
+    @Option(names = {"--admin-port", "--admin_port"}, defaultValue = "9003", paramLabel = "PORT",
+            description = "Admin HTTP port (/, /health, /metrics, /segments, /clients, /keys); -1: none. "
+                    + "Default: ${DEFAULT-VALUE}.")
+    int adminPort;
+
+    @Option(names = {"--lease-ttl", "--lease_ttl"}, converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "How long a read lease holds an object's replicas. Default: 10s.")
+    Duration leaseTtl;
+
+    @Option(names = {"--client-ttl", "--client_ttl"}, converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "A client silent this long has its segments dropped. Default: 10s.")
+    Duration clientTtl;
+
+    @Option(names = "--placement", defaultValue = "random", paramLabel = "random|free_ratio_first",
+            description = "How replicas are placed on segments. Default: ${DEFAULT-VALUE}.")
+    String placement;
+
+    @Option(names = {"--high-watermark", "--high_watermark"}, defaultValue = "0.90", paramLabel = "RATIO",
+            description = "Use ratio above which eviction starts. Default: ${DEFAULT-VALUE}.")
+    double highWatermark;
+
+    @Option(names = {"--eviction-ratio", "--eviction_ratio"}, defaultValue = "0.05", paramLabel = "RATIO",
+            description = "Share of the store each eviction round frees. Default: ${DEFAULT-VALUE}.")
+    double evictionRatio;
+
+    @Option(names = "--tick", defaultValue = "100ms", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Housekeeping period (lease, put and client expiry). Default: ${DEFAULT-VALUE}.")
+    Duration tick;
+
+    /** The master configuration these options describe. */
+    MasterConfig config() {
+        MasterConfig d = MasterConfig.defaults();
+        Placement p;
+        try {
+            p = Placement.valueOf(placement.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--placement must be random or free_ratio_first: " + placement);
+        }
+        return new MasterConfig(leaseTtl == null ? d.leaseTtl() : leaseTtl, d.defaultSoftPinTtl(), d.maxSoftPinTtl(),
+                highWatermark, evictionRatio, clientTtl == null ? d.clientTtl() : clientTtl, d.putDiscardTimeout(),
+                d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards());
+    }
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+        MasterConfig config;
+        try {
+            config = config();
+        } catch (IllegalArgumentException e) {
+            spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
+            return 2;
+        }
+        MasterServer server = MasterServer.start(config, StoreClock.system(), host, port, tick.toMillis(), r -> {
+            for (String id : r.clientsExpired()) {
+                System.out.println("EXPIRED " + id);
+            }
+        });
+        AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (admin != null) {
+                admin.close();
+            }
+            server.close();
+        }, "store-master-shutdown"));
+        System.out.println("LISTENING " + server.port() + " " + (admin == null ? -1 : admin.port()));
+        System.out.flush();
+        server.awaitTermination();
+        return 0;
+    }
+}

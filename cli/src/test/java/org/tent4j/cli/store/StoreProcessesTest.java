@@ -1,0 +1,181 @@
+package org.tent4j.cli.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.cli.Tent4jCommand;
+import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.rpc.Wire;
+import org.tent4j.testkit.ChildJvm;
+
+/**
+ * A master and three clients, each its own JVM, on loopback: values written by one client are read back by others
+ * with matching CRCs, replicas sit on distinct segments, and a client killed with SIGKILL loses its segments after
+ * the client TTL while reads go on from the surviving replicas.
+ */
+@Timeout(180)
+class StoreProcessesTest {
+    private static final int SIZE = 256 * 1024;
+    private final List<AutoCloseable> closeLater = new ArrayList<>();
+    private ChildJvm master;
+
+    @AfterEach
+    void stop() throws Exception {
+        for (AutoCloseable c : closeLater.reversed()) {
+            c.close();
+        }
+        if (master != null) {
+            master.terminate();
+        }
+    }
+
+    @Test
+    void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
+        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
+                "--admin-port", "0", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
+        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+        String address = "127.0.0.1:" + listening[1];
+        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
+        NodeProcess.Node[] nodes = new NodeProcess.Node[3];
+        for (int i = 0; i < 3; i++) {
+            nodes[i] = new NodeProcess.Node(address, 32 << 20);
+            closeLater.add(nodes[i]);
+        }
+        MasterClient admin = new MasterClient(address, Duration.ofSeconds(10));
+        closeLater.add(admin);
+
+        int keys = 24;
+        long[] crcs = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            crcs[i] = okLong(nodes[i % 3].call("PUT k/" + i + " " + SIZE + " " + (1000 + i) + " 2"));
+        }
+        for (int i = 0; i < keys; i++) {
+            List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
+            assertEquals(2, rs.stream().map(ReplicaLocation::segmentId).distinct().count(), "k/" + i + " replicas " + rs);
+            for (int n = 0; n < 3; n++) {
+                assertEquals("OK " + crcs[i] + " " + SIZE, nodes[n].call("GET k/" + i), "k/" + i + " read by node " + n);
+            }
+        }
+
+        // the victim: a client whose segment holds replicas (each client's single puts go into its reservation, on
+        // two segments it was granted, so which segments hold the keys is the reservations' draw)
+        int v = -1;
+        for (int n : new int[]{1, 0, 2}) {
+            String seg = nodes[n].segmentId;
+            boolean holds = false;
+            for (int i = 0; i < keys && !holds; i++) {
+                holds = admin.getReplicaList("k/" + i).getReplicasList().stream().anyMatch(r -> r.getSegmentId().equals(seg));
+            }
+            if (holds) {
+                v = n;
+                break;
+            }
+        }
+        assertTrue(v >= 0, "some segment holds the replicas");
+        NodeProcess.Node victim = nodes[v];
+        NodeProcess.Node first = nodes[v == 0 ? 1 : 0];
+        NodeProcess.Node second = nodes[v == 2 ? 1 : 2];
+        boolean[] onVictim = new boolean[keys];
+        int affected = 0;
+        for (int i = 0; i < keys; i++) {
+            onVictim[i] = admin.getReplicaList("k/" + i).getReplicasList().stream().anyMatch(r -> r.getSegmentId().equals(victim.segmentId));
+            affected += onVictim[i] ? 1 : 0;
+        }
+        assertTrue(affected > 0, "some replicas sit on the client about to be killed");
+        // the victim puts a batch through a reservation: the rest of its reservation is held when it dies
+        String[] batchCrcs = okString(victim.call("PUTBATCH v/ 32 4096 7000 1")).split(",");
+        // (single puts go through reservations too, so the live clients hold some as well)
+        String clients = metrics.replace("/metrics", "/clients");
+        long victimReserved = clientReserved(clients, victim.clientId);
+        long reservedBefore = metric(metrics, "store_reserved_bytes");
+        long usedBefore = metric(metrics, "store_used_bytes");
+        assertTrue(victimReserved > 0, "the victim holds a reservation");
+        long killedAt = System.nanoTime();
+        victim.kill();
+        // before the master notices: reads fail over from the dead client's replicas to the live ones
+        for (int i = 0; i < keys; i++) {
+            assertEquals("OK " + crcs[i] + " " + SIZE, second.call("GET k/" + i), "k/" + i + " right after the kill");
+        }
+        // and puts in the TTL window still succeed: a write to the dead client's segment fails, the put is placed again
+        long[] during = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            during[i] = okLong(second.call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
+        }
+        long failoverNanos = System.nanoTime() - killedAt;
+        master.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
+        System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
+                keys, affected, failoverNanos / 1_000_000, (System.nanoTime() - killedAt) / 1_000_000);
+        // its reservation came back with it; its committed values on live segments stay readable
+        assertEquals(-1, clientReserved(clients, victim.clientId), "a dead client's reservations are released at expiry");
+        // bytes neither committed nor held by a live client's reservation: at most the window's puts and the dead
+        // client's uncommitted rest (parked for the put release timeout: it may only have been stalled)
+        long reservedAfter = metric(metrics, "store_reserved_bytes");
+        assertTrue(metric(metrics, "store_used_bytes") - reservedAfter <= usedBefore - reservedBefore + (long) keys * 2 * SIZE + victimReserved,
+                "used bytes outside live reservations grew only by the puts during the TTL window");
+        for (int i = 0; i < batchCrcs.length; i++) {
+            String got = first.call("GET v/" + i);
+            if (!got.startsWith("ERR OBJECT_NOT_FOUND")) { // its replica was on the victim's own segment
+                assertEquals("OK " + batchCrcs[i] + " 4096", got, "v/" + i);
+            }
+        }
+        for (int i = 0; i < keys; i++) {
+            List<ReplicaLocation> rs = Wire.replicas(admin.getReplicaList("k/" + i).getReplicasList());
+            assertEquals(onVictim[i] ? 1 : 2, rs.size(), "k/" + i + " keeps its surviving replicas only: " + rs);
+            assertFalse(rs.stream().anyMatch(r -> r.segmentId().equals(victim.segmentId)));
+            assertEquals("OK " + crcs[i] + " " + SIZE, first.call("GET k/" + i));
+            assertEquals("OK " + crcs[i] + " " + SIZE, second.call("GET k/" + i));
+            assertEquals("OK " + during[i] + " " + SIZE, first.call("GET w/" + i), "w/" + i + " written while the client was dying");
+        }
+
+        // free everything (forced: the reads above still hold leases, so the bytes stay reserved until they end)
+        // then write new values over the same segments: old keys must never come back with new bytes
+        assertTrue(first.call("REMOVE_ALL").startsWith("OK "));
+        long[] fresh = new long[keys];
+        for (int i = 0; i < keys; i++) {
+            fresh[i] = okLong((i % 2 == 0 ? first : second).call("PUT n/" + i + " " + SIZE + " " + (5000 + i) + " 2"));
+        }
+        for (int i = 0; i < keys; i++) {
+            assertTrue(second.call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
+            assertEquals("OK " + fresh[i] + " " + SIZE, first.call("GET n/" + i));
+        }
+    }
+
+    private static String okString(String reply) {
+        assertTrue(reply.startsWith("OK "), reply);
+        return reply.substring(3);
+    }
+
+    private static long metric(String url, String name) throws Exception {
+        try (var http = java.net.http.HttpClient.newHttpClient()) {
+            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            return body.lines().filter(l -> l.startsWith(name + " ")).mapToLong(l -> Long.parseLong(l.substring(name.length() + 1)))
+                    .findFirst().orElseThrow(() -> new AssertionError("no metric " + name + " in " + url));
+        }
+    }
+
+    /** Bytes the master says the client holds in reservations; -1 if it does not list the client. */
+    private static long clientReserved(String url, String clientId) throws Exception {
+        try (var http = java.net.http.HttpClient.newHttpClient()) {
+            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            var m = java.util.regex.Pattern.compile("\\{\"id\":\"" + java.util.regex.Pattern.quote(clientId)
+                    + "\"[^}]*\"reservedBytes\":(\\d+)").matcher(body);
+            return m.find() ? Long.parseLong(m.group(1)) : -1;
+        }
+    }
+
+    private static long okLong(String reply) {
+        assertTrue(reply.startsWith("OK "), reply);
+        return Long.parseLong(reply.split(" ")[1]);
+    }
+}
