@@ -1,27 +1,39 @@
 # Sourced by every bin/ command (POSIX sh), after it sets TENT4J_MODULE (cli unless set; samples for bin/te-jmh).
-# Selects a JDK >= 25 and sets TENT4J_CP to that module's jar plus its run-time dependencies, which
-# `./mvnw -B -DskipTests package` copies to <module>/target/lib. It does not build: a benchmark script that starts a
-# multi-minute Maven build on its own would be a surprise, and a stale build would be measured silently.
+# Selects a JDK >= 25 and sets TENT4J_CP: in an unpacked distribution, every jar in lib/; in a source checkout, that
+# module's jar plus its run-time dependencies, which `./mvnw -B -DskipTests package` copies to <module>/target/lib.
+# It does not build: a benchmark script that starts a multi-minute Maven build on its own would be a surprise, and a
+# stale build would be measured silently.
 TENT4J_ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 TENT4J_MODULE=${TENT4J_MODULE:-cli}
 . "$TENT4J_ROOT/scripts/jdk.sh"
 
 TENT4J_CP=
-for tent4j_jar in "$TENT4J_ROOT"/$TENT4J_MODULE/target/*.jar; do
-  case "$tent4j_jar" in
-    *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;;
-  esac
-  [ -f "$tent4j_jar" ] && TENT4J_CP=$tent4j_jar
-done
-if [ -z "$TENT4J_CP" ] || ! ls "$TENT4J_ROOT"/$TENT4J_MODULE/target/lib/te-api-*.jar >/dev/null 2>&1; then
-  echo "$(basename -- "$0"): $TENT4J_MODULE/target has no jar or no lib/ folder." >&2
+if [ -d "$TENT4J_ROOT/lib" ]; then
+  # an unpacked distribution (tent4j-<version>.tar.gz): lib/ holds the command line and everything it runs with
+  tent4j_lib=$TENT4J_ROOT/lib
+else
+  # a source checkout: the module's jar, then its run-time dependencies in <module>/target/lib
+  tent4j_lib=$TENT4J_ROOT/$TENT4J_MODULE/target/lib
+  for tent4j_jar in "$TENT4J_ROOT"/$TENT4J_MODULE/target/*.jar; do
+    case "$tent4j_jar" in
+      *-sources.jar|*-javadoc.jar|*-tests.jar) continue ;;
+    esac
+    [ -f "$tent4j_jar" ] && TENT4J_CP=$tent4j_jar
+  done
+  if [ -z "$TENT4J_CP" ]; then
+    echo "$(basename -- "$0"): $TENT4J_MODULE/target has no jar: run ./mvnw -B -DskipTests package first (in $TENT4J_ROOT)" >&2
+    exit 1
+  fi
+fi
+if ! ls "$tent4j_lib"/te-api-*.jar >/dev/null 2>&1; then
+  echo "$(basename -- "$0"): $tent4j_lib holds no te-api jar." >&2
   echo "run ./mvnw -B -DskipTests package first (in $TENT4J_ROOT)" >&2
   exit 1
 fi
-for tent4j_jar in "$TENT4J_ROOT"/$TENT4J_MODULE/target/lib/*.jar; do
-  TENT4J_CP=$TENT4J_CP:$tent4j_jar
+for tent4j_jar in "$tent4j_lib"/*.jar; do
+  TENT4J_CP=${TENT4J_CP:+$TENT4J_CP:}$tent4j_jar
 done
-unset tent4j_jar
+unset tent4j_jar tent4j_lib
 
 # libpsm2 and libinfinipath, which libfabric loads while probing providers (the efa transport's availability check),
 # install SIGSEGV handlers on load. HotSpot raises SIGSEGV on purpose (implicit null checks, safepoint polls), so with

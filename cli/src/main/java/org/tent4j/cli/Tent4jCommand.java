@@ -46,12 +46,11 @@ public final class Tent4jCommand implements Callable<Integer> {
         return 2;
     }
 
-    /** The version of the tent4j-cli jar, from its manifest when packaged. */
+    /** The version and commit the command line was built from. */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            String v = Tent4jCommand.class.getPackage().getImplementationVersion();
-            return new String[]{"tent4j " + (v == null ? "(development build)" : v)};
+            return new String[]{BuildInfo.current().toString()};
         }
     }
 }

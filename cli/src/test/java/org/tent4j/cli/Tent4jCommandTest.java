@@ -35,8 +35,17 @@ class Tent4jCommandTest {
     }
 
     @Test
-    void doctorIsASubcommand() {
-        assertTrue(run(0, "doctor", "--no-options")[0].contains("transports ("));
+    void doctorIsASubcommandAndNamesTheBuild() {
+        String out = run(0, "doctor", "--no-options")[0];
+        assertTrue(out.contains("transports ("), out);
+        assertTrue(out.contains("\nbuild: " + BuildInfo.current() + "\n"), out);
+    }
+
+    @Test
+    void versionNamesTheCommitItWasBuiltFrom() {
+        String out = run(0, "--version")[0];
+        // the build runs in a git checkout, so the commit is known: seven or more hex digits
+        assertTrue(out.matches("(?s)tent4j \\d+\\.\\d+\\.\\d+\\S* \\(commit [0-9a-f]{7,}(-dirty)?\\).*"), out);
     }
 
     @Test

@@ -11,6 +11,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import org.tent4j.api.EngineFactory;
+import org.tent4j.cli.BuildInfo;
 import org.tent4j.cli.options.ConciseUsageErrors;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MetadataStoreProvider;
@@ -58,6 +59,7 @@ public final class Doctor implements Callable<Integer> {
                 System.getProperty("java.vendor", "?"), System.getProperty("os.name"), System.getProperty("os.version"),
                 System.getProperty("os.arch"), Runtime.getRuntime().availableProcessors(),
                 Runtime.getRuntime().maxMemory() >> 20);
+        out.println("build: " + BuildInfo.current());
 
         Found<EngineFactory> runtimes = load(EngineFactory.class);
         out.println();

@@ -1,0 +1,177 @@
+package org.tent4j.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The distribution as a user gets it: {@code cli/target/tent4j-<version>.tar.gz} unpacked into an empty directory
+ * outside the repository, its {@code bin/} scripts run with no class path but their own {@code lib/}: the doctor, a
+ * loopback bench that checks every byte, and a store master, node and bench that verifies every value it reads.
+ */
+class DistributionTest {
+    private static final Duration WAIT = Duration.ofSeconds(90);
+
+    @TempDir
+    static Path unpacked;
+
+    static Path home;
+
+    private final List<Process> started = new ArrayList<>();
+
+    @BeforeAll
+    static void unpack() throws Exception {
+        Path target = Path.of(System.getProperty("tent4j.root", ".."), "cli", "target").toAbsolutePath().normalize();
+        Path tarball;
+        try (Stream<Path> files = Files.list(target)) {
+            tarball = files.filter(p -> p.getFileName().toString().matches("tent4j-.*\\.tar\\.gz")).findFirst()
+                    .orElseThrow(() -> new AssertionError("no tent4j-<version>.tar.gz in " + target
+                            + ": package the cli module before integration-tests"));
+        }
+        Process tar = new ProcessBuilder("tar", "-xzf", tarball.toString(), "-C", unpacked.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(tar.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, tar.waitFor(), "tar: " + out);
+        try (Stream<Path> dirs = Files.list(unpacked)) {
+            home = dirs.findFirst().orElseThrow();
+        }
+        assertTrue(home.getFileName().toString().startsWith("tent4j-"), home.toString());
+        try (Stream<Path> lib = Files.list(home.resolve("lib"))) {
+            List<String> jars = lib.map(p -> p.getFileName().toString()).toList();
+            assertTrue(jars.stream().anyMatch(n -> n.startsWith("tent4j-cli-")), "lib/ lacks the command line: " + jars);
+            assertTrue(jars.stream().noneMatch(n -> n.startsWith("junit-") || n.startsWith("te-testkit-")
+                    || n.startsWith("transport-faulty-")), "test tools in lib/: " + jars);
+        }
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException {
+        for (Process p : started.reversed()) {
+            p.destroy();
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly().waitFor(20, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void doctorListsTheTransports() throws Exception {
+        Run r = runToEnd("tent4j", "doctor", "--no-options");
+        assertEquals(0, r.status, r.output);
+        assertTrue(r.output.contains("tcp") && r.output.contains("shm"), r.output);
+    }
+
+    @Test
+    void loopbackBenchMovesEveryByteIntact() throws Exception {
+        Run r = runToEnd("te-bench", "--mode=loopback", "--protocol=tcp", "--block-size=64k", "--batch-size=8",
+                "--threads=1", "--buffer-size=16m", "--duration=1", "--warmup=0", "--check_consistency");
+        assertEquals(0, r.status, r.output);
+        assertTrue(r.output.contains("errors      0"), r.output);
+    }
+
+    @Test
+    void storeMasterNodeAndBenchFromTheDistribution() throws Exception {
+        Lines master = start("tent4j", "store", "master", "--host", "127.0.0.1", "--port", "0", "--admin-port", "-1");
+        String address = "127.0.0.1:" + master.await("LISTENING ").split(" ")[1];
+        Lines node = start("store-node", "--master", address, "--segment-size", "32m", "--control-host", "127.0.0.1");
+        node.await("READY ");
+        List<String> common = List.of("--master", address, "--control-host", "127.0.0.1", "--threads", "2", "--count", "64",
+                "--size", "16k", "--warmup", "0s", "--prefix", "dist");
+        Run put = runToEnd("store-bench", concat(common, "--mode", "put"));
+        assertEquals(0, put.status, put.output);
+        Run get = runToEnd("tent4j", concat(concat(List.of("store", "bench"), common.toArray(String[]::new)), "--mode", "get", "--verify"));
+        assertEquals(0, get.status, get.output);
+        assertTrue(get.output.contains("get: 128 ops") && get.output.contains("0 errors, 0 mismatches"), get.output);
+    }
+
+    private static List<String> concat(List<String> head, String... tail) {
+        List<String> all = new ArrayList<>(head);
+        all.addAll(List.of(tail));
+        return all;
+    }
+
+    private record Run(int status, String output) {
+    }
+
+    private ProcessBuilder command(String script, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(home.resolve("bin").resolve(script).toString());
+        cmd.addAll(args);
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(unpacked.toFile()).redirectErrorStream(true);
+        Map<String, String> env = pb.environment();
+        env.remove("CLASSPATH");
+        env.put("JAVA_HOME", System.getProperty("java.home"));
+        env.put("TENT4J_HEAP", "512m");
+        return pb;
+    }
+
+    private Run runToEnd(String script, String... args) throws Exception {
+        return runToEnd(script, List.of(args));
+    }
+
+    private Run runToEnd(String script, List<String> args) throws Exception {
+        Process p = command(script, args).start();
+        started.add(p);
+        // the output is read to its end on this thread: the process cannot block on a full pipe
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), script + " " + args + " did not end:\n" + out);
+        return new Run(p.exitValue(), out);
+    }
+
+    /** A long-running command whose output lines are read as they come. */
+    private Lines start(String script, String... args) throws IOException {
+        Process p = command(script, List.of(args)).start();
+        started.add(p);
+        return new Lines(p);
+    }
+
+    private static final class Lines {
+        private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        private final StringBuilder seen = new StringBuilder();
+
+        Lines(Process p) {
+            Thread.ofVirtual().start(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                    for (String line; (line = r.readLine()) != null; ) {
+                        lines.add(line);
+                    }
+                } catch (IOException ended) {
+                    // the process is gone; await reports what it printed
+                }
+            });
+        }
+
+        String await(String prefix) throws InterruptedException {
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (System.nanoTime() < deadline) {
+                String line = lines.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                if (line == null) {
+                    break;
+                }
+                seen.append(line).append('\n');
+                if (line.startsWith(prefix)) {
+                    return line;
+                }
+            }
+            throw new AssertionError("no line starting '" + prefix + "' within " + WAIT + "; output:\n" + seen);
+        }
+    }
+}
