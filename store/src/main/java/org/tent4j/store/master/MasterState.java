@@ -2,8 +2,11 @@ package org.tent4j.store.master;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command.TickReport;
 
 /**
@@ -13,6 +16,15 @@ import org.tent4j.store.master.Command.TickReport;
  * {@link Puts} (put start, end, revoke, take-over), {@link Reservations} (reservations and commits), {@link Eviction}
  * (eviction rounds and parked ranges), and {@link MasterViews} (read-only views for the admin page). Nothing here
  * reads a clock; {@link #apply} is told the time.
+ *
+ * <p>One ordering point: every change goes through {@link #apply} (or {@link #replay}), which takes one lock, gives
+ * the command the next log index and a time no earlier than the last one's, hands the {@link LogEntry} to the journal
+ * (if one is set) and applies it on the caller's thread before letting the next in. So the state after entry
+ * {@code n} is a function of entries 1..n alone: a stream recorded by the journal and replayed into an empty state
+ * gives the same objects, ranges and allocator free lists. Replicated logs plug in at {@link #replay}: an entry
+ * ordered by consensus is applied there, in index order. Reads that change nothing ({@link #exists}, {@link #size},
+ * the views) stay off the stream: they take the lock of the shard, allocator or client they read, which the applier
+ * holds while it changes that piece.
  *
  * <p>Invariants: a byte of a mounted segment belongs to at most one live replica or parked range; a range is reused
  * only after every read lease that could cover it has ended (removals of leased objects and replaced upsert versions
@@ -46,6 +58,13 @@ public final class MasterState {
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
 
+    /** The ordering point: held while an entry is numbered, journaled and applied. */
+    private final ReentrantLock order = new ReentrantLock();
+    /** Guarded by {@link #order}: the last entry applied. */
+    private long lastIndex;
+    private long lastNow = Long.MIN_VALUE;
+    private volatile Consumer<LogEntry> journal;
+
     public MasterState(MasterConfig config) {
         this.config = config;
         this.segments = new Segments(this);
@@ -74,9 +93,92 @@ public final class MasterState {
         return segments.overHighWatermark();
     }
 
-    /** Applies one command at time {@code now} (nanos); the only way state changes. */
-    @SuppressWarnings("unchecked")
+    /**
+     * Applies one command at time {@code now} (nanos, or the last entry's time if that is later); the only way state
+     * changes. The command is numbered, journaled and applied under the ordering lock, on the caller's thread.
+     */
     public <R> R apply(long now, Command<R> command) {
+        order.lock();
+        try {
+            LogEntry e = new LogEntry(lastIndex + 1, Math.max(now, lastNow), command);
+            Consumer<LogEntry> j = journal;
+            if (j != null) {
+                // before the state changes: an entry that fails half-way still changed what it changed
+                j.accept(e);
+            }
+            return applyEntry(e, command);
+        } finally {
+            order.unlock();
+        }
+    }
+
+    /**
+     * Applies an entry ordered elsewhere (a recorded stream, or a replicated log's committed entry): it must be the
+     * next index. Answers what {@link #apply} would have: the command's result, or the {@link StoreException} it was
+     * refused with (a refusal is an outcome of the entry, not a failure to apply it).
+     */
+    public Object replay(LogEntry e) {
+        order.lock();
+        try {
+            if (e.index() != lastIndex + 1 || e.now() < lastNow) {
+                throw new IllegalStateException("entry " + e.index() + " at " + e.now() + " does not follow entry "
+                        + lastIndex + " at " + lastNow);
+            }
+            Consumer<LogEntry> j = journal;
+            if (j != null) {
+                j.accept(e);
+            }
+            try {
+                return applyEntry(e, e.command());
+            } catch (StoreException refused) {
+                return refused;
+            }
+        } finally {
+            order.unlock();
+        }
+    }
+
+    /**
+     * Runs {@code work} holding the ordering point, so the commands it applies take consecutive indexes (a batch
+     * call's items stay together in the log, for a group commit later) and pay for the lock once.
+     */
+    public <T> T inOrder(java.util.function.Supplier<T> work) {
+        order.lock();
+        try {
+            return work.get();
+        } finally {
+            order.unlock();
+        }
+    }
+
+    /**
+     * Hands every entry to {@code journal} before it is applied, on the applying thread and under the ordering lock
+     * (so it must be quick); null stops it. Set it before the first command to record a stream that replays from
+     * empty.
+     */
+    public void journal(Consumer<LogEntry> journal) {
+        this.journal = journal;
+    }
+
+    /** The index of the last entry applied (0 before the first). */
+    public long lastApplied() {
+        order.lock();
+        try {
+            return lastIndex;
+        } finally {
+            order.unlock();
+        }
+    }
+
+    private <R> R applyEntry(LogEntry e, Command<R> command) {
+        lastIndex = e.index();
+        lastNow = e.now();
+        return dispatch(e.now(), command);
+    }
+
+    /** Hands the command to the part it belongs to; runs only under {@link #order}. */
+    @SuppressWarnings("unchecked")
+    private <R> R dispatch(long now, Command<R> command) {
         Object result = switch (command) {
             case Command.PutStart c -> puts.start(now, c);
             case Command.PutEnd c -> {
