@@ -87,6 +87,11 @@ public final class RangeAllocator {
         return freeBySize.isEmpty() ? 0 : freeBySize.last()[0];
     }
 
+    /** The free ranges, offset to length, in address order (a copy). */
+    public synchronized TreeMap<Long, Long> freeRanges() {
+        return new TreeMap<>(freeByOffset);
+    }
+
     private void addFree(long offset, long length) {
         freeByOffset.put(offset, length);
         freeBySize.add(new long[]{length, offset});
