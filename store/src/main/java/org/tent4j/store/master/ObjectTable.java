@@ -74,10 +74,7 @@ final class ObjectTable {
         checkKey(key);
         Shard shard = shard(key);
         synchronized (shard) {
-            ObjectRecord rec = shard.map.get(key);
-            if (rec == null) {
-                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
-            }
+            ObjectRecord rec = existing(shard, key);
             if (rec.state != ObjectRecord.COMPLETE) {
                 throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
             }
@@ -93,6 +90,15 @@ final class ObjectTable {
             }
             return new ReplicaList(rec.size, locs, config.leaseTtl());
         }
+    }
+
+    /** The key's record; the caller holds {@code shard}. */
+    private static ObjectRecord existing(Shard shard, String key) {
+        ObjectRecord rec = shard.map.get(key);
+        if (rec == null) {
+            throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+        }
+        return rec;
     }
 
     /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */
@@ -124,10 +130,7 @@ final class ObjectTable {
         checkKey(key);
         Shard shard = shard(key);
         synchronized (shard) {
-            ObjectRecord rec = shard.map.get(key);
-            if (rec == null) {
-                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
-            }
+            ObjectRecord rec = existing(shard, key);
             if (rec.inFlight()) {
                 throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' has a put in flight");
             }
