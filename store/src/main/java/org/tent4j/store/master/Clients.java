@@ -26,6 +26,19 @@ final class Clients {
         return client;
     }
 
+    /** The last client index handed out. */
+    long lastIndex() {
+        return indexes.get();
+    }
+
+    /** Puts back a client of a snapshot (null: none), and the index counter (a restore, before the first command). */
+    void restore(ClientRecord client, long lastIndex) {
+        if (client != null) {
+            byId.put(client.id, client);
+        }
+        indexes.set(lastIndex);
+    }
+
     ClientRecord get(String clientId) {
         return byId.get(clientId);
     }

@@ -160,6 +160,34 @@ public final class MasterState {
         this.journal = journal;
     }
 
+    /**
+     * The state as bytes, at the last entry applied ({@link #lastApplied}): {@link #restore} of it, then the entries
+     * after that one replayed, gives the state this master has after them. Taken under the ordering point, so no
+     * command is applied meanwhile.
+     */
+    public byte[] snapshot() {
+        order.lock();
+        try {
+            return MasterSnapshot.write(this, new MasterSnapshot.Position(lastIndex, lastNow, lastReclaimSweep));
+        } finally {
+            order.unlock();
+        }
+    }
+
+    /**
+     * A state restored from {@link #snapshot}'s bytes under {@code config} (its shard count must be the snapshot's);
+     * it goes on with the entry after the snapshot's. A corrupt or foreign snapshot is refused
+     * ({@link IllegalArgumentException}), never half-read into a state.
+     */
+    public static MasterState restore(MasterConfig config, byte[] snapshot) {
+        MasterState s = new MasterState(config);
+        MasterSnapshot.Position at = MasterSnapshot.read(s, snapshot);
+        s.lastIndex = at.lastIndex();
+        s.lastNow = at.lastNow();
+        s.lastReclaimSweep = at.lastReclaimSweep();
+        return s;
+    }
+
     /** The index of the last entry applied (0 before the first). */
     public long lastApplied() {
         order.lock();

@@ -48,6 +48,11 @@ final class ObjectTable {
         return shards;
     }
 
+    /** Replaces shard {@code i} (a restore, before the first command). */
+    void restoreShard(int i, Shard shard) {
+        shards[i] = shard;
+    }
+
     Shard shard(String key) {
         // the top bits of a multiplicative hash: HashMap indexes its table by the low bits of (h ^ h >>> 16), and a
         // shard picked by those same bits put all its keys in 1/1024 of its table's buckets (bins of hundreds, made
@@ -276,7 +281,36 @@ final class ObjectTable {
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
     }
 
+    /**
+     * One shard's map. Its iteration order is part of the state (eviction samples and walks in it), so a snapshot
+     * records the most entries it ever held ({@link #peak}: a {@code HashMap} grows and never shrinks, and its table
+     * size orders the walk) and is restored into a map of the same table size, entries inserted in walk order.
+     */
     static final class Shard {
-        final HashMap<String, ObjectRecord> map = new HashMap<>();
+        final HashMap<String, ObjectRecord> map;
+        int peak;
+
+        Shard() {
+            this(16, 0);
+        }
+
+        Shard(int capacity, int peak) {
+            this.map = new HashMap<>(capacity);
+            this.peak = peak;
+        }
+
+        void put(String key, ObjectRecord rec) {
+            map.put(key, rec);
+            peak = Math.max(peak, map.size());
+        }
+
+        /** The table size {@code HashMap} grew to for {@link #peak} entries (it resizes past 3/4 full). */
+        int capacity() {
+            int cap = 16;
+            while (peak > (int) (cap * 0.75f)) {
+                cap <<= 1;
+            }
+            return cap;
+        }
     }
 }

@@ -33,6 +33,10 @@ final class Puts {
         return putIds.get();
     }
 
+    void restoreLastPutId(long id) {
+        putIds.set(id);
+    }
+
     PutTicket start(long now, Command.PutStart c) {
         state.objects.checkKey(c.key());
         ReplicateConfig cfg = c.config();
@@ -106,7 +110,7 @@ final class Puts {
                 rec.state = ObjectRecord.PROCESSING;
                 rec.size = c.size();
                 rec.setReplicas(placed);
-                shard.map.put(c.key(), rec);
+                shard.put(c.key(), rec);
                 counters.objects.increment();
             } else {
                 // upsert of a readable object: readers keep the old version until the new one is complete

@@ -35,6 +35,14 @@ final class Reservations {
         return ids.get();
     }
 
+    /** Puts back a reservation of a snapshot (its owner's list holds it already; null: none), and the id counter. */
+    void restore(Reservation r, long lastId) {
+        if (r != null) {
+            byId.put(r.id, r);
+        }
+        ids.set(lastId);
+    }
+
     CommitResult commit(long now, Command.Commit c) {
         if (c.items().size() > MasterState.MAX_COMMIT_ITEMS || c.retire().size() > MasterState.MAX_RESERVATIONS_PER_CLIENT) {
             throw new StoreException(StoreError.INVALID_PARAMS, "a commit carries at most " + MasterState.MAX_COMMIT_ITEMS
@@ -158,7 +166,7 @@ final class Reservations {
             rec.putId = state.puts.nextPutId();
             rec.owner = client.index;
             rec.lease = now;
-            shard.map.put(key, rec);
+            shard.put(key, rec);
             counters.objects.increment();
             counters.objectBytes.add(item.size());
             counters.objectsCommitted.increment();

@@ -74,6 +74,23 @@ final class Segments {
         return byId.get(id);
     }
 
+    /** The counter every segment of this master adds its allocations to. */
+    AtomicLong allocatedCounter() {
+        return allocated;
+    }
+
+    /** Installs a restored segment table (a restore, before the first command); the mounted ones are active. */
+    void restore(MountedSegment[] restored) {
+        synchronized (lock) {
+            table = restored;
+            active = Arrays.stream(restored).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+            for (MountedSegment seg : active) {
+                byId.put(seg.spec.id(), seg);
+            }
+            evictAbove = evictAbove(active);
+        }
+    }
+
     void mount(long now, String clientId, SegmentSpec spec) {
         if (clientId == null || clientId.isEmpty()) {
             throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
