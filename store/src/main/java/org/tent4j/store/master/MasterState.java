@@ -100,13 +100,14 @@ public final class MasterState {
     public <R> R apply(long now, Command<R> command) {
         order.lock();
         try {
-            LogEntry e = new LogEntry(lastIndex + 1, Math.max(now, lastNow), command);
+            long index = lastIndex + 1;
+            long at = Math.max(now, lastNow);
             Consumer<LogEntry> j = journal;
             if (j != null) {
                 // before the state changes: an entry that fails half-way still changed what it changed
-                j.accept(e);
+                j.accept(new LogEntry(index, at, command));
             }
-            return applyEntry(e, command);
+            return applyAt(index, at, command);
         } finally {
             order.unlock();
         }
@@ -129,7 +130,7 @@ public final class MasterState {
                 j.accept(e);
             }
             try {
-                return applyEntry(e, e.command());
+                return applyAt(e.index(), e.now(), e.command());
             } catch (StoreException refused) {
                 return refused;
             }
@@ -198,10 +199,10 @@ public final class MasterState {
         }
     }
 
-    private <R> R applyEntry(LogEntry e, Command<R> command) {
-        lastIndex = e.index();
-        lastNow = e.now();
-        return dispatch(e.now(), command);
+    private <R> R applyAt(long index, long now, Command<R> command) {
+        lastIndex = index;
+        lastNow = now;
+        return dispatch(now, command);
     }
 
     /** Hands the command to the part it belongs to; runs only under {@link #order}. */
