@@ -10,8 +10,8 @@ import org.tent4j.store.StoreException;
 
 /**
  * Every change to the master's state, as a value. {@link MasterState#apply} is the only place state changes, and
- * does so from the command and the time it is applied at alone (placement draws from the command's seed), so a log
- * of (time, command) replays to the same state.
+ * does so from the command and the time it is applied at alone (placement draws from the command's seed), one
+ * command at a time in the order of its {@link LogEntry} index, so a log of entries replays to the same state.
  *
  * @param <R> what applying it answers
  */

@@ -87,6 +87,22 @@ public final class RangeAllocator {
         return freeBySize.isEmpty() ? 0 : freeBySize.last()[0];
     }
 
+    /** Makes {@code free} (offset to length, as {@link #freeRanges} gave) the free ranges; the rest is used. */
+    synchronized void restore(Map<Long, Long> free) {
+        freeByOffset.clear();
+        freeBySize.clear();
+        used = capacity;
+        for (Map.Entry<Long, Long> e : free.entrySet()) {
+            addFree(e.getKey(), e.getValue());
+            used -= e.getValue();
+        }
+    }
+
+    /** The free ranges, offset to length, in address order (a copy). */
+    public synchronized TreeMap<Long, Long> freeRanges() {
+        return new TreeMap<>(freeByOffset);
+    }
+
     private void addFree(long offset, long length) {
         freeByOffset.put(offset, length);
         freeBySize.add(new long[]{length, offset});

@@ -19,9 +19,11 @@ import org.tent4j.store.master.Command.ReplicaList;
 import org.tent4j.store.master.Command.TickReport;
 
 /**
- * The metadata master, embeddable: a {@link MasterState} driven by a clock. Every mutating call builds a
- * {@link Command} and applies it at the clock's time. {@link #startHousekeeping} runs {@link #tick} on a timer; tests
- * call it themselves in virtual time.
+ * The metadata master, embeddable: a {@link MasterState} driven by a clock. Every mutating call (a read lease
+ * included) builds a {@link Command}, reads the clock once, and hands both to the state's ordering point, which
+ * numbers and applies it on this thread; {@link #exists} and {@link #size} change nothing and are read off it.
+ * {@link #startHousekeeping} runs {@link #tick} on a timer and evicts on its own thread, both through the same point;
+ * tests call them themselves in virtual time.
  */
 public final class StoreMaster implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StoreMaster.class);

@@ -1,0 +1,290 @@
+package org.tent4j.store.master;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.List;
+import java.util.PriorityQueue;
+import java.util.SplittableRandom;
+
+/**
+ * Eviction and parking: the rounds that free space above the high watermark, a put's bounded eviction of its own, and
+ * the ranges parked until no reader's lease (or abandoned writer) can still touch them.
+ */
+final class Eviction {
+    private final MasterState state;
+    private final MasterConfig config;
+    private final MasterCounters counters;
+
+    private final Object lock = new Object();
+    private final PriorityQueue<Parked> parked = new PriorityQueue<>(Comparator.comparingLong(Parked::releaseAt));
+
+    Eviction(MasterState state) {
+        this.state = state;
+        this.config = state.config();
+        this.counters = state.counters;
+    }
+
+    // ---------------------------------------------------------------- parking
+
+    void park(long[] replicas, long size, long releaseAt) {
+        synchronized (parked) {
+            for (long r : replicas) {
+                parked.add(new Parked(r, size, releaseAt));
+            }
+        }
+    }
+
+    void releaseParked(long now) {
+        List<Parked> due = new ArrayList<>();
+        synchronized (parked) {
+            while (!parked.isEmpty() && parked.peek().releaseAt() <= now) {
+                due.add(parked.poll());
+            }
+        }
+        for (Parked p : due) {
+            state.segments.at(ObjectRecord.segment(p.replica)).free(ObjectRecord.offset(p.replica), p.size);
+        }
+    }
+
+    /** Forgets parked ranges of unmounted segments (their bytes are gone with the segment). */
+    void forgetUnmounted() {
+        synchronized (parked) {
+            parked.removeIf(p -> !state.segments.at(ObjectRecord.segment(p.replica)).mounted());
+        }
+    }
+
+    /** The parked ranges, in no particular order. */
+    List<Parked> parked() {
+        synchronized (parked) {
+            return new ArrayList<>(parked);
+        }
+    }
+
+    // ---------------------------------------------------------------- rounds
+
+    /**
+     * Above the high watermark, frees space by dropping the least recently leased objects until usage is an eviction
+     * ratio under the mark. Leased, in-flight and hard-pinned objects are never taken; soft-pinned ones only when
+     * nothing else is left.
+     */
+    Command.Evicted evict(long now) {
+        // the housekeeping round and the evictor may both find usage high: the second then finds it low again
+        synchronized (lock) {
+            long objs = counters.evictedObjects.sum();
+            long bytes = counters.evictedBytes.sum();
+            evictLocked(now);
+            return new Command.Evicted(counters.evictedObjects.sum() - objs, counters.evictedBytes.sum() - bytes);
+        }
+    }
+
+    private void evictLocked(long now) {
+        long capacity = 0;
+        long used = 0;
+        for (MountedSegment s : state.segments.active()) {
+            capacity += s.allocator.capacity();
+            used += s.allocator.used();
+        }
+        if (capacity == 0) {
+            return;
+        }
+        double ratio = (double) used / capacity;
+        if (ratio <= config.highWatermark()) {
+            return;
+        }
+        counters.evictionRounds.increment();
+        double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
+        long target = (long) (capacity * fraction);
+        // the time seeds the lease sample, so a replayed log evicts the same objects
+        SplittableRandom rnd = new SplittableRandom(now);
+        long goal = used - target;
+        // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
+        // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
+        for (int pass = 0; pass < 3 && state.segments.allocated() > goal; pass++) {
+            if (evictOlderThanCutoff(now, state.segments.allocated() - goal, false, rnd) < 0) {
+                evictOlderThanCutoff(now, state.segments.allocated() - goal, true, rnd);
+                return;
+            }
+        }
+    }
+
+    /**
+     * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
+     * {@link MasterState#LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which
+     * {@code target} bytes lie is read off the sample; the second drops the objects leased before it. Returns the
+     * bytes freed, or -1 if no object was evictable or about to be (leased).
+     */
+    private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
+        ObjectTable.Shard[] shards = state.objects.shards();
+        long[] sample = new long[MasterState.LEASE_SAMPLES];
+        long seen = 0;
+        long evictableBytes = 0;
+        boolean leased = false;
+        for (ObjectTable.Shard shard : shards) {
+            synchronized (shard) {
+                for (ObjectRecord rec : shard.map.values()) {
+                    if (!evictable(rec, now, softPinned)) {
+                        leased |= !softPinned && rec.lease > now && evictable(rec, rec.lease, false);
+                        continue;
+                    }
+                    evictableBytes += footprint(rec);
+                    if (seen < MasterState.LEASE_SAMPLES) {
+                        sample[(int) seen] = rec.lease;
+                    } else {
+                        long j = rnd.nextLong(seen + 1);
+                        if (j < MasterState.LEASE_SAMPLES) {
+                            sample[(int) j] = rec.lease;
+                        }
+                    }
+                    seen++;
+                }
+            }
+        }
+        if (seen == 0) {
+            // unpinned objects only leased (or written after `now`) are no reason to take the soft-pinned: they become
+            // evictable soon
+            return leased ? 0 : -1;
+        }
+        int k = (int) Math.min(seen, MasterState.LEASE_SAMPLES);
+        Arrays.sort(sample, 0, k);
+        double q = Math.min(1.0, (double) target / evictableBytes);
+        long cutoff = sample[Math.min(k - 1, Math.max(0, (int) Math.ceil(q * k) - 1))];
+        // everything older than the cutoff goes, even past the target (the sample's error is small): objects written
+        // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
+        // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
+        long freed = 0;
+        long[] replicas = new long[1024];
+        long[] lengths = new long[1024];
+        int n = 0;
+        for (ObjectTable.Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target) || !evictable(rec, now, softPinned)) {
+                        continue;
+                    }
+                    it.remove();
+                    long bytes = footprint(rec);
+                    counters.objects.decrement();
+                    counters.objectBytes.add(-rec.size);
+                    counters.evictedObjects.increment();
+                    counters.evictedBytes.add(bytes);
+                    freed += bytes;
+                    for (long r : rec.replicas()) {
+                        if (n == replicas.length) {
+                            replicas = Arrays.copyOf(replicas, 2 * n);
+                            lengths = Arrays.copyOf(lengths, 2 * n);
+                        }
+                        replicas[n] = r;
+                        lengths[n++] = rec.size;
+                    }
+                }
+            }
+        }
+        freeInAddressOrder(replicas, lengths, n);
+        return freed;
+    }
+
+    /**
+     * Evicts the least recently leased of up to {@link MasterState#EVICTION_SAMPLES} evictable objects, found walking
+     * the shards from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was
+     * found; true also when the one found was taken meanwhile (space came free either way).
+     */
+    boolean evictOne(long now, SplittableRandom rnd) {
+        ObjectTable.Shard[] shards = state.objects.shards();
+        int samples = MasterState.EVICTION_SAMPLES;
+        int start = rnd.nextInt(shards.length);
+        int sampled = 0;
+        int looked = 0;
+        int bestShard = -1;
+        long bestLease = Long.MAX_VALUE;
+        int softShard = -1;
+        long softLease = Long.MAX_VALUE;
+        for (int i = 0; i < shards.length && sampled < samples && looked < 64 * samples; i++) {
+            int si = (start + i) & (shards.length - 1);
+            ObjectTable.Shard shard = shards[si];
+            synchronized (shard) {
+                for (ObjectRecord rec : shard.map.values()) {
+                    if (sampled >= samples || ++looked > 64 * samples) {
+                        break;
+                    }
+                    if (evictable(rec, now, false)) {
+                        sampled++;
+                        if (rec.lease < bestLease) {
+                            bestLease = rec.lease;
+                            bestShard = si;
+                        }
+                    } else if (softShard < 0 && evictable(rec, now, true)) {
+                        softShard = si;
+                        softLease = rec.lease;
+                    }
+                }
+            }
+        }
+        int si = bestShard >= 0 ? bestShard : softShard;
+        if (si < 0) {
+            return false;
+        }
+        long lease = bestShard >= 0 ? bestLease : softLease;
+        boolean soft = bestShard < 0;
+        ObjectTable.Shard shard = shards[si];
+        synchronized (shard) {
+            for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                ObjectRecord rec = it.next();
+                // the victim, or another as old, if a call changed it while no lock was held
+                if (rec.lease <= lease && evictable(rec, now, soft)) {
+                    it.remove();
+                    long bytes = footprint(rec);
+                    state.objects.release(rec, now);
+                    counters.evictedObjects.increment();
+                    counters.evictedBytes.add(bytes);
+                    return true;
+                }
+            }
+        }
+        // another call or the evictor took it first: space was freed all the same, so the caller tries again
+        return true;
+    }
+
+    /**
+     * Frees evicted ranges (unleased, so nothing is parked) sorted by segment and address: freed in the shards' hash
+     * order they would coalesce only at the end, and the allocators' free lists would grow by one entry per object
+     * meanwhile (each free then a walk down a large tree); in address order each free merges with the one before.
+     */
+    private void freeInAddressOrder(long[] replicas, long[] lengths, int n) {
+        long[] sorted = Arrays.copyOf(replicas, n);
+        Arrays.sort(sorted);
+        long[] sortedLengths = new long[n];
+        for (int i = 0; i < n; i++) {
+            // a live replica's start is unique, so its position in the sorted copy is too
+            sortedLengths[Arrays.binarySearch(sorted, replicas[i])] = lengths[i];
+        }
+        // neighbours (written together, evicted together) are freed as one run: one walk of the free list per run
+        int i = 0;
+        while (i < n) {
+            int seg = ObjectRecord.segment(sorted[i]);
+            long start = ObjectRecord.offset(sorted[i]);
+            long end = start + RangeAllocator.aligned(sortedLengths[i]);
+            for (i++; i < n && ObjectRecord.segment(sorted[i]) == seg && ObjectRecord.offset(sorted[i]) == end; i++) {
+                end += RangeAllocator.aligned(sortedLengths[i]);
+            }
+            state.segments.at(seg).free(start, end - start);
+        }
+    }
+
+    private static long footprint(ObjectRecord rec) {
+        return rec.hasReplicas() ? RangeAllocator.aligned(rec.size) * (rec.more == null ? 1 : rec.more.length + 1) : 0;
+    }
+
+    private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo) {
+        if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0) {
+            return false;
+        }
+        boolean pinned = (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;
+        return softPinnedToo || !pinned;
+    }
+
+    record Parked(long replica, long size, long releaseAt) {
+    }
+}

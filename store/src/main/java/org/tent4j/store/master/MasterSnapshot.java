@@ -1,0 +1,242 @@
+package org.tent4j.store.master;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.tent4j.store.SegmentSpec;
+
+/**
+ * The master's state as bytes, at one point of the command stream, and back: restoring it and applying the entries
+ * after that point gives the state the master had after them. Written under the ordering point. Carries what
+ * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
+ * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
+ * the last index and time, the last reclaim sweep, and the counters. Hot-key samples are a metric and are not kept.
+ */
+final class MasterSnapshot {
+    private static final int MAGIC = 0x5434_4D53; // "T4MS"
+    private static final int VERSION = 1;
+
+    private MasterSnapshot() {
+    }
+
+    record Position(long lastIndex, long lastNow, long lastReclaimSweep) {
+    }
+
+    static byte[] write(MasterState s, Position at) {
+        try {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            DataOutputStream out = new DataOutputStream(bytes);
+            out.writeInt(MAGIC);
+            out.writeInt(VERSION);
+            out.writeLong(at.lastIndex());
+            out.writeLong(at.lastNow());
+            out.writeLong(at.lastReclaimSweep());
+            out.writeLong(s.puts.lastPutId());
+            out.writeLong(s.reservations.lastId());
+            out.writeLong(s.clients.lastIndex());
+            longs(out, s.counters.sums());
+            MountedSegment[] table = s.segments.table();
+            out.writeInt(table.length);
+            for (MountedSegment seg : table) {
+                out.writeUTF(seg.spec.id());
+                out.writeUTF(seg.spec.engineSegment());
+                out.writeUTF(seg.spec.host());
+                out.writeLong(seg.spec.base());
+                out.writeLong(seg.spec.size());
+                out.writeUTF(seg.owner);
+                out.writeBoolean(seg.mounted());
+                TreeMap<Long, Long> free = seg.allocator.freeRanges();
+                out.writeInt(free.size());
+                for (Map.Entry<Long, Long> e : free.entrySet()) {
+                    out.writeLong(e.getKey());
+                    out.writeLong(e.getValue());
+                }
+            }
+            List<Clients.ClientRecord> clients = new ArrayList<>(s.clients.all());
+            out.writeInt(clients.size());
+            for (Clients.ClientRecord c : clients) {
+                out.writeUTF(c.id);
+                out.writeInt(c.index);
+                out.writeLong(c.lastSeen);
+                List<MountedSegment> segs = new ArrayList<>(c.segments);
+                out.writeInt(segs.size());
+                for (MountedSegment seg : segs) {
+                    out.writeInt(seg.index);
+                }
+                out.writeInt(c.reserved.size());
+                for (Reservations.Reservation r : c.reserved) {
+                    out.writeLong(r.id);
+                    out.writeInt(r.seg.index);
+                    out.writeLong(r.start);
+                    out.writeLong(r.end);
+                    out.writeLong(r.mark);
+                    out.writeLong(r.lastUsed);
+                }
+            }
+            ObjectTable.Shard[] shards = s.objects.shards();
+            out.writeInt(shards.length);
+            for (ObjectTable.Shard shard : shards) {
+                out.writeInt(shard.peak);
+                out.writeInt(shard.map.size());
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
+                    out.writeUTF(e.getKey());
+                    object(out, e.getValue());
+                }
+            }
+            List<Eviction.Parked> parked = s.eviction.parked();
+            out.writeInt(parked.size());
+            for (Eviction.Parked p : parked) {
+                out.writeLong(p.replica());
+                out.writeLong(p.size());
+                out.writeLong(p.releaseAt());
+            }
+            out.flush();
+            return bytes.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Fills {@code s}, fresh from its constructor, from a snapshot; where the stream goes on from. */
+    static Position read(MasterState s, byte[] snapshot) {
+        try {
+            DataInputStream in = new DataInputStream(new ByteArrayInputStream(snapshot));
+            if (in.readInt() != MAGIC) {
+                throw new IllegalArgumentException("not a master snapshot (bad magic)");
+            }
+            int version = in.readInt();
+            if (version != VERSION) {
+                throw new IllegalArgumentException("master snapshot version " + version + ", this master reads " + VERSION);
+            }
+            Position at = new Position(in.readLong(), in.readLong(), in.readLong());
+            s.puts.restoreLastPutId(in.readLong());
+            long lastReservation = in.readLong();
+            long lastClient = in.readLong();
+            s.counters.restore(longs(in));
+            MountedSegment[] table = new MountedSegment[in.readInt()];
+            for (int i = 0; i < table.length; i++) {
+                SegmentSpec spec = new SegmentSpec(in.readUTF(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong());
+                String owner = in.readUTF();
+                boolean mounted = in.readBoolean();
+                TreeMap<Long, Long> free = new TreeMap<>();
+                for (int n = in.readInt(); n > 0; n--) {
+                    free.put(in.readLong(), in.readLong());
+                }
+                MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter());
+                seg.allocator.restore(free);
+                // counted as allocated like a fresh segment's allocations; an unmounted one takes its count back
+                s.segments.allocatedCounter().addAndGet(seg.allocator.used());
+                if (!mounted) {
+                    seg.markUnmounted();
+                }
+                table[i] = seg;
+            }
+            s.segments.restore(table);
+            for (int n = in.readInt(); n > 0; n--) {
+                Clients.ClientRecord c = new Clients.ClientRecord(in.readUTF(), in.readInt(), in.readLong());
+                for (int k = in.readInt(); k > 0; k--) {
+                    c.segments.add(table[in.readInt()]);
+                }
+                for (int k = in.readInt(); k > 0; k--) {
+                    Reservations.Reservation r = new Reservations.Reservation(in.readLong(), c, table[in.readInt()],
+                            in.readLong(), in.readLong(), 0);
+                    r.mark = in.readLong();
+                    r.lastUsed = in.readLong();
+                    c.reserved.add(r);
+                    s.reservations.restore(r, lastReservation);
+                }
+                s.clients.restore(c, lastClient);
+            }
+            s.reservations.restore(null, lastReservation);
+            s.clients.restore(null, lastClient);
+            int shards = in.readInt();
+            if (shards != s.objects.shards().length) {
+                throw new IllegalArgumentException("snapshot of a master with " + shards + " shards, this one has "
+                        + s.objects.shards().length);
+            }
+            for (int i = 0; i < shards; i++) {
+                int peak = in.readInt();
+                ObjectTable.Shard shard = new ObjectTable.Shard(16, peak);
+                shard = new ObjectTable.Shard(shard.capacity(), peak);
+                for (int n = in.readInt(); n > 0; n--) {
+                    shard.map.put(in.readUTF(), object(in));
+                }
+                s.objects.restoreShard(i, shard);
+            }
+            for (int n = in.readInt(); n > 0; n--) {
+                s.eviction.park(new long[] {in.readLong()}, in.readLong(), in.readLong());
+            }
+            if (in.available() != 0) {
+                throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
+            }
+            return at;
+        } catch (IOException e) {
+            throw new IllegalArgumentException("master snapshot cut short or corrupt: " + e, e);
+        }
+    }
+
+    private static void object(DataOutputStream out, ObjectRecord r) throws IOException {
+        out.writeLong(r.size);
+        out.writeLong(r.pendingSize);
+        out.writeLong(r.lease);
+        out.writeLong(r.putStart);
+        out.writeLong(r.pin);
+        out.writeLong(r.putId);
+        out.writeLong(r.replica0);
+        longs(out, r.more);
+        longs(out, r.pending);
+        out.writeInt(r.owner);
+        out.writeByte(r.state);
+        out.writeByte(r.flags);
+    }
+
+    private static ObjectRecord object(DataInputStream in) throws IOException {
+        ObjectRecord r = new ObjectRecord();
+        r.size = in.readLong();
+        r.pendingSize = in.readLong();
+        r.lease = in.readLong();
+        r.putStart = in.readLong();
+        r.pin = in.readLong();
+        r.putId = in.readLong();
+        r.replica0 = in.readLong();
+        r.more = longs(in);
+        r.pending = longs(in);
+        r.owner = in.readInt();
+        r.state = in.readByte();
+        r.flags = in.readByte();
+        return r;
+    }
+
+    /** An array as its length (-1: null) and values. */
+    private static void longs(DataOutputStream out, long[] values) throws IOException {
+        out.writeInt(values == null ? -1 : values.length);
+        if (values != null) {
+            for (long v : values) {
+                out.writeLong(v);
+            }
+        }
+    }
+
+    private static long[] longs(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < -1 || n > 1 << 20) {
+            throw new IOException("array of " + n + " longs");
+        }
+        if (n == -1) {
+            return null;
+        }
+        long[] out = new long[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = in.readLong();
+        }
+        return out;
+    }
+}

@@ -1,0 +1,316 @@
+package org.tent4j.store.master;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.master.Command.ReplicaList;
+
+/**
+ * Objects and leases: the object map split into shards, each guarded by its own lock (so reads off the command stream
+ * can look up a key while a command is applied); read leases, removal, the sweeps over every object.
+ */
+final class ObjectTable {
+    private static final int HOT_KEY_SAMPLING = 4;
+
+    private final MasterState state;
+    private final MasterConfig config;
+    private final MasterCounters counters;
+    private final long leaseNanos;
+    private final Shard[] shards;
+    private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
+
+    ObjectTable(MasterState state) {
+        this.state = state;
+        this.config = state.config();
+        this.counters = state.counters;
+        this.leaseNanos = config.leaseTtl().toNanos();
+        this.shards = new Shard[config.shards()];
+        for (int i = 0; i < shards.length; i++) {
+            shards[i] = new Shard();
+        }
+    }
+
+    Shard[] shards() {
+        return shards;
+    }
+
+    /** Replaces shard {@code i} (a restore, before the first command). */
+    void restoreShard(int i, Shard shard) {
+        shards[i] = shard;
+    }
+
+    Shard shard(String key) {
+        // the top bits of a multiplicative hash: HashMap indexes its table by the low bits of (h ^ h >>> 16), and a
+        // shard picked by those same bits put all its keys in 1/1024 of its table's buckets (bins of hundreds, made
+        // into trees: every lookup a dozen String compares, most of the master's CPU under load)
+        return shards[(int) ((Integer.toUnsignedLong(key.hashCode() * 0x9E3779B9) * shards.length) >>> 32)];
+    }
+
+    void checkKey(String key) {
+        if (key == null || key.isEmpty()) {
+            throw new StoreException(StoreError.INVALID_KEY, "key is empty");
+        }
+        // a char is at most 3 UTF-8 bytes, so most keys need no encoding (once per key of every put and commit)
+        if (key.length() > config.maxKeyBytes() || (3L * key.length() > config.maxKeyBytes()
+                && key.getBytes(StandardCharsets.UTF_8).length > config.maxKeyBytes())) {
+            throw new StoreException(StoreError.INVALID_KEY, "key of " + key.getBytes(StandardCharsets.UTF_8).length
+                    + " UTF-8 bytes is longer than the limit of " + config.maxKeyBytes() + " (key starts '"
+                    + key.substring(0, Math.min(32, key.length())) + "…')");
+        }
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    ReplicaList grantRead(long now, String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = existing(shard, key);
+            if (rec.state != ObjectRecord.COMPLETE) {
+                throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
+            }
+            List<ReplicaLocation> locs = state.segments.locations(rec.replicas(), rec.size);
+            if (locs.isEmpty()) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
+            }
+            rec.lease = Math.max(rec.lease, now + leaseNanos);
+            counters.leasesGranted.increment();
+            // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
+            if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
+            }
+            return new ReplicaList(rec.size, locs, config.leaseTtl());
+        }
+    }
+
+    /** The key's record; the caller holds {@code shard}. */
+    private static ObjectRecord existing(Shard shard, String key) {
+        ObjectRecord rec = shard.map.get(key);
+        if (rec == null) {
+            throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+        }
+        return rec;
+    }
+
+    /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */
+    boolean exists(String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            return rec != null && rec.state == ObjectRecord.COMPLETE && !state.segments.locations(rec.replicas(), rec.size).isEmpty();
+        }
+    }
+
+    /** The object's size in bytes; no lease. */
+    long size(String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null || rec.state != ObjectRecord.COMPLETE) {
+                throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' not found");
+            }
+            return rec.size;
+        }
+    }
+
+    // ---------------------------------------------------------------- removal
+
+    void remove(long now, String key, boolean force) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = existing(shard, key);
+            if (rec.inFlight()) {
+                throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' has a put in flight");
+            }
+            if (rec.lease > now && !force) {
+                counters.removalsBlockedByLease.increment();
+                throw new StoreException(StoreError.OBJECT_HAS_LEASE, "key '" + key + "' is leased to a reader for "
+                        + (rec.lease - now) / 1_000_000 + " ms more");
+            }
+            shard.map.remove(key);
+            release(rec, now);
+        }
+    }
+
+    int removeMatching(long now, Predicate<String> match, boolean force) {
+        int removed = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
+                    Map.Entry<String, ObjectRecord> e = it.next();
+                    ObjectRecord rec = e.getValue();
+                    if (rec.inFlight() || (rec.lease > now && !force) || !match.test(e.getKey())) {
+                        continue;
+                    }
+                    it.remove();
+                    release(rec, now);
+                    removed++;
+                }
+            }
+        }
+        return removed;
+    }
+
+    /** Frees a removed record's space, or parks it while a lease may still cover it. */
+    void release(ObjectRecord rec, long now) {
+        counters.objects.decrement();
+        counters.objectBytes.add(-rec.size);
+        if (rec.lease > now) {
+            state.eviction.park(rec.replicas(), rec.size, rec.lease);
+        } else {
+            state.segments.free(rec.replicas(), rec.size);
+        }
+    }
+
+    static Pattern compile(String regex) {
+        if (regex == null || regex.isEmpty() || regex.length() > 4096) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "regex must be 1 to 4096 characters");
+        }
+        try {
+            return Pattern.compile(regex);
+        } catch (PatternSyntaxException e) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "bad regex '" + regex + "': " + e.getDescription());
+        }
+    }
+
+    // ---------------------------------------------------------------- sweeps
+
+    /** Forgets replicas on the segments marked in {@code dropped}; erases objects left without one. One pass. */
+    void dropReplicasOn(boolean[] dropped) {
+        Segments segments = state.segments;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (!touches(rec, dropped)) {
+                        continue;
+                    }
+                    rec.setReplicas(segments.liveOnly(rec.replicas()));
+                    if (rec.pending != null) {
+                        rec.pending = segments.liveOnly(rec.pending);
+                    }
+                    if (rec.state == ObjectRecord.COMPLETE && !rec.hasReplicas()) {
+                        it.remove();
+                        counters.objects.decrement();
+                        counters.objectBytes.add(-rec.size);
+                        if (rec.pending != null) {
+                            segments.free(rec.pending, rec.pendingSize);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+        if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        return touches(rec.more, dropped) || touches(rec.pending, dropped);
+    }
+
+    private static boolean touches(long[] replicas, boolean[] dropped) {
+        if (replicas != null) {
+            for (long r : replicas) {
+                if (dropped[ObjectRecord.segment(r)]) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    int reclaimAbandonedPuts(long now) {
+        long timeout = config.putReleaseTimeout().toNanos();
+        int reclaimed = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
+                    ObjectRecord rec = it.next();
+                    if (!rec.inFlight() || now - rec.putStart < timeout) {
+                        continue;
+                    }
+                    reclaimed++;
+                    counters.putsReclaimed.increment();
+                    if (rec.state == ObjectRecord.PROCESSING) {
+                        it.remove();
+                        counters.objects.decrement();
+                        state.segments.free(rec.replicas(), rec.size);
+                    } else {
+                        state.segments.free(rec.pending, rec.pendingSize);
+                        rec.pending = null;
+                        rec.flags &= ~ObjectRecord.UPSERTING;
+                    }
+                }
+            }
+        }
+        return reclaimed;
+    }
+
+    // ---------------------------------------------------------------- hot keys (a metric, not state)
+
+    void trimReadCounts() {
+        if (readCounts.size() > 4096) {
+            List<Map.Entry<String, LongAdder>> all = new ArrayList<>(readCounts.entrySet());
+            all.sort(Comparator.comparingLong(e -> e.getValue().sum()));
+            for (int i = 0; i < all.size() / 2; i++) {
+                readCounts.remove(all.get(i).getKey());
+            }
+        }
+    }
+
+    List<Map.Entry<String, Long>> hotKeys(int limit) {
+        return readCounts.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue().sum()))
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
+    }
+
+    /**
+     * One shard's map. Its iteration order is part of the state (eviction samples and walks in it), so a snapshot
+     * records the most entries it ever held ({@link #peak}: a {@code HashMap} grows and never shrinks, and its table
+     * size orders the walk) and is restored into a map of the same table size, entries inserted in walk order.
+     */
+    static final class Shard {
+        final HashMap<String, ObjectRecord> map;
+        int peak;
+
+        Shard() {
+            this(16, 0);
+        }
+
+        Shard(int capacity, int peak) {
+            this.map = new HashMap<>(capacity);
+            this.peak = peak;
+        }
+
+        void put(String key, ObjectRecord rec) {
+            map.put(key, rec);
+            peak = Math.max(peak, map.size());
+        }
+
+        /** The table size {@code HashMap} grew to for {@link #peak} entries (it resizes past 3/4 full). */
+        int capacity() {
+            int cap = 16;
+            while (peak > (int) (cap * 0.75f)) {
+                cap <<= 1;
+            }
+            return cap;
+        }
+    }
+}

@@ -1,0 +1,246 @@
+package org.tent4j.store.master;
+
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.master.Command.PutTicket;
+
+/**
+ * Puts: the two-call write (start, end or revoke), upserts beside a readable version, and taking over a put its writer
+ * abandoned. The put ids are handed out here (commits into reservations draw from them too).
+ */
+final class Puts {
+    private final MasterState state;
+    private final MasterConfig config;
+    private final MasterCounters counters;
+    private final AtomicLong putIds = new AtomicLong();
+
+    Puts(MasterState state) {
+        this.state = state;
+        this.config = state.config();
+        this.counters = state.counters;
+    }
+
+    long nextPutId() {
+        return putIds.incrementAndGet();
+    }
+
+    /** The last put id handed out. */
+    long lastPutId() {
+        return putIds.get();
+    }
+
+    void restoreLastPutId(long id) {
+        putIds.set(id);
+    }
+
+    PutTicket start(long now, Command.PutStart c) {
+        state.objects.checkKey(c.key());
+        ReplicateConfig cfg = c.config();
+        if (c.size() <= 0) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + c.key() + "' must be > 0: " + c.size());
+        }
+        if (cfg.replicas() < 1 || cfg.replicas() > config.maxReplicas()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "replica count for key '" + c.key() + "' must be in [1, "
+                    + config.maxReplicas() + "]: " + cfg.replicas());
+        }
+        if (cfg.excludedSegments().size() > 1024 || cfg.preferredSegments().size() > 1024) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "at most 1024 preferred and 1024 excluded segments per put");
+        }
+        if (cfg.softPinTtl() != null && (cfg.softPinTtl().isNegative() || cfg.softPinTtl().compareTo(config.maxSoftPinTtl()) > 0)) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "soft pin TTL for key '" + c.key() + "' must be in [0, "
+                    + config.maxSoftPinTtl() + "]: " + cfg.softPinTtl());
+        }
+        Clients.ClientRecord client = state.clients.seen(c.clientId(), now);
+        MountedSegment[] candidates = state.segments.active();
+        if (candidates.length == 0) {
+            counters.allocationFailures.increment();
+            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment is mounted to hold key '" + c.key() + "'");
+        }
+        long largest = 0;
+        for (MountedSegment s : candidates) {
+            largest = Math.max(largest, s.allocator.capacity());
+        }
+        if (RangeAllocator.aligned(c.size()) > largest) {
+            throw new StoreException(StoreError.OBJECT_TOO_LARGE, "key '" + c.key() + "' of " + c.size()
+                    + " bytes is larger than the largest mounted segment (" + largest + " bytes)");
+        }
+        PutTicket ticket = tryStart(now, c, client);
+        if (ticket == null) {
+            state.segments.wantEviction();
+            // a few sampled victims, not a pass over every object: this runs on an event loop. Eviction takes other
+            // shards' locks, so it runs with none held
+            SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
+            for (int i = 0; i < MasterState.MAX_INLINE_EVICTIONS && ticket == null && state.eviction.evictOne(now, rnd); i++) {
+                ticket = tryStart(now, c, client);
+            }
+        }
+        if (ticket == null) {
+            counters.allocationFailures.increment();
+            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + c.size()
+                    + " free bytes for key '" + c.key() + "' even after eviction (leased, pinned and in-flight objects are kept)");
+        }
+        return ticket;
+    }
+
+    /** The reservation, or null when no segment had room. */
+    private PutTicket tryStart(long now, Command.PutStart c, Clients.ClientRecord client) {
+        ObjectTable.Shard shard = state.objects.shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(c.key());
+            boolean takeOver = checkWritable(rec, c.key(), now, c.upsert());
+            long[] placed = state.segments.place(c);
+            if (placed == null) {
+                return null;
+            }
+            if (placed.length < c.config().replicas()) {
+                counters.partialAllocations.increment();
+            }
+            if (takeOver) {
+                rec = takeOver(shard, c.key(), rec);
+            }
+            long putId = putIds.incrementAndGet();
+            long pinTtl = c.config().softPin()
+                    ? (c.config().softPinTtl() == null ? config.defaultSoftPinTtl() : c.config().softPinTtl()).toNanos() : 0;
+            if (rec == null) {
+                rec = new ObjectRecord();
+                rec.state = ObjectRecord.PROCESSING;
+                rec.size = c.size();
+                rec.setReplicas(placed);
+                shard.put(c.key(), rec);
+                counters.objects.increment();
+            } else {
+                // upsert of a readable object: readers keep the old version until the new one is complete
+                rec.pending = placed;
+                rec.pendingSize = c.size();
+                rec.flags |= ObjectRecord.UPSERTING;
+            }
+            rec.putStart = now;
+            rec.putId = putId;
+            rec.owner = client.index;
+            rec.pin = pinTtl;
+            if (c.config().hardPin()) {
+                rec.flags |= ObjectRecord.HARD_PIN;
+            }
+            return new PutTicket(putId, state.segments.locations(placed, c.size()));
+        }
+    }
+
+    /** Throws unless the key may be written now; true if an abandoned put of it must be taken over first. */
+    boolean checkWritable(ObjectRecord rec, String key, long now, boolean upsert) {
+        if (rec == null) {
+            return false;
+        }
+        if (rec.inFlight()) {
+            long age = now - rec.putStart;
+            if (age < config.putDiscardTimeout().toNanos()) {
+                throw new StoreException(StoreError.OBJECT_IN_FLIGHT, "key '" + key + "' is being written by client "
+                        + state.clients.ownerName(rec.owner) + " (started " + age / 1_000_000 + " ms ago); it is not readable yet");
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                return true;
+            }
+        }
+        if (rec.state == ObjectRecord.COMPLETE && !upsert) {
+            throw new StoreException(StoreError.OBJECT_ALREADY_EXISTS, "key '" + key + "' already exists");
+        }
+        return rec.inFlight();
+    }
+
+    /** Parks an abandoned put's space; the record left, null if the object was only that put. */
+    ObjectRecord takeOver(ObjectTable.Shard shard, String key, ObjectRecord rec) {
+        counters.putsTakenOver.increment();
+        // the abandoned writer may still be moving bytes: its space waits out the release timeout
+        long releaseAt = rec.putStart + config.putReleaseTimeout().toNanos();
+        if (rec.state == ObjectRecord.PROCESSING) {
+            state.eviction.park(rec.replicas(), rec.size, releaseAt);
+            shard.map.remove(key);
+            counters.objects.decrement();
+            return null;
+        }
+        state.eviction.park(rec.pending, rec.pendingSize, releaseAt);
+        rec.pending = null;
+        rec.flags &= ~ObjectRecord.UPSERTING;
+        return rec;
+    }
+
+    void end(long now, Command.PutEnd c) {
+        ObjectTable.Shard shard = state.objects.shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = writeInProgress(shard, c.clientId(), c.key(), c.putId());
+            if (rec == null) {
+                return;
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                if (!rec.hasReplicas()) {
+                    shard.map.remove(c.key());
+                    counters.objects.decrement();
+                    throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for key '" + c.key()
+                            + "' was unmounted before the put ended");
+                }
+                rec.state = ObjectRecord.COMPLETE;
+                counters.objectBytes.add(rec.size);
+            } else {
+                if (rec.pending.length == 0) {
+                    rec.pending = null;
+                    rec.flags &= ~ObjectRecord.UPSERTING;
+                    throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for the upsert of key '"
+                            + c.key() + "' was unmounted before it ended");
+                }
+                // readers holding a lease may still be copying the old version
+                state.eviction.park(rec.replicas(), rec.size, Math.max(now, rec.lease));
+                counters.objectBytes.add(rec.pendingSize - rec.size);
+                rec.size = rec.pendingSize;
+                rec.setReplicas(rec.pending);
+                rec.pending = null;
+                rec.flags &= ~ObjectRecord.UPSERTING;
+            }
+            rec.lease = now;
+            if (rec.pin > 0) {
+                rec.flags |= ObjectRecord.SOFT_PIN;
+                rec.pin = now + rec.pin;
+            }
+        }
+    }
+
+    void revoke(Command.PutRevoke c) {
+        ObjectTable.Shard shard = state.objects.shard(c.key());
+        synchronized (shard) {
+            ObjectRecord rec = writeInProgress(shard, c.clientId(), c.key(), c.putId());
+            if (rec == null) {
+                throw new StoreException(StoreError.INVALID_WRITE, "put " + c.putId() + " of key '" + c.key()
+                        + "' already ended; it cannot be revoked");
+            }
+            if (rec.state == ObjectRecord.PROCESSING) {
+                state.segments.free(rec.replicas(), rec.size);
+                shard.map.remove(c.key());
+                counters.objects.decrement();
+            } else {
+                state.segments.free(rec.pending, rec.pendingSize);
+                rec.pending = null;
+                rec.flags &= ~ObjectRecord.UPSERTING;
+            }
+        }
+    }
+
+    /** The record whose put {@code putId} is in flight; null if that put already ended (an idempotent repeat). */
+    private ObjectRecord writeInProgress(ObjectTable.Shard shard, String clientId, String key, long putId) {
+        ObjectRecord rec = shard.map.get(key);
+        if (rec == null) {
+            throw new StoreException(StoreError.OBJECT_NOT_FOUND, "no put of key '" + key + "' is known (reclaimed or removed?)");
+        }
+        if (rec.putId != putId) {
+            throw new StoreException(StoreError.INVALID_WRITE, "put " + putId + " of key '" + key
+                    + "' was taken over by a later put (" + rec.putId + ")");
+        }
+        Clients.ClientRecord client = state.clients.get(clientId);
+        if (client == null || client.index != rec.owner) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "client " + clientId + " did not start put " + putId
+                    + " of key '" + key + "' (" + state.clients.ownerName(rec.owner) + " did)");
+        }
+        return rec.inFlight() ? rec : null;
+    }
+}

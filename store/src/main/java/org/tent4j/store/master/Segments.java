@@ -1,0 +1,292 @@
+package org.tent4j.store.master;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+
+/**
+ * Segments and placement: the mounted segments, their allocators, and where a new object's replicas go. Owns the
+ * segment table (index -> segment, indexes never reused) and the count of allocated bytes the watermark is read from.
+ */
+final class Segments {
+    private final MasterState state;
+    private final MasterConfig config;
+
+    private final Object lock = new Object();
+    private final ConcurrentHashMap<String, MountedSegment> byId = new ConcurrentHashMap<>();
+    /** Index -> segment, copy-on-write; indexes are never reused, so a stale packed replica never names a new segment. */
+    private volatile MountedSegment[] table = new MountedSegment[0];
+    /** Segments open for allocation, copy-on-write. */
+    private volatile MountedSegment[] active = new MountedSegment[0];
+    /** Bytes allocated on the active segments (objects, reservations, parked ranges). */
+    private final AtomicLong allocated = new AtomicLong();
+    /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
+    private volatile long evictAbove = Long.MAX_VALUE;
+    /**
+     * Told, on the applying thread, that usage passed the high watermark or an allocation failed; so it takes no lock
+     * (a flag and a wake-up).
+     */
+    private volatile Runnable evictionWanted = () -> { };
+
+    Segments(MasterState state) {
+        this.state = state;
+        this.config = state.config();
+    }
+
+    void onEvictionWanted(Runnable hook) {
+        this.evictionWanted = hook;
+    }
+
+    void wantEviction() {
+        evictionWanted.run();
+    }
+
+    boolean overHighWatermark() {
+        return allocated.get() > evictAbove;
+    }
+
+    long allocated() {
+        return allocated.get();
+    }
+
+    MountedSegment[] active() {
+        return active;
+    }
+
+    /** Every segment ever mounted, by index (unmounted ones included). */
+    MountedSegment[] table() {
+        return table;
+    }
+
+    MountedSegment at(int index) {
+        return table[index];
+    }
+
+    MountedSegment byId(String id) {
+        return byId.get(id);
+    }
+
+    /** The counter every segment of this master adds its allocations to. */
+    AtomicLong allocatedCounter() {
+        return allocated;
+    }
+
+    /** Installs a restored segment table (a restore, before the first command); the mounted ones are active. */
+    void restore(MountedSegment[] restored) {
+        synchronized (lock) {
+            table = restored;
+            active = Arrays.stream(restored).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+            for (MountedSegment seg : active) {
+                byId.put(seg.spec.id(), seg);
+            }
+            evictAbove = evictAbove(active);
+        }
+    }
+
+    void mount(long now, String clientId, SegmentSpec spec) {
+        if (clientId == null || clientId.isEmpty()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
+        }
+        if (spec.id() == null || spec.id().isEmpty() || spec.engineSegment() == null || spec.engineSegment().isEmpty()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "segment id and engine segment name must not be empty");
+        }
+        if (spec.size() < RangeAllocator.ALIGNMENT || spec.size() > ObjectRecord.OFFSET_MASK) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " size must be in ["
+                    + RangeAllocator.ALIGNMENT + ", " + ObjectRecord.OFFSET_MASK + "]: " + spec.size());
+        }
+        synchronized (lock) {
+            MountedSegment existing = byId.get(spec.id());
+            if (existing != null) {
+                if (existing.owner.equals(clientId) && existing.spec.equals(spec)) {
+                    return;
+                }
+                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
+                        + existing.owner);
+            }
+            Clients.ClientRecord client = state.clients.seen(clientId, now);
+            int index = table.length;
+            if (index >= ObjectRecord.MAX_SEGMENTS) {
+                throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
+                        + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
+            }
+            MountedSegment seg = new MountedSegment(index, spec, clientId, allocated);
+            MountedSegment[] t = Arrays.copyOf(table, index + 1);
+            t[index] = seg;
+            table = t;
+            byId.put(spec.id(), seg);
+            MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
+            act[act.length - 1] = seg;
+            active = act;
+            evictAbove = evictAbove(act);
+            client.segments.add(seg);
+        }
+    }
+
+    void unmount(String clientId, String segmentId) {
+        MountedSegment seg = byId.get(segmentId);
+        if (seg == null) {
+            return;
+        }
+        if (!seg.owner.equals(clientId)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "segment " + segmentId + " belongs to " + seg.owner
+                    + ", not " + clientId);
+        }
+        drop(List.of(seg));
+    }
+
+    /** Takes segments out of service; replicas on them vanish and objects left without one are erased. */
+    void drop(List<MountedSegment> gone) {
+        if (gone.isEmpty()) {
+            return;
+        }
+        synchronized (lock) {
+            for (MountedSegment seg : gone) {
+                seg.markUnmounted();
+                byId.remove(seg.spec.id());
+                Clients.ClientRecord owner = state.clients.get(seg.owner);
+                if (owner != null) {
+                    owner.segments.remove(seg);
+                }
+            }
+            active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+            evictAbove = evictAbove(active);
+        }
+        boolean[] dropped = new boolean[table.length];
+        for (MountedSegment seg : gone) {
+            dropped[seg.index] = true;
+        }
+        state.objects.dropReplicasOn(dropped);
+        state.eviction.forgetUnmounted();
+    }
+
+    private long evictAbove(MountedSegment[] segs) {
+        long capacity = 0;
+        for (MountedSegment s : segs) {
+            capacity += s.allocator.capacity();
+        }
+        return (long) (capacity * config.highWatermark());
+    }
+
+    /** Every replica of {@code shape} placed on distinct segments, or null (and nothing held) if not all fit. */
+    long[] placeAll(Command.PutStart shape) {
+        long[] placed = place(shape);
+        if (placed != null && placed.length < shape.config().replicas()) {
+            free(placed, shape.size());
+            return null;
+        }
+        return placed;
+    }
+
+    /** Allocates up to the wanted number of replicas on distinct segments; null if none could be placed. */
+    long[] place(Command.PutStart c) {
+        MountedSegment[] segs = active;
+        int want = Math.min(c.config().replicas(), segs.length);
+        long[] out = new long[want];
+        int n = 0;
+        boolean[] tried = new boolean[segs.length];
+        if (!c.config().excludedSegments().isEmpty()) {
+            for (int i = 0; i < segs.length; i++) {
+                tried[i] = c.config().excludedSegments().contains(segs[i].spec.id());
+            }
+        }
+        SplittableRandom rnd = new SplittableRandom(c.seed());
+        for (String pref : c.config().preferredSegments()) {
+            for (int i = 0; i < segs.length && n < want; i++) {
+                if (!tried[i] && (segs[i].spec.id().equals(pref) || segs[i].spec.engineSegment().equals(pref))) {
+                    tried[i] = true;
+                    n = tryAllocate(segs[i], c.size(), out, n);
+                }
+            }
+        }
+        if (c.config().preferLocalHost() && c.writerHost() != null && n < want) {
+            int start = rnd.nextInt(segs.length);
+            for (int k = 0; k < segs.length && n < want; k++) {
+                int i = (start + k) % segs.length;
+                if (!tried[i] && segs[i].spec.host().equals(c.writerHost())) {
+                    tried[i] = true;
+                    n = tryAllocate(segs[i], c.size(), out, n);
+                }
+            }
+        }
+        if (config.placement() == Placement.FREE_RATIO_FIRST) {
+            // two random choices, the emptier wins; a bounded number of rounds, then the walk below mops up
+            for (int round = 0; round < 2 * segs.length && n < want; round++) {
+                int a = rnd.nextInt(segs.length);
+                int b = rnd.nextInt(segs.length);
+                if (tried[a] && tried[b]) {
+                    continue;
+                }
+                int pick = tried[a] ? b : tried[b] ? a : (segs[a].freeRatio() >= segs[b].freeRatio() ? a : b);
+                tried[pick] = true;
+                n = tryAllocate(segs[pick], c.size(), out, n);
+            }
+        }
+        int start = rnd.nextInt(segs.length);
+        for (int k = 0; k < segs.length && n < want; k++) {
+            int i = (start + k) % segs.length;
+            if (!tried[i]) {
+                tried[i] = true;
+                n = tryAllocate(segs[i], c.size(), out, n);
+            }
+        }
+        if (allocated.get() > evictAbove) {
+            evictionWanted.run();
+        }
+        return n == 0 ? null : (n == want ? out : Arrays.copyOf(out, n));
+    }
+
+    private static int tryAllocate(MountedSegment seg, long size, long[] out, int n) {
+        long off = seg.allocate(size);
+        if (off < 0) {
+            return n;
+        }
+        out[n] = ObjectRecord.pack(seg.index, off);
+        return n + 1;
+    }
+
+    void free(long[] replicas, long size) {
+        for (long r : replicas) {
+            at(ObjectRecord.segment(r)).free(ObjectRecord.offset(r), size);
+        }
+    }
+
+    List<ReplicaLocation> locations(long[] replicas, long size) {
+        List<ReplicaLocation> out = new ArrayList<>(replicas.length);
+        for (long r : replicas) {
+            MountedSegment seg = at(ObjectRecord.segment(r));
+            if (seg.mounted()) {
+                out.add(new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(),
+                        seg.spec.base() + ObjectRecord.offset(r), size));
+            }
+        }
+        return out;
+    }
+
+    long[] liveOnly(long[] replicas) {
+        int n = 0;
+        for (long r : replicas) {
+            if (at(ObjectRecord.segment(r)).mounted()) {
+                n++;
+            }
+        }
+        if (n == replicas.length) {
+            return replicas;
+        }
+        long[] out = new long[n];
+        int i = 0;
+        for (long r : replicas) {
+            if (at(ObjectRecord.segment(r)).mounted()) {
+                out[i++] = r;
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,60 @@
+package org.tent4j.store.master;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Every piece of a {@link MasterState}, written out in a canonical order: two states are the same state when their
+ * dumps are equal. Objects (key, size, state, flags, lease, pin, put start, put id, owner, replicas, an upsert's
+ * pending replicas), every segment's allocator (used bytes and free list), clients (index, last heard, segments,
+ * reservations with their marks), parked ranges, the id counters, the log position and the counters.
+ */
+final class StateDump {
+    private StateDump() {
+    }
+
+    static List<String> of(MasterState s) {
+        List<String> out = new ArrayList<>();
+        out.add("applied " + s.lastApplied() + " putIds " + s.puts.lastPutId() + " reservationIds " + s.reservations.lastId());
+        for (MountedSegment seg : s.segments.table()) {
+            out.add("segment " + seg.index + " " + seg.spec + " owner " + seg.owner + " mounted " + seg.mounted()
+                    + " used " + seg.allocator.used() + " free " + seg.allocator.freeRanges());
+        }
+        TreeMap<String, String> objects = new TreeMap<>();
+        for (ObjectTable.Shard shard : s.objects.shards()) {
+            synchronized (shard) {
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
+                    ObjectRecord r = e.getValue();
+                    objects.put(e.getKey(), "size " + r.size + " state " + r.state + " flags " + r.flags + " lease " + r.lease
+                            + " pin " + r.pin + " putStart " + r.putStart + " putId " + r.putId + " owner " + r.owner
+                            + " replicas " + Arrays.toString(r.replicas()) + " pending " + Arrays.toString(r.pending)
+                            + " pendingSize " + r.pendingSize);
+                }
+            }
+        }
+        objects.forEach((k, v) -> out.add("object " + k + " " + v));
+        TreeMap<String, String> clients = new TreeMap<>();
+        for (Clients.ClientRecord c : s.clients.all()) {
+            List<String> segs = c.segments.stream().map(m -> m.spec.id()).sorted().toList();
+            List<String> res = new ArrayList<>();
+            synchronized (c.reserved) {
+                for (Reservations.Reservation r : c.reserved) {
+                    res.add(r.id + "@" + r.seg.index + "[" + r.start + "," + r.mark + "," + r.end + ") used " + r.lastUsed
+                            + (r.released ? " released" : ""));
+                }
+            }
+            clients.put(c.id, "index " + c.index + " lastSeen " + c.lastSeen + " segments " + segs + " reservations " + res);
+        }
+        clients.forEach((k, v) -> out.add("client " + k + " " + v));
+        s.eviction.parked().stream()
+                .map(p -> "parked " + ObjectRecord.segment(p.replica()) + ":" + ObjectRecord.offset(p.replica()) + " size "
+                        + p.size() + " until " + p.releaseAt())
+                .sorted().forEach(out::add);
+        MasterState.Stats st = s.stats();
+        out.add("stats " + st);
+        return out;
+    }
+}
