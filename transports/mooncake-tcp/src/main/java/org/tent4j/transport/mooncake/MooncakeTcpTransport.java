@@ -139,7 +139,8 @@ final class MooncakeTcpTransport implements Transport {
         }
     }
 
-    private boolean isPinned(LocalBuffer buffer) {
+    /** Whether a served request is touching {@code buffer} now. */
+    boolean isPinned(LocalBuffer buffer) {
         for (Served s : served) {
             if (s.pinned == buffer) {
                 return true;
