@@ -2,6 +2,7 @@ package org.tent4j.transport.mooncake;
 
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -105,6 +106,19 @@ public record MooncakeSegmentDescriptor(String name, List<String> protocols, int
             buffers.add(new Buffer(location, address, length));
         }
         return new MooncakeSegmentDescriptor(name, protocols, (int) p, (int) v, buffers);
+    }
+
+    /**
+     * Fetches the descriptor of a Mooncake engine running in P2P mode ({@code P2PHANDSHAKE}), whose segment name is
+     * its handshake socket's {@code <host>:<port>}, the way a Mooncake engine does: a Metadata frame carrying
+     * {@code ownDescriptor} (Mooncake's JSON for the asking engine), answered by the peer's descriptor.
+     *
+     * @throws TransferException INVALID_ARGUMENT for a name that is not {@code <host>:<port>}, PEER_UNREACHABLE when the
+     *                           socket cannot be reached or stays silent, PROTOCOL when the answer is malformed
+     */
+    public static MooncakeSegmentDescriptor fetchP2p(String segmentName, byte[] ownDescriptor, Duration timeout) {
+        MooncakeKeys.RpcMeta where = MooncakeKeys.parseP2pName(segmentName);
+        return MooncakeHandshake.fetchDescriptor(where.host(), where.rpcPort(), ownDescriptor, timeout);
     }
 
     /**

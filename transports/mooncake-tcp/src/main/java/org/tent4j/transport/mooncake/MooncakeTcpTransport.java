@@ -4,11 +4,14 @@ import java.io.Closeable;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.SocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
 
 import org.slf4j.Logger;
@@ -47,6 +51,8 @@ final class MooncakeTcpTransport implements Transport {
     static final String ATTR_PORT = "port";
     /** Published in {@link #segmentAttributes()}: Mooncake's {@code tcp_proto_version}; absent means 1. */
     static final String ATTR_PROTO_VERSION = "proto_version";
+    /** Published in {@link #segmentAttributes()} when the handshake socket runs: its port. */
+    static final String ATTR_HANDSHAKE_PORT = "handshake_port";
     /** This target answers v2 framing (and v1, which needs no advertising). */
     static final int PROTO_VERSION = 2;
     /** A socket moves at most this much per view; a Mooncake request may name up to a whole buffer. */
@@ -60,26 +66,65 @@ final class MooncakeTcpTransport implements Transport {
     private final ServerSocketChannel server;
     private final int port;
     private final Set<Served> served = ConcurrentHashMap.newKeySet();
+    private final ServerSocket handshakeServer;
+    private final int handshakePort;
+    private final Set<Socket> handshakes = ConcurrentHashMap.newKeySet();
+    /** What a Mooncake peer may address, by address: the buffers of the descriptor the handshake socket hands out. */
+    private final ConcurrentSkipListMap<Long, LocalBuffer> published = new ConcurrentSkipListMap<>();
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
     private final Set<MooncakeConnection> connections = ConcurrentHashMap.newKeySet();
     /** Notified whenever a served connection lets go of a buffer, for {@link #unregisterBuffer}. */
     private final Object unpinned = new Object();
     private volatile boolean closed;
 
-    MooncakeTcpTransport(TransportContext context, int port, int lanes, boolean forceV1) throws IOException {
+    /** A listener could not be opened: which option names its port. */
+    static final class ListenException extends Exception {
+        final String option;
+        final int port;
+
+        ListenException(String option, int port, IOException cause) {
+            super(cause);
+            this.option = option;
+            this.port = port;
+        }
+    }
+
+    MooncakeTcpTransport(TransportContext context, int port, int handshakePort, int lanes, boolean forceV1)
+            throws ListenException {
         this.context = context;
         this.lanes = lanes;
         this.forceV1 = forceV1;
         this.v1WriteFence = context.options().getBoolean("v1_write_fence");
         this.connectTimeout = context.options().getDuration("connect_timeout");
-        this.server = ServerSocketChannel.open();
+        ServerSocketChannel data = null;
         try {
-            server.bind(new InetSocketAddress(context.host(), port));
+            data = ServerSocketChannel.open();
+            data.bind(new InetSocketAddress(context.host(), port));
+            this.port = ((InetSocketAddress) data.getLocalAddress()).getPort();
         } catch (IOException e) {
-            server.close();
-            throw e;
+            closeQuietly(data);
+            throw new ListenException("port", port, e);
         }
-        this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+        this.server = data;
+        if (handshakePort >= 0) {
+            ServerSocket hs = null;
+            try {
+                hs = new ServerSocket();
+                hs.bind(new InetSocketAddress(context.host(), handshakePort), MooncakeHandshake.LISTEN_BACKLOG);
+            } catch (IOException e) {
+                closeQuietly(data);
+                closeQuietly(hs);
+                throw new ListenException("handshake_port", handshakePort, e);
+            }
+            this.handshakeServer = hs;
+            this.handshakePort = hs.getLocalPort();
+            LOG.info("mooncake-tcp: Mooncake initiators in P2PHANDSHAKE mode reach segment '{}' as '{}'",
+                    context.segmentName(), mooncakeName());
+            start("mooncake-tcp-handshake-" + context.segmentName(), this::handshakeLoop, true);
+        } else {
+            this.handshakeServer = null;
+            this.handshakePort = -1;
+        }
         start("mooncake-tcp-accept-" + context.segmentName(), this::acceptLoop, true);
     }
 
@@ -90,13 +135,39 @@ final class MooncakeTcpTransport implements Transport {
 
     @Override
     public Map<String, String> segmentAttributes() {
-        return Map.of(ATTR_PORT, Integer.toString(port), ATTR_PROTO_VERSION, Integer.toString(PROTO_VERSION));
+        if (handshakePort < 0) {
+            return Map.of(ATTR_PORT, Integer.toString(port), ATTR_PROTO_VERSION, Integer.toString(PROTO_VERSION));
+        }
+        return Map.of(ATTR_PORT, Integer.toString(port), ATTR_PROTO_VERSION, Integer.toString(PROTO_VERSION),
+                ATTR_HANDSHAKE_PORT, Integer.toString(handshakePort));
     }
 
     @Override
     public Optional<Map<String, String>> registerBuffer(LocalBuffer buffer) {
         // host memory only: Mooncake bounces GPU buffers through host memory, which this transport leaves to staging
-        return buffer.location().kindOrCpu() == MemoryKind.CPU ? Optional.of(Map.of()) : Optional.empty();
+        if (buffer.location().kindOrCpu() != MemoryKind.CPU) {
+            return Optional.empty();
+        }
+        if (buffer.permission().allowsRemote(Opcode.READ)) {
+            published.put(buffer.address(), buffer);
+        }
+        return Optional.of(Map.of());
+    }
+
+    /** The name a P2P-mode Mooncake engine knows this one by: the handshake socket's {@code <host>:<port>}. */
+    String mooncakeName() {
+        String host = context.host();
+        return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + handshakePort;
+    }
+
+    /** This engine as a Mooncake TCP engine describes itself: every buffer a peer may reach, at its address. */
+    MooncakeSegmentDescriptor mooncakeDescriptor() {
+        List<MooncakeSegmentDescriptor.Buffer> buffers = new ArrayList<>();
+        for (LocalBuffer b : published.values()) {
+            buffers.add(new MooncakeSegmentDescriptor.Buffer(b.location().kindOrCpu() == MemoryKind.CPU ? "cpu:0"
+                    : b.location().toString(), b.address(), b.length()));
+        }
+        return new MooncakeSegmentDescriptor(mooncakeName(), List.of("tcp"), port, PROTO_VERSION, buffers);
     }
 
     /**
@@ -105,6 +176,7 @@ final class MooncakeTcpTransport implements Transport {
      */
     @Override
     public void unregisterBuffer(LocalBuffer buffer) {
+        published.remove(buffer.address(), buffer);
         long until = System.nanoTime() + context.transferTimeout().toNanos();
         if (awaitUnpinned(buffer, until)) {
             return;
@@ -223,6 +295,10 @@ final class MooncakeTcpTransport implements Transport {
         }
         closed = true;
         closeQuietly(server);
+        closeQuietly(handshakeServer);
+        for (Socket s : handshakes) {
+            closeQuietly(s);
+        }
         for (Served s : served) {
             closeQuietly(s.channel);
         }
@@ -241,6 +317,49 @@ final class MooncakeTcpTransport implements Transport {
 
     String segmentName() {
         return context.segmentName();
+    }
+
+    // ------------------------------------------------------------------------------------------- the handshake socket
+
+    private void handshakeLoop() {
+        while (!closed) {
+            Socket s;
+            try {
+                s = handshakeServer.accept();
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.warn("mooncake-tcp handshake port {} of segment '{}' stopped accepting: {}", handshakePort,
+                            context.segmentName(), e.toString());
+                }
+                return;
+            }
+            handshakes.add(s);
+            if (closed) {
+                closeQuietly(s);
+                return;
+            }
+            start("mooncake-tcp-handshake-" + context.segmentName(), () -> handshake(s), true);
+        }
+    }
+
+    /** One request, one answer of the same type, then shutdown(SHUT_WR) and wait for the client to close, as Mooncake. */
+    private void handshake(Socket s) {
+        String peer = String.valueOf(s.getRemoteSocketAddress());
+        try (s) {
+            s.setSoTimeout((int) MooncakeHandshake.SERVER_RECEIVE_TIMEOUT.toMillis());
+            MooncakeHandshake.Frame request = MooncakeHandshake.read(s.getInputStream(), peer);
+            byte[] own = mooncakeDescriptor().toJson().getBytes(StandardCharsets.UTF_8);
+            MooncakeHandshake.write(s.getOutputStream(), request.type(), MooncakeHandshake.answer(request.type(), own));
+            s.shutdownOutput();
+            while (s.getInputStream().read() >= 0) {
+                // the client closes once it has the answer; anything more it sends is not Mooncake's
+            }
+        } catch (IOException e) {
+            LOG.debug("mooncake-tcp handshake with {} for segment '{}' ended: {}", peer, context.segmentName(),
+                    e.toString());
+        } finally {
+            handshakes.remove(s);
+        }
     }
 
     // ------------------------------------------------------------------------------------------- the target side

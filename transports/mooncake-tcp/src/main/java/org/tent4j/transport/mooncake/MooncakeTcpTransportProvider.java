@@ -1,6 +1,5 @@
 package org.tent4j.transport.mooncake;
 
-import java.io.IOException;
 import java.util.List;
 
 import org.tent4j.api.ConfigException;
@@ -42,6 +41,9 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
                     + "tcp_proto_version >= 2, else v1; 1: always v1 (Mooncake's MC_TCP_PROTO=1)"),
             OptionSpec.of("v1_write_fence", Type.BOOLEAN, true, "after a WRITE in v1 framing, read its last byte back "
                     + "so the slice completes only once the target stored it (v1 has no acknowledgement)"),
+            OptionSpec.of("handshake_port", Type.INT, -1, "Mooncake's handshake socket, so Mooncake initiators in "
+                    + "P2PHANDSHAKE mode can fetch this engine's descriptor as segment '<host>:<port>': -1 off, 0 any "
+                    + "free port"),
             OptionSpec.of("allow_unauthenticated", Type.BOOLEAN, false, "listen even when security.token or TLS is "
                     + "set: the Mooncake wire carries neither, so anyone reaching the port can reach registered memory"));
 
@@ -80,6 +82,11 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
         if (port < 0 || port > 65535) {
             throw new ConfigException("transports.mooncake-tcp.port", "must be in [0, 65535], got " + port);
         }
+        int handshakePort = context.options().getInt("handshake_port");
+        if (handshakePort < -1 || handshakePort > 65535) {
+            throw new ConfigException("transports.mooncake-tcp.handshake_port", "must be -1 (off) or in [0, 65535], got "
+                    + handshakePort);
+        }
         int proto = context.options().getInt("proto");
         if (proto != 0 && proto != 1) {
             throw new ConfigException("transports.mooncake-tcp.proto", "must be 0 (follow the peer) or 1 (v1), got "
@@ -93,10 +100,10 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
                     + "any host around them (set transports.mooncake-tcp.allow_unauthenticated=true to accept that)");
         }
         try {
-            return new MooncakeTcpTransport(context, port, lanes, proto == 1);
-        } catch (IOException e) {
-            throw new ConfigException("transports.mooncake-tcp.port", "cannot listen on " + context.host() + ":"
-                    + port + ": " + e, e);
+            return new MooncakeTcpTransport(context, port, handshakePort, lanes, proto == 1);
+        } catch (MooncakeTcpTransport.ListenException e) {
+            throw new ConfigException("transports.mooncake-tcp." + e.option, "cannot listen on " + context.host() + ":"
+                    + e.port + ": " + e.getCause(), e.getCause());
         }
     }
 }
