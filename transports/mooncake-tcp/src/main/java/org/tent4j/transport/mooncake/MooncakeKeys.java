@@ -1,7 +1,6 @@
 package org.tent4j.transport.mooncake;
 
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 import org.tent4j.api.ErrorCode;
@@ -60,18 +59,8 @@ public final class MooncakeKeys {
 
     /** Reads the value of an {@code rpc_meta} key; errors name the key and the field. */
     public static RpcMeta parseRpcMeta(String key, byte[] json) {
-        if (json.length > MooncakeSegmentDescriptor.MAX_BYTES) {
-            throw bad(key, "(whole value)", json.length + " bytes, over the 1 MiB limit");
-        }
-        Object root;
-        try {
-            root = StrictJson.parse(new String(json, StandardCharsets.UTF_8));
-        } catch (IllegalArgumentException e) {
-            throw bad(key, "(whole value)", "not JSON: " + e.getMessage());
-        }
-        if (!(root instanceof Map<?, ?> top)) {
-            throw bad(key, "(whole value)", "not a JSON object");
-        }
+        Map<?, ?> top = StrictJson.parseObject(json, MooncakeSegmentDescriptor.MAX_BYTES,
+                why -> bad(key, "(whole value)", why));
         if (!(top.get("ip_or_host_name") instanceof String host) || host.isEmpty()) {
             throw bad(key, "ip_or_host_name", top.containsKey("ip_or_host_name") ? "not a non-empty string" : "absent");
         }

@@ -1,7 +1,6 @@
 package org.tent4j.transport.mooncake;
 
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,18 +52,7 @@ public record MooncakeSegmentDescriptor(String name, List<String> protocols, int
      * @throws TransferException PROTOCOL when it is over 1 MiB, not JSON, or a field is absent or malformed
      */
     public static MooncakeSegmentDescriptor parse(String source, byte[] json) {
-        if (json.length > MAX_BYTES) {
-            throw bad(source, "(whole descriptor)", json.length + " bytes, over the 1 MiB limit (MC_HANDSHAKE_MAX_LENGTH)");
-        }
-        Object root;
-        try {
-            root = StrictJson.parse(new String(json, StandardCharsets.UTF_8));
-        } catch (IllegalArgumentException e) {
-            throw bad(source, "(whole descriptor)", "not JSON: " + e.getMessage());
-        }
-        if (!(root instanceof Map<?, ?> top)) {
-            throw bad(source, "(whole descriptor)", "not a JSON object");
-        }
+        Map<?, ?> top = StrictJson.parseObject(json, MAX_BYTES, why -> bad(source, "(whole descriptor)", why));
         String name = string(source, top, "name");
         List<String> protocols = protocols(source, top.get("protocol"));
         Object port = top.get("tcp_data_port");

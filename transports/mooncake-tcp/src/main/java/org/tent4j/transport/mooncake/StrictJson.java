@@ -2,10 +2,12 @@ package org.tent4j.transport.mooncake;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * A small, strict JSON reader for Mooncake's metadata (RFC 8259, nothing more): objects become {@link Map}s in
@@ -34,6 +36,27 @@ final class StrictJson {
             throw p.error("unexpected text after the value");
         }
         return v;
+    }
+
+    /**
+     * Reads a JSON object of at most {@code maxBytes} UTF-8 bytes; {@code bad} builds the error for the whole value
+     * ("over the limit", "not JSON", "not a JSON object"), so each caller names its own key.
+     */
+    static Map<?, ?> parseObject(byte[] json, int maxBytes, Function<String, RuntimeException> bad) {
+        if (json.length > maxBytes) {
+            throw bad.apply(json.length + " bytes, over the " + (maxBytes >> 20) + " MiB limit"
+                    + " (MC_HANDSHAKE_MAX_LENGTH)");
+        }
+        Object root;
+        try {
+            root = parse(new String(json, StandardCharsets.UTF_8));
+        } catch (IllegalArgumentException e) {
+            throw bad.apply("not JSON: " + e.getMessage());
+        }
+        if (!(root instanceof Map<?, ?> object)) {
+            throw bad.apply("not a JSON object");
+        }
+        return object;
     }
 
     private Object value(int depth) {

@@ -4,11 +4,9 @@ import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.zip.CRC32C;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -30,6 +28,8 @@ import org.tent4j.spi.TimeSource;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.transport.mooncake.Tent4jSide.crc;
+import static org.tent4j.transport.mooncake.Tent4jSide.fill;
 
 /**
  * Two real engines that find the plugin through ServiceLoader and move CRC-checked bytes both ways over the Mooncake
@@ -55,18 +55,6 @@ class MooncakeEngineTest {
         for (int i = open.size() - 1; i >= 0; i--) {
             open.get(i).close();
         }
-    }
-
-    private static void fill(MemorySegment m, long seed) {
-        for (long i = 0; i < m.byteSize(); i++) {
-            m.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 131 + seed + (i >>> 11)));
-        }
-    }
-
-    private static long crc(MemorySegment m) {
-        CRC32C c = new CRC32C();
-        c.update(m.asByteBuffer());
-        return c.getValue();
     }
 
     @Test

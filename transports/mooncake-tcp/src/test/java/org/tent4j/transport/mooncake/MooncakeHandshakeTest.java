@@ -4,7 +4,6 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -30,10 +29,8 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
-import org.tent4j.spi.Transport;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
-import org.tent4j.testkit.transport.TestTransportContext;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -50,19 +47,14 @@ import static org.tent4j.transport.mooncake.FakeMooncakeTarget.readAll;
  * parser.
  */
 class MooncakeHandshakeTest {
-    private final Arena arena = Arena.ofShared();
-    private TestTransportContext context;
-    private Transport transport;
+    private Tent4jSide side;
     private FakeMooncakeTarget fake;
     private ServerSocket fakeHandshake;
 
     @AfterEach
     void close() throws Exception {
-        if (transport != null) {
-            transport.close();
-        }
-        if (context != null) {
-            context.close();
+        if (side != null) {
+            side.close();
         }
         if (fake != null) {
             fake.close();
@@ -70,21 +62,12 @@ class MooncakeHandshakeTest {
         if (fakeHandshake != null) {
             fakeHandshake.close();
         }
-        arena.close();
     }
 
-    private Transport tent4j(Map<String, String> options) {
-        MooncakeTcpTransportProvider p = new MooncakeTcpTransportProvider();
-        context = new TestTransportContext("tent4j-node", "tent4j-machine", p.id(), p.options(), options,
-                Duration.ofSeconds(5));
-        transport = p.create(context);
-        return transport;
-    }
-
-    private LocalBuffer register(long size, Permission permission) {
-        TestLocalMemory.Buffer b = context.memory().register(arena.allocate(size, 64), permission);
-        transport.registerBuffer(b);
-        return b;
+    /** A tent4j transport with its handshake socket on a free port; returns that port. */
+    private int tent4jWithHandshake() {
+        side = new Tent4jSide(Map.of("handshake_port", "0"), Duration.ofSeconds(5));
+        return side.attribute(MooncakeTcpTransport.ATTR_HANDSHAKE_PORT);
     }
 
     /** A frame as the C++ engine writes it. */
@@ -123,10 +106,9 @@ class MooncakeHandshakeTest {
 
     @Test
     void aP2pMooncakeInitiatorFetchesTheDescriptorAndThenMovesBytesToTheAdvertisedPort() throws Exception {
-        tent4j(Map.of("handshake_port", "0"));
-        LocalBuffer target = register(1 << 20, Permission.READ_WRITE);
-        LocalBuffer local = register(4096, Permission.LOCAL_ONLY);
-        int handshakePort = Integer.parseInt(transport.segmentAttributes().get(MooncakeTcpTransport.ATTR_HANDSHAKE_PORT));
+        int handshakePort = tent4jWithHandshake();
+        LocalBuffer target = side.allocate(1 << 20, Permission.READ_WRITE);
+        LocalBuffer local = side.allocate(4096, Permission.LOCAL_ONLY);
 
         String json;
         try (Socket s = dial(handshakePort)) {
@@ -156,8 +138,7 @@ class MooncakeHandshakeTest {
             assertArrayEquals(payload, readAll(s.getInputStream(), 4096));
         }
 
-        context.memory().unregister(target);
-        transport.unregisterBuffer(target);
+        side.unregister(target);
         try (Socket s = dial(handshakePort)) {
             s.getOutputStream().write(frame(1, "{}"));
             byte[] reply = readFrame(s.getInputStream());
@@ -168,8 +149,7 @@ class MooncakeHandshakeTest {
 
     @Test
     void probeNotifyConnectionAndLegacyFramesAreAnsweredAsMooncakeDoes() throws Exception {
-        tent4j(Map.of("handshake_port", "0"));
-        int port = Integer.parseInt(transport.segmentAttributes().get(MooncakeTcpTransport.ATTR_HANDSHAKE_PORT));
+        int port = tent4jWithHandshake();
         String[][] cases = {
                 {"3", "{}", "{\"status\":\"success\"}"},
                 {"2", "{\"name\":\"x\",\"notify_msg\":\"hi\"}", "\"notify_msg\":\"\""},
@@ -193,8 +173,7 @@ class MooncakeHandshakeTest {
 
     @Test
     void hostileHandshakeFramesAreDroppedWithoutAnAnswer() throws Exception {
-        tent4j(Map.of("handshake_port", "0"));
-        int port = Integer.parseInt(transport.segmentAttributes().get(MooncakeTcpTransport.ATTR_HANDSHAKE_PORT));
+        int port = tent4jWithHandshake();
         byte[][] hostile = {
                 new byte[8],                                                                  // length 0
                 ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong((1 << 20) + 1).array(), // over 1 MiB
@@ -246,7 +225,7 @@ class MooncakeHandshakeTest {
         fake = new FakeMooncakeTarget(1 << 20);
         String mooncakeJson = fake.descriptorJson(2);
         CompletableFuture<String> request = fakeHandshake(json -> frame(1, mooncakeJson));
-        tent4j(Map.of("lanes", "1"));
+        side = new Tent4jSide(Map.of("lanes", "1"), Duration.ofSeconds(5));
         String name = "127.0.0.1:" + fakeHandshake.getLocalPort();
         byte[] own = ("{\"name\":\"tent4j\",\"protocol\":\"tcp\",\"tcp_data_port\":1,\"buffers\":[]}")
                 .getBytes(StandardCharsets.UTF_8);
@@ -257,8 +236,8 @@ class MooncakeHandshakeTest {
         assertEquals(fake.port(), d.tcpDataPort());
 
         SegmentDescriptor peer = d.toSegmentDescriptor(MooncakeKeys.parseP2pName(name).host(), "mooncake-machine");
-        PeerConnection c = transport.connect(peer);
-        TestLocalMemory.Buffer local = context.memory().register(arena.allocate(8192, 64), Permission.READ_WRITE);
+        PeerConnection c = side.transport.connect(peer);
+        TestLocalMemory.Buffer local = side.allocate(8192, Permission.READ_WRITE);
         local.segment().asSlice(0, 4096).fill((byte) 0x42);
         TestSlice write = new TestSlice(Opcode.WRITE, local, 0, peer.buffers().getFirst(), FakeMooncakeTarget.BASE,
                 4096, System.nanoTime() + TimeUnit.SECONDS.toNanos(10));

@@ -2,9 +2,7 @@ package org.tent4j.transport.mooncake;
 
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -13,7 +11,6 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.CRC32C;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -26,11 +23,11 @@ import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
-import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
-import org.tent4j.testkit.transport.TestTransportContext;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.tent4j.transport.mooncake.Tent4jSide.crc;
+import static org.tent4j.transport.mooncake.Tent4jSide.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -52,23 +49,17 @@ class MooncakePeerTest {
     static final String PERMISSION_DENIED = "02 00 00 00 56 54 43 4d";
     private static final long KIB = 1024;
 
-    private final Arena arena = Arena.ofShared();
-    private TestTransportContext context;
-    private Transport transport;
+    private Tent4jSide side;
     private FakeMooncakeTarget fake;
 
     @AfterEach
     void close() throws Exception {
-        if (transport != null) {
-            transport.close();
-        }
-        if (context != null) {
-            context.close();
+        if (side != null) {
+            side.close();
         }
         if (fake != null) {
             fake.close();
         }
-        arena.close();
     }
 
     private Transport tent4j(Map<String, String> options) {
@@ -76,21 +67,26 @@ class MooncakePeerTest {
     }
 
     private Transport tent4j(Map<String, String> options, Duration transferTimeout) {
-        MooncakeTcpTransportProvider p = new MooncakeTcpTransportProvider();
-        context = new TestTransportContext("tent4j-node", "tent4j-machine", p.id(), p.options(), options,
-                transferTimeout);
-        transport = p.create(context);
-        return transport;
-    }
-
-    private LocalBuffer register(MemorySegment memory, Permission permission) {
-        TestLocalMemory.Buffer b = context.memory().register(memory, permission);
-        assertTrue(transport.registerBuffer(b).isPresent());
-        return b;
+        side = new Tent4jSide(options, transferTimeout);
+        return side.transport;
     }
 
     private LocalBuffer allocate(long size) {
-        return register(arena.allocate(size, 64), Permission.READ_WRITE);
+        return side.allocate(size, Permission.READ_WRITE);
+    }
+
+    /** A connection to a {@link FakeMooncakeTarget} of 64 KiB that misbehaves as told, in v2 framing, one lane. */
+    private PeerConnection misbehaving(FakeMooncakeTarget.Misbehaviour misbehaviour) throws Exception {
+        fake = new FakeMooncakeTarget(64 * KIB);
+        fake.misbehaviour = misbehaviour;
+        return tent4j(Map.of("lanes", "1")).connect(mooncakePeer(2));
+    }
+
+    private static void assertFailure(TransferException e, ErrorCode code, String... fragments) {
+        assertEquals(code, e.code(), e.getMessage());
+        for (String f : fragments) {
+            assertTrue(e.getMessage().contains(f), () -> "'" + f + "' not in: " + e.getMessage());
+        }
     }
 
     /** The Mooncake peer as this engine sees it: its published JSON, read and turned into a tent4j descriptor. */
@@ -121,24 +117,6 @@ class MooncakePeerTest {
         c.post(s);
         ExecutionException e = assertThrows(ExecutionException.class, () -> s.result().get(10, TimeUnit.SECONDS));
         return (TransferException) e.getCause();
-    }
-
-    private static void fill(MemorySegment m, long seed) {
-        for (long i = 0; i < m.byteSize(); i++) {
-            m.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + seed + (i >>> 8)));
-        }
-    }
-
-    private static long crc(MemorySegment m) {
-        CRC32C c = new CRC32C();
-        c.update(m.asByteBuffer());
-        return c.getValue();
-    }
-
-    private static long crc(byte[] b, int offset, int length) {
-        CRC32C c = new CRC32C();
-        c.update(b, offset, length);
-        return c.getValue();
     }
 
     // ----------------------------------------------------------------------------- tent4j initiates, Mooncake serves
@@ -230,52 +208,36 @@ class MooncakePeerTest {
         SegmentDescriptor peer = mooncakePeer(null);
         PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
         LocalBuffer local = allocate(8 * KIB);
-        TransferException write = fails(c, slice(Opcode.WRITE, local, 0, peer, BASE + 64 * KIB - 10, 4096));
-        assertEquals(ErrorCode.PEER_FAILED, write.code(), write.getMessage());
-        assertTrue(write.getMessage().contains("v1 WRITE of 4096 bytes at 0x" + Long.toHexString(BASE + 64 * KIB - 10)),
-                write.getMessage());
-        TransferException read = fails(c, slice(Opcode.READ, local, 0, peer, BASE + 64 * KIB - 10, 4096));
-        assertEquals(ErrorCode.PEER_FAILED, read.code(), read.getMessage());
-        assertTrue(read.getMessage().contains("closed the connection after 0 of 4096 bytes"), read.getMessage());
+        assertFailure(fails(c, slice(Opcode.WRITE, local, 0, peer, BASE + 64 * KIB - 10, 4096)), ErrorCode.PEER_FAILED,
+                "v1 WRITE of 4096 bytes at 0x" + Long.toHexString(BASE + 64 * KIB - 10));
+        assertFailure(fails(c, slice(Opcode.READ, local, 0, peer, BASE + 64 * KIB - 10, 4096)), ErrorCode.PEER_FAILED,
+                "closed the connection after 0 of 4096 bytes");
     }
 
     @Test
     void aStatusWithoutTheMagicFailsTheSliceAsAProtocolError() throws Exception {
-        fake = new FakeMooncakeTarget(64 * KIB);
-        fake.misbehaviour = FakeMooncakeTarget.Misbehaviour.STATUS_WITHOUT_MAGIC;
-        SegmentDescriptor peer = mooncakePeer(2);
-        PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
+        PeerConnection c = misbehaving(FakeMooncakeTarget.Misbehaviour.STATUS_WITHOUT_MAGIC);
         LocalBuffer local = allocate(8 * KIB);
         for (Opcode op : Opcode.values()) {
-            TransferException e = fails(c, slice(op, local, 0, peer, BASE + 8, 4096));
-            assertEquals(ErrorCode.PROTOCOL, e.code(), e.getMessage());
-            assertTrue(e.getMessage().contains("lacks the magic") && e.getMessage().contains("0x" + Long.toHexString(BASE + 8))
-                    && e.getMessage().contains("127.0.0.1:" + fake.port()), e.getMessage());
+            assertFailure(fails(c, slice(op, local, 0, mooncakePeer(2), BASE + 8, 4096)), ErrorCode.PROTOCOL,
+                    "lacks the magic", "0x" + Long.toHexString(BASE + 8), "127.0.0.1:" + fake.port());
         }
     }
 
     @Test
     void aTargetClosingMidPayloadFailsTheReadNamingHowFarItGot() throws Exception {
-        fake = new FakeMooncakeTarget(64 * KIB);
-        fake.misbehaviour = FakeMooncakeTarget.Misbehaviour.CLOSE_MID_PAYLOAD;
-        SegmentDescriptor peer = mooncakePeer(2);
-        PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
+        PeerConnection c = misbehaving(FakeMooncakeTarget.Misbehaviour.CLOSE_MID_PAYLOAD);
         LocalBuffer local = allocate(64 * KIB);
-        TransferException e = fails(c, slice(Opcode.READ, local, 0, peer, BASE, 64 * KIB));
-        assertEquals(ErrorCode.PEER_FAILED, e.code(), e.getMessage());
-        assertTrue(e.getMessage().contains("after 32768 of 65536 bytes"), e.getMessage());
+        assertFailure(fails(c, slice(Opcode.READ, local, 0, mooncakePeer(2), BASE, 64 * KIB)), ErrorCode.PEER_FAILED,
+                "after 32768 of 65536 bytes");
     }
 
     @Test
     void aSilentTargetFailsTheSliceAtItsDeadline() throws Exception {
-        fake = new FakeMooncakeTarget(64 * KIB);
-        fake.misbehaviour = FakeMooncakeTarget.Misbehaviour.SILENT;
-        SegmentDescriptor peer = mooncakePeer(2);
-        PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
+        PeerConnection c = misbehaving(FakeMooncakeTarget.Misbehaviour.SILENT);
         LocalBuffer local = allocate(4 * KIB);
-        TransferException e = fails(c, slice(Opcode.READ, local, 0, peer.buffers().getFirst(), BASE, 4096,
-                System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300)));
-        assertEquals(ErrorCode.TIMEOUT, e.code(), e.getMessage());
+        assertFailure(fails(c, slice(Opcode.READ, local, 0, mooncakePeer(2).buffers().getFirst(), BASE, 4096,
+                System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300))), ErrorCode.TIMEOUT, "by the deadline");
         // the lane gave up its socket, so the target sees the connection end
         assertTrue(fake.closedConnections.await(5, TimeUnit.SECONDS));
     }
@@ -283,7 +245,7 @@ class MooncakePeerTest {
     // ----------------------------------------------------------------------------- Mooncake initiates, tent4j serves
 
     private int port() {
-        return Integer.parseInt(transport.segmentAttributes().get(MooncakeTcpTransport.ATTR_PORT));
+        return side.attribute(MooncakeTcpTransport.ATTR_PORT);
     }
 
     private Socket mooncakeInitiator() throws Exception {
@@ -296,7 +258,7 @@ class MooncakePeerTest {
     @Test
     void theTargetAnswersV2WithTheGoldenOkStatusOnAPersistentConnection() throws Exception {
         tent4j(Map.of());
-        assertEquals("2", transport.segmentAttributes().get(MooncakeTcpTransport.ATTR_PROTO_VERSION));
+        assertEquals(2, side.attribute(MooncakeTcpTransport.ATTR_PROTO_VERSION));
         LocalBuffer target = allocate(1L << 20);
         byte[] payload = new byte[4096];
         for (int i = 0; i < payload.length; i++) {
@@ -336,9 +298,9 @@ class MooncakePeerTest {
     @Test
     void theTargetRejectsOutOfRangeAndSpanningRequestsAsMooncakeDoes() throws Exception {
         tent4j(Map.of());
-        MemorySegment both = arena.allocate(128 * KIB, 64);
-        LocalBuffer first = register(both.asSlice(0, 64 * KIB), Permission.READ_WRITE);
-        register(both.asSlice(64 * KIB, 64 * KIB), Permission.READ_WRITE);
+        MemorySegment both = side.arena.allocate(128 * KIB, 64);
+        LocalBuffer first = side.register(both.asSlice(0, 64 * KIB), Permission.READ_WRITE);
+        side.register(both.asSlice(64 * KIB, 64 * KIB), Permission.READ_WRITE);
         long across = first.address() + 64 * KIB - 100;
         long[][] refused = {
                 {4096, across, 1},                              // spans the two buffers
@@ -360,13 +322,13 @@ class MooncakePeerTest {
                         + Arrays.toString(r));
             }
         }
-        assertEquals(-1, both.mismatch(arena.allocate(128 * KIB)), "a refused request touched memory");
+        assertEquals(-1, both.mismatch(side.arena.allocate(128 * KIB)), "a refused request touched memory");
     }
 
     @Test
     void theTargetRefusesAWriteIntoAReadOnlyBufferWithStatusTwo() throws Exception {
         tent4j(Map.of());
-        LocalBuffer target = register(arena.allocate(4 * KIB, 64), Permission.READ_ONLY);
+        LocalBuffer target = side.allocate(4 * KIB, Permission.READ_ONLY);
         try (Socket s = mooncakeInitiator()) {
             s.getOutputStream().write(header(16, target.address(), 1, true));
             s.getOutputStream().write(new byte[16]);
@@ -392,8 +354,7 @@ class MooncakePeerTest {
             assertEquals(GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
             readAll(s.getInputStream(), 8);
         }
-        context.memory().unregister(target);
-        transport.unregisterBuffer(target); // returns: nothing touches the buffer any more
+        side.unregister(target); // returns: nothing touches the buffer any more
         try (Socket s = mooncakeInitiator()) {
             s.getOutputStream().write(header(8, target.address(), 0, true));
             assertEquals(REJECTED, hex(readAll(s.getInputStream(), 8)), "an unregistered buffer is refused");
@@ -408,16 +369,15 @@ class MooncakePeerTest {
             s.getOutputStream().write(header(1L << 20, target.address(), 1, true));
             s.getOutputStream().write(new byte[1000]); // and then nothing: the target waits for the rest
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!((MooncakeTcpTransport) transport).isPinned(target) && System.nanoTime() - until < 0) {
+            while (!((MooncakeTcpTransport) side.transport).isPinned(target) && System.nanoTime() - until < 0) {
                 Thread.onSpinWait(); // until the target has read the header and holds the buffer
             }
-            assertTrue(((MooncakeTcpTransport) transport).isPinned(target), "the target never read the header");
-            context.memory().unregister(target);
+            assertTrue(((MooncakeTcpTransport) side.transport).isPinned(target), "the target never read the header");
             long start = System.nanoTime();
-            transport.unregisterBuffer(target);
+            side.unregister(target);
             assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(4), "unregister waited too long");
             assertEquals(-1, s.getInputStream().read(), "the stuck connection was closed");
         }
-        assertNull(context.memory().find(target.address(), 1));
+        assertNull(side.context.memory().find(target.address(), 1));
     }
 }
