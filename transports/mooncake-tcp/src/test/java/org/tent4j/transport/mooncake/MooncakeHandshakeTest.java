@@ -20,7 +20,7 @@ import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
@@ -47,22 +47,12 @@ import static org.tent4j.transport.mooncake.FakeMooncakeTarget.readAll;
  * parser.
  */
 class MooncakeHandshakeTest {
+    @AutoClose
     private Tent4jSide side;
+    @AutoClose
     private FakeMooncakeTarget fake;
+    @AutoClose
     private ServerSocket fakeHandshake;
-
-    @AfterEach
-    void close() throws Exception {
-        if (side != null) {
-            side.close();
-        }
-        if (fake != null) {
-            fake.close();
-        }
-        if (fakeHandshake != null) {
-            fakeHandshake.close();
-        }
-    }
 
     /** A tent4j transport with its handshake socket on a free port; returns that port. */
     private int tent4jWithHandshake() {

@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
@@ -49,18 +49,10 @@ class MooncakePeerTest {
     static final String PERMISSION_DENIED = "02 00 00 00 56 54 43 4d";
     private static final long KIB = 1024;
 
+    @AutoClose
     private Tent4jSide side;
+    @AutoClose
     private FakeMooncakeTarget fake;
-
-    @AfterEach
-    void close() throws Exception {
-        if (side != null) {
-            side.close();
-        }
-        if (fake != null) {
-            fake.close();
-        }
-    }
 
     private Transport tent4j(Map<String, String> options) {
         return tent4j(options, Duration.ofSeconds(5));
