@@ -21,6 +21,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,6 +64,8 @@ final class MooncakeTcpTransport implements Transport {
     private final boolean forceV1;
     private final boolean v1WriteFence;
     private final Duration connectTimeout;
+    private final int maxConnections;
+    private final AtomicLong refusedConnections = new AtomicLong();
     private final ServerSocketChannel server;
     private final int port;
     private final Set<Served> served = ConcurrentHashMap.newKeySet();
@@ -96,6 +99,7 @@ final class MooncakeTcpTransport implements Transport {
         this.forceV1 = forceV1;
         this.v1WriteFence = context.options().getBoolean("v1_write_fence");
         this.connectTimeout = context.options().getDuration("connect_timeout");
+        this.maxConnections = context.options().getInt("max_connections");
         ServerSocketChannel data = null;
         try {
             data = ServerSocketChannel.open();
@@ -333,6 +337,10 @@ final class MooncakeTcpTransport implements Transport {
                 }
                 return;
             }
+            if (overLimit()) {
+                closeQuietly(s);
+                continue;
+            }
             handshakes.add(s);
             if (closed) {
                 closeQuietly(s);
@@ -397,6 +405,10 @@ final class MooncakeTcpTransport implements Transport {
                 closeQuietly(ch);
                 continue;
             }
+            if (overLimit()) {
+                closeQuietly(ch);
+                continue;
+            }
             Served s = new Served(ch, peer);
             served.add(s);
             if (closed) {
@@ -407,6 +419,19 @@ final class MooncakeTcpTransport implements Transport {
             // virtual: a Mooncake initiator opens a connection per request unless its connection pool is on
             start("mooncake-tcp-serve-" + context.segmentName(), () -> serve(s), true);
         }
+    }
+
+    /** Whether a new inbound connection would exceed max_connections; says so once per power of two refused. */
+    private boolean overLimit() {
+        if (served.size() + handshakes.size() < maxConnections) {
+            return false;
+        }
+        long n = refusedConnections.incrementAndGet();
+        if (Long.bitCount(n) == 1) {
+            LOG.warn("mooncake-tcp segment '{}' refused {} inbound connection(s) at transports.mooncake-tcp."
+                    + "max_connections={}", context.segmentName(), n, maxConnections);
+        }
+        return true;
     }
 
     /** Serves one initiator until it closes, or until a request is refused (Mooncake closes then, in v1 and v2). */

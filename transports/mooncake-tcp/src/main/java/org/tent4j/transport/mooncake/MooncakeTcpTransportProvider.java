@@ -36,6 +36,8 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
                     + "(Mooncake's MC_TCP_LANES_PER_PEER, 4)"),
             OptionSpec.of("port", Type.INT, 0, "data port to listen on (published as Mooncake's tcp_data_port); "
                     + "0 picks a free port"),
+            OptionSpec.of("max_connections", Type.INT, 1024, "inbound data and handshake connections at most; more "
+                    + "are closed at once (a Mooncake initiator without its connection pool opens one per request)"),
             OptionSpec.of("connect_timeout", Type.DURATION, "5s", "how long connecting to a peer may take"),
             OptionSpec.of("proto", Type.INT, 0, "0: acknowledged v2 framing when the peer publishes "
                     + "tcp_proto_version >= 2, else v1; 1: always v1 (Mooncake's MC_TCP_PROTO=1)"),
@@ -81,6 +83,10 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
         int port = context.options().getInt("port");
         if (port < 0 || port > 65535) {
             throw new ConfigException("transports.mooncake-tcp.port", "must be in [0, 65535], got " + port);
+        }
+        if (context.options().getInt("max_connections") < 1) {
+            throw new ConfigException("transports.mooncake-tcp.max_connections", "must be >= 1, got "
+                    + context.options().getInt("max_connections"));
         }
         int handshakePort = context.options().getInt("handshake_port");
         if (handshakePort < -1 || handshakePort > 65535) {

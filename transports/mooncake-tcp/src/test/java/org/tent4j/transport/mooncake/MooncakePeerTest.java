@@ -333,6 +333,22 @@ class MooncakePeerTest {
     }
 
     @Test
+    void connectionsBeyondMaxConnectionsAreClosedAtOnce() throws Exception {
+        tent4j(Map.of("max_connections", "1"));
+        LocalBuffer target = allocate(4 * KIB);
+        try (Socket first = mooncakeInitiator()) {
+            first.getOutputStream().write(header(8, target.address(), 0, true));
+            assertEquals(GOLDEN_OK, hex(readAll(first.getInputStream(), 8))); // served, and still open
+            readAll(first.getInputStream(), 8);
+            try (Socket second = mooncakeInitiator()) {
+                assertEquals(-1, second.getInputStream().read(), "a second connection over max_connections=1");
+            }
+            first.getOutputStream().write(header(8, target.address(), 0, true));
+            assertEquals(GOLDEN_OK, hex(readAll(first.getInputStream(), 8)), "the first one is still served");
+        }
+    }
+
+    @Test
     void anInitiatorThatDiesMidPayloadReleasesTheBuffer() throws Exception {
         tent4j(Map.of());
         LocalBuffer target = allocate(1L << 20);
