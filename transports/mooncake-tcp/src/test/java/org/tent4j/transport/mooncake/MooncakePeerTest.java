@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AutoClose;
+import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
@@ -192,6 +193,20 @@ class MooncakePeerTest {
         // the target closed after each refusal; the lane connects again for the next slice
         completes(c, slice(Opcode.WRITE, local, 0, peer, BASE + 64 * KIB, 4096));
         assertEquals(crc(local.segment().asSlice(0, 4096)), crc(fake.memory, (int) (64 * KIB), 4096));
+    }
+
+    /**
+     * A Mooncake target refuses as soon as it has read the header, answers, and closes without reading the payload;
+     * a large WRITE is then still going out, and must end with the refusal, not a reset connection.
+     */
+    @RepeatedTest(5)
+    void aRefusalThatArrivesWhileALargeWriteIsGoingOutEndsItWithTheRefusal() throws Exception {
+        fake = new FakeMooncakeTarget(64 * KIB);
+        SegmentDescriptor peer = mooncakePeer(2);
+        PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
+        LocalBuffer local = allocate(32L << 20);
+        assertFailure(fails(c, slice(Opcode.WRITE, local, 0, peer, BASE, 32L << 20)), ErrorCode.OUT_OF_BOUNDS,
+                "status 1");
     }
 
     @Test
