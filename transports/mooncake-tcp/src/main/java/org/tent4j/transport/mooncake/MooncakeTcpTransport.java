@@ -65,6 +65,9 @@ final class MooncakeTcpTransport implements Transport {
     private final boolean v1WriteFence;
     private final Duration connectTimeout;
     private final int maxConnections;
+    /** Where this engine is published for Mooncake peers, or null. */
+    private final MooncakeMetadata metadata;
+    private final String metadataName;
     private final AtomicLong refusedConnections = new AtomicLong();
     private final ServerSocketChannel server;
     private final int port;
@@ -92,9 +95,11 @@ final class MooncakeTcpTransport implements Transport {
         }
     }
 
-    MooncakeTcpTransport(TransportContext context, int port, int handshakePort, int lanes, boolean forceV1)
-            throws ListenException {
+    MooncakeTcpTransport(TransportContext context, int port, int handshakePort, int lanes, boolean forceV1,
+                         MooncakeMetadata metadata, String metadataName) throws ListenException {
         this.context = context;
+        this.metadata = metadata;
+        this.metadataName = metadataName;
         this.lanes = lanes;
         this.forceV1 = forceV1;
         this.v1WriteFence = context.options().getBoolean("v1_write_fence");
@@ -130,6 +135,37 @@ final class MooncakeTcpTransport implements Transport {
             this.handshakePort = -1;
         }
         start("mooncake-tcp-accept-" + context.segmentName(), this::acceptLoop, true);
+        if (metadata != null) {
+            try {
+                publish();
+            } catch (TransferException e) {
+                close();
+                throw e;
+            }
+            LOG.info("mooncake-tcp: segment '{}' published as Mooncake segment '{}' at {}", context.segmentName(),
+                    metadataName, metadata.endpoint());
+        }
+    }
+
+    /**
+     * Writes this engine's Mooncake descriptor and rpc_meta. Under a lock: two registrations publishing at once
+     * must not let the older descriptor land last.
+     */
+    private synchronized void publish() {
+        metadata.publish(mooncakeDescriptor(), new MooncakeKeys.RpcMeta(context.host(), handshakePort));
+    }
+
+    private void republish(String why) {
+        if (metadata == null || closed) {
+            return;
+        }
+        try {
+            publish();
+        } catch (TransferException e) {
+            // the registration itself stands; Mooncake peers see the change at the next successful publish
+            LOG.warn("mooncake-tcp: could not republish Mooncake segment '{}' after {}: {}", metadataName, why,
+                    e.getMessage());
+        }
     }
 
     @Override
@@ -154,12 +190,19 @@ final class MooncakeTcpTransport implements Transport {
         }
         if (buffer.permission().allowsRemote(Opcode.READ)) {
             published.put(buffer.address(), buffer);
+            republish("registering " + MooncakeWire.range(buffer.address(), buffer.length()));
         }
         return Optional.of(Map.of());
     }
 
-    /** The name a P2P-mode Mooncake engine knows this one by: the handshake socket's {@code <host>:<port>}. */
+    /**
+     * The name Mooncake engines know this one by: the one published in the metadata store, else (P2P mode) the
+     * handshake socket's {@code <host>:<port>}.
+     */
     String mooncakeName() {
+        if (metadata != null) {
+            return metadataName;
+        }
         String host = context.host();
         return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + handshakePort;
     }
@@ -180,7 +223,9 @@ final class MooncakeTcpTransport implements Transport {
      */
     @Override
     public void unregisterBuffer(LocalBuffer buffer) {
-        published.remove(buffer.address(), buffer);
+        if (published.remove(buffer.address(), buffer)) {
+            republish("unregistering " + MooncakeWire.range(buffer.address(), buffer.length()));
+        }
         long until = System.nanoTime() + context.transferTimeout().toNanos();
         if (awaitUnpinned(buffer, until)) {
             return;
@@ -298,6 +343,15 @@ final class MooncakeTcpTransport implements Transport {
             return;
         }
         closed = true;
+        if (metadata != null) {
+            try {
+                metadata.remove(metadataName);
+            } catch (TransferException e) {
+                LOG.warn("mooncake-tcp: could not remove Mooncake segment '{}' from {}: {}", metadataName,
+                        metadata.endpoint(), e.getMessage());
+            }
+            metadata.close();
+        }
         closeQuietly(server);
         closeQuietly(handshakeServer);
         for (Socket s : handshakes) {

@@ -46,6 +46,13 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
             OptionSpec.of("handshake_port", Type.INT, -1, "Mooncake's handshake socket, so Mooncake initiators in "
                     + "P2PHANDSHAKE mode can fetch this engine's descriptor as segment '<host>:<port>': -1 off, 0 any "
                     + "free port"),
+            OptionSpec.of("metadata", Type.STRING, "", "a Mooncake metadata store to publish this engine in, as a "
+                    + "Mooncake engine would (descriptor and rpc_meta, republished on every registration, removed at "
+                    + "close): http://host:port/path; empty = none (P2P peers use the handshake socket)"),
+            OptionSpec.of("name", Type.STRING, "", "the segment name Mooncake peers open this engine by in that store; "
+                    + "empty = the engine's segment name"),
+            OptionSpec.of("cluster_id", Type.STRING, "", "Mooncake's MC_METADATA_CLUSTER_ID: keys live under "
+                    + "mooncake/<cluster_id>/"),
             OptionSpec.of("allow_unauthenticated", Type.BOOLEAN, false, "listen even when security.token or TLS is "
                     + "set: the Mooncake wire carries neither, so anyone reaching the port can reach registered memory"));
 
@@ -106,7 +113,14 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
                     + "any host around them (set transports.mooncake-tcp.allow_unauthenticated=true to accept that)");
         }
         try {
-            return new MooncakeTcpTransport(context, port, handshakePort, lanes, proto == 1);
+            String metadata = context.options().getString("metadata");
+            MooncakeMetadata store = metadata.isEmpty() ? null
+                    : MooncakeMetadata.open(metadata, context.options().getString("cluster_id"));
+            String name = context.options().getString("name").isEmpty() ? context.segmentName()
+                    : context.options().getString("name");
+            // a Mooncake engine always has its handshake socket, and rpc_meta points at it
+            int handshake = store != null && handshakePort < 0 ? 0 : handshakePort;
+            return new MooncakeTcpTransport(context, port, handshake, lanes, proto == 1, store, name);
         } catch (MooncakeTcpTransport.ListenException e) {
             throw new ConfigException("transports.mooncake-tcp." + e.option, "cannot listen on " + context.host() + ":"
                     + e.port + ": " + e.getCause(), e.getCause());

@@ -22,7 +22,13 @@ final class Tent4jSide implements AutoCloseable {
         MooncakeTcpTransportProvider p = new MooncakeTcpTransportProvider();
         context = new TestTransportContext("tent4j-node", "tent4j-machine", p.id(), p.options(), options,
                 transferTimeout);
-        transport = p.create(context);
+        try {
+            transport = p.create(context);
+        } catch (RuntimeException e) {
+            context.close();
+            arena.close();
+            throw e;
+        }
     }
 
     TestLocalMemory.Buffer register(MemorySegment memory, Permission permission) {
