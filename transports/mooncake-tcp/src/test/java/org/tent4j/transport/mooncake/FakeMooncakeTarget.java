@@ -206,6 +206,30 @@ final class FakeMooncakeTarget implements AutoCloseable {
         return b;
     }
 
+    /**
+     * What a Mooncake initiator does with a tent4j target it found: on one connection to {@code port}, a v2 WRITE of
+     * {@code payload} at {@code address} and a v2 READ of it back, each answered with the OK status (returned as
+     * hex, twice) before the READ's bytes.
+     */
+    static String[] writeThenReadBack(int port, long address, byte[] payload) throws IOException {
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(10_000);
+            OutputStream out = s.getOutputStream();
+            out.write(header(payload.length, address, 1, true));
+            out.write(payload);
+            String writeStatus = hex(readAll(s.getInputStream(), 8));
+            out.write(header(payload.length, address, 0, true));
+            String readStatus = hex(readAll(s.getInputStream(), 8));
+            byte[] back = readAll(s.getInputStream(), payload.length);
+            if (!Arrays.equals(payload, back)) {
+                throw new AssertionError("the READ returned other bytes than the WRITE stored at 0x"
+                        + Long.toHexString(address));
+            }
+            return new String[]{writeStatus, readStatus};
+        }
+    }
+
     List<Socket> openSockets() {
         return List.copyOf(sockets);
     }

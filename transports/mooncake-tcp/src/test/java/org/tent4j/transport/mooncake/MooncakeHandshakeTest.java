@@ -119,14 +119,8 @@ class MooncakeHandshakeTest {
 
         byte[] payload = new byte[4096];
         Arrays.fill(payload, (byte) 0x6d);
-        try (Socket s = dial(dataPort)) {
-            s.getOutputStream().write(FakeMooncakeTarget.header(4096, target.address() + 64, 1, true));
-            s.getOutputStream().write(payload);
-            assertEquals(MooncakePeerTest.GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
-            s.getOutputStream().write(FakeMooncakeTarget.header(4096, target.address() + 64, 0, true));
-            assertEquals(MooncakePeerTest.GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
-            assertArrayEquals(payload, readAll(s.getInputStream(), 4096));
-        }
+        assertArrayEquals(new String[]{MooncakePeerTest.GOLDEN_OK, MooncakePeerTest.GOLDEN_OK},
+                FakeMooncakeTarget.writeThenReadBack(dataPort, target.address() + 64, payload));
 
         side.unregister(target);
         try (Socket s = dial(handshakePort)) {

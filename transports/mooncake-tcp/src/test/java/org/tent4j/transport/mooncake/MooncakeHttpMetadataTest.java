@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -35,8 +34,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.tent4j.transport.mooncake.FakeMooncakeTarget.hex;
-import static org.tent4j.transport.mooncake.FakeMooncakeTarget.readAll;
 
 /**
  * Mooncake's HTTP metadata server as the reference describes it (its Go example: {@code GET/PUT/DELETE /metadata
@@ -125,15 +122,8 @@ class MooncakeHttpMetadataTest {
         // what a Mooncake initiator does next: the host from rpc_meta, the port from the descriptor
         byte[] payload = new byte[4096];
         Arrays.fill(payload, (byte) 0x5e);
-        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), (int) field(descriptor, "tcp_data_port"))) {
-            s.setSoTimeout(10_000);
-            s.getOutputStream().write(FakeMooncakeTarget.header(4096, target.address() + 8, 1, true));
-            s.getOutputStream().write(payload);
-            assertEquals(MooncakePeerTest.GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
-            s.getOutputStream().write(FakeMooncakeTarget.header(4096, target.address() + 8, 0, true));
-            assertEquals(MooncakePeerTest.GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
-            assertArrayEquals(payload, readAll(s.getInputStream(), 4096));
-        }
+        assertArrayEquals(new String[]{MooncakePeerTest.GOLDEN_OK, MooncakePeerTest.GOLDEN_OK}, FakeMooncakeTarget.writeThenReadBack(
+                (int) field(descriptor, "tcp_data_port"), target.address() + 8, payload));
 
         side.unregister(target);
         assertTrue(string(keys.get("mooncake/c1/ram/tent4j-kv")).contains("\"buffers\":[]"),
