@@ -3,6 +3,7 @@ package org.tent4j.cli;
 import java.util.concurrent.Callable;
 
 import org.tent4j.cli.bench.FileBench;
+import org.tent4j.cli.config.ConfigTemplateCommand;
 import org.tent4j.cli.bench.NixlBench;
 import org.tent4j.cli.bench.TeBench;
 import org.tent4j.cli.doctor.Doctor;
@@ -22,7 +23,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "tent4j", mixinStandardHelpOptions = true,
         versionProvider = Tent4jCommand.Version.class,
         description = "tent4j command line tools.",
-        subcommands = {Doctor.class, TeBench.class, FileBench.class, NixlBench.class, MetadataServerCommand.class,
+        subcommands = {Doctor.class, TeBench.class, FileBench.class, NixlBench.class, MetadataServerCommand.class, ConfigTemplateCommand.class,
                 StoreCommand.class, CommandLine.HelpCommand.class})
 public final class Tent4jCommand implements Callable<Integer> {
     @Spec

@@ -73,6 +73,16 @@ class DistributionTest {
     }
 
     @Test
+    void confHoldsEveryKeyOfTheEngineAndTheShippedPlugins() throws Exception {
+        String conf = Files.readString(home.resolve("conf").resolve("tent4j.properties"));
+        for (String key : List.of("#transfer.timeout=30s", "#metadata.uri=p2p", "#transports.tcp.lanes=",
+                "#transports.shm.", "#transports.mooncake-tcp.", "#metadata.etcd.")) {
+            assertTrue(conf.contains(key), key + " missing from conf/tent4j.properties:\n" + conf);
+        }
+        assertTrue(!conf.contains("transports.faulty."), "the test-only fault injector is documented in conf/");
+    }
+
+    @Test
     void doctorListsTheTransports() throws Exception {
         Run r = runToEnd("tent4j", "doctor", "--no-options");
         assertEquals(0, r.status, r.output);

@@ -238,7 +238,7 @@ public final class Doctor implements Callable<Integer> {
     }
 
     /** The providers of one service type, and what went wrong loading others. */
-    record Found<T>(List<T> providers, List<String> problems) {
+    public record Found<T>(List<T> providers, List<String> problems) {
         void printProblems(PrintWriter out) {
             for (String p : problems) {
                 out.println("  could not load a provider: " + p);
@@ -246,7 +246,7 @@ public final class Doctor implements Callable<Integer> {
         }
     }
 
-    static <T> Found<T> load(Class<T> type) {
+    public static <T> Found<T> load(Class<T> type) {
         Iterator<T> it = ServiceLoader.load(type).iterator();
         List<T> providers = new ArrayList<>();
         List<String> problems = new ArrayList<>();
