@@ -45,7 +45,7 @@ final class DescriptorPublisher implements AutoCloseable {
         this.registrations = registrations;
         this.files = files;
         this.directory = directory;
-        this.localSegment = new RemoteSegment(0, identity.segmentName(), true, build(), transports.size());
+        this.localSegment = new RemoteSegment(0, identity.segmentName(), true, build());
     }
 
     /** The local segment, whose descriptor is always the last one built. */

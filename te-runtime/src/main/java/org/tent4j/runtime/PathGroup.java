@@ -38,9 +38,10 @@ import org.tent4j.spi.TimeSource;
  * slice inside {@code post}) and never allocates.
  *
  * <p>A group starts unconnected: {@link #connect} runs on a worker while slices already wait in its queues, so
- * submitting never blocks on a peer. If connecting fails, the queued slices go to the {@link FailoverController},
- * which moves them to the next transport. The group owns its paths' health: completions and failures update
- * {@link PathState}, pauses and recoveries are logged here.
+ * submitting never blocks on a peer. The group owns its paths' health: completions and failures update
+ * {@link PathState}, pauses and recoveries are logged here. Where a slice goes that the group cannot carry (a failed
+ * slice, a failed connect, a closed connection) is not its decision: it hands such slices up to its {@link Router},
+ * and a slice tells only its group, never the router.
  */
 final class PathGroup {
     private static final Logger log = LoggerFactory.getLogger(PathGroup.class);
@@ -49,9 +50,19 @@ final class PathGroup {
     private static final int FAILED = 2;
     private static final int CLOSED = 3;
 
-    /** The groups this one belongs to (a failover looks up the next transport's group there). */
-    final PathGroups owner;
-    final FailoverController failover;
+    /** Where the slices go that a group cannot carry; {@link SliceRouter} implements it. */
+    interface Router {
+        /**
+         * {@code s} failed on {@code path} of {@code from} (-1: it never left the queue): send it on, or end its task.
+         * The slice is out of its transport and no longer pinned.
+         */
+        void reroute(RuntimeSlice s, PathGroup from, int path, ErrorCode code, String message);
+
+        /** Connecting {@code g} failed: every slice waiting in it must go elsewhere. */
+        void connectFailed(PathGroup g, TransferException e);
+    }
+
+    private final Router router;
     final RemoteSegment segment;
     final TransportSlot transport;
     private final TimeSource clock;
@@ -78,10 +89,9 @@ final class PathGroup {
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
 
-    PathGroup(PathGroups owner, FailoverController failover, RemoteSegment segment, TransportSlot transport, TimeSource clock,
-              EngineMetrics metrics, PathLimits limits) {
-        this.owner = owner;
-        this.failover = failover;
+    PathGroup(Router router, RemoteSegment segment, TransportSlot transport, TimeSource clock, EngineMetrics metrics,
+              PathLimits limits) {
+        this.router = router;
         this.segment = segment;
         this.transport = transport;
         this.clock = clock;
@@ -101,7 +111,7 @@ final class PathGroup {
                     "transport '" + transport.id() + "' failed to connect to segment '" + segment.name() + "': " + e, e);
             connectError = te;
             state = FAILED;
-            failover.connectFailed(this, te);
+            router.connectFailed(this, te);
             return;
         }
         int n = Math.max(1, c.pathCount());
@@ -122,11 +132,11 @@ final class PathGroup {
         drain();
     }
 
-    /** The connect attempt failed (or was never started); its slices went to the failover controller. */
+    /** The connect attempt failed (or was never started); its slices go to the router. */
     void connectFailed(TransferException e) {
         connectError = e;
         state = FAILED;
-        failover.connectFailed(this, e);
+        router.connectFailed(this, e);
     }
 
     TransferException connectError() {
@@ -167,6 +177,12 @@ final class PathGroup {
         }
     }
 
+    /** How many paths the connection has (0 until connected). */
+    int pathCount() {
+        PathState[] ps = paths;
+        return ps == null ? 0 : ps.length;
+    }
+
     String describe(int path) {
         PathState[] ps = paths;
         return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
@@ -203,14 +219,14 @@ final class PathGroup {
         if (closedNow) {
             // lost the race with close (a replaced or dropped group): nothing drains a closed group, so move them on
             for (RuntimeSlice r : takeAll()) {
-                failover.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+                router.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                         + transport.id() + " was closed");
             }
             return;
         }
         if (state == FAILED) {
             // lost the race with a failed connect: its slices were taken already, so this one goes the same way
-            failover.connectFailed(this, connectError);
+            router.connectFailed(this, connectError);
             return;
         }
         drain();
@@ -269,6 +285,29 @@ final class PathGroup {
         }
     }
 
+    /** After {@link #failed}: the slice, out of its transport and unpinned, goes where the router sends it. */
+    void reroute(RuntimeSlice s, int path, ErrorCode code, String message) {
+        router.reroute(s, this, path, code, message);
+    }
+
+    /**
+     * Asks the transport to drop {@code s}, posted here; returns whether it gave the slice back (then it promised
+     * not to touch or settle it again, and the caller gives its room back with {@link #withdrawn}).
+     */
+    boolean cancel(RuntimeSlice s) {
+        try {
+            return connection.cancel(s);
+        } catch (RuntimeException e) {
+            log.warn("transport '{}' threw from cancel: {}", transport.id(), e.toString());
+            return false;
+        }
+    }
+
+    /** A slice posted on {@code path} will not be settled (canceled): its room there is free again. */
+    void withdrawn(int path, long length) {
+        paths[path].withdrawn(length);
+    }
+
     void drain() {
         // queued first: every completion calls this, and with nothing queued it need not touch the shared counter
         // (an enqueue counts its slice, then drains itself)
@@ -322,7 +361,7 @@ final class PathGroup {
         }
         if (!c.isOpen()) {
             unreserve(ps[path], s);
-            failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+            router.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                     + transport.id() + " is closed");
             return;
         }

@@ -10,13 +10,12 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalBuffer;
-import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
 
 /**
- * The runtime's slice: pooled, armed for each post. A completion settles it once; a failure hands it to the
- * {@link FailoverController}, which may reroute the same slice to another path or transport, so its bytes are
- * counted once, when it finally completes.
+ * The runtime's slice: pooled, armed for each post. A completion settles it once; a failure is told to its
+ * {@link PathGroup}, which hands it to the {@link SliceRouter}; that may reroute the same slice to another path or
+ * transport, so its bytes are counted once, when it finally completes. A slice talks to its group only.
  *
  * <p>Its state is one word: a generation (incremented each time the slice returns to the pool) and a phase (idle,
  * armed, being canceled). A settlement finds the slice armed or it is stale: a transport settling a slice twice, or
@@ -176,7 +175,7 @@ final class RuntimeSlice implements Slice {
         g.failed(p, length, code, message);
         b.unpin();
         // rerouting may post this slice again at once, or end the task; it leaves the transport after either
-        g.failover.reroute(this, g, p, code, message);
+        g.reroute(this, p, code, message);
         t.leaveTransport();
         g.drain();
     }
@@ -191,15 +190,8 @@ final class RuntimeSlice implements Slice {
             return false; // settled, or recycled and reused, meanwhile
         }
         // ours until we say otherwise: its fields describe the post being canceled
-        PeerConnection connection = group.connection;
-        boolean dropped;
-        try {
-            dropped = connection.cancel(this);
-        } catch (RuntimeException e) {
-            log.warn("transport '{}' threw from cancel: {}", group.transport.id(), e.toString());
-            dropped = false;
-        }
-        if (!dropped) {
+        PathGroup g = group;
+        if (!g.cancel(this)) {
             state = armed;
             return false;
         }
@@ -207,7 +199,7 @@ final class RuntimeSlice implements Slice {
         Task t = task;
         RegisteredBuffer b = localBuffer;
         t.unlinkPosted(this);
-        group.paths[path].withdrawn(length);
+        g.withdrawn(path, length);
         recycle();
         b.unpin();
         t.leaveTransport();

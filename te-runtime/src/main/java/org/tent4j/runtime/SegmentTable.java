@@ -3,7 +3,6 @@ package org.tent4j.runtime;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,23 +15,32 @@ import org.tent4j.spi.SegmentDescriptor;
 
 /**
  * The segments this engine has open: each peer's cached descriptor, kept current by the directory's watch (a change
- * is adopted and told to open connections; a removal marks the segment gone), plus the local segment.
+ * is adopted and told to the peer's {@link Connections}; a removal marks the segment gone), plus the local segment.
  */
 final class SegmentTable implements AutoCloseable {
+    /** Whoever holds connections to peers (the {@link SliceRouter}): told what changes about a peer. */
+    interface Connections {
+        /** The peer republished its descriptor; open connections may need it. */
+        void descriptorChanged(RemoteSegment segment, SegmentDescriptor descriptor);
+
+        /** The segment was closed here: its connections close, and slices still queued for it fail. */
+        void closed(RemoteSegment segment);
+    }
+
     private static final Logger log = LoggerFactory.getLogger(SegmentTable.class);
 
     private final EngineState state;
     private final SegmentDirectory directory;
     private final RemoteSegment local;
-    private final int transports;
+    private final Connections connections;
     private final Map<String, RemoteSegment> segments = new ConcurrentHashMap<>();
     private final AtomicInteger ids = new AtomicInteger();
 
-    SegmentTable(EngineState state, SegmentDirectory directory, RemoteSegment local, int transports) {
+    SegmentTable(EngineState state, SegmentDirectory directory, RemoteSegment local, Connections connections) {
         this.state = state;
         this.directory = directory;
         this.local = local;
-        this.transports = transports;
+        this.connections = connections;
     }
 
     RemoteSegment local() {
@@ -49,7 +57,7 @@ final class SegmentTable implements AutoCloseable {
             return s;
         }
         SegmentDescriptor d = directory.fetch(name);
-        RemoteSegment fresh = new RemoteSegment(ids.incrementAndGet(), name, false, d, transports);
+        RemoteSegment fresh = new RemoteSegment(ids.incrementAndGet(), name, false, d);
         RemoteSegment prior = segments.putIfAbsent(name, fresh);
         if (prior != null) {
             return prior;
@@ -67,9 +75,9 @@ final class SegmentTable implements AutoCloseable {
         if (d.name().equals(local.name())) {
             return local;
         }
-        RemoteSegment s = segments.computeIfAbsent(d.name(), n -> new RemoteSegment(ids.incrementAndGet(), n, false, d, transports));
+        RemoteSegment s = segments.computeIfAbsent(d.name(), n -> new RemoteSegment(ids.incrementAndGet(), n, false, d));
         if (s.descriptor != d && (d.version() > s.descriptor.version() || !d.instanceId().equals(s.descriptor.instanceId()))) {
-            s.adopt(d);
+            adopt(s, d);
         }
         return s;
     }
@@ -78,7 +86,7 @@ final class SegmentTable implements AutoCloseable {
         if (segment instanceof RemoteSegment s && !s.isLocal() && segments.remove(s.name(), s)) {
             s.closed = true;
             s.stopWatching();
-            s.closeConnections();
+            connections.closed(s);
         }
     }
 
@@ -99,7 +107,7 @@ final class SegmentTable implements AutoCloseable {
     /** Fetches a peer's descriptor again and adopts it. */
     SegmentDescriptor refresh(RemoteSegment s) {
         SegmentDescriptor d = directory.fetch(s.name());
-        s.adopt(d);
+        adopt(s, d);
         return d;
     }
 
@@ -118,23 +126,23 @@ final class SegmentTable implements AutoCloseable {
         s.gone = false;
         if (d.version() != s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId())
                 || !d.instanceId().equals(s.descriptor.instanceId())) {
-            s.adopt(d);
+            adopt(s, d);
         }
     }
 
-    /** The local segment, then every open one. */
-    void forEach(Consumer<RemoteSegment> action) {
-        action.accept(local);
-        segments.values().forEach(action);
+    /** Caches a new descriptor of the peer and tells its connections. */
+    private void adopt(RemoteSegment s, SegmentDescriptor d) {
+        s.descriptor = d;
+        connections.descriptorChanged(s, d);
     }
 
     @Override
     public void close() {
         for (RemoteSegment s : segments.values()) {
             s.stopWatching();
-            s.closeConnections();
+            connections.closed(s);
         }
-        local.closeConnections();
+        connections.closed(local);
         segments.clear();
     }
 }

@@ -33,7 +33,7 @@ final class TaskLauncher {
     private final EngineState state;
     private final RequestResolver resolver;
     private final TransportSelector selector;
-    private final PathGroups groups;
+    private final SliceRouter router;
     private final SlicePool slicePool;
     private final Notifications notifications;
     private final EngineMetrics metrics;
@@ -51,13 +51,13 @@ final class TaskLauncher {
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
     private volatile HostStaging staging;
 
-    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, PathGroups groups, SlicePool slicePool,
+    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, SliceRouter router, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
                  long transferTimeoutNanos, AwaitSpin awaitSpin) {
         this.state = state;
         this.resolver = resolver;
         this.selector = selector;
-        this.groups = groups;
+        this.router = router;
         this.slicePool = slicePool;
         this.notifications = notifications;
         this.metrics = metrics;
@@ -253,7 +253,7 @@ final class TaskLauncher {
         task.resolved = rr;
         task.policy = policy;
         task.transport = slot;
-        PathGroup group = groups.groupFor(segment, slot);
+        PathGroup group = router.groupFor(segment, slot);
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
         task.expectSlices(n);

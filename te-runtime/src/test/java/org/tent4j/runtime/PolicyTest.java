@@ -68,8 +68,7 @@ class PolicyTest {
         assertEquals(List.of("p2"), p.paths());
         TransferStatus s = initiator.transfer(pinned);
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
-        PathGroup g = ((RemoteSegment) seg).groups.get(0).transport.id().equals("inproc")
-                ? ((RemoteSegment) seg).groups.get(0) : ((RemoteSegment) seg).groups.get(1);
+        PathGroup g = ((TransferEngineImpl) initiator).router().group((RemoteSegment) seg, "inproc");
         assertEquals(64, g.paths[2].completedSlices.sum(), "the policy's devices did not restrict the paths");
         assertEquals(0, g.paths[0].completedSlices.sum() + g.paths[1].completedSlices.sum() + g.paths[3].completedSlices.sum());
 

@@ -66,14 +66,7 @@ class SchedulerTest {
 
     /** The initiator's path group to the target over {@code transport}, or {@code null} before one exists. */
     private static PathGroup findGroup(Pair p, String transport) {
-        RemoteSegment s = (RemoteSegment) p.seg;
-        for (int i = 0; i < s.groups.length(); i++) {
-            PathGroup g = s.groups.get(i);
-            if (g != null && g.transport.id().equals(transport)) {
-                return g;
-            }
-        }
-        return null;
+        return ((TransferEngineImpl) p.initiator).router().group((RemoteSegment) p.seg, transport);
     }
 
     @Test
