@@ -19,7 +19,7 @@ import org.tent4j.api.TransferStatus;
 final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
     private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
-    final TaskLauncher launcher;
+    private final TaskLauncher launcher;
     private final Task[] tasks;
     private volatile int size;
     private final AtomicInteger open = new AtomicInteger();
@@ -32,8 +32,8 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     }
 
     @Override
-    public TaskLauncher launcher() {
-        return launcher;
+    public void complete(CompletableFuture<TransferStatus> future, TransferStatus status) {
+        launcher.completeAsync(future, status);
     }
 
     @Override

@@ -19,7 +19,8 @@ final class Task {
     interface Owner {
         void taskEnded(Task task, TransferStatus status);
 
-        TaskLauncher launcher();
+        /** Completes the future of one of its tasks, off the transport's thread, so callbacks cannot stall an I/O loop. */
+        void complete(CompletableFuture<TransferStatus> future, TransferStatus status);
     }
 
     // Plain fields behind VarHandles rather than Atomic* objects: a task is created per request, and five atomics
@@ -281,7 +282,7 @@ final class Task {
         owner.taskEnded(this, status);
         CompletableFuture<TransferStatus> f = future;
         if (f != null) {
-            owner.launcher().completeAsync(f, status);
+            owner.complete(f, status);
         }
     }
 

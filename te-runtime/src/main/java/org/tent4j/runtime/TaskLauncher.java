@@ -22,10 +22,12 @@ import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 
 /**
- * Starts tasks: resolve, select, cut into slices, queue them on the chosen transport's path group. Never blocks on a
- * peer (the group connects on a worker). {@link #explain} runs the same resolve and select and reports instead of
- * posting. Also what batches need around a task: its creation, metrics when it ends, completing its future off the
- * transport's thread, notifications.
+ * Starts tasks: resolve, select, cut into slices, queue them on the path group the {@link SliceRouter} finds for the
+ * chosen transport. Never blocks on a peer (the group connects on a worker). {@link #explain} runs the same resolve
+ * and select and reports instead of posting. A request no transport carries directly may go through
+ * {@link HostStaging}, which this launcher builds and which starts its chunks through {@link #submit}, so nothing
+ * reaches back into the engine's facade. Also what batches need around a task: its creation, metrics when it ends,
+ * completing its future off the transport's thread, notifications.
  */
 final class TaskLauncher {
     private static final Logger log = LoggerFactory.getLogger(TaskLauncher.class);
@@ -49,11 +51,11 @@ final class TaskLauncher {
     private static final AtomicInteger NEXT_HOME = new AtomicInteger();
     private static final ThreadLocal<Integer> HOME = ThreadLocal.withInitial(() -> NEXT_HOME.getAndIncrement() & Integer.MAX_VALUE);
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
-    private volatile HostStaging staging;
+    private final HostStaging staging;
 
     TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, SliceRouter router, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
-                 long transferTimeoutNanos, AwaitSpin awaitSpin) {
+                 long transferTimeoutNanos, AwaitSpin awaitSpin, BufferRegistrar buffers, DevicePlatforms platforms) {
         this.state = state;
         this.resolver = resolver;
         this.selector = selector;
@@ -66,16 +68,13 @@ final class TaskLauncher {
         this.sliceSize = sliceSize;
         this.transferTimeoutNanos = transferTimeoutNanos;
         this.awaitSpin = awaitSpin;
+        // staged chunks are ordinary requests: resolved by the same resolver, started through this launcher's own entry
+        this.staging = new HostStaging(buffers, platforms, resolver, selector, workers, this::submit);
     }
 
     /** How waiting threads spin before they sleep ({@code transfer.await_spin}). */
     AwaitSpin awaitSpin() {
         return awaitSpin;
-    }
-
-    /** staging (issue 12) */
-    void staging(HostStaging staging) {
-        this.staging = staging;
     }
 
     void ensureOpen() {
@@ -120,6 +119,13 @@ final class TaskLauncher {
                 (int) ((r.length() + step - 1) / step), null);
         log.debug("explain {} of {} bytes to '{}': {}", r.opcode(), r.length(), r.target().name(), plan);
         return plan;
+    }
+
+    /** One request in a batch of its own: the engine's {@code submit}, and how host staging carries each chunk. */
+    CompletableFuture<TransferStatus> submit(TransferRequest r) {
+        BatchImpl b = new BatchImpl(this, 1);
+        b.submit(List.of(r));
+        return b.completion(0);
     }
 
     /** Validates, selects, slices and queues one task; every failure ends the task rather than throwing. */
@@ -270,12 +276,8 @@ final class TaskLauncher {
 
     /** staging (issue 12): the route through host memory, or {@code null} (then the direct rejection stands). */
     private HostStaging.Route stagedRoute(ResolvedRequest rr, boolean traced) {
-        HostStaging h = staging;
-        if (h == null) {
-            return null;
-        }
         try {
-            return h.route(rr, traced);
+            return staging.route(rr, traced);
         } catch (TransferException e) {
             log.debug("no staged route for {} to '{}': {}", rr.request().opcode(), rr.segment().name(), e.getMessage());
             return null;

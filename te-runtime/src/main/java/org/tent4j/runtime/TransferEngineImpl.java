@@ -159,10 +159,7 @@ final class TransferEngineImpl implements TransferEngine {
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, router,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos(),
-                    new AwaitSpin(settings.awaitSpin().toNanos(), TimeSource.SYSTEM));
-            // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
-            this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
-                    selector, workers, this::submit));
+                    new AwaitSpin(settings.awaitSpin().toNanos(), TimeSource.SYSTEM), buffers, platforms);
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
             this.exchange = new MetadataExchange(segmentName, control, directory, publisher::current); // issue 13
@@ -388,9 +385,7 @@ final class TransferEngineImpl implements TransferEngine {
 
     @Override
     public CompletableFuture<TransferStatus> submit(TransferRequest request) {
-        BatchImpl b = new BatchImpl(launcher, 1);
-        b.submit(List.of(request));
-        return b.completion(0);
+        return launcher.submit(request);
     }
 
     @Override
