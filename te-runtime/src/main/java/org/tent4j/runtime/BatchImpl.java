@@ -14,6 +14,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
 final class BatchImpl extends EndWaiters implements Batch, Task.Owner {

@@ -9,6 +9,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;

@@ -15,6 +15,8 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 
@@ -83,7 +85,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
                 continue;
             }
             try {
-                connector.execute(() -> fresh.connect(seg.descriptor));
+                connector.execute(() -> fresh.connect(seg.descriptor()));
             } catch (RejectedExecutionException e) {
                 fresh.connectFailed(new TransferException(ErrorCode.ENGINE_CLOSED, "engine closed while connecting to segment '"
                         + seg.name() + "' over " + slot.id()));
@@ -222,7 +224,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         try {
             long now = clock.nanoTime();
             groups.forEach((seg, row) -> {
-                if (seg.closed) {
+                if (seg.isClosed()) {
                     // a group started for a segment while it was being closed: nothing else would ever close it
                     closed(seg);
                 } else {

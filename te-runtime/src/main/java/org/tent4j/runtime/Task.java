@@ -8,6 +8,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /**
  * One request's progress. It ends exactly once: the first of (last slice done, a slice failed, canceled, invalid)

@@ -17,6 +17,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
@@ -194,7 +195,7 @@ final class TaskLauncher {
 
         /** The local buffer was unregistered, or the target segment closed, vanished or republished its descriptor. */
         boolean stale() {
-            return local.retired() || segment.descriptor != descriptor || segment.gone || segment.closed;
+            return local.retired() || segment.descriptor() != descriptor || segment.isGone() || segment.isClosed();
         }
     }
 

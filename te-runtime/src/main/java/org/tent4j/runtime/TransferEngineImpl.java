@@ -45,6 +45,7 @@ import org.tent4j.runtime.metadata.PeerToPeerDirectory;
 import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;
@@ -321,7 +322,7 @@ final class TransferEngineImpl implements TransferEngine {
 
     @Override
     public SegmentInfo segmentInfo(SegmentHandle segment) {
-        return segments.own(segment).descriptor.info();
+        return segments.own(segment).descriptor().info();
     }
 
     // ---------------------------------------------------------------- metadata blobs (delegating to MetadataExchange)

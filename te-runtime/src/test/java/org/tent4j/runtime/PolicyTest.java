@@ -27,6 +27,7 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 class PolicyTest {
     private static final String RULES = """

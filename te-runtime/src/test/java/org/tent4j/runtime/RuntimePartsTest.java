@@ -13,6 +13,7 @@ import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+
 /**
  * Which part of the runtime may call which (docs/ARCHITECTURE.md, data flow): data flows one way, from the facade
  * through the launcher to the slice router, its path groups and the transports; nothing calls back up. Classes are
@@ -27,7 +28,7 @@ class RuntimePartsTest {
     /** Where a slice goes once cut: the router, its path groups and their paths, the slices. */
     private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool",
             "PathLimits"};
-    /** The open peers. */
+    /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     private static JavaClasses classes;
 
@@ -36,17 +37,17 @@ class RuntimePartsTest {
         classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages(RUNTIME);
     }
 
-    /** The runtime's classes (or arrays of them) of these simple names, with their nested classes. */
+    /** The runtime's classes (or arrays of them) of these simple names, in any of its packages, with their nested classes. */
     private static DescribedPredicate<JavaClass> named(String... simpleNames) {
         Set<String> names = Set.of(simpleNames);
-        return DescribedPredicate.describe(String.join(", ", simpleNames), c -> inRuntime(c)
+        return DescribedPredicate.describe(String.join(", ", simpleNames), c -> inRuntimeOrBelow(c)
                 && names.contains(binaryName(c).split("\\$")[0]));
     }
 
     /** Exactly these classes of the runtime (binary names: {@code PathGroup$Router}), not their nested ones. */
     private static DescribedPredicate<JavaClass> exactly(String... binaryNames) {
         Set<String> names = Set.of(binaryNames);
-        return DescribedPredicate.describe(String.join(", ", binaryNames), c -> inRuntime(c) && names.contains(binaryName(c)));
+        return DescribedPredicate.describe(String.join(", ", binaryNames), c -> inRuntimeOrBelow(c) && names.contains(binaryName(c)));
     }
 
     /** Anything outside the runtime's own package except {@code excluded}, or one of {@code allowed} in it. */
@@ -60,8 +61,15 @@ class RuntimePartsTest {
         return c.getBaseComponentType().getPackageName().equals(RUNTIME);
     }
 
+    private static boolean inRuntimeOrBelow(JavaClass c) {
+        String p = c.getBaseComponentType().getPackageName();
+        return p.equals(RUNTIME) || p.startsWith(RUNTIME + ".");
+    }
+
+    /** The name within its package: {@code PathGroup$Router}. */
     private static String binaryName(JavaClass c) {
-        return c.getBaseComponentType().getName().substring(RUNTIME.length() + 1);
+        JavaClass base = c.getBaseComponentType();
+        return base.getName().substring(base.getPackageName().length() + 1);
     }
 
     @Test
@@ -93,6 +101,15 @@ class RuntimePartsTest {
         noClasses().that(named(PEERS)).should().dependOnClassesThat(named(SCHEDULE).or(named(LAUNCH)).or(named(FACADE)))
                 .because("a RemoteSegment is a peer record; the router owns the path groups and SegmentTable tells it of"
                         + " changes through SegmentTable.Connections").check(classes);
+    }
+
+    @Test
+    void thePeersPackageNeedsOnlyTheEngineStateAndTheDirectory() {
+        noClasses().that().resideInAPackage(RUNTIME + ".peers..")
+                .should().dependOnClassesThat(DescribedPredicate.describe("in " + RUNTIME + " (other than EngineState)",
+                        c -> inRuntime(c) && !binaryName(c).equals("EngineState")))
+                .because("the open peers are a table of descriptors kept current by the metadata directory; whoever holds"
+                        + " connections implements SegmentTable.Connections").check(classes);
     }
 
     @Test

@@ -26,6 +26,7 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /** Spraying over paths, path health, failover between paths and transports, priorities, cancel and deadlines. */
 class SchedulerTest {

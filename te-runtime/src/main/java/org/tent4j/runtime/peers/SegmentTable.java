@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.peers;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -10,6 +10,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.spi.SegmentDescriptor;
 
@@ -17,9 +18,9 @@ import org.tent4j.spi.SegmentDescriptor;
  * The segments this engine has open: each peer's cached descriptor, kept current by the directory's watch (a change
  * is adopted and told to the peer's {@link Connections}; a removal marks the segment gone), plus the local segment.
  */
-final class SegmentTable implements AutoCloseable {
+public final class SegmentTable implements AutoCloseable {
     /** Whoever holds connections to peers (the {@link SliceRouter}): told what changes about a peer. */
-    interface Connections {
+    public interface Connections {
         /** The peer republished its descriptor; open connections may need it. */
         void descriptorChanged(RemoteSegment segment, SegmentDescriptor descriptor);
 
@@ -36,18 +37,18 @@ final class SegmentTable implements AutoCloseable {
     private final Map<String, RemoteSegment> segments = new ConcurrentHashMap<>();
     private final AtomicInteger ids = new AtomicInteger();
 
-    SegmentTable(EngineState state, SegmentDirectory directory, RemoteSegment local, Connections connections) {
+    public SegmentTable(EngineState state, SegmentDirectory directory, RemoteSegment local, Connections connections) {
         this.state = state;
         this.directory = directory;
         this.local = local;
         this.connections = connections;
     }
 
-    RemoteSegment local() {
+    public RemoteSegment local() {
         return local;
     }
 
-    RemoteSegment open(String name) {
+    public RemoteSegment open(String name) {
         state.ensureOpen();
         if (name == null || name.isEmpty() || name.equals(local.name())) {
             return local;
@@ -62,7 +63,7 @@ final class SegmentTable implements AutoCloseable {
         if (prior != null) {
             return prior;
         }
-        fresh.watch = directory.watch(name, changed -> descriptorChanged(fresh, changed));
+        fresh.watch(directory.watch(name, changed -> descriptorChanged(fresh, changed)));
         return fresh;
     }
 
@@ -70,33 +71,33 @@ final class SegmentTable implements AutoCloseable {
      * Opens a segment from a descriptor the application obtained itself (a metadata blob), without the directory; a
      * segment already open adopts it when it is newer or comes from another engine instance.
      */
-    RemoteSegment open(SegmentDescriptor d) {
+    public RemoteSegment open(SegmentDescriptor d) {
         state.ensureOpen();
         if (d.name().equals(local.name())) {
             return local;
         }
         RemoteSegment s = segments.computeIfAbsent(d.name(), n -> new RemoteSegment(ids.incrementAndGet(), n, false, d));
-        if (s.descriptor != d && (d.version() > s.descriptor.version() || !d.instanceId().equals(s.descriptor.instanceId()))) {
+        if (s.descriptor() != d && (d.version() > s.descriptor().version() || !d.instanceId().equals(s.descriptor().instanceId()))) {
             adopt(s, d);
         }
         return s;
     }
 
-    void close(SegmentHandle segment) {
+    public void close(SegmentHandle segment) {
         if (segment instanceof RemoteSegment s && !s.isLocal() && segments.remove(s.name(), s)) {
-            s.closed = true;
+            s.markClosed();
             s.stopWatching();
             connections.closed(s);
         }
     }
 
     /** Whether {@code s} is the local segment or one open here now. */
-    boolean isOpen(RemoteSegment s) {
+    public boolean isOpen(RemoteSegment s) {
         return s == local || segments.get(s.name()) == s;
     }
 
     /** The handle as this engine's segment, or UNKNOWN_SEGMENT naming it. */
-    RemoteSegment own(SegmentHandle segment) {
+    public RemoteSegment own(SegmentHandle segment) {
         if (segment instanceof RemoteSegment s && isOpen(s)) {
             return s;
         }
@@ -104,8 +105,15 @@ final class SegmentTable implements AutoCloseable {
                 + " is not open in engine '" + state.segmentName() + "'");
     }
 
+    /** A peer the metadata store said was gone: fetched again (throws if it is still gone), and back if it answers. */
+    public SegmentDescriptor refreshGone(RemoteSegment s) {
+        SegmentDescriptor d = refresh(s);
+        s.gone(false);
+        return d;
+    }
+
     /** Fetches a peer's descriptor again and adopts it. */
-    SegmentDescriptor refresh(RemoteSegment s) {
+    public SegmentDescriptor refresh(RemoteSegment s) {
         SegmentDescriptor d = directory.fetch(s.name());
         adopt(s, d);
         return d;
@@ -113,26 +121,26 @@ final class SegmentTable implements AutoCloseable {
 
     /** A watched peer republished its descriptor, or it vanished ({@code null}: its engine closed or its lease expired). */
     private void descriptorChanged(RemoteSegment s, SegmentDescriptor d) {
-        if (s.closed) {
+        if (s.isClosed()) {
             return;
         }
         if (d == null) {
-            if (!s.gone) {
+            if (!s.isGone()) {
                 log.info("segment '{}' was removed from the metadata store; its open connections stay until they fail", s.name());
             }
-            s.gone = true;
+            s.gone(true);
             return;
         }
-        s.gone = false;
-        if (d.version() != s.descriptor.version() || !d.machineId().equals(s.descriptor.machineId())
-                || !d.instanceId().equals(s.descriptor.instanceId())) {
+        s.gone(false);
+        if (d.version() != s.descriptor().version() || !d.machineId().equals(s.descriptor().machineId())
+                || !d.instanceId().equals(s.descriptor().instanceId())) {
             adopt(s, d);
         }
     }
 
     /** Caches a new descriptor of the peer and tells its connections. */
     private void adopt(RemoteSegment s, SegmentDescriptor d) {
-        s.descriptor = d;
+        s.adopt(d);
         connections.descriptorChanged(s, d);
     }
 
