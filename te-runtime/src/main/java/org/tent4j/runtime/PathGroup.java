@@ -64,14 +64,14 @@ final class PathGroup {
     }
 
     private final Router router;
-    final RemoteSegment segment;
-    final TransportSlot transport;
+    private final RemoteSegment segment;
+    private final TransportSlot transport;
     private final TimeSource clock;
     private final EngineMetrics metrics;
     /** {@code null} until connected. */
-    volatile PeerConnection connection;
+    private volatile PeerConnection connection;
     /** {@code null} until connected; then one per path of the connection. */
-    volatile PathState[] paths;
+    private volatile PathState[] paths;
     private volatile int state = CONNECTING;
     private volatile TransferException connectError;
     private volatile String lastFailure;
@@ -176,6 +176,19 @@ final class PathGroup {
         if (c != null) {
             c.close();
         }
+    }
+
+    RemoteSegment segment() {
+        return segment;
+    }
+
+    TransportSlot transport() {
+        return transport;
+    }
+
+    /** Path {@code i} of the connection (tests read its counts). */
+    PathState path(int i) {
+        return paths[i];
     }
 
     /** How many paths the connection has (0 until connected). */

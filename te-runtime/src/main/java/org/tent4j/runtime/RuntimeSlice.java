@@ -209,7 +209,7 @@ final class RuntimeSlice implements Slice {
     /** Ends the slice's task: it will not be tried again. */
     void giveUp(ErrorCode code, String message) {
         Task t = task;
-        TransportSlot tr = group == null ? null : group.transport;
+        TransportSlot tr = group == null ? null : group.transport();
         recycle();
         t.sliceFailed(tr, code, message);
     }

@@ -107,7 +107,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         AtomicReferenceArray<PathGroup> row = groups.get(seg);
         for (int i = 0; row != null && i < row.length(); i++) {
             PathGroup g = row.get(i);
-            if (g != null && g.transport.id().equals(transportId)) {
+            if (g != null && g.transport().id().equals(transportId)) {
                 return g;
             }
         }
@@ -134,7 +134,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         if (from.isOpen() && !from.allPathsPaused(clock.nanoTime())) {
             s.avoidPath = fromPath;
             if (from.pathCount() > 1) {
-                logFailover(from.segment, from.describe(fromPath), from.transport.id() + "/another path", message);
+                logFailover(from.segment(), from.describe(fromPath), from.transport().id() + "/another path", message);
             }
             from.enqueue(s, true);
             return;
@@ -154,7 +154,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
                 s.discard();
                 continue;
             }
-            s.task().exclude(g.transport.index());
+            s.task().exclude(g.transport().index());
             moveToAnotherTransport(s, g, -1, e.code(), e.getMessage(), false);
         }
     }
@@ -167,7 +167,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             s.discard();
             return;
         }
-        TransportSlot slot = from.transport;
+        TransportSlot slot = from.transport();
         if (reconnect && !from.usable() && from.connectError() == null) {
             PathGroup again = groupFor(t.segment(), slot);
             if (again != from) {
@@ -244,7 +244,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             }
             if (!g.isOpen() || g.allPathsPaused(now)) {
                 for (RuntimeSlice s : g.takeAll()) {
-                    reroute(s, g, -1, ErrorCode.PEER_FAILED, "every path of " + g.transport.id() + " to segment '"
+                    reroute(s, g, -1, ErrorCode.PEER_FAILED, "every path of " + g.transport().id() + " to segment '"
                             + seg.name() + "' is paused or closed (last failure: " + g.lastFailure() + ")");
                 }
             } else {

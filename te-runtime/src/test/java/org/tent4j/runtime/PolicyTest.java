@@ -70,8 +70,8 @@ class PolicyTest {
         TransferStatus s = initiator.transfer(pinned);
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         PathGroup g = ((TransferEngineImpl) initiator).router().group((RemoteSegment) seg, "inproc");
-        assertEquals(64, g.paths[2].completedSlices.sum(), "the policy's devices did not restrict the paths");
-        assertEquals(0, g.paths[0].completedSlices.sum() + g.paths[1].completedSlices.sum() + g.paths[3].completedSlices.sum());
+        assertEquals(64, g.path(2).completedSlices.sum(), "the policy's devices did not restrict the paths");
+        assertEquals(0, g.path(0).completedSlices.sum() + g.path(1).completedSlices.sum() + g.path(3).completedSlices.sum());
 
         TransferStatus unknown = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address())
                 .policy("nope").build());
