@@ -72,7 +72,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
         if (notification != null) {
             NotificationHook hook = new NotificationHook(notification, requests, created.length);
             for (Task t : created) {
-                t.hook = hook;
+                t.hook(hook);
             }
         }
         for (int i = 0; i < created.length; i++) {
@@ -170,7 +170,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     @Override
     public void taskEnded(Task task, TransferStatus status) {
         launcher.recordTask(task, status);
-        NotificationHook hook = task.hook;
+        NotificationHook hook = task.hook();
         if (hook != null) {
             hook.taskEnded(status);
         }

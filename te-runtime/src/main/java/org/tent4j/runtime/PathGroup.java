@@ -370,7 +370,7 @@ final class PathGroup {
         }
         if (s.deadlineNanos() - now <= 0) {
             unreserve(ps[path], s);
-            s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
+            s.expire(t.explicitDeadline() ? "deadline passed while queued" : "no path took it within transfer.timeout");
             return;
         }
         if (!c.isOpen()) {
@@ -450,7 +450,7 @@ final class PathGroup {
     }
 
     private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
-        Policy policy = s.task().policy;
+        Policy policy = s.task().policy();
         java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
         int home = homePath(ps, s, now, allowed);
         if (home >= 0) {

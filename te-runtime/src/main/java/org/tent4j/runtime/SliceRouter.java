@@ -125,7 +125,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             s.discard();
             return;
         }
-        boolean retry = !state.isClosed() && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline)
+        boolean retry = !state.isClosed() && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline())
                 && (fromPath < 0 || ++s.retries <= maxAttempts);
         if (!retry) {
             s.giveUp(code, message);
@@ -177,7 +177,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             }
         }
         t.exclude(slot.index());
-        Selection next = selector.select(t.resolved, t.policy, t.excluded(), s.length(), true, false);
+        Selection next = selector.select(t.resolved(), t.policy(), t.excluded(), s.length(), true, false);
         if (next.transport() == null) {
             s.giveUp(code, message + "; failover found no other transport: " + next.rejection().getMessage());
             return;

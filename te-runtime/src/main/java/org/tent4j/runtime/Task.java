@@ -49,14 +49,14 @@ final class Task {
         }
     }
 
-    final Owner owner;
-    final int id;
-    final Opcode opcode;
-    final long length;
+    private final Owner owner;
+    private final int id;
+    private final Opcode opcode;
+    private final long length;
     /** When the current use was submitted (reset by {@link #rearm}). */
-    long submitNanos;
-    final boolean explicitDeadline;
-    final String target;
+    private long submitNanos;
+    private final boolean explicitDeadline;
+    private final String target;
     /**
      * Which use of a pooled task this is: its prepared transfer's post number, truncated (only ever compared with the
      * use just before or after it; always 0 in a batch). An int, as each field is paid by every batch task too.
@@ -79,12 +79,12 @@ final class Task {
     /** The outcome as the application sees it: set once {@link #terminal} is decided and no slice is in a transport. */
     private volatile TransferStatus reported;
     private volatile CompletableFuture<TransferStatus> future;
-    volatile TransportSlot transport;
-    BatchImpl.NotificationHook hook;
+    private volatile TransportSlot transport;
+    private BatchImpl.NotificationHook hook;
     /** What rerouting a failed slice needs: set once the request passed validation. */
-    ResolvedRequest resolved;
+    private ResolvedRequest resolved;
     /** The policy rule that orders this task's transports, or {@code null} for the default order. */
-    Policy policy;
+    private Policy policy;
     /** Transports this task gave up on (bit = transport index). */
     private volatile long excluded;
 
@@ -98,6 +98,32 @@ final class Task {
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
+    }
+
+    int id() { return id; }
+    Opcode opcode() { return opcode; }
+    long length() { return length; }
+    long submitNanos() { return submitNanos; }
+    /** The request named its own deadline: a TIMEOUT ends it, and is not retried on another path. */
+    boolean explicitDeadline() { return explicitDeadline; }
+    /** The transport it was last sent over ({@code null} before it passed validation). */
+    TransportSlot transport() { return transport; }
+    ResolvedRequest resolved() { return resolved; }
+    Policy policy() { return policy; }
+    BatchImpl.NotificationHook hook() { return hook; }
+
+    void hook(BatchImpl.NotificationHook h) {
+        hook = h;
+    }
+
+    /**
+     * The request passed validation: resolved as {@code rr}, ordered by {@code policy} (may be {@code null}), carried
+     * by {@code transport} (for a staged task, the transport of its chunks).
+     */
+    void routed(ResolvedRequest rr, Policy policy, TransportSlot transport) {
+        this.resolved = rr;
+        this.policy = policy;
+        this.transport = transport;
     }
 
     /** Whether a prepared transfer may re-arm this task: its use was reported and none of its slices is left anywhere. */

@@ -143,10 +143,10 @@ final class TaskLauncher {
         if (failure instanceof TransferException e) {
             task.finish(new TransferStatus(e.code() == ErrorCode.PEER_UNREACHABLE || e.code() == ErrorCode.PEER_FAILED
                     || e.code() == ErrorCode.TRANSPORT_UNAVAILABLE || e.code() == ErrorCode.METADATA_UNAVAILABLE
-                    ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id + ": " + e.getMessage()));
+                    ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id() + ": " + e.getMessage()));
         } else {
-            log.error("task {} failed unexpectedly", task.id, failure);
-            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + failure));
+            log.error("task {} failed unexpectedly", task.id(), failure);
+            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id() + ": internal error: " + failure));
         }
     }
 
@@ -155,7 +155,7 @@ final class TaskLauncher {
         long now = clock.nanoTime();
         long deadline = r.deadlineNanos() != 0 ? r.deadlineNanos() : now + transferTimeoutNanos;
         if (r.deadlineNanos() != 0 && deadline - now <= 0) {
-            task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id + ": deadline passed before submission"));
+            task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id() + ": deadline passed before submission"));
             return;
         }
         Policy policy = selector.policyFor(rr);
@@ -165,8 +165,7 @@ final class TaskLauncher {
             if (sel.transport() == null) { // staging (issue 12)
                 HostStaging.Route staged = stagedRoute(rr, false);
                 if (staged != null) {
-                    task.policy = policy;
-                    staging.start(task, rr, staged);
+                    staging.start(task, rr, policy, staged);
                     return;
                 }
             }
@@ -257,9 +256,7 @@ final class TaskLauncher {
     private void cut(Task task, ResolvedRequest rr, Policy policy, TransportSlot slot, Opcode opcode, RegisteredBuffer local,
                      long localOffset, RemoteSegment segment, BufferDescriptor remote, long target, long length, int priority,
                      long deadline, long now) {
-        task.resolved = rr;
-        task.policy = policy;
-        task.transport = slot;
+        task.routed(rr, policy, slot);
         PathGroup group = router.groupFor(segment, slot);
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
@@ -286,9 +283,9 @@ final class TaskLauncher {
     }
 
     void recordTask(Task task, TransferStatus status) {
-        TransportSlot t = task.transport;
-        metrics.record(t == null ? -1 : t.index(), task.opcode, status.state() == TransferState.COMPLETED, task.length,
-                clock.nanoTime() - task.submitNanos);
+        TransportSlot t = task.transport();
+        metrics.record(t == null ? -1 : t.index(), task.opcode(), status.state() == TransferState.COMPLETED, task.length(),
+                clock.nanoTime() - task.submitNanos());
     }
 
     /** Completes a future off the transport's thread, so callers' callbacks cannot stall an I/O loop. */
