@@ -208,7 +208,7 @@ final class PathGroup {
             PathState[] ps = paths;
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
             if (ps.length == 1 && reservePath(ps, s, now) == 0) {
-                s.enqueueNanos = now;
+                s.queuedAt(now);
                 post(connection, ps, s, 0, now);
                 return;
             }
@@ -217,10 +217,10 @@ final class PathGroup {
     }
 
     void enqueue(RuntimeSlice s, boolean front) {
-        s.enqueueNanos = clock.nanoTime();
+        s.queuedAt(clock.nanoTime());
         boolean closedNow;
         synchronized (queues) {
-            SliceRing q = queues[s.priority];
+            SliceRing q = queues[s.priority()];
             if (front) {
                 q.addFirst(s);
             } else {
@@ -404,11 +404,11 @@ final class PathGroup {
     /** The queue to serve next: an aged MEDIUM/LOW head first, else the highest non-empty priority. */
     private SliceRing next(long now) {
         RuntimeSlice low = queues[2].peek();
-        if (low != null && now - low.enqueueNanos > 2 * limits.agingNanos()) {
+        if (low != null && now - low.queuedSince() > 2 * limits.agingNanos()) {
             return queues[2];
         }
         RuntimeSlice medium = queues[1].peek();
-        if (medium != null && now - medium.enqueueNanos > limits.agingNanos()) {
+        if (medium != null && now - medium.queuedSince() > limits.agingNanos()) {
             return queues[1];
         }
         for (SliceRing q : queues) {
@@ -439,12 +439,12 @@ final class PathGroup {
             // it leaves no other), without its per-slice arithmetic: shm and one-lane groups carry most small requests
             PathState p = ps[0];
             int before = p.eligible(now) ? p.reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes()) : PathState.NO_ROOM;
-            s.busyAtPost = before > 0;
+            s.busyAtPost(before > 0);
             return before == PathState.NO_ROOM ? -1 : 0;
         }
         int path = choosePath(ps, s, now);
         if (path >= 0) {
-            s.busyAtPost = ps[path].posted(s.length()) > 0;
+            s.busyAtPost(ps[path].posted(s.length()) > 0);
         }
         return path;
     }
@@ -456,10 +456,10 @@ final class PathGroup {
         if (home >= 0) {
             return home;
         }
-        int best = pick(ps, s, now, s.avoidPath, allowed);
+        int best = pick(ps, s, now, s.avoidedPath(), allowed);
         // the path that just failed this slice takes it again only when no other path can: waiting for room on
         // another path is better than spending the task's attempts on one that is likely still broken
-        return best >= 0 || s.avoidPath < 0 || eligibleBesides(ps, s.avoidPath, now, allowed) ? best : pick(ps, s, now, -1, allowed);
+        return best >= 0 || s.avoidedPath() < 0 || eligibleBesides(ps, s.avoidedPath(), now, allowed) ? best : pick(ps, s, now, -1, allowed);
     }
 
     /**
@@ -474,8 +474,8 @@ final class PathGroup {
         if (s.length() > cap) {
             return -1;
         }
-        PathState p = ps[s.home % ps.length];
-        if (p.index == s.avoidPath || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+        PathState p = ps[s.home() % ps.length];
+        if (p.index == s.avoidedPath() || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
             return -1;
         }
         long both = p.inflight();

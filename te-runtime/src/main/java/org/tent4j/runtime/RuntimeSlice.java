@@ -42,7 +42,7 @@ final class RuntimeSlice implements Slice {
 
     private final SlicePool pool;
     /** Where it goes back to when recycled. */
-    final SlicePool.Stripe stripe;
+    private final SlicePool.Stripe stripe;
     /** generation &lt;&lt; 2 | phase. */
     private volatile long state;
     private Task task;
@@ -53,22 +53,22 @@ final class RuntimeSlice implements Slice {
     private long remoteAddress;
     private long length;
     private long deadlineNanos;
-    PathGroup group;
-    int priority;
-    int path = -1;
+    private PathGroup group;
+    private int priority;
+    private int path = -1;
     /** Which of its group's paths the submitting thread calls its own, modulo the path count (see {@link PathGroup}). */
-    int home;
+    private int home;
     /** A path that just failed this slice; avoided when another path can take it. */
-    int avoidPath = -1;
+    private int avoidPath = -1;
     /** Times this slice failed and was retried, against the task's failover budget. */
-    int retries;
-    long enqueueNanos;
+    private int retries;
+    private long enqueueNanos;
     /** When it went back to the pool (guards its quarantine there). */
-    long idleSinceNanos;
+    private long idleSinceNanos;
     private long postNanos;
     /** Other slices were in flight on its path when it was counted there (see {@link PathState#completed}). */
-    boolean busyAtPost;
-    /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
+    private boolean busyAtPost;
+    /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task, which links them). */
     RuntimeSlice prevPosted;
     RuntimeSlice nextPosted;
     boolean linked;
@@ -96,6 +96,62 @@ final class RuntimeSlice implements Slice {
 
     Task task() {
         return task;
+    }
+
+    SlicePool.Stripe stripe() {
+        return stripe;
+    }
+
+    /** The group that queues, posts and settles it; the router moves it to another when rerouting. */
+    void sendTo(PathGroup g) {
+        group = g;
+    }
+
+    /** Its submitting thread's number, which picks that thread's own path in every group. */
+    void home(int h) {
+        home = h;
+    }
+
+    int home() {
+        return home;
+    }
+
+    int priority() {
+        return priority;
+    }
+
+    /** The next try should avoid {@code p}, the path that just failed it (-1: none). */
+    void avoid(int p) {
+        avoidPath = p;
+    }
+
+    int avoidedPath() {
+        return avoidPath;
+    }
+
+    /** Counts one more retry; returns how many this use has had. */
+    int retried() {
+        return ++retries;
+    }
+
+    void queuedAt(long now) {
+        enqueueNanos = now;
+    }
+
+    long queuedSince() {
+        return enqueueNanos;
+    }
+
+    void busyAtPost(boolean busy) {
+        busyAtPost = busy;
+    }
+
+    void idleSince(long now) {
+        idleSinceNanos = now;
+    }
+
+    long idleSince() {
+        return idleSinceNanos;
     }
 
     RegisteredBuffer local() {

@@ -94,7 +94,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
                 g.close();
                 // Slices still waiting on the dead connection move to the new one.
                 for (RuntimeSlice s : g.takeAll()) {
-                    s.group = fresh;
+                    s.sendTo(fresh);
                     fresh.enqueue(s, true);
                 }
             }
@@ -126,13 +126,13 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             return;
         }
         boolean retry = !state.isClosed() && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline())
-                && (fromPath < 0 || ++s.retries <= maxAttempts);
+                && (fromPath < 0 || s.retried() <= maxAttempts);
         if (!retry) {
             s.giveUp(code, message);
             return;
         }
         if (from.isOpen() && !from.allPathsPaused(clock.nanoTime())) {
-            s.avoidPath = fromPath;
+            s.avoid(fromPath);
             if (from.pathCount() > 1) {
                 logFailover(from.segment(), from.describe(fromPath), from.transport().id() + "/another path", message);
             }
@@ -171,7 +171,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         if (reconnect && !from.usable() && from.connectError() == null) {
             PathGroup again = groupFor(t.segment(), slot);
             if (again != from) {
-                s.group = again;
+                s.sendTo(again);
                 again.enqueue(s, true);
                 return;
             }
@@ -185,8 +185,8 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         PathGroup g = groupFor(t.segment(), next.transport());
         logFailover(t.segment(), from.describe(fromPath), next.transport().id(), message);
         metrics.failover(slot.id(), next.transport().id());
-        s.group = g;
-        s.avoidPath = -1;
+        s.sendTo(g);
+        s.avoid(-1);
         g.enqueue(s, true);
     }
 

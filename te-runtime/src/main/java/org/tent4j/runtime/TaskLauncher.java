@@ -266,8 +266,8 @@ final class TaskLauncher {
             long off = i * step;
             RuntimeSlice s = slicePool.take(now);
             s.init(task, opcode, local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
-            s.group = group;
-            s.home = home;
+            s.sendTo(group);
+            s.home(home);
             group.submit(s, now);
         }
     }
