@@ -68,10 +68,10 @@ final class RuntimeSlice implements Slice {
     private long postNanos;
     /** Other slices were in flight on its path when it was counted there (see {@link PathState#completed}). */
     private boolean busyAtPost;
-    /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task, which links them). */
-    RuntimeSlice prevPosted;
-    RuntimeSlice nextPosted;
-    boolean linked;
+    /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
+    private RuntimeSlice prevPosted;
+    private RuntimeSlice nextPosted;
+    private boolean linked;
 
     RuntimeSlice(SlicePool pool, SlicePool.Stripe stripe) {
         this.pool = pool;
@@ -144,6 +144,43 @@ final class RuntimeSlice implements Slice {
 
     void busyAtPost(boolean busy) {
         busyAtPost = busy;
+    }
+
+    /** Puts this slice at the head of its task's posted list, whose head was {@code head}; returns the new head. */
+    RuntimeSlice linkBefore(RuntimeSlice head) {
+        prevPosted = null;
+        nextPosted = head;
+        if (head != null) {
+            head.prevPosted = this;
+        }
+        linked = true;
+        return this;
+    }
+
+    /** Whether it is in its task's posted list (read without the task's lock only as a hint). */
+    boolean linked() {
+        return linked;
+    }
+
+    /** Takes this slice out of its task's posted list, whose head is {@code head}; returns the new head. */
+    RuntimeSlice unlink(RuntimeSlice head) {
+        RuntimeSlice newHead = head;
+        if (prevPosted != null) {
+            prevPosted.nextPosted = nextPosted;
+        } else {
+            newHead = nextPosted;
+        }
+        if (nextPosted != null) {
+            nextPosted.prevPosted = prevPosted;
+        }
+        prevPosted = null;
+        nextPosted = null;
+        linked = false;
+        return newHead;
+    }
+
+    RuntimeSlice nextPosted() {
+        return nextPosted;
     }
 
     void idleSince(long now) {

@@ -173,35 +173,19 @@ final class Task {
     /** Tracks a slice posted on a transport that declares cancellation, so ending the task can cancel it. */
     void linkPosted(RuntimeSlice s) {
         synchronized (this) {
-            s.prevPosted = null;
-            s.nextPosted = posted;
-            if (posted != null) {
-                posted.prevPosted = s;
-            }
-            posted = s;
-            s.linked = true;
+            posted = s.linkBefore(posted);
         }
     }
 
     void unlinkPosted(RuntimeSlice s) {
-        if (!s.linked) {
+        if (!s.linked()) {
             return;
         }
         synchronized (this) {
-            if (!s.linked) {
+            if (!s.linked()) {
                 return;
             }
-            if (s.prevPosted != null) {
-                s.prevPosted.nextPosted = s.nextPosted;
-            } else {
-                posted = s.nextPosted;
-            }
-            if (s.nextPosted != null) {
-                s.nextPosted.prevPosted = s.prevPosted;
-            }
-            s.prevPosted = null;
-            s.nextPosted = null;
-            s.linked = false;
+            posted = s.unlink(posted);
         }
     }
 
@@ -214,7 +198,7 @@ final class Task {
                 return; // reported and re-armed meanwhile: what is posted now belongs to the next use
             }
             int n = 0;
-            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted()) {
                 n++;
             }
             if (n == 0) {
@@ -223,7 +207,7 @@ final class Task {
             slices = new RuntimeSlice[n];
             generations = new long[n];
             int i = 0;
-            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted()) {
                 slices[i] = s;
                 generations[i++] = s.generation();
             }
