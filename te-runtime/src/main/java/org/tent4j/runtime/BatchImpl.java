@@ -14,12 +14,13 @@ import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
 final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
     private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
-    final TaskLauncher launcher;
+    private final TaskLauncher launcher;
     private final Task[] tasks;
     private volatile int size;
     private final AtomicInteger open = new AtomicInteger();
@@ -32,8 +33,8 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     }
 
     @Override
-    public TaskLauncher launcher() {
-        return launcher;
+    public void complete(CompletableFuture<TransferStatus> future, TransferStatus status) {
+        launcher.completeAsync(future, status);
     }
 
     @Override
@@ -71,7 +72,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
         if (notification != null) {
             NotificationHook hook = new NotificationHook(notification, requests, created.length);
             for (Task t : created) {
-                t.hook = hook;
+                t.hook(hook);
             }
         }
         for (int i = 0; i < created.length; i++) {
@@ -169,7 +170,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     @Override
     public void taskEnded(Task task, TransferStatus status) {
         launcher.recordTask(task, status);
-        NotificationHook hook = task.hook;
+        NotificationHook hook = task.hook();
         if (hook != null) {
             hook.taskEnded(status);
         }

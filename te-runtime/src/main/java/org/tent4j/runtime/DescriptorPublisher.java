@@ -14,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metadata.SegmentDirectory;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 
@@ -45,7 +46,7 @@ final class DescriptorPublisher implements AutoCloseable {
         this.registrations = registrations;
         this.files = files;
         this.directory = directory;
-        this.localSegment = new RemoteSegment(0, identity.segmentName(), true, build(), transports.size());
+        this.localSegment = RemoteSegment.local(identity.segmentName(), build());
     }
 
     /** The local segment, whose descriptor is always the last one built. */
@@ -54,7 +55,7 @@ final class DescriptorPublisher implements AutoCloseable {
     }
 
     SegmentDescriptor current() {
-        return localSegment.descriptor;
+        return localSegment.descriptor();
     }
 
     /** Publishes the first descriptor and, if the directory forgets unrefreshed entries, keeps it alive. */
@@ -91,7 +92,7 @@ final class DescriptorPublisher implements AutoCloseable {
     /** Registrations changed: build and publish a new version. */
     synchronized void republish() {
         SegmentDescriptor d = build();
-        localSegment.descriptor = d;
+        localSegment.republished(d);
         try {
             directory.publish(d);
         } catch (TransferException e) {

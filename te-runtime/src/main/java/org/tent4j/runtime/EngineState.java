@@ -4,7 +4,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 
 /** Whether the engine is still open; every part that takes work checks it, only the facade closes it. */
-final class EngineState {
+public final class EngineState {
     private final String segmentName;
     private volatile boolean closed;
 
@@ -12,11 +12,11 @@ final class EngineState {
         this.segmentName = segmentName;
     }
 
-    String segmentName() {
+    public String segmentName() {
         return segmentName;
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         return closed;
     }
 
@@ -29,7 +29,7 @@ final class EngineState {
         return true;
     }
 
-    void ensureOpen() {
+    public void ensureOpen() {
         if (closed) {
             throw new TransferException(ErrorCode.ENGINE_CLOSED, "engine '" + segmentName + "' is closed");
         }

@@ -107,9 +107,8 @@ final class HostStaging {
     }
 
     /** Runs the task through host memory; the task ends through its usual slice accounting, one slice per chunk. */
-    void start(Task task, ResolvedRequest rr, Route route) {
-        task.resolved = rr;
-        task.transport = route.carrier().transport();
+    void start(Task task, ResolvedRequest rr, Policy policy, Route route) {
+        task.routed(rr, policy, route.carrier().transport());
         int n = (int) ((rr.request().length() + CHUNK - 1) / CHUNK);
         task.expectSlices(n);
         StagedTask t = new StagedTask(task, rr.request(), route, n);
@@ -243,7 +242,7 @@ final class HostStaging {
                 }
                 if (status.state() != TransferState.COMPLETED) {
                     route.pool().release(staging);
-                    task.sliceFailed(task.transport, status.error() == null ? ErrorCode.INTERNAL : status.error(),
+                    task.sliceFailed(task.transport(), status.error() == null ? ErrorCode.INTERNAL : status.error(),
                             "staged chunk " + i + " (" + len + " bytes at target offset 0x"
                                     + Long.toHexString(request.targetOffset() + off) + "): " + status.message());
                     return;
@@ -264,7 +263,7 @@ final class HostStaging {
         private void fail(MemorySegment staging, Throwable e) {
             route.pool().release(staging);
             ErrorCode code = e instanceof TransferException t ? t.code() : ErrorCode.INTERNAL;
-            task.sliceFailed(task.transport, code, "host staging via " + route.platform().memoryKind().prefix()
+            task.sliceFailed(task.transport(), code, "host staging via " + route.platform().memoryKind().prefix()
                     + " platform failed: " + e.getMessage());
         }
     }

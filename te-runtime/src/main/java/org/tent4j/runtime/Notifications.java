@@ -19,6 +19,7 @@ import org.tent4j.api.Notification;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.runtime.control.ControlPlaneNode;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.SegmentDescriptor;
 
@@ -61,7 +62,7 @@ final class Notifications {
             deliver(new Notification(segmentName, message));
             return CompletableFuture.completedFuture(null);
         }
-        SegmentDescriptor d = s.descriptor;
+        SegmentDescriptor d = s.descriptor();
         return control.callAsync(d.host(), d.controlPort(), SERVICE, bytes).thenApply(x -> null);
     }
 

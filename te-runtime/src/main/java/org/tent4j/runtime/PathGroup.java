@@ -9,6 +9,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
@@ -38,9 +39,10 @@ import org.tent4j.spi.TimeSource;
  * slice inside {@code post}) and never allocates.
  *
  * <p>A group starts unconnected: {@link #connect} runs on a worker while slices already wait in its queues, so
- * submitting never blocks on a peer. If connecting fails, the queued slices go to the {@link FailoverController},
- * which moves them to the next transport. The group owns its paths' health: completions and failures update
- * {@link PathState}, pauses and recoveries are logged here.
+ * submitting never blocks on a peer. The group owns its paths' health: completions and failures update
+ * {@link PathState}, pauses and recoveries are logged here. Where a slice goes that the group cannot carry (a failed
+ * slice, a failed connect, a closed connection) is not its decision: it hands such slices up to its {@link Router},
+ * and a slice tells only its group, never the router.
  */
 final class PathGroup {
     private static final Logger log = LoggerFactory.getLogger(PathGroup.class);
@@ -49,17 +51,27 @@ final class PathGroup {
     private static final int FAILED = 2;
     private static final int CLOSED = 3;
 
-    /** The groups this one belongs to (a failover looks up the next transport's group there). */
-    final PathGroups owner;
-    final FailoverController failover;
-    final RemoteSegment segment;
-    final TransportSlot transport;
+    /** Where the slices go that a group cannot carry; {@link SliceRouter} implements it. */
+    interface Router {
+        /**
+         * {@code s} failed on {@code path} of {@code from} (-1: it never left the queue): send it on, or end its task.
+         * The slice is out of its transport and no longer pinned.
+         */
+        void reroute(RuntimeSlice s, PathGroup from, int path, ErrorCode code, String message);
+
+        /** Connecting {@code g} failed: every slice waiting in it must go elsewhere. */
+        void connectFailed(PathGroup g, TransferException e);
+    }
+
+    private final Router router;
+    private final RemoteSegment segment;
+    private final TransportSlot transport;
     private final TimeSource clock;
     private final EngineMetrics metrics;
     /** {@code null} until connected. */
-    volatile PeerConnection connection;
+    private volatile PeerConnection connection;
     /** {@code null} until connected; then one per path of the connection. */
-    volatile PathState[] paths;
+    private volatile PathState[] paths;
     private volatile int state = CONNECTING;
     private volatile TransferException connectError;
     private volatile String lastFailure;
@@ -78,10 +90,9 @@ final class PathGroup {
     /** Bytes of the queued slices; guarded by {@code queues}. */
     private long queuedBytes;
 
-    PathGroup(PathGroups owner, FailoverController failover, RemoteSegment segment, TransportSlot transport, TimeSource clock,
-              EngineMetrics metrics, PathLimits limits) {
-        this.owner = owner;
-        this.failover = failover;
+    PathGroup(Router router, RemoteSegment segment, TransportSlot transport, TimeSource clock, EngineMetrics metrics,
+              PathLimits limits) {
+        this.router = router;
         this.segment = segment;
         this.transport = transport;
         this.clock = clock;
@@ -101,7 +112,7 @@ final class PathGroup {
                     "transport '" + transport.id() + "' failed to connect to segment '" + segment.name() + "': " + e, e);
             connectError = te;
             state = FAILED;
-            failover.connectFailed(this, te);
+            router.connectFailed(this, te);
             return;
         }
         int n = Math.max(1, c.pathCount());
@@ -122,11 +133,11 @@ final class PathGroup {
         drain();
     }
 
-    /** The connect attempt failed (or was never started); its slices went to the failover controller. */
+    /** The connect attempt failed (or was never started); its slices go to the router. */
     void connectFailed(TransferException e) {
         connectError = e;
         state = FAILED;
-        failover.connectFailed(this, e);
+        router.connectFailed(this, e);
     }
 
     TransferException connectError() {
@@ -167,6 +178,25 @@ final class PathGroup {
         }
     }
 
+    RemoteSegment segment() {
+        return segment;
+    }
+
+    TransportSlot transport() {
+        return transport;
+    }
+
+    /** Path {@code i} of the connection (tests read its counts). */
+    PathState path(int i) {
+        return paths[i];
+    }
+
+    /** How many paths the connection has (0 until connected). */
+    int pathCount() {
+        PathState[] ps = paths;
+        return ps == null ? 0 : ps.length;
+    }
+
     String describe(int path) {
         PathState[] ps = paths;
         return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
@@ -178,7 +208,7 @@ final class PathGroup {
             PathState[] ps = paths;
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
             if (ps.length == 1 && reservePath(ps, s, now) == 0) {
-                s.enqueueNanos = now;
+                s.queuedAt(now);
                 post(connection, ps, s, 0, now);
                 return;
             }
@@ -187,10 +217,10 @@ final class PathGroup {
     }
 
     void enqueue(RuntimeSlice s, boolean front) {
-        s.enqueueNanos = clock.nanoTime();
+        s.queuedAt(clock.nanoTime());
         boolean closedNow;
         synchronized (queues) {
-            SliceRing q = queues[s.priority];
+            SliceRing q = queues[s.priority()];
             if (front) {
                 q.addFirst(s);
             } else {
@@ -203,14 +233,14 @@ final class PathGroup {
         if (closedNow) {
             // lost the race with close (a replaced or dropped group): nothing drains a closed group, so move them on
             for (RuntimeSlice r : takeAll()) {
-                failover.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+                router.reroute(r, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                         + transport.id() + " was closed");
             }
             return;
         }
         if (state == FAILED) {
             // lost the race with a failed connect: its slices were taken already, so this one goes the same way
-            failover.connectFailed(this, connectError);
+            router.connectFailed(this, connectError);
             return;
         }
         drain();
@@ -269,6 +299,29 @@ final class PathGroup {
         }
     }
 
+    /** After {@link #failed}: the slice, out of its transport and unpinned, goes where the router sends it. */
+    void reroute(RuntimeSlice s, int path, ErrorCode code, String message) {
+        router.reroute(s, this, path, code, message);
+    }
+
+    /**
+     * Asks the transport to drop {@code s}, posted here; returns whether it gave the slice back (then it promised
+     * not to touch or settle it again, and the caller gives its room back with {@link #withdrawn}).
+     */
+    boolean cancel(RuntimeSlice s) {
+        try {
+            return connection.cancel(s);
+        } catch (RuntimeException e) {
+            log.warn("transport '{}' threw from cancel: {}", transport.id(), e.toString());
+            return false;
+        }
+    }
+
+    /** A slice posted on {@code path} will not be settled (canceled): its room there is free again. */
+    void withdrawn(int path, long length) {
+        paths[path].withdrawn(length);
+    }
+
     void drain() {
         // queued first: every completion calls this, and with nothing queued it need not touch the shared counter
         // (an enqueue counts its slice, then drains itself)
@@ -317,12 +370,12 @@ final class PathGroup {
         }
         if (s.deadlineNanos() - now <= 0) {
             unreserve(ps[path], s);
-            s.expire(t.explicitDeadline ? "deadline passed while queued" : "no path took it within transfer.timeout");
+            s.expire(t.explicitDeadline() ? "deadline passed while queued" : "no path took it within transfer.timeout");
             return;
         }
         if (!c.isOpen()) {
             unreserve(ps[path], s);
-            failover.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
+            router.reroute(s, this, -1, ErrorCode.PEER_FAILED, "connection to segment '" + segment.name() + "' over "
                     + transport.id() + " is closed");
             return;
         }
@@ -351,11 +404,11 @@ final class PathGroup {
     /** The queue to serve next: an aged MEDIUM/LOW head first, else the highest non-empty priority. */
     private SliceRing next(long now) {
         RuntimeSlice low = queues[2].peek();
-        if (low != null && now - low.enqueueNanos > 2 * limits.agingNanos()) {
+        if (low != null && now - low.queuedSince() > 2 * limits.agingNanos()) {
             return queues[2];
         }
         RuntimeSlice medium = queues[1].peek();
-        if (medium != null && now - medium.enqueueNanos > limits.agingNanos()) {
+        if (medium != null && now - medium.queuedSince() > limits.agingNanos()) {
             return queues[1];
         }
         for (SliceRing q : queues) {
@@ -386,27 +439,27 @@ final class PathGroup {
             // it leaves no other), without its per-slice arithmetic: shm and one-lane groups carry most small requests
             PathState p = ps[0];
             int before = p.eligible(now) ? p.reserve(s.length(), limits.maxInflightSlices(), limits.maxInflightBytes()) : PathState.NO_ROOM;
-            s.busyAtPost = before > 0;
+            s.busyAtPost(before > 0);
             return before == PathState.NO_ROOM ? -1 : 0;
         }
         int path = choosePath(ps, s, now);
         if (path >= 0) {
-            s.busyAtPost = ps[path].posted(s.length()) > 0;
+            s.busyAtPost(ps[path].posted(s.length()) > 0);
         }
         return path;
     }
 
     private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
-        Policy policy = s.task().policy;
+        Policy policy = s.task().policy();
         java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
         int home = homePath(ps, s, now, allowed);
         if (home >= 0) {
             return home;
         }
-        int best = pick(ps, s, now, s.avoidPath, allowed);
+        int best = pick(ps, s, now, s.avoidedPath(), allowed);
         // the path that just failed this slice takes it again only when no other path can: waiting for room on
         // another path is better than spending the task's attempts on one that is likely still broken
-        return best >= 0 || s.avoidPath < 0 || eligibleBesides(ps, s.avoidPath, now, allowed) ? best : pick(ps, s, now, -1, allowed);
+        return best >= 0 || s.avoidedPath() < 0 || eligibleBesides(ps, s.avoidedPath(), now, allowed) ? best : pick(ps, s, now, -1, allowed);
     }
 
     /**
@@ -421,8 +474,8 @@ final class PathGroup {
         if (s.length() > cap) {
             return -1;
         }
-        PathState p = ps[s.home % ps.length];
-        if (p.index == s.avoidPath || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+        PathState p = ps[s.home() % ps.length];
+        if (p.index == s.avoidedPath() || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
             return -1;
         }
         long both = p.inflight();

@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.PreparedTransfer;
@@ -71,8 +72,8 @@ final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer,
     }
 
     @Override
-    public TaskLauncher launcher() {
-        return launcher;
+    public void complete(CompletableFuture<TransferStatus> future, TransferStatus status) {
+        launcher.completeAsync(future, status);
     }
 
     @Override

@@ -6,6 +6,8 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
+import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 
@@ -54,16 +56,15 @@ final class RequestResolver {
             throw new TransferException(ErrorCode.UNKNOWN_SEGMENT, "target segment " + (r.target() == null ? "null" : "'"
                     + r.target().name() + "'") + " is not open in engine '" + state.segmentName() + "'");
         }
-        if (seg.gone) {
+        if (seg.isGone()) {
             try {
-                segments.refresh(seg);
-                seg.gone = false;
+                segments.refreshGone(seg);
             } catch (TransferException e) {
                 throw new TransferException(ErrorCode.PEER_FAILED, "segment '" + seg.name()
                         + "' is gone: its descriptor was removed from the metadata store (" + e.getMessage() + ")");
             }
         }
-        SegmentDescriptor desc = seg.descriptor;
+        SegmentDescriptor desc = seg.descriptor();
         long target = r.targetOffset();
         BufferDescriptor remote = desc.findBuffer(target, length);
         if (remote == null && !seg.isLocal()) {

@@ -2,6 +2,7 @@ package org.tent4j.runtime;
 
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferRequest;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 

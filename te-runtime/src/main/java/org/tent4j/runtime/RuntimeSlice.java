@@ -10,13 +10,12 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalBuffer;
-import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.Slice;
 
 /**
- * The runtime's slice: pooled, armed for each post. A completion settles it once; a failure hands it to the
- * {@link FailoverController}, which may reroute the same slice to another path or transport, so its bytes are
- * counted once, when it finally completes.
+ * The runtime's slice: pooled, armed for each post. A completion settles it once; a failure is told to its
+ * {@link PathGroup}, which hands it to the {@link SliceRouter}; that may reroute the same slice to another path or
+ * transport, so its bytes are counted once, when it finally completes. A slice talks to its group only.
  *
  * <p>Its state is one word: a generation (incremented each time the slice returns to the pool) and a phase (idle,
  * armed, being canceled). A settlement finds the slice armed or it is stale: a transport settling a slice twice, or
@@ -43,7 +42,7 @@ final class RuntimeSlice implements Slice {
 
     private final SlicePool pool;
     /** Where it goes back to when recycled. */
-    final SlicePool.Stripe stripe;
+    private final SlicePool.Stripe stripe;
     /** generation &lt;&lt; 2 | phase. */
     private volatile long state;
     private Task task;
@@ -54,25 +53,25 @@ final class RuntimeSlice implements Slice {
     private long remoteAddress;
     private long length;
     private long deadlineNanos;
-    PathGroup group;
-    int priority;
-    int path = -1;
+    private PathGroup group;
+    private int priority;
+    private int path = -1;
     /** Which of its group's paths the submitting thread calls its own, modulo the path count (see {@link PathGroup}). */
-    int home;
+    private int home;
     /** A path that just failed this slice; avoided when another path can take it. */
-    int avoidPath = -1;
+    private int avoidPath = -1;
     /** Times this slice failed and was retried, against the task's failover budget. */
-    int retries;
-    long enqueueNanos;
+    private int retries;
+    private long enqueueNanos;
     /** When it went back to the pool (guards its quarantine there). */
-    long idleSinceNanos;
+    private long idleSinceNanos;
     private long postNanos;
     /** Other slices were in flight on its path when it was counted there (see {@link PathState#completed}). */
-    boolean busyAtPost;
+    private boolean busyAtPost;
     /** The task's list of posted slices, kept only on transports that can cancel (guarded by the task). */
-    RuntimeSlice prevPosted;
-    RuntimeSlice nextPosted;
-    boolean linked;
+    private RuntimeSlice prevPosted;
+    private RuntimeSlice nextPosted;
+    private boolean linked;
 
     RuntimeSlice(SlicePool pool, SlicePool.Stripe stripe) {
         this.pool = pool;
@@ -97,6 +96,99 @@ final class RuntimeSlice implements Slice {
 
     Task task() {
         return task;
+    }
+
+    SlicePool.Stripe stripe() {
+        return stripe;
+    }
+
+    /** The group that queues, posts and settles it; the router moves it to another when rerouting. */
+    void sendTo(PathGroup g) {
+        group = g;
+    }
+
+    /** Its submitting thread's number, which picks that thread's own path in every group. */
+    void home(int h) {
+        home = h;
+    }
+
+    int home() {
+        return home;
+    }
+
+    int priority() {
+        return priority;
+    }
+
+    /** The next try should avoid {@code p}, the path that just failed it (-1: none). */
+    void avoid(int p) {
+        avoidPath = p;
+    }
+
+    int avoidedPath() {
+        return avoidPath;
+    }
+
+    /** Counts one more retry; returns how many this use has had. */
+    int retried() {
+        return ++retries;
+    }
+
+    void queuedAt(long now) {
+        enqueueNanos = now;
+    }
+
+    long queuedSince() {
+        return enqueueNanos;
+    }
+
+    void busyAtPost(boolean busy) {
+        busyAtPost = busy;
+    }
+
+    /** Puts this slice at the head of its task's posted list, whose head was {@code head}; returns the new head. */
+    RuntimeSlice linkBefore(RuntimeSlice head) {
+        prevPosted = null;
+        nextPosted = head;
+        if (head != null) {
+            head.prevPosted = this;
+        }
+        linked = true;
+        return this;
+    }
+
+    /** Whether it is in its task's posted list (read without the task's lock only as a hint). */
+    boolean linked() {
+        return linked;
+    }
+
+    /** Takes this slice out of its task's posted list, whose head is {@code head}; returns the new head. */
+    RuntimeSlice unlink(RuntimeSlice head) {
+        RuntimeSlice newHead = head;
+        if (prevPosted != null) {
+            prevPosted.nextPosted = nextPosted;
+        } else {
+            newHead = nextPosted;
+        }
+        if (nextPosted != null) {
+            nextPosted.prevPosted = prevPosted;
+        }
+        prevPosted = null;
+        nextPosted = null;
+        linked = false;
+        return newHead;
+    }
+
+    RuntimeSlice nextPosted() {
+        return nextPosted;
+    }
+
+    void idleSince(long now) {
+        idleSinceNanos = now;
+    }
+
+    long idleSince() {
+        return idleSinceNanos;
     }
 
     RegisteredBuffer local() {
@@ -176,7 +268,7 @@ final class RuntimeSlice implements Slice {
         g.failed(p, length, code, message);
         b.unpin();
         // rerouting may post this slice again at once, or end the task; it leaves the transport after either
-        g.failover.reroute(this, g, p, code, message);
+        g.reroute(this, p, code, message);
         t.leaveTransport();
         g.drain();
     }
@@ -191,15 +283,8 @@ final class RuntimeSlice implements Slice {
             return false; // settled, or recycled and reused, meanwhile
         }
         // ours until we say otherwise: its fields describe the post being canceled
-        PeerConnection connection = group.connection;
-        boolean dropped;
-        try {
-            dropped = connection.cancel(this);
-        } catch (RuntimeException e) {
-            log.warn("transport '{}' threw from cancel: {}", group.transport.id(), e.toString());
-            dropped = false;
-        }
-        if (!dropped) {
+        PathGroup g = group;
+        if (!g.cancel(this)) {
             state = armed;
             return false;
         }
@@ -207,7 +292,7 @@ final class RuntimeSlice implements Slice {
         Task t = task;
         RegisteredBuffer b = localBuffer;
         t.unlinkPosted(this);
-        group.paths[path].withdrawn(length);
+        g.withdrawn(path, length);
         recycle();
         b.unpin();
         t.leaveTransport();
@@ -217,7 +302,7 @@ final class RuntimeSlice implements Slice {
     /** Ends the slice's task: it will not be tried again. */
     void giveUp(ErrorCode code, String message) {
         Task t = task;
-        TransportSlot tr = group == null ? null : group.transport;
+        TransportSlot tr = group == null ? null : group.transport();
         recycle();
         t.sliceFailed(tr, code, message);
     }

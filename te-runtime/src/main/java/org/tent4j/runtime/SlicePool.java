@@ -54,8 +54,8 @@ final class SlicePool {
 
     /** Takes {@code s} back, idle from {@code now} (the engine's clock). */
     void give(RuntimeSlice s, long now) {
-        s.idleSinceNanos = now;
-        s.stripe.give(s);
+        s.idleSince(now);
+        s.stripe().give(s);
     }
 
     void staleSettlement() {
@@ -79,7 +79,7 @@ final class SlicePool {
 
         /** The oldest idle slice if it went idle at or before {@code idleBefore}, else {@code null}. */
         synchronized RuntimeSlice take(long idleBefore) {
-            if (size > 0 && idleBefore - ring[head].idleSinceNanos >= 0) {
+            if (size > 0 && idleBefore - ring[head].idleSince() >= 0) {
                 RuntimeSlice s = ring[head];
                 ring[head] = null;
                 head = head + 1 == ring.length ? 0 : head + 1;

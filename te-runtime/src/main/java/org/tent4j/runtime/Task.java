@@ -8,6 +8,7 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /**
  * One request's progress. It ends exactly once: the first of (last slice done, a slice failed, canceled, invalid)
@@ -19,7 +20,8 @@ final class Task {
     interface Owner {
         void taskEnded(Task task, TransferStatus status);
 
-        TaskLauncher launcher();
+        /** Completes the future of one of its tasks, off the transport's thread, so callbacks cannot stall an I/O loop. */
+        void complete(CompletableFuture<TransferStatus> future, TransferStatus status);
     }
 
     // Plain fields behind VarHandles rather than Atomic* objects: a task is created per request, and five atomics
@@ -47,14 +49,14 @@ final class Task {
         }
     }
 
-    final Owner owner;
-    final int id;
-    final Opcode opcode;
-    final long length;
+    private final Owner owner;
+    private final int id;
+    private final Opcode opcode;
+    private final long length;
     /** When the current use was submitted (reset by {@link #rearm}). */
-    long submitNanos;
-    final boolean explicitDeadline;
-    final String target;
+    private long submitNanos;
+    private final boolean explicitDeadline;
+    private final String target;
     /**
      * Which use of a pooled task this is: its prepared transfer's post number, truncated (only ever compared with the
      * use just before or after it; always 0 in a batch). An int, as each field is paid by every batch task too.
@@ -77,12 +79,12 @@ final class Task {
     /** The outcome as the application sees it: set once {@link #terminal} is decided and no slice is in a transport. */
     private volatile TransferStatus reported;
     private volatile CompletableFuture<TransferStatus> future;
-    volatile TransportSlot transport;
-    BatchImpl.NotificationHook hook;
+    private volatile TransportSlot transport;
+    private BatchImpl.NotificationHook hook;
     /** What rerouting a failed slice needs: set once the request passed validation. */
-    ResolvedRequest resolved;
+    private ResolvedRequest resolved;
     /** The policy rule that orders this task's transports, or {@code null} for the default order. */
-    Policy policy;
+    private Policy policy;
     /** Transports this task gave up on (bit = transport index). */
     private volatile long excluded;
 
@@ -96,6 +98,32 @@ final class Task {
         this.length = length;
         this.explicitDeadline = explicitDeadline;
         this.target = target;
+    }
+
+    int id() { return id; }
+    Opcode opcode() { return opcode; }
+    long length() { return length; }
+    long submitNanos() { return submitNanos; }
+    /** The request named its own deadline: a TIMEOUT ends it, and is not retried on another path. */
+    boolean explicitDeadline() { return explicitDeadline; }
+    /** The transport it was last sent over ({@code null} before it passed validation). */
+    TransportSlot transport() { return transport; }
+    ResolvedRequest resolved() { return resolved; }
+    Policy policy() { return policy; }
+    BatchImpl.NotificationHook hook() { return hook; }
+
+    void hook(BatchImpl.NotificationHook h) {
+        hook = h;
+    }
+
+    /**
+     * The request passed validation: resolved as {@code rr}, ordered by {@code policy} (may be {@code null}), carried
+     * by {@code transport} (for a staged task, the transport of its chunks).
+     */
+    void routed(ResolvedRequest rr, Policy policy, TransportSlot transport) {
+        this.resolved = rr;
+        this.policy = policy;
+        this.transport = transport;
     }
 
     /** Whether a prepared transfer may re-arm this task: its use was reported and none of its slices is left anywhere. */
@@ -145,35 +173,19 @@ final class Task {
     /** Tracks a slice posted on a transport that declares cancellation, so ending the task can cancel it. */
     void linkPosted(RuntimeSlice s) {
         synchronized (this) {
-            s.prevPosted = null;
-            s.nextPosted = posted;
-            if (posted != null) {
-                posted.prevPosted = s;
-            }
-            posted = s;
-            s.linked = true;
+            posted = s.linkBefore(posted);
         }
     }
 
     void unlinkPosted(RuntimeSlice s) {
-        if (!s.linked) {
+        if (!s.linked()) {
             return;
         }
         synchronized (this) {
-            if (!s.linked) {
+            if (!s.linked()) {
                 return;
             }
-            if (s.prevPosted != null) {
-                s.prevPosted.nextPosted = s.nextPosted;
-            } else {
-                posted = s.nextPosted;
-            }
-            if (s.nextPosted != null) {
-                s.nextPosted.prevPosted = s.prevPosted;
-            }
-            s.prevPosted = null;
-            s.nextPosted = null;
-            s.linked = false;
+            posted = s.unlink(posted);
         }
     }
 
@@ -186,7 +198,7 @@ final class Task {
                 return; // reported and re-armed meanwhile: what is posted now belongs to the next use
             }
             int n = 0;
-            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted()) {
                 n++;
             }
             if (n == 0) {
@@ -195,7 +207,7 @@ final class Task {
             slices = new RuntimeSlice[n];
             generations = new long[n];
             int i = 0;
-            for (RuntimeSlice s = posted; s != null; s = s.nextPosted) {
+            for (RuntimeSlice s = posted; s != null; s = s.nextPosted()) {
                 slices[i] = s;
                 generations[i++] = s.generation();
             }
@@ -281,7 +293,7 @@ final class Task {
         owner.taskEnded(this, status);
         CompletableFuture<TransferStatus> f = future;
         if (f != null) {
-            owner.launcher().completeAsync(f, status);
+            owner.complete(f, status);
         }
     }
 

@@ -17,15 +17,18 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 
 /**
- * Starts tasks: resolve, select, cut into slices, queue them on the chosen transport's path group. Never blocks on a
- * peer (the group connects on a worker). {@link #explain} runs the same resolve and select and reports instead of
- * posting. Also what batches need around a task: its creation, metrics when it ends, completing its future off the
- * transport's thread, notifications.
+ * Starts tasks: resolve, select, cut into slices, queue them on the path group the {@link SliceRouter} finds for the
+ * chosen transport. Never blocks on a peer (the group connects on a worker). {@link #explain} runs the same resolve
+ * and select and reports instead of posting. A request no transport carries directly may go through
+ * {@link HostStaging}, which this launcher builds and which starts its chunks through {@link #submit}, so nothing
+ * reaches back into the engine's facade. Also what batches need around a task: its creation, metrics when it ends,
+ * completing its future off the transport's thread, notifications.
  */
 final class TaskLauncher {
     private static final Logger log = LoggerFactory.getLogger(TaskLauncher.class);
@@ -33,7 +36,7 @@ final class TaskLauncher {
     private final EngineState state;
     private final RequestResolver resolver;
     private final TransportSelector selector;
-    private final PathGroups groups;
+    private final SliceRouter router;
     private final SlicePool slicePool;
     private final Notifications notifications;
     private final EngineMetrics metrics;
@@ -49,15 +52,15 @@ final class TaskLauncher {
     private static final AtomicInteger NEXT_HOME = new AtomicInteger();
     private static final ThreadLocal<Integer> HOME = ThreadLocal.withInitial(() -> NEXT_HOME.getAndIncrement() & Integer.MAX_VALUE);
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
-    private volatile HostStaging staging;
+    private final HostStaging staging;
 
-    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, PathGroups groups, SlicePool slicePool,
+    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, SliceRouter router, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
-                 long transferTimeoutNanos, AwaitSpin awaitSpin) {
+                 long transferTimeoutNanos, AwaitSpin awaitSpin, BufferRegistrar buffers, DevicePlatforms platforms) {
         this.state = state;
         this.resolver = resolver;
         this.selector = selector;
-        this.groups = groups;
+        this.router = router;
         this.slicePool = slicePool;
         this.notifications = notifications;
         this.metrics = metrics;
@@ -66,16 +69,13 @@ final class TaskLauncher {
         this.sliceSize = sliceSize;
         this.transferTimeoutNanos = transferTimeoutNanos;
         this.awaitSpin = awaitSpin;
+        // staged chunks are ordinary requests: resolved by the same resolver, started through this launcher's own entry
+        this.staging = new HostStaging(buffers, platforms, resolver, selector, workers, this::submit);
     }
 
     /** How waiting threads spin before they sleep ({@code transfer.await_spin}). */
     AwaitSpin awaitSpin() {
         return awaitSpin;
-    }
-
-    /** staging (issue 12) */
-    void staging(HostStaging staging) {
-        this.staging = staging;
     }
 
     void ensureOpen() {
@@ -122,6 +122,13 @@ final class TaskLauncher {
         return plan;
     }
 
+    /** One request in a batch of its own: the engine's {@code submit}, and how host staging carries each chunk. */
+    CompletableFuture<TransferStatus> submit(TransferRequest r) {
+        BatchImpl b = new BatchImpl(this, 1);
+        b.submit(List.of(r));
+        return b.completion(0);
+    }
+
     /** Validates, selects, slices and queues one task; every failure ends the task rather than throwing. */
     void start(Task task, TransferRequest r) {
         try {
@@ -136,10 +143,10 @@ final class TaskLauncher {
         if (failure instanceof TransferException e) {
             task.finish(new TransferStatus(e.code() == ErrorCode.PEER_UNREACHABLE || e.code() == ErrorCode.PEER_FAILED
                     || e.code() == ErrorCode.TRANSPORT_UNAVAILABLE || e.code() == ErrorCode.METADATA_UNAVAILABLE
-                    ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id + ": " + e.getMessage()));
+                    ? TransferState.FAILED : TransferState.INVALID, 0, e.code(), "task " + task.id() + ": " + e.getMessage()));
         } else {
-            log.error("task {} failed unexpectedly", task.id, failure);
-            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id + ": internal error: " + failure));
+            log.error("task {} failed unexpectedly", task.id(), failure);
+            task.finish(new TransferStatus(TransferState.FAILED, 0, ErrorCode.INTERNAL, "task " + task.id() + ": internal error: " + failure));
         }
     }
 
@@ -148,7 +155,7 @@ final class TaskLauncher {
         long now = clock.nanoTime();
         long deadline = r.deadlineNanos() != 0 ? r.deadlineNanos() : now + transferTimeoutNanos;
         if (r.deadlineNanos() != 0 && deadline - now <= 0) {
-            task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id + ": deadline passed before submission"));
+            task.finish(new TransferStatus(TransferState.TIMEOUT, 0, ErrorCode.TIMEOUT, "task " + task.id() + ": deadline passed before submission"));
             return;
         }
         Policy policy = selector.policyFor(rr);
@@ -158,8 +165,7 @@ final class TaskLauncher {
             if (sel.transport() == null) { // staging (issue 12)
                 HostStaging.Route staged = stagedRoute(rr, false);
                 if (staged != null) {
-                    task.policy = policy;
-                    staging.start(task, rr, staged);
+                    staging.start(task, rr, policy, staged);
                     return;
                 }
             }
@@ -188,7 +194,7 @@ final class TaskLauncher {
 
         /** The local buffer was unregistered, or the target segment closed, vanished or republished its descriptor. */
         boolean stale() {
-            return local.retired() || segment.descriptor != descriptor || segment.gone || segment.closed;
+            return local.retired() || segment.descriptor() != descriptor || segment.isGone() || segment.isClosed();
         }
     }
 
@@ -250,10 +256,8 @@ final class TaskLauncher {
     private void cut(Task task, ResolvedRequest rr, Policy policy, TransportSlot slot, Opcode opcode, RegisteredBuffer local,
                      long localOffset, RemoteSegment segment, BufferDescriptor remote, long target, long length, int priority,
                      long deadline, long now) {
-        task.resolved = rr;
-        task.policy = policy;
-        task.transport = slot;
-        PathGroup group = groups.groupFor(segment, slot);
+        task.routed(rr, policy, slot);
+        PathGroup group = router.groupFor(segment, slot);
         long step = Math.min(sliceSize, slot.capabilities().maxSliceSize());
         int n = (int) ((length + step - 1) / step);
         task.expectSlices(n);
@@ -262,20 +266,16 @@ final class TaskLauncher {
             long off = i * step;
             RuntimeSlice s = slicePool.take(now);
             s.init(task, opcode, local, localOffset + off, remote, target + off, Math.min(step, length - off), deadline, priority);
-            s.group = group;
-            s.home = home;
+            s.sendTo(group);
+            s.home(home);
             group.submit(s, now);
         }
     }
 
     /** staging (issue 12): the route through host memory, or {@code null} (then the direct rejection stands). */
     private HostStaging.Route stagedRoute(ResolvedRequest rr, boolean traced) {
-        HostStaging h = staging;
-        if (h == null) {
-            return null;
-        }
         try {
-            return h.route(rr, traced);
+            return staging.route(rr, traced);
         } catch (TransferException e) {
             log.debug("no staged route for {} to '{}': {}", rr.request().opcode(), rr.segment().name(), e.getMessage());
             return null;
@@ -283,9 +283,9 @@ final class TaskLauncher {
     }
 
     void recordTask(Task task, TransferStatus status) {
-        TransportSlot t = task.transport;
-        metrics.record(t == null ? -1 : t.index(), task.opcode, status.state() == TransferState.COMPLETED, task.length,
-                clock.nanoTime() - task.submitNanos);
+        TransportSlot t = task.transport();
+        metrics.record(t == null ? -1 : t.index(), task.opcode(), status.state() == TransferState.COMPLETED, task.length(),
+                clock.nanoTime() - task.submitNanos());
     }
 
     /** Completes a future off the transport's thread, so callers' callbacks cannot stall an I/O loop. */

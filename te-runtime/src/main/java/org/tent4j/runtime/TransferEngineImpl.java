@@ -13,9 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import org.slf4j.Logger;
@@ -47,6 +45,7 @@ import org.tent4j.runtime.metadata.PeerToPeerDirectory;
 import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;
@@ -63,16 +62,14 @@ import org.tent4j.spi.platform.DevicePlatform;
 /**
  * The engine as the application sees it. It only wires parts together and delegates; a request meets them in this
  * order: {@link RequestResolver} (validation) → {@link TransportSelector} (decision and trace) → {@link TaskLauncher}
- * (slicing) → {@link PathGroups}/{@link PathGroup} (connect, queue, path choice, path health) → the transport →
- * {@link FailoverController} on failure → {@link Task}/{@link BatchImpl}. Around them: {@link TransportRegistry}
+ * (slicing) → {@link SliceRouter} (the path group of each peer and transport, failover, the sweep) → {@link PathGroup}
+ * (connect, queue, path choice, path health) → the transport → {@link Task}/{@link BatchImpl}. Around them: {@link TransportRegistry}
  * (plugins), {@link SegmentTable} (open peers), {@link DescriptorPublisher}, {@link BufferRegistrar},
  * {@link Notifications}. Parts never call back into this class.
  */
 final class TransferEngineImpl implements TransferEngine {
     private static final Logger log = LoggerFactory.getLogger(TransferEngineImpl.class);
     private static final String PROBE = "engine.probe";
-    /** How often the scheduler sweep runs: revives cooled-down paths, moves queues off dead groups. */
-    private static final long SWEEP_MILLIS = 50;
 
     private final EngineState state;
     private final ResolvedConfig config;
@@ -94,10 +91,9 @@ final class TransferEngineImpl implements TransferEngine {
     private final SegmentTable segments;
     private final BufferRegistrar buffers;
     private final TransportSelector selector;
-    private final FailoverController failover;
+    private final SliceRouter router;
     private final Notifications notifications;
     private final TaskLauncher launcher;
-    private final ScheduledFuture<?> sweeper;
     private final int maxBatch;
 
     TransferEngineImpl(EngineConfig engineConfig) {
@@ -152,27 +148,24 @@ final class TransferEngineImpl implements TransferEngine {
             this.publisher = new DescriptorPublisher(new DescriptorPublisher.Identity(segmentName, machineId, host, control.port(),
                     ProcessHandle.current().pid(), HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())),
                     transports, registrations, files, directory);
-            this.segments = new SegmentTable(state, directory, publisher.localSegment(), transports.size());
-            this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.selector = new TransportSelector(transports, Policy.parse(config.core().getString(Policy.KEY),
                     providers.stream().map(p -> p.id()).collect(java.util.stream.Collectors.toSet()), transports::indexOf),
                     settings.fallback(), metrics);
-            this.failover = new FailoverController(state, selector, workers, metrics, clock, settings.maxAttempts());
-            PathGroups groups = new PathGroups(failover, connector, metrics, clock, settings.pathLimits());
+            this.router = new SliceRouter(state, selector, workers, connector, metrics, clock, settings.pathLimits(),
+                    settings.maxAttempts(), transports.size());
+            this.segments = new SegmentTable(state, directory, publisher.localSegment(), router);
+            this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.notifications = new Notifications(segmentName, control, config.core());
             SlicePool slicePool = new SlicePool(4096, clock, SlicePool.QUARANTINE_NANOS);
             metrics.staleSettlements(slicePool.staleSettlements());
-            this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, groups,
+            this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, router,
                     slicePool, notifications, metrics, workers, clock, settings.sliceSize(), settings.transferTimeout().toNanos(),
-                    new AwaitSpin(settings.awaitSpin().toNanos(), TimeSource.SYSTEM));
-            // staging (issue 12): device memory no transport reaches directly goes through pinned host buffers
-            this.launcher.staging(new HostStaging(buffers, platforms, new RequestResolver(state, registrations, segments, machineId),
-                    selector, workers, this::submit));
+                    new AwaitSpin(settings.awaitSpin().toNanos(), TimeSource.SYSTEM), buffers, platforms);
             control.serve(PeerToPeerDirectory.SERVICE, (caller, req) -> DescriptorCodec.encode(publisher.current()));
             control.serve(PROBE, (caller, req) -> new byte[0]);
             this.exchange = new MetadataExchange(segmentName, control, directory, publisher::current); // issue 13
             publisher.start(scheduler, directory instanceof StoreDirectory ? Math.max(100, settings.metadataTtl().toMillis() / 3) : 0);
-            this.sweeper = scheduler.scheduleWithFixedDelay(() -> failover.sweep(segments), SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
+            router.startSweeping(scheduler);
         } catch (RuntimeException e) {
             for (int i = built.size() - 1; i >= 0; i--) {
                 try {
@@ -329,7 +322,7 @@ final class TransferEngineImpl implements TransferEngine {
 
     @Override
     public SegmentInfo segmentInfo(SegmentHandle segment) {
-        return segments.own(segment).descriptor.info();
+        return segments.own(segment).descriptor().info();
     }
 
     // ---------------------------------------------------------------- metadata blobs (delegating to MetadataExchange)
@@ -393,9 +386,7 @@ final class TransferEngineImpl implements TransferEngine {
 
     @Override
     public CompletableFuture<TransferStatus> submit(TransferRequest request) {
-        BatchImpl b = new BatchImpl(launcher, 1);
-        b.submit(List.of(request));
-        return b.completion(0);
+        return launcher.submit(request);
     }
 
     @Override
@@ -436,6 +427,11 @@ final class TransferEngineImpl implements TransferEngine {
         return metrics;
     }
 
+    /** Where slices go, for tests that look at path groups. */
+    SliceRouter router() {
+        return router;
+    }
+
     // ---------------------------------------------------------------- close
 
     /** Closes in the reverse order of the data flow: stop taking work, withdraw, drop peers, stop transports, free. */
@@ -444,7 +440,7 @@ final class TransferEngineImpl implements TransferEngine {
         if (!state.close()) {
             return;
         }
-        sweeper.cancel(false);
+        router.stopSweeping();
         publisher.close();
         directory.close();
         segments.close();

@@ -27,6 +27,7 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 class PolicyTest {
     private static final String RULES = """
@@ -68,10 +69,9 @@ class PolicyTest {
         assertEquals(List.of("p2"), p.paths());
         TransferStatus s = initiator.transfer(pinned);
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
-        PathGroup g = ((RemoteSegment) seg).groups.get(0).transport.id().equals("inproc")
-                ? ((RemoteSegment) seg).groups.get(0) : ((RemoteSegment) seg).groups.get(1);
-        assertEquals(64, g.paths[2].completedSlices.sum(), "the policy's devices did not restrict the paths");
-        assertEquals(0, g.paths[0].completedSlices.sum() + g.paths[1].completedSlices.sum() + g.paths[3].completedSlices.sum());
+        PathGroup g = ((TransferEngineImpl) initiator).router().group((RemoteSegment) seg, "inproc");
+        assertEquals(64, g.path(2).completedSlices.sum(), "the policy's devices did not restrict the paths");
+        assertEquals(0, g.path(0).completedSlices.sum() + g.path(1).completedSlices.sum() + g.path(3).completedSlices.sum());
 
         TransferStatus unknown = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address())
                 .policy("nope").build());

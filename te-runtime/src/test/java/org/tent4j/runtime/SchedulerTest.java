@@ -26,6 +26,7 @@ import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.peers.RemoteSegment;
 
 /** Spraying over paths, path health, failover between paths and transports, priorities, cancel and deadlines. */
 class SchedulerTest {
@@ -66,14 +67,7 @@ class SchedulerTest {
 
     /** The initiator's path group to the target over {@code transport}, or {@code null} before one exists. */
     private static PathGroup findGroup(Pair p, String transport) {
-        RemoteSegment s = (RemoteSegment) p.seg;
-        for (int i = 0; i < s.groups.length(); i++) {
-            PathGroup g = s.groups.get(i);
-            if (g != null && g.transport.id().equals(transport)) {
-                return g;
-            }
-        }
-        return null;
+        return ((TransferEngineImpl) p.initiator).router().group((RemoteSegment) p.seg, transport);
     }
 
     @Test
@@ -85,9 +79,9 @@ class SchedulerTest {
         assertEquals(8 << 20, s.bytesTransferred());
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
         PathGroup g = group(p, "inproc");
-        assertTrue(g.paths[1].paused(), "the failing path was not paused");
-        assertEquals(0, g.paths[1].completedSlices.sum());
-        assertEquals(128, g.paths[0].completedSlices.sum() + g.paths[2].completedSlices.sum(), "a slice was counted twice or lost");
+        assertTrue(g.path(1).paused(), "the failing path was not paused");
+        assertEquals(0, g.path(1).completedSlices.sum());
+        assertEquals(128, g.path(0).completedSlices.sum() + g.path(2).completedSlices.sum(), "a slice was counted twice or lost");
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_path_paused{path=\"p1\""), scrape);
     }
@@ -101,8 +95,8 @@ class SchedulerTest {
             assertEquals(TransferState.COMPLETED, s.state(), s.message());
         }
         PathGroup g = group(p, "inproc");
-        long fast = g.paths[0].completedSlices.sum();
-        long slow = g.paths[1].completedSlices.sum();
+        long fast = g.path(0).completedSlices.sum();
+        long slow = g.path(1).completedSlices.sum();
         assertEquals(4 * 256, fast + slow); // 16 MiB in 64 KiB slices, four times
         assertTrue(slow * 4 < fast, "slow path got " + slow + " slices, fast path " + fast);
     }
@@ -114,15 +108,15 @@ class SchedulerTest {
                 "transports.inproc.slow_delay", "100ms", "paths.max_inflight", 1));
         writeAll(p);
         PathGroup g = group(p, "inproc");
-        for (int i = 0; i < 10 && g.paths[1].completedSlices.sum() == 0; i++) {
+        for (int i = 0; i < 10 && g.path(1).completedSlices.sum() == 0; i++) {
             writeAll(p); // until the slow path has been measured once (its first estimate is a guess)
         }
-        long slow = g.paths[1].completedSlices.sum();
+        long slow = g.path(1).completedSlices.sum();
         assertTrue(slow > 0, "the unmeasured path was never tried");
         for (int i = 0; i < 5; i++) {
             writeAll(p);
         }
-        assertEquals(slow, g.paths[1].completedSlices.sum(), "a path 100 ms per slice slow got slices that the fast "
+        assertEquals(slow, g.path(1).completedSlices.sum(), "a path 100 ms per slice slow got slices that the fast "
                 + "path would have finished sooner, holding back the end of the transfer");
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
     }
@@ -139,7 +133,7 @@ class SchedulerTest {
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         assertEquals(4 << 20, s.bytesTransferred());
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
-        assertEquals(64, group(p, "inproc-b").paths[0].completedSlices.sum());
+        assertEquals(64, group(p, "inproc-b").path(0).completedSlices.sum());
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_transport_failovers_total{from=\"inproc\""), scrape);
     }
@@ -218,8 +212,8 @@ class SchedulerTest {
     /** Slices completed on each of the two inproc paths so far (none before the group exists). */
     private static long[] completedPerPath(Pair p) {
         PathGroup g = findGroup(p, "inproc");
-        PathState[] ps = g == null ? null : g.paths;
-        return ps == null ? new long[2] : new long[] {ps[0].completedSlices.sum(), ps[1].completedSlices.sum()};
+        return g == null || g.pathCount() == 0 ? new long[2]
+                : new long[] {g.path(0).completedSlices.sum(), g.path(1).completedSlices.sum()};
     }
 
     private static <T> T onNewThread(java.util.concurrent.Callable<T> work) throws Exception {
