@@ -3,7 +3,8 @@
 #   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" /tmp/base .
 # Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
 # fetch per thread, then reads without the master; a build without that mode prints n/a).
-# Every build must have run `./mvnw -B -ntp -o -pl store -am -DskipTests package`. Per build and case: a fresh master,
+# Every build must have run `./mvnw -B -ntp -o -DskipTests package` (bin/store-* run from cli/target/lib, or from
+# store/target/lib in builds before the cli module). Per build and case: a fresh master,
 # two store-nodes of 1 GiB, two store-bench processes at once (2 threads each); the figure is their sum. The build
 # order is reversed every round. Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
 set -u
