@@ -1,15 +1,16 @@
 #!/bin/bash
-# Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "Issue 11").
+# Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "The store").
 #   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" /tmp/base .
 # Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
 # fetch per thread, then reads without the master; a build without that mode prints n/a).
-# Every build must have run `./mvnw -B -ntp -o -pl store -am -DskipTests package`. Per build and case: a fresh master,
-# two store-nodes of 1 GiB, two store-bench processes at once (2 threads each); the figure is their sum. The build
-# order is reversed every round. Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
+# Every build must have run `./mvnw -B -ntp -o -pl cli -am -DskipTests package` (bin/store-* run from cli/target).
+# Per build and case: a fresh master, two store-nodes of 1 GiB, two store-bench processes at once (2 threads each);
+# the figure is their sum. The build order is reversed every round. Holds /tmp/tent4j-bench.lock for the whole run.
+# Prints one line per figure.
 set -u
 ROUNDS=$1 CASES=$2; shift 2
 BUILDS=("$@")
-# 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/PERFORMANCE.md, session 7, lead)
+# 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/perf-notes/store.md, "Session 7, lead")
 WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561}
 exec 9>/tmp/tent4j-bench.lock
 flock 9
