@@ -47,7 +47,7 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 # --sun-misc-unsafe-memory-access=allow: silences JDK 25 warnings from libraries (protobuf via jetcd, JMH).
 # -Dio.netty.recycler.chunkSize=1024: Netty recycles the entry of each queued outbound buffer; an event loop keeps 32
 #   of them at hand by default and pushes the rest through a queue that allocates a new chunk every 32, which is
-#   garbage per slice once a lane has more than 16 slices in flight (two buffers each). See docs/PERFORMANCE.md.
+#   garbage per slice once a lane has more than 16 slices in flight (two buffers each). See docs/PERFORMANCE.md, "Zero garbage".
 # -Xmx: TENT4J_HEAP, 1g unless the command set it (bin/tent4j gives the store's commands 2g: the master keeps every
 #   object's metadata on the heap).
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.

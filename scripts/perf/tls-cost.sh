@@ -5,7 +5,7 @@
 # Usage: scripts/perf/tls-cost.sh [seconds per run, default 5] [warm-up seconds, default 10]
 # The warm-up is long because the JIT compiles the AES-GCM intrinsics' callers late on a loaded machine: at load 4 the
 # crypto still ran as plain Java for 2-3 s of TLS traffic, and with a 3 s warm-up at load 7 a 1 MiB READ measured 2x
-# lower than with 10 s (docs/PERFORMANCE.md, issue 10).
+# lower than with 10 s (docs/perf-notes/tls.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/jdk.sh
