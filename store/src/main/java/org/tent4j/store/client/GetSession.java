@@ -82,6 +82,7 @@ public final class GetSession {
         if (client.clock().nanoTime() >= deadlines[i]) {
             throw ended(i);
         }
+        client.memory.destinations(keys.get(i), List.of(destination));
         StoreException e = client.readReplicas(keys.get(i), replicas.get(i), offset, List.of(destination), deadlines[i]);
         if (e != null) {
             throw e;
@@ -99,6 +100,7 @@ public final class GetSession {
             throw new StoreException(StoreError.INVALID_PARAMS, "values [" + first + ", " + ((long) first + n)
                     + ") are outside a session of " + keys.size() + " keys");
         }
+        client.memory.batch(keys.subList(first, first + n), destinations, true);
         List<Outcome<Long>> out = new ArrayList<>(n);
         Transfers moves = new Transfers(client, n);
         int[] move = new int[n];

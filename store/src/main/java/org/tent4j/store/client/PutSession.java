@@ -65,6 +65,7 @@ public final class PutSession implements AutoCloseable {
             throw new StoreException(StoreError.INVALID_PARAMS, "write of " + source.byteSize() + " bytes at offset " + offset
                     + " is outside key '" + keys.get(i) + "' (" + sizes.get(i) + " bytes)");
         }
+        client.memory.sources(keys.get(i), List.of(source));
         StoreException e = client.writeAt(keys.get(i), replicas.get(i), offset, source);
         if (e != null) {
             throw e;

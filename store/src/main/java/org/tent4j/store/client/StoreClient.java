@@ -63,6 +63,7 @@ public final class StoreClient implements AutoCloseable {
     static final int FIRST_WAVE = 256;
 
     private final TransferEngine engine;
+    final LocalMemoryCheck memory;
     private final MasterClient master;
     private final String clientId;
     private final String host;
@@ -101,6 +102,7 @@ public final class StoreClient implements AutoCloseable {
 
     private StoreClient(Builder b) {
         this.engine = b.engine;
+        this.memory = new LocalMemoryCheck(engine);
         this.master = new MasterClient(b.masterAddress, b.rpcTimeout);
         this.clientId = b.clientId != null ? b.clientId : UUID.randomUUID().toString();
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
@@ -337,6 +339,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private PutResult putParts(String key, List<MemorySegment> parts, ReplicateConfig config, boolean upsert) {
+        memory.sources(key, parts);
         if (!upsert && parts.size() == 1 && reservable(parts, config)) {
             // one round trip, as a batch of one: the write into this client's reservation, then the commit
             List<Outcome<PutResult>> out = putBatchReserved(List.of(key), parts, config);
@@ -362,15 +365,16 @@ public final class StoreClient implements AutoCloseable {
         }
         List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
         Transfers writes = new Transfers(this, replicas.size() * parts.size());
-        addWrites(writes, replicas, parts);
+        writes.addWrites(replicas, parts);
         StoreException failure = writes.run().firstFailure(key, "writing", 0, writes.size());
         if (failure == null) {
             master.putEnd(clientId, key, ticket.getPutId());
             return PutResult.STORED;
         }
         revokeQuietly(key, ticket.getPutId());
+        memory.afterFailedWrite(key, parts, failure);
         // a segment whose owner died stays mounted until the master's client TTL runs out: place again without it
-        List<String> failed = failedSegments(replicas, parts, writes);
+        List<String> failed = writes.failedSegments(replicas, parts);
         if (failed.isEmpty() || !config.excludedSegments().isEmpty()) {
             throw failure;
         }
@@ -387,6 +391,7 @@ public final class StoreClient implements AutoCloseable {
         if (keys.size() != sources.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sources.size() + " values");
         }
+        memory.batch(keys, sources, false);
         if (reservable(sources, config)) {
             List<Outcome<PutResult>> out = putBatchReserved(keys, sources, config);
             if (out != null) {
@@ -408,7 +413,7 @@ public final class StoreClient implements AutoCloseable {
             if (t.getStatus().getCode() != 0) {
                 out.set(i, refused(t.getStatus()));
             } else {
-                addWrites(writes, Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
+                writes.addWrites(Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
             }
         }
         firstMove[keys.size()] = writes.size();
@@ -629,33 +634,6 @@ public final class StoreClient implements AutoCloseable {
         return new Reserved(ids, ranges, askedAt);
     }
 
-    /** Adds writes of every part into every replica (consecutively within each replica). */
-    private static void addWrites(Transfers writes, List<ReplicaLocation> replicas, List<MemorySegment> parts) {
-        for (ReplicaLocation r : replicas) {
-            long off = 0;
-            for (MemorySegment part : parts) {
-                if (part.byteSize() > 0) {
-                    writes.add(false, r, off, part);
-                }
-                off += part.byteSize();
-            }
-        }
-    }
-
-    /** Ids of the segments some write to which failed ({@code writes} in {@link #addWrites} order). */
-    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts, Transfers writes) {
-        List<String> failed = new ArrayList<>();
-        int w = 0;
-        for (ReplicaLocation r : replicas) {
-            for (MemorySegment part : parts) {
-                if (part.byteSize() > 0 && writes.failure(w++) != null && !failed.contains(r.segmentId())) {
-                    failed.add(r.segmentId());
-                }
-            }
-        }
-        return failed;
-    }
-
     private void revokeQuietly(String key, long putId) {
         try {
             master.putRevoke(clientId, key, putId);
@@ -704,6 +682,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private long readInto(String key, List<MemorySegment> parts, long room) {
+        memory.destinations(key, parts);
         for (int attempt = 1; ; attempt++) {
             long t0 = clock.nanoTime();
             ReplicaListResponse list = master.getReplicaList(key);
@@ -761,6 +740,7 @@ public final class StoreClient implements AutoCloseable {
         if (keys.size() != destinations.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + destinations.size() + " buffers");
         }
+        memory.batch(keys, destinations, true);
         List<Outcome<Long>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
         int[] attempts = new int[keys.size()];
         Deque<Integer> todo = new ArrayDeque<>();
