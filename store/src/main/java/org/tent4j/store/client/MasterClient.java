@@ -32,6 +32,7 @@ import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
+import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
@@ -131,6 +132,11 @@ public final class MasterClient implements AutoCloseable {
     public void unmount(String clientId, String segmentId) {
         Wire.check(call("UnmountSegment", () -> stub().unmountSegment(UnmountRequest.newBuilder().setClientId(clientId)
                 .setSegmentId(segmentId).build())));
+    }
+
+    /** Tells the master this client is closing cleanly (it is then never counted as expired). */
+    public void leave(String clientId) {
+        Wire.check(call("Leave", () -> stub().leave(LeaveRequest.newBuilder().setClientId(clientId).build())));
     }
 
     static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
