@@ -12,6 +12,7 @@ import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.proto.ReplicaListResponse;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.SegmentTable;
 
 /**

@@ -39,6 +39,7 @@ import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.ReserveRequest;
 import org.tent4j.store.proto.Status;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.SegmentTable;
 import org.tent4j.store.rpc.Wire;
 

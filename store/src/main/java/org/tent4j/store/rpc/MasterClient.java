@@ -1,4 +1,4 @@
-package org.tent4j.store.client;
+package org.tent4j.store.rpc;
 
 import java.time.Duration;
 import java.util.List;
@@ -47,14 +47,13 @@ import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.proto.UnmountRequest;
 import org.tent4j.store.rpc.MasterServer;
-import org.tent4j.store.rpc.SegmentTable;
-import org.tent4j.store.rpc.Wire;
 
 /**
  * The master's RPCs from a client: the hot ones (puts, replica lists, exists) over one long-lived Calls stream, the
  * rest unary. Each call has a timeout, and transport failures become {@link StoreException}s naming the master
  * ({@link StoreError#RPC_FAIL} when unreachable or the stream broke, {@link StoreError#RPC_TIMEOUT} past the timeout).
- * Batch calls return per-item messages whose status the caller checks.
+ * Batch calls return per-item messages whose status the caller checks. Internal: it speaks the generated protobuf
+ * types, which the public client API ({@code org.tent4j.store.client}) never shows.
  */
 public final class MasterClient implements AutoCloseable {
     private final String address;
@@ -139,7 +138,7 @@ public final class MasterClient implements AutoCloseable {
         Wire.check(call("Leave", () -> stub().leave(LeaveRequest.newBuilder().setClientId(clientId).build())));
     }
 
-    static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
+    public static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
         return PutStartRequest.newBuilder().setClientId(clientId).setKey(key).setSize(size).setConfig(Wire.config(cfg))
                 .setWriterHost(host).setUpsert(upsert).build();
     }
@@ -178,7 +177,7 @@ public final class MasterClient implements AutoCloseable {
         return exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
     }
 
-    static PutEndRequest endRequest(String clientId, String key, long putId) {
+    public static PutEndRequest endRequest(String clientId, String key, long putId) {
         return PutEndRequest.newBuilder().setClientId(clientId).setKey(key).setPutId(putId).build();
     }
 
