@@ -147,6 +147,26 @@ class LocalMemoryTest {
     }
 
     @Test
+    void aWriteThatFailsBecauseTheSourceWentAfterTheCheckExcludesNoSegmentAndEvictsNothing() {
+        StaleCheckEngine engine = new StaleCheckEngine(user.engine());
+        StoreClient racing = StoreClient.builder(engine, store.address()).stagingBytes(1 << 20).connect();
+        try {
+            long objects = state().objectCount();
+            MemorySegment gone = arena.allocate(4096);
+            engine.lieOnce();
+            StoreException e = assertThrows(StoreException.class, () -> racing.putFrom("raced", gone, ReplicateConfig.defaults()));
+            assertEquals(StoreError.INVALID_PARAMS, e.error(), e.getMessage());
+            assertTrue(e.getMessage().contains("is not registered with engine") && e.getMessage().contains("the write failed"),
+                    e.getMessage());
+            assertEquals(objects, state().objectCount(), "objects before and after");
+            assertEquals(0, state().stats().evictedObjects(), "nothing evicted");
+            assertTrue(!racing.exists("raced"));
+        } finally {
+            racing.close();
+        }
+    }
+
+    @Test
     void putSessionWriteFromUnregisteredMemoryIsRefused() throws Exception {
         try (PutSession s = user.putSession(List.of("session/0"), List.of(4096L), ReplicateConfig.defaults())) {
             MemorySegment unregistered = arena.allocate(4096);
