@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -56,6 +57,20 @@ public interface TransferEngine extends AutoCloseable {
      * memory, which then stays allocated (and must stay alive if the caller owns it); calling it again retries.
      */
     void unregister(RegisteredMemory memory);
+
+    /**
+     * The registration of this engine that holds all of {@code range} (memory registered with {@link #register} or
+     * {@link #allocate} and not yet unregistered), so a caller can check its memory before acting on it: a request
+     * whose local side is not registered fails with {@link ErrorCode#ADDRESS_NOT_REGISTERED}. The engine can always
+     * read and write its own registered memory; {@link RegisteredMemory#permission()} says what peers may do with it.
+     *
+     * @return the registration, or empty when no single registration holds the whole range (none touches it, or it
+     *         runs past the end of one)
+     * @throws UnsupportedOperationException when this engine does not track registrations (the runtime's does)
+     */
+    default Optional<RegisteredMemory> findRegistration(MemorySegment range) {
+        throw new UnsupportedOperationException("this engine (" + getClass().getName() + ") does not look up registrations");
+    }
 
     /**
      * Registers a regular file or block device as part of this engine's segment, so requests (this engine's and, unless

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -90,6 +91,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final DescriptorPublisher publisher;
     private final SegmentTable segments;
     private final BufferRegistrar buffers;
+    private final Registrations registrations;
     private final TransportSelector selector;
     private final SliceRouter router;
     private final Notifications notifications;
@@ -134,7 +136,7 @@ final class TransferEngineImpl implements TransferEngine {
             this.metrics = new EngineMetrics(segmentName);
             built.add(metrics);
             built.add(platforms);
-            Registrations registrations = new Registrations();
+            this.registrations = new Registrations();
             this.transports = new TransportRegistry(providers, config, (id, options) ->
                     new Context(segmentName, host, machineId, options, registrations, settings.transferTimeout(), clock, id));
             built.add(transports);
@@ -288,6 +290,12 @@ final class TransferEngineImpl implements TransferEngine {
     @Override
     public void unregister(RegisteredMemory memory) {
         buffers.unregister(memory);
+    }
+
+    @Override
+    public Optional<RegisteredMemory> findRegistration(MemorySegment range) {
+        // a heap segment's address is an offset into its array, never registered memory
+        return range.isNative() ? Optional.ofNullable(registrations.find(range.address(), range.byteSize())) : Optional.empty();
     }
 
     // file segments (issue 12): begin

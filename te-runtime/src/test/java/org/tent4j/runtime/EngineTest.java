@@ -103,6 +103,24 @@ class EngineTest {
     }
 
     @Test
+    void findRegistrationAnswersWhichRegistrationHoldsARangeUntilItIsUnregistered() {
+        TransferEngine e = engine(cfg());
+        RegisteredMemory mem = e.allocate(8192, Location.CPU, Permission.READ_ONLY);
+        MemorySegment own = arena.allocate(4096);
+        RegisteredMemory local = e.register(own, Location.CPU, Permission.LOCAL_ONLY);
+        assertEquals(mem, e.findRegistration(mem.segment().asSlice(100, 4000)).orElseThrow());
+        assertEquals(Permission.READ_ONLY, e.findRegistration(mem.segment()).orElseThrow().permission());
+        assertEquals(Permission.LOCAL_ONLY, e.findRegistration(own.asSlice(4095, 1)).orElseThrow().permission());
+        // never registered, running past a registration's end, heap memory
+        assertTrue(e.findRegistration(arena.allocate(64)).isEmpty());
+        MemorySegment past = MemorySegment.ofAddress(mem.address() + 8000).reinterpret(300);
+        assertTrue(e.findRegistration(past).isEmpty());
+        assertTrue(e.findRegistration(MemorySegment.ofArray(new byte[64])).isEmpty());
+        e.unregister(local);
+        assertTrue(e.findRegistration(own).isEmpty());
+    }
+
+    @Test
     void everyBadInputEndsInvalidWithAMessageNamingIt() throws Exception {
         TransferEngine target = engine(cfg());
         TransferEngine initiator = engine(cfg());

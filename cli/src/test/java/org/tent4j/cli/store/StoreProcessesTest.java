@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.cli.Tent4jCommand;
-import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 import org.tent4j.testkit.ChildJvm;
 

@@ -15,8 +15,9 @@ import org.tent4j.store.rpc.SegmentTable;
  * Replica lists of several keys fetched with one RPC, then read (whole, in ranges, or many at once) without asking
  * the master again, while the lease lasts: Mooncake's get sessions. A read that would start after the lease is refused
  * and one that finishes after it is discarded, both with LEASE_EXPIRED: {@link #renew} the session (one more fetch).
+ * The master keeps no session state (its leases end on their own); {@link #close} makes every later read fail at once.
  */
-public final class GetSession {
+public final class GetSession implements AutoCloseable {
     private final StoreClient client;
     private final List<String> keys;
     private final List<ReplicaListResponse> lists;
@@ -24,6 +25,7 @@ public final class GetSession {
     private final List<List<ReplicaLocation>> replicas;
     private final long[] deadlines;
     private final long earliestDeadline;
+    private volatile boolean closed;
 
     GetSession(StoreClient client, List<String> keys, SegmentTable.Decoded answer, long t0) {
         this.client = client;
@@ -58,6 +60,7 @@ public final class GetSession {
 
     /** Value {@code i}'s size; throws the error the master gave for it (e.g. OBJECT_NOT_FOUND). */
     public long valueSize(int i) {
+        open();
         check(i);
         return lists.get(i).getSize();
     }
@@ -82,6 +85,7 @@ public final class GetSession {
         if (client.clock().nanoTime() >= deadlines[i]) {
             throw ended(i);
         }
+        client.memory.destinations(keys.get(i), List.of(destination));
         StoreException e = client.readReplicas(keys.get(i), replicas.get(i), offset, List.of(destination), deadlines[i]);
         if (e != null) {
             throw e;
@@ -94,11 +98,13 @@ public final class GetSession {
      * whose lease has ended, or ended while its bytes moved, fails with LEASE_EXPIRED (bytes discarded).
      */
     public List<Outcome<Long>> readBatch(int first, List<MemorySegment> destinations) {
+        open();
         int n = destinations.size();
         if (first < 0 || first + n > keys.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, "values [" + first + ", " + ((long) first + n)
                     + ") are outside a session of " + keys.size() + " keys");
         }
+        client.memory.batch(keys.subList(first, first + n), destinations, true);
         List<Outcome<Long>> out = new ArrayList<>(n);
         Transfers moves = new Transfers(client, n);
         int[] move = new int[n];
@@ -150,6 +156,19 @@ public final class GetSession {
                 + "' has ended; renew the session");
     }
 
+
+    /** Ends the session: later reads are refused (UNAVAILABLE_IN_CURRENT_STATUS). */
+    @Override
+    public void close() {
+        closed = true;
+    }
+
+    private void open() {
+        if (closed) {
+            throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "the get session over " + keys.size()
+                    + " keys (first '" + (keys.isEmpty() ? "" : keys.getFirst()) + "') is closed");
+        }
+    }
 
     private void check(int i) {
         StoreException e = StoreClient.error(lists.get(i).getStatus());

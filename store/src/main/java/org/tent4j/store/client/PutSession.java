@@ -12,6 +12,7 @@ import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.Status;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /**
@@ -65,6 +66,7 @@ public final class PutSession implements AutoCloseable {
             throw new StoreException(StoreError.INVALID_PARAMS, "write of " + source.byteSize() + " bytes at offset " + offset
                     + " is outside key '" + keys.get(i) + "' (" + sizes.get(i) + " bytes)");
         }
+        client.memory.sources(keys.get(i), List.of(source));
         StoreException e = client.writeAt(keys.get(i), replicas.get(i), offset, source);
         if (e != null) {
             throw e;

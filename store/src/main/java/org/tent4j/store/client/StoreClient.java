@@ -2,10 +2,8 @@ package org.tent4j.store.client;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -41,6 +39,7 @@ import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.ReserveRequest;
 import org.tent4j.store.proto.Status;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.SegmentTable;
 import org.tent4j.store.rpc.Wire;
 
@@ -63,6 +62,7 @@ public final class StoreClient implements AutoCloseable {
     static final int FIRST_WAVE = 256;
 
     private final TransferEngine engine;
+    final LocalMemoryCheck memory;
     private final MasterClient master;
     private final String clientId;
     private final String host;
@@ -101,6 +101,7 @@ public final class StoreClient implements AutoCloseable {
 
     private StoreClient(Builder b) {
         this.engine = b.engine;
+        this.memory = new LocalMemoryCheck(engine);
         this.master = new MasterClient(b.masterAddress, b.rpcTimeout);
         this.clientId = b.clientId != null ? b.clientId : UUID.randomUUID().toString();
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
@@ -211,7 +212,8 @@ public final class StoreClient implements AutoCloseable {
         return engine;
     }
 
-    public MasterClient master() {
+    /** The master's wire client (generated protobuf types): this package's, never the public API. */
+    MasterClient master() {
         return master;
     }
 
@@ -337,6 +339,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private PutResult putParts(String key, List<MemorySegment> parts, ReplicateConfig config, boolean upsert) {
+        memory.sources(key, parts);
         if (!upsert && parts.size() == 1 && reservable(parts, config)) {
             // one round trip, as a batch of one: the write into this client's reservation, then the commit
             List<Outcome<PutResult>> out = putBatchReserved(List.of(key), parts, config);
@@ -362,20 +365,41 @@ public final class StoreClient implements AutoCloseable {
         }
         List<ReplicaLocation> replicas = Wire.replicas(ticket.getReplicasList());
         Transfers writes = new Transfers(this, replicas.size() * parts.size());
-        addWrites(writes, replicas, parts);
+        writes.addWrites(replicas, parts);
         StoreException failure = writes.run().firstFailure(key, "writing", 0, writes.size());
         if (failure == null) {
             master.putEnd(clientId, key, ticket.getPutId());
             return PutResult.STORED;
         }
         revokeQuietly(key, ticket.getPutId());
+        memory.afterFailedWrite(key, parts, failure);
         // a segment whose owner died stays mounted until the master's client TTL runs out: place again without it
-        List<String> failed = failedSegments(replicas, parts, writes);
+        List<String> failed = writes.failedSegments(replicas, parts);
         if (failed.isEmpty() || !config.excludedSegments().isEmpty()) {
             throw failure;
         }
         LOG.warn("put of '{}' could not write to segments {} ({}); placing it again without them", key, failed, failure.getMessage());
         return putParts(key, parts, config.withExcludedSegments(failed), upsert);
+    }
+
+    /** Puts copies of many values (heap arrays included) through the staging buffer, as {@link #putBatchFrom}. */
+    public List<Outcome<PutResult>> putBatch(List<String> keys, List<byte[]> values, ReplicateConfig config) {
+        long total = 0;
+        for (byte[] v : values) {
+            total += v.length;
+        }
+        StagingBuffer.Lease lease = staging().borrow(Math.max(1, total));
+        try {
+            List<MemorySegment> copies = new ArrayList<>(values.size());
+            long off = 0;
+            for (byte[] v : values) {
+                copies.add(lease.segment().asSlice(off, v.length).copyFrom(MemorySegment.ofArray(v)));
+                off += v.length;
+            }
+            return putBatchFrom(keys, copies, config);
+        } finally {
+            staging().release(lease);
+        }
     }
 
     /**
@@ -387,6 +411,7 @@ public final class StoreClient implements AutoCloseable {
         if (keys.size() != sources.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sources.size() + " values");
         }
+        memory.batch(keys, sources, false);
         if (reservable(sources, config)) {
             List<Outcome<PutResult>> out = putBatchReserved(keys, sources, config);
             if (out != null) {
@@ -408,7 +433,7 @@ public final class StoreClient implements AutoCloseable {
             if (t.getStatus().getCode() != 0) {
                 out.set(i, refused(t.getStatus()));
             } else {
-                addWrites(writes, Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
+                writes.addWrites(Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
             }
         }
         firstMove[keys.size()] = writes.size();
@@ -629,33 +654,6 @@ public final class StoreClient implements AutoCloseable {
         return new Reserved(ids, ranges, askedAt);
     }
 
-    /** Adds writes of every part into every replica (consecutively within each replica). */
-    private static void addWrites(Transfers writes, List<ReplicaLocation> replicas, List<MemorySegment> parts) {
-        for (ReplicaLocation r : replicas) {
-            long off = 0;
-            for (MemorySegment part : parts) {
-                if (part.byteSize() > 0) {
-                    writes.add(false, r, off, part);
-                }
-                off += part.byteSize();
-            }
-        }
-    }
-
-    /** Ids of the segments some write to which failed ({@code writes} in {@link #addWrites} order). */
-    private static List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts, Transfers writes) {
-        List<String> failed = new ArrayList<>();
-        int w = 0;
-        for (ReplicaLocation r : replicas) {
-            for (MemorySegment part : parts) {
-                if (part.byteSize() > 0 && writes.failure(w++) != null && !failed.contains(r.segmentId())) {
-                    failed.add(r.segmentId());
-                }
-            }
-        }
-        return failed;
-    }
-
     private void revokeQuietly(String key, long putId) {
         try {
             master.putRevoke(clientId, key, putId);
@@ -704,6 +702,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     private long readInto(String key, List<MemorySegment> parts, long room) {
+        memory.destinations(key, parts);
         for (int attempt = 1; ; attempt++) {
             long t0 = clock.nanoTime();
             ReplicaListResponse list = master.getReplicaList(key);
@@ -758,93 +757,7 @@ public final class StoreClient implements AutoCloseable {
      * leases makes the next one smaller, so a batch of any size completes as long as single reads fit in a lease.
      */
     public List<Outcome<Long>> getBatchInto(List<String> keys, List<MemorySegment> destinations) {
-        if (keys.size() != destinations.size()) {
-            throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + destinations.size() + " buffers");
-        }
-        List<Outcome<Long>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
-        int[] attempts = new int[keys.size()];
-        Deque<Integer> todo = new ArrayDeque<>();
-        for (int i = 0; i < keys.size(); i++) {
-            todo.add(i);
-        }
-        int wave = FIRST_WAVE;
-        while (!todo.isEmpty()) {
-            List<Integer> idx = new ArrayList<>(Math.min(wave, todo.size()));
-            while (idx.size() < wave && !todo.isEmpty()) {
-                idx.add(todo.poll());
-            }
-            List<String> waveKeys = idx.size() == keys.size() ? keys : idx.stream().map(keys::get).toList();
-            long t0 = clock.nanoTime();
-            SegmentTable.Decoded answer = master.batchGetReplicaList(waveKeys);
-            List<ReplicaListResponse> lists = answer.items();
-            List<Integer> expired = new ArrayList<>();
-            int inTime = 0;
-            // every read of the wave in flight at once, each from its nearest replica; the rest only on failure
-            List<List<ReplicaLocation>> ranked = new ArrayList<>(idx.size());
-            Transfers first = new Transfers(this, idx.size());
-            int[] move = new int[idx.size()];
-            for (int j = 0; j < idx.size(); j++) {
-                int i = idx.get(j);
-                ReplicaListResponse l = lists.get(j);
-                ranked.add(null);
-                move[j] = -1;
-                if (l.getStatus().getCode() != 0) {
-                    out.set(i, Outcome.failed(error(l.getStatus())));
-                    continue;
-                }
-                MemorySegment dst = destinations.get(i);
-                if (l.getSize() > dst.byteSize()) {
-                    out.set(i, Outcome.failed(bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
-                    continue;
-                }
-                List<ReplicaLocation> rs = nearestFirst(answer.replicas().get(j));
-                if (rs.isEmpty()) {
-                    out.set(i, Outcome.failed(noReplica(keys.get(i))));
-                    continue;
-                }
-                ranked.set(j, rs);
-                move[j] = first.add(true, rs.getFirst(), 0, dst.asSlice(0, l.getSize()));
-            }
-            first.run();
-            for (int j = 0; j < idx.size(); j++) {
-                if (move[j] < 0) {
-                    continue;
-                }
-                int i = idx.get(j);
-                ReplicaListResponse l = lists.get(j);
-                long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
-                StoreException e = first.failure(move[j]);
-                if (e == null) {
-                    if (clock.nanoTime() >= deadline) {
-                        leaseExpiredReads.increment();
-                        e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
-                                + "' finished after its lease ended; the bytes were discarded");
-                    }
-                } else {
-                    replicaFailovers.increment();
-                    List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
-                    e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
-                            + e.getMessage(), e) : readReplicas(keys.get(i), rest, 0, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
-                }
-                if (e == null) {
-                    out.set(i, Outcome.of(l.getSize()));
-                    if (expired.isEmpty()) {
-                        inTime++;
-                    }
-                } else if (e.error() == StoreError.LEASE_EXPIRED && ++attempts[i] < READ_ATTEMPTS) {
-                    expired.add(i);
-                } else {
-                    out.set(i, Outcome.failed(e));
-                }
-            }
-            if (!expired.isEmpty()) {
-                wave = Math.max(1, Math.min(wave / 2, inTime));
-                for (int k = expired.size() - 1; k >= 0; k--) {
-                    todo.addFirst(expired.get(k));
-                }
-            }
-        }
-        return out;
+        return new BatchReads(this, master).read(keys, destinations);
     }
 
     /** Values as copies; a missing key's outcome carries OBJECT_NOT_FOUND. */
@@ -1004,11 +917,20 @@ public final class StoreClient implements AutoCloseable {
         return colon > 0 ? segmentName.substring(0, colon) : segmentName;
     }
 
-    /** Unmounts contributed segments (their replicas are dropped), stops heartbeats, closes the master connection. */
+    /**
+     * Unmounts contributed segments (their replicas are dropped), stops heartbeats, retires reservations, and tells the
+     * master this client leaves (so it is not counted as expired), then closes the master connection.
+     */
     @Override
     public void close() {
         if (heartbeats != null) {
             heartbeats.shutdownNow();
+            try {
+                // a ping answered after the leave would remount what was withdrawn
+                heartbeats.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
         List<Reserved> held = new ArrayList<>();
         reserved.values().forEach(pool -> {
@@ -1030,6 +952,11 @@ public final class StoreClient implements AutoCloseable {
             } catch (StoreException e) {
                 LOG.warn("unmounting segment {} on close failed: {}", id, e.getMessage());
             }
+        }
+        try {
+            master.leave(clientId); // a clean exit, never counted as an expiry
+        } catch (StoreException e) {
+            LOG.warn("leaving master {} failed: {} (it counts this client expired after its TTL)", master.address(), e.getMessage());
         }
         if (staging != null) {
             staging.close();

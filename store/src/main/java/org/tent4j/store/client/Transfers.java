@@ -68,6 +68,33 @@ final class Transfers {
         return i;
     }
 
+    /** Adds writes of every part into every replica (consecutively within each replica). */
+    void addWrites(List<ReplicaLocation> replicas, List<MemorySegment> parts) {
+        for (ReplicaLocation r : replicas) {
+            long off = 0;
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0) {
+                    add(false, r, off, part);
+                }
+                off += part.byteSize();
+            }
+        }
+    }
+
+    /** Ids of the segments some write to which failed (writes added by {@link #addWrites} alone). */
+    List<String> failedSegments(List<ReplicaLocation> replicas, List<MemorySegment> parts) {
+        List<String> failed = new ArrayList<>();
+        int w = 0;
+        for (ReplicaLocation r : replicas) {
+            for (MemorySegment part : parts) {
+                if (part.byteSize() > 0 && failure(w++) != null && !failed.contains(r.segmentId())) {
+                    failed.add(r.segmentId());
+                }
+            }
+        }
+        return failed;
+    }
+
     /**
      * Submits the engine's share (as one batch per {@link #CHUNK} moves) and waits for all of it; then
      * {@link #failure} answers per move.

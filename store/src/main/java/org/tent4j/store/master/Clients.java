@@ -60,6 +60,15 @@ final class Clients {
         return ClientStatus.OK;
     }
 
+    /** Drops a client that closed cleanly, its reservations (freed at once) and its segments; not an expiry. */
+    void leave(String clientId) {
+        ClientRecord client = byId.remove(clientId);
+        if (client != null) {
+            state.reservations.releaseAll(client, Long.MAX_VALUE, Long.MIN_VALUE);
+            state.segments.drop(new ArrayList<>(client.segments));
+        }
+    }
+
     /** Drops the clients silent past the TTL, their reservations and their segments; their ids. */
     List<String> expire(long now) {
         MasterConfig config = state.config();

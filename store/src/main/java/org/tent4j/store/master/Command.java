@@ -83,6 +83,13 @@ public sealed interface Command<R> {
     record Heartbeat(String clientId) implements Command<ClientStatus> {
     }
 
+    /**
+     * A client closing cleanly: its record goes with its reservations (released at once: it has stopped writing) and
+     * any segment it still has mounted, so it is never counted as expired. An unknown client is no error.
+     */
+    record Leave(String clientId) implements Command<Void> {
+    }
+
     /** Periodic housekeeping: parked ranges released, dead clients dropped, abandoned puts reclaimed, eviction. */
     record Tick() implements Command<TickReport> {
     }

@@ -235,6 +235,10 @@ public final class MasterState {
                 yield null;
             }
             case Command.Heartbeat c -> clients.heartbeat(now, c.clientId());
+            case Command.Leave c -> {
+                clients.leave(c.clientId());
+                yield null;
+            }
             case Command.Tick c -> tick(now);
             case Command.Evict c -> eviction.evict(now);
         };

@@ -104,6 +104,11 @@ public final class StoreMaster implements AutoCloseable {
         apply(new Command.Unmount(clientId, segmentId));
     }
 
+    /** A client closing cleanly: see {@link Command.Leave}. */
+    public void leave(String clientId) {
+        apply(new Command.Leave(clientId));
+    }
+
     public ClientStatus heartbeat(String clientId) {
         return apply(new Command.Heartbeat(clientId));
     }

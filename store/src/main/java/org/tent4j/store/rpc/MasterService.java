@@ -16,20 +16,20 @@ import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchExistResponse;
-import org.tent4j.store.proto.Call;
-import org.tent4j.store.proto.CommitItem;
-import org.tent4j.store.proto.CommitRequest;
-import org.tent4j.store.proto.CommitResponse;
-import org.tent4j.store.proto.Reservation;
 import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchRemoveRequest;
 import org.tent4j.store.proto.BatchReplicaListResponse;
 import org.tent4j.store.proto.BatchStatus;
+import org.tent4j.store.proto.Call;
+import org.tent4j.store.proto.CommitItem;
+import org.tent4j.store.proto.CommitRequest;
+import org.tent4j.store.proto.CommitResponse;
 import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
+import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
@@ -42,6 +42,7 @@ import org.tent4j.store.proto.RemoveAllRequest;
 import org.tent4j.store.proto.RemoveByRegexRequest;
 import org.tent4j.store.proto.RemoveRequest;
 import org.tent4j.store.proto.ReplicaListResponse;
+import org.tent4j.store.proto.Reservation;
 import org.tent4j.store.proto.SizeResponse;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.proto.UnmountRequest;
@@ -98,6 +99,15 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
         slowWork.execute(() -> one("UnmountSegment", out, () -> {
             master.unmount(req.getClientId(), req.getSegmentId());
+            return Wire.OK;
+        }, s -> s));
+    }
+
+    @Override
+    public void leave(LeaveRequest req, StreamObserver<Status> out) {
+        // a segment still mounted is dropped with a sweep over all objects
+        slowWork.execute(() -> one("Leave", out, () -> {
+            master.leave(req.getClientId());
             return Wire.OK;
         }, s -> s));
     }

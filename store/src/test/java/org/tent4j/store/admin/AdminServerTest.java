@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
-import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;

@@ -13,6 +13,7 @@ import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
+import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /** Not a test: splits a batch put's time into BatchPutStart, the writes and BatchPutEnd. Args: master batch-size rounds. */

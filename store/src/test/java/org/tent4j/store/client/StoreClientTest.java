@@ -392,9 +392,12 @@ class StoreClientTest {
             GetSession gs = b.getSession(List.of("t/s1", "t/nope"));
             assertEquals(v.length, gs.valueSize(0));
             assertError(StoreError.OBJECT_NOT_FOUND, "'t/nope'", () -> gs.valueSize(1));
-            MemorySegment part = buf.segment().asSlice(1 << 15, 100);
+            // b reads into memory registered with its own engine (zero-copy destinations must be: issue 28)
+            RegisteredMemory bBuf = b.engine().allocate(100, Location.CPU, Permission.LOCAL_ONLY);
+            MemorySegment part = bBuf.segment();
             gs.read(0, 1000, part);
             assertEquals(-1, part.mismatch(MemorySegment.ofArray(v).asSlice(1000, 100)));
+            b.engine().unregister(bBuf);
         } finally {
             e.unregister(buf);
         }

@@ -52,7 +52,7 @@ class ReplayDeterminismTest {
         Map<Class<?>, Long> kinds = log.stream().collect(Collectors.groupingBy(e -> e.command().getClass(), Collectors.counting()));
         for (Class<?> k : List.of(Command.PutStart.class, Command.PutEnd.class, Command.PutRevoke.class, Command.Commit.class,
                 Command.GrantRead.class, Command.Remove.class, Command.Mount.class, Command.Unmount.class,
-                Command.Heartbeat.class, Command.Tick.class, Command.Evict.class)) {
+                Command.Heartbeat.class, Command.Leave.class, Command.Tick.class, Command.Evict.class)) {
             assertTrue(kinds.getOrDefault(k, 0L) > 0, "the workload logged " + k.getSimpleName() + ": " + kinds);
         }
         assertSameState(recorded, StateDump.of(replay(log, Function.identity())));
@@ -284,7 +284,7 @@ class ReplayDeterminismTest {
 
     /**
      * Moves the clock 20 ms a round, heartbeats the nodes (node2 falls silent for good a third of the way in and is
-     * expired; node3 mounts and unmounts a segment now and then), ticks and evicts, until the writers are done.
+     * expired; node3 mounts and unmounts a segment now and then; node4 mounts one and leaves), ticks and evicts, until the writers are done.
      */
     private void housekeeper(StoreMaster master, CountDownLatch writersDone, AtomicBoolean done) {
         AtomicInteger round = new AtomicInteger();
@@ -303,6 +303,12 @@ class ReplayDeterminismTest {
                 master.mount("node3", new SegmentSpec("x" + r, "engine-x" + r, "h3", 1L << 40, SEGMENT / 2));
             } else if (r % 50 == 35) {
                 master.unmount("node3", "x" + (r - 25));
+            }
+            if (r % 100 == 60) {
+                master.mount("node4", new SegmentSpec("y" + r, "engine-y" + r, "h4", 1L << 41, SEGMENT / 2));
+            } else if (r % 100 == 85) {
+                // a clean exit with its segment still mounted: record, reservations and segment go at once
+                master.leave("node4");
             }
             master.tick();
             master.apply(new Command.Evict());

@@ -1,4 +1,4 @@
-package org.tent4j.store.client;
+package org.tent4j.store.rpc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -40,9 +40,6 @@ import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.Call;
 import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.MasterGrpc;
-import org.tent4j.store.rpc.MasterServer;
-import org.tent4j.store.rpc.MasterService;
-import org.tent4j.store.rpc.RpcStats;
 
 /** The Calls stream between a {@link MasterClient} and a real master when the stream breaks, is abused, or the master restarts. */
 class MasterCallStreamTest {

@@ -1,4 +1,4 @@
-package org.tent4j.store.client;
+package org.tent4j.store.rpc;
 
 import java.time.Duration;
 import java.util.List;
@@ -32,6 +32,7 @@ import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
+import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
@@ -46,14 +47,13 @@ import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.proto.UnmountRequest;
 import org.tent4j.store.rpc.MasterServer;
-import org.tent4j.store.rpc.SegmentTable;
-import org.tent4j.store.rpc.Wire;
 
 /**
  * The master's RPCs from a client: the hot ones (puts, replica lists, exists) over one long-lived Calls stream, the
  * rest unary. Each call has a timeout, and transport failures become {@link StoreException}s naming the master
  * ({@link StoreError#RPC_FAIL} when unreachable or the stream broke, {@link StoreError#RPC_TIMEOUT} past the timeout).
- * Batch calls return per-item messages whose status the caller checks.
+ * Batch calls return per-item messages whose status the caller checks. Internal: it speaks the generated protobuf
+ * types, which the public client API ({@code org.tent4j.store.client}) never shows.
  */
 public final class MasterClient implements AutoCloseable {
     private final String address;
@@ -133,7 +133,12 @@ public final class MasterClient implements AutoCloseable {
                 .setSegmentId(segmentId).build())));
     }
 
-    static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
+    /** Tells the master this client is closing cleanly (it is then never counted as expired). */
+    public void leave(String clientId) {
+        Wire.check(call("Leave", () -> stub().leave(LeaveRequest.newBuilder().setClientId(clientId).build())));
+    }
+
+    public static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
         return PutStartRequest.newBuilder().setClientId(clientId).setKey(key).setSize(size).setConfig(Wire.config(cfg))
                 .setWriterHost(host).setUpsert(upsert).build();
     }
@@ -172,7 +177,7 @@ public final class MasterClient implements AutoCloseable {
         return exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
     }
 
-    static PutEndRequest endRequest(String clientId, String key, long putId) {
+    public static PutEndRequest endRequest(String clientId, String key, long putId) {
         return PutEndRequest.newBuilder().setClientId(clientId).setKey(key).setPutId(putId).build();
     }
 

@@ -1,0 +1,128 @@
+package org.tent4j.store.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+
+import org.junit.jupiter.api.Test;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.master.Command;
+import org.tent4j.store.master.MasterState;
+import org.tent4j.store.master.StoreMaster;
+
+/** Clean exits (issue 28): a closed client is gone from the master at once and never counted expired; sessions close. */
+class ClientExitTest {
+    static long crc(byte[] v) {
+        CRC32C c = new CRC32C();
+        c.update(v);
+        return c.getValue();
+    }
+
+    @Test
+    void aClosedClientUnmountsLeavesAndIsNeverCountedExpired() throws Exception {
+        AtomicLong now = new AtomicLong(1_000_000_000L);
+        try (LoopbackStore store = LoopbackStore.start(now::get)) {
+            StoreMaster master = store.server().master();
+            StoreClient leaving = StoreClient.builder(store.engine(), store.address()).clock(now::get)
+                    .heartbeatInterval(Duration.ZERO).connect();
+            StoreClient staying = StoreClient.builder(store.engine(), store.address()).clock(now::get)
+                    .heartbeatInterval(Duration.ZERO).connect();
+            try {
+                SegmentSpec gone = leaving.contribute(1 << 20);
+                SegmentSpec kept = staying.contribute(1 << 20);
+                Random rnd = new Random(28);
+                List<byte[]> values = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    byte[] v = new byte[4096];
+                    rnd.nextBytes(v);
+                    values.add(v);
+                    // two replicas: one on each segment
+                    assertEquals(PutResult.STORED, staying.put("exit/" + i, v, ReplicateConfig.replicas(2)));
+                }
+                assertEquals(2, master.state().stats().clients());
+                assertEquals(2, master.segments().size());
+
+                leaving.close();
+                // at once, before any TTL: its segment unmounted, its record gone, every value still read from the other
+                assertEquals(List.of(kept.id()), master.segments().stream().map(MasterState.SegmentView::id).toList());
+                assertFalse(master.segments().stream().anyMatch(s -> s.id().equals(gone.id())));
+                assertEquals(1, master.state().stats().clients());
+                for (int i = 0; i < values.size(); i++) {
+                    byte[] got = staying.get("exit/" + i);
+                    assertEquals(crc(values.get(i)), crc(got), "exit/" + i);
+                    assertArrayEquals(values.get(i), got);
+                }
+
+                // the client TTL (10 s) passes: the staying client is heard from, the one that left is not expired
+                now.addAndGet(Duration.ofSeconds(11).toNanos());
+                staying.heartbeat();
+                Command.TickReport r = master.tick();
+                assertEquals(List.of(), r.clientsExpired());
+                assertEquals(0, master.state().stats().clientsExpired());
+                assertEquals(1, master.state().stats().clients());
+            } finally {
+                staying.close();
+            }
+            assertEquals(0, master.state().stats().clients());
+            assertEquals(0, master.segments().size());
+            assertEquals(0, master.state().stats().clientsExpired());
+        }
+    }
+
+    @Test
+    void sessionsCloseAndAClosedGetSessionReadsNothing() throws Exception {
+        try (LoopbackStore store = LoopbackStore.start()) {
+            StoreClient node = store.client(1 << 20);
+            StoreClient user = store.client(1 << 20);
+            try {
+                node.contribute(1 << 20);
+                byte[] v = new byte[1000];
+                new Random(5).nextBytes(v);
+                user.put("s/0", v);
+                var dst = user.engine().allocate(1000, org.tent4j.api.Location.CPU, org.tent4j.api.Permission.LOCAL_ONLY);
+                GetSession kept;
+                try (GetSession s = user.getSession(List.of("s/0"))) {
+                    assertEquals(1000, s.read(0, dst.segment()));
+                    assertEquals(crc(v), crc(dst.segment().toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)));
+                    kept = s;
+                }
+                StoreException e = assertThrows(StoreException.class, () -> kept.read(0, dst.segment()));
+                assertEquals(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, e.error());
+                assertTrue(e.getMessage().contains("closed"), e.getMessage());
+                assertThrows(StoreException.class, () -> kept.readBatch(0, List.of(dst.segment())));
+                // the copying batch put, beside putBatchFrom: heap arrays in, CRC-equal values out
+                List<byte[]> batch = new ArrayList<>();
+                for (int i = 0; i < 5; i++) {
+                    byte[] b = new byte[100 + i * 1000];
+                    new Random(i).nextBytes(b);
+                    batch.add(b);
+                }
+                List<String> keys = List.of("b/0", "b/1", "b/2", "b/3", "b/4");
+                user.putBatch(keys, batch, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+                for (int i = 0; i < keys.size(); i++) {
+                    assertEquals(crc(batch.get(i)), crc(user.get(keys.get(i))), keys.get(i));
+                }
+                try (PutSession p = user.putSession(List.of("s/1"), List.of(10L), ReplicateConfig.defaults())) {
+                    assertEquals(1, p.size());
+                }
+                assertFalse(user.exists("s/1"), "closing the put session revoked it");
+                user.engine().unregister(dst);
+            } finally {
+                user.close();
+                node.close();
+            }
+        }
+    }
+}
