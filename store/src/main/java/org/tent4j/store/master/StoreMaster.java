@@ -88,8 +88,12 @@ public final class StoreMaster implements AutoCloseable {
         apply(new Command.Remove(key, force));
     }
 
+    /**
+     * Matches off the ordering point, then removes what matched as one command: a slow match holds up no other call,
+     * and the log carries the keys. A key put after the match is not removed; one gone or in flight by then is skipped.
+     */
     public int removeByRegex(String regex, boolean force) {
-        return apply(new Command.RemoveByRegex(regex, force));
+        return apply(new Command.RemoveKeys(state.keysMatching(regex), force));
     }
 
     public int removeAll(boolean force) {
