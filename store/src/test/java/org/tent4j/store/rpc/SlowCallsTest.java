@@ -10,8 +10,16 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.tent4j.store.ReplicateConfig;
@@ -23,8 +31,11 @@ import org.tent4j.store.client.MasterClient;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.proto.CountResponse;
+import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.proto.RemoveAllRequest;
 
-/** Slow calls from any caller (a pathological regex) cost bounded time on a real master and stall no other caller. */
+/** Slow calls from any caller (a pathological regex, a flood of sweeps) cost bounded time and threads on a real master. */
 class SlowCallsTest {
     private final List<AutoCloseable> open = new ArrayList<>();
 
@@ -98,5 +109,69 @@ class SlowCallsTest {
             assertEquals(StoreError.INVALID_PARAMS, e.error(), e.getMessage());
             assertTrue(e.getMessage().contains("bad regex '" + regex + "'"), e.getMessage());
         }
+    }
+
+    @Test
+    void floodOfSlowCallsBeyondThePoolIsRefusedNotQueued() throws Exception {
+        MasterServer server = serve();
+        // every slow call blocks on the ordering point while the test holds it, so each one keeps its thread or queue slot
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Thread holder = Thread.ofPlatform().start(() -> server.master().state().inOrder(() -> {
+            held.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return null;
+        }));
+        open.add(() -> {
+            release.countDown();
+            holder.join();
+        });
+        assertTrue(held.await(30, TimeUnit.SECONDS));
+        ManagedChannel channel = NettyChannelBuilder.forTarget("127.0.0.1:" + server.port()).usePlaintext().build();
+        open.add(() -> {
+            channel.shutdownNow();
+            channel.awaitTermination(5, TimeUnit.SECONDS);
+        });
+        MasterGrpc.MasterFutureStub stub = MasterGrpc.newFutureStub(channel);
+
+        int calls = 100;
+        int admitted = MasterServer.SLOW_WORK_THREADS + MasterServer.SLOW_WORK_QUEUE;
+        CountDownLatch refusedLatch = new CountDownLatch(calls - admitted);
+        CountDownLatch answered = new CountDownLatch(calls);
+        AtomicInteger refused = new AtomicInteger();
+        List<String> messages = Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < calls; i++) {
+            ListenableFuture<CountResponse> f = stub.removeAll(RemoveAllRequest.newBuilder().setForce(false).build());
+            Futures.addCallback(f, new FutureCallback<>() {
+                @Override
+                public void onSuccess(CountResponse r) {
+                    if (r.getStatus().getCode() == StoreError.UNAVAILABLE_IN_CURRENT_STATUS.code()) {
+                        refused.incrementAndGet();
+                        messages.add(r.getStatus().getMessage());
+                        refusedLatch.countDown();
+                    }
+                    answered.countDown();
+                }
+
+                @Override
+                public void onFailure(Throwable t) {
+                    messages.add("failed: " + t);
+                    answered.countDown();
+                }
+            }, MoreExecutors.directExecutor());
+        }
+        assertTrue(refusedLatch.await(30, TimeUnit.SECONDS), "refused while the pool is full: " + refused.get());
+        assertTrue(messages.getFirst().contains("RemoveAll refused: the master's slow-work pool is full"), messages.getFirst());
+        long slowThreads = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("store-master-slow-")).count();
+        assertTrue(slowThreads <= MasterServer.SLOW_WORK_THREADS, slowThreads + " slow-work threads");
+
+        release.countDown();
+        assertTrue(answered.await(60, TimeUnit.SECONDS), "the admitted calls are served once the point is free");
+        assertEquals(calls - admitted, refused.get(), String.valueOf(messages));
     }
 }
