@@ -10,6 +10,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
@@ -140,7 +141,7 @@ public final class StoreMaster implements AutoCloseable {
                 TickReport r = tick();
                 if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
                     LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
-                            r.clientsExpired(), r.putsReclaimed());
+                            r.clientsExpired().stream().map(PrintableId::forLog).toList(), r.putsReclaimed());
                 }
                 observer.accept(r);
             } catch (RuntimeException e) {
