@@ -158,6 +158,7 @@ final class TransferEngineImpl implements TransferEngine {
             this.segments = new SegmentTable(state, directory, publisher.localSegment(), router);
             this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.notifications = new Notifications(segmentName, control, config.core());
+            notifications.countDrops(metrics);
             SlicePool slicePool = new SlicePool(4096, clock, SlicePool.QUARANTINE_NANOS);
             metrics.staleSettlements(slicePool.staleSettlements());
             this.launcher = new TaskLauncher(state, new RequestResolver(state, registrations, segments, machineId), selector, router,

@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 import org.tent4j.cli.options.DurationConverter;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.admin.AdminServer;
 import org.tent4j.store.master.MasterConfig;
@@ -92,7 +93,8 @@ public final class MasterCommand implements Callable<Integer> {
         }
         MasterServer server = MasterServer.start(config, StoreClock.system(), host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
-                System.out.println("EXPIRED " + id);
+                // ids are validated at mount; escaped anyway, as scripts read this output line by line
+                System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
         });
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);

@@ -1,5 +1,7 @@
 package org.tent4j.store.admin;
 
+import java.util.List;
+
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -16,16 +18,12 @@ final class Metrics {
         gauge(sb, "store_clients", "Clients the master considers alive", s.clients());
         long cap = 0;
         long used = 0;
-        sb.append("# HELP store_segment_capacity_bytes Bytes a mounted segment contributes\n# TYPE store_segment_capacity_bytes gauge\n");
-        for (MasterState.SegmentView v : state.segments()) {
+        List<MasterState.SegmentView> segments = state.segments();
+        for (MasterState.SegmentView v : segments) {
             cap += v.capacity();
-            sb.append("store_segment_capacity_bytes{segment=\"").append(v.id()).append("\",host=\"").append(v.host()).append("\"} ").append(v.capacity()).append('\n');
-        }
-        sb.append("# HELP store_segment_used_bytes Bytes of a segment allocated to replicas\n# TYPE store_segment_used_bytes gauge\n");
-        for (MasterState.SegmentView v : state.segments()) {
             used += v.used();
-            sb.append("store_segment_used_bytes{segment=\"").append(v.id()).append("\",host=\"").append(v.host()).append("\"} ").append(v.used()).append('\n');
         }
+        segmentSeries(sb, segments);
         gauge(sb, "store_capacity_bytes", "Bytes of all mounted segments", cap);
         gauge(sb, "store_used_bytes", "Bytes allocated to replicas over all segments", used);
         counter(sb, "store_evicted_objects_total", "Objects evicted", s.evictedObjects());
@@ -44,6 +42,31 @@ final class Metrics {
         counter(sb, "store_objects_committed_total", "Objects made readable by a commit into a reservation", s.objectsCommitted());
         rpc.appendPrometheus(sb);
         return sb.toString();
+    }
+
+    /** The per-segment series; package-private so a test can hand it ids that mount validation would refuse. */
+    static void segmentSeries(StringBuilder sb, List<MasterState.SegmentView> segments) {
+        sb.append("# HELP store_segment_capacity_bytes Bytes a mounted segment contributes\n# TYPE store_segment_capacity_bytes gauge\n");
+        for (MasterState.SegmentView v : segments) {
+            sb.append("store_segment_capacity_bytes{segment=\"").append(label(v.id())).append("\",host=\"").append(label(v.host()))
+                    .append("\"} ").append(v.capacity()).append('\n');
+        }
+        sb.append("# HELP store_segment_used_bytes Bytes of a segment allocated to replicas\n# TYPE store_segment_used_bytes gauge\n");
+        for (MasterState.SegmentView v : segments) {
+            sb.append("store_segment_used_bytes{segment=\"").append(label(v.id())).append("\",host=\"").append(label(v.host()))
+                    .append("\"} ").append(v.used()).append('\n');
+        }
+    }
+
+    /**
+     * A label value as the Prometheus text format escapes it (backslash, double quote, newline); ids are validated at
+     * mount, but a value restored from an older snapshot was not, and one forged line is a forged series.
+     */
+    static String label(String value) {
+        if (value.indexOf('\\') < 0 && value.indexOf('"') < 0 && value.indexOf('\n') < 0) {
+            return value;
+        }
+        return value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n");
     }
 
     private static void gauge(StringBuilder sb, String name, String help, long v) {

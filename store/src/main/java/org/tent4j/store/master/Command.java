@@ -68,7 +68,14 @@ public sealed interface Command<R> {
     record Remove(String key, boolean force) implements Command<Void> {
     }
 
-    record RemoveByRegex(String regex, boolean force) implements Command<Integer> {
+    /**
+     * Removes these keys where still removable. {@code RemoveByRegex} matches keys off the stream (a match may be
+     * slow) and applies this with what it matched, so the log carries keys, never a pattern to run under the lock.
+     */
+    record RemoveKeys(List<String> keys, boolean force) implements Command<Integer> {
+        public RemoveKeys {
+            keys = List.copyOf(keys);
+        }
     }
 
     record RemoveAll(boolean force) implements Command<Integer> {

@@ -224,7 +224,7 @@ public final class MasterState {
                 objects.remove(now, c.key(), c.force());
                 yield null;
             }
-            case Command.RemoveByRegex c -> objects.removeMatching(now, ObjectTable.compile(c.regex()).asMatchPredicate(), c.force());
+            case Command.RemoveKeys c -> objects.removeKeys(now, c.keys(), c.force());
             case Command.RemoveAll c -> objects.removeMatching(now, k -> true, c.force());
             case Command.Mount c -> {
                 segments.mount(now, c.clientId(), c.segment());
@@ -274,6 +274,14 @@ public final class MasterState {
     /** The object's size in bytes; no lease. */
     public long size(String key) {
         return objects.size(key);
+    }
+
+    /**
+     * Keys {@code regex} (RE2 syntax) matches whole, found without the ordering point or any shard lock held during
+     * a match; {@code INVALID_PARAMS} naming the pattern if RE2 refuses it.
+     */
+    public List<String> keysMatching(String regex) {
+        return objects.keysMatching(ObjectTable.compile(regex));
     }
 
     public record SegmentView(String id, String engineSegment, String host, String owner, long capacity, long used,

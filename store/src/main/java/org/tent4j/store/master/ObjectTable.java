@@ -11,9 +11,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 
+import com.google.re2j.Pattern;
+import com.google.re2j.PatternSyntaxException;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
@@ -168,6 +168,49 @@ final class ObjectTable {
         return removed;
     }
 
+    /**
+     * Removes the named keys that are still removable now (readable or upserting, unleased unless {@code force}); a key
+     * gone or in flight since it was matched is skipped. The keys, not a pattern, are the command, so a replay
+     * removes exactly these without matching anything.
+     */
+    int removeKeys(long now, List<String> keys, boolean force) {
+        int removed = 0;
+        for (String key : keys) {
+            Shard shard = shard(key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(key);
+                if (rec == null || rec.inFlight() || (rec.lease > now && !force)) {
+                    continue;
+                }
+                shard.map.remove(key);
+                release(rec, now);
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    /**
+     * Keys that {@code pattern} matches whole, read off the command stream: each shard's keys are copied under its
+     * lock and matched after it is let go, so neither the ordering point nor a shard is held while a match runs.
+     */
+    List<String> keysMatching(Pattern pattern) {
+        List<String> matched = new ArrayList<>();
+        List<String> candidates = new ArrayList<>();
+        for (Shard shard : shards) {
+            candidates.clear();
+            synchronized (shard) {
+                candidates.addAll(shard.map.keySet());
+            }
+            for (String key : candidates) {
+                if (pattern.matches(key)) {
+                    matched.add(key);
+                }
+            }
+        }
+        return matched;
+    }
+
     /** Frees a removed record's space, or parks it while a lease may still cover it. */
     void release(ObjectRecord rec, long now) {
         counters.objects.decrement();
@@ -179,6 +222,11 @@ final class ObjectTable {
         }
     }
 
+    /**
+     * RE2 syntax, matched in time linear in the key (RE2/J): any caller may send a pattern, and a backtracking
+     * matcher let one pattern hold the master for seconds per key. What RE2 cannot match in linear time
+     * (backreferences, lookaround, possessive quantifiers) is refused here.
+     */
     static Pattern compile(String regex) {
         if (regex == null || regex.isEmpty() || regex.length() > 4096) {
             throw new StoreException(StoreError.INVALID_PARAMS, "regex must be 1 to 4096 characters");
@@ -186,7 +234,8 @@ final class ObjectTable {
         try {
             return Pattern.compile(regex);
         } catch (PatternSyntaxException e) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "bad regex '" + regex + "': " + e.getDescription());
+            throw new StoreException(StoreError.INVALID_PARAMS, "bad regex '" + regex + "' (RE2 syntax; no "
+                    + "backreferences or lookaround): " + e.getDescription());
         }
     }
 

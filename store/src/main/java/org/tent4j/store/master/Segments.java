@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
@@ -92,12 +93,11 @@ final class Segments {
     }
 
     void mount(long now, String clientId, SegmentSpec spec) {
-        if (clientId == null || clientId.isEmpty()) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "client id is empty");
-        }
-        if (spec.id() == null || spec.id().isEmpty() || spec.engineSegment() == null || spec.engineSegment().isEmpty()) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "segment id and engine segment name must not be empty");
-        }
+        // a client is registered by its first mount, and these ids reach the log, the output and /metrics
+        PrintableId.require("client id", clientId);
+        PrintableId.require("segment id", spec.id());
+        PrintableId.require("engine segment name", spec.engineSegment());
+        PrintableId.require("host", spec.host());
         if (spec.size() < RangeAllocator.ALIGNMENT || spec.size() > ObjectRecord.OFFSET_MASK) {
             throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " size must be in ["
                     + RangeAllocator.ALIGNMENT + ", " + ObjectRecord.OFFSET_MASK + "]: " + spec.size());

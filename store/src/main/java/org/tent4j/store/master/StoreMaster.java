@@ -10,6 +10,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
@@ -88,8 +89,12 @@ public final class StoreMaster implements AutoCloseable {
         apply(new Command.Remove(key, force));
     }
 
+    /**
+     * Matches off the ordering point, then removes what matched as one command: a slow match holds up no other call,
+     * and the log carries the keys. A key put after the match is not removed; one gone or in flight by then is skipped.
+     */
     public int removeByRegex(String regex, boolean force) {
-        return apply(new Command.RemoveByRegex(regex, force));
+        return apply(new Command.RemoveKeys(state.keysMatching(regex), force));
     }
 
     public int removeAll(boolean force) {
@@ -141,7 +146,7 @@ public final class StoreMaster implements AutoCloseable {
                 TickReport r = tick();
                 if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
                     LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
-                            r.clientsExpired(), r.putsReclaimed());
+                            r.clientsExpired().stream().map(PrintableId::forLog).toList(), r.putsReclaimed());
                 }
                 observer.accept(r);
             } catch (RuntimeException e) {

@@ -2,8 +2,9 @@ package org.tent4j.store.rpc;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -20,6 +21,13 @@ public final class MasterServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MasterServer.class);
     /** Largest RPC message accepted: bounds what one peer can make the master buffer. */
     public static final int MAX_MESSAGE_BYTES = 64 << 20;
+    /**
+     * Threads of the slow-work pool (sweeps, mounts, large batches) and the calls that may wait for one: any caller
+     * can send slow calls, and an unbounded pool grew to a thread per call (1,527 threads for 1,500 queued regex
+     * removals). Beyond both the call is refused at once ({@code UNAVAILABLE_IN_CURRENT_STATUS}).
+     */
+    public static final int SLOW_WORK_THREADS = 4;
+    public static final int SLOW_WORK_QUEUE = 64;
 
     private final StoreMaster master;
     private final Server server;
@@ -43,12 +51,7 @@ public final class MasterServer implements AutoCloseable {
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
         StoreMaster master = new StoreMaster(config, clock);
         RpcStats stats = new RpcStats();
-        AtomicInteger threads = new AtomicInteger();
-        ExecutorService slowWork = Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r, "store-master-slow-" + threads.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
         Server server;
         try {
             // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs
@@ -69,6 +72,22 @@ public final class MasterServer implements AutoCloseable {
         }
         LOG.info("store master listening on {}:{}", host, server.getPort());
         return self;
+    }
+
+    /**
+     * At most {@code threads} threads (gone when idle) and {@code queue} waiting tasks; {@code execute} beyond that
+     * throws {@link java.util.concurrent.RejectedExecutionException}, which {@link MasterService} answers as a refusal.
+     */
+    public static ExecutorService slowWorkPool(int threads, int queue) {
+        AtomicInteger made = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS,
+                new ArrayBlockingQueue<>(queue), r -> {
+                    Thread t = new Thread(r, "store-master-slow-" + made.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                }, new ThreadPoolExecutor.AbortPolicy());
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
     }
 
     public StoreMaster master() {

@@ -2,6 +2,7 @@ package org.tent4j.store.rpc;
 
 import java.util.List;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -89,18 +90,18 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
-        slowWork.execute(() -> one("MountSegment", out, () -> {
+        offload("MountSegment", out, () -> {
             master.mount(req.getClientId(), Wire.segment(req.getSegment()));
             return Wire.OK;
-        }, s -> s));
+        }, s -> s);
     }
 
     @Override
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
-        slowWork.execute(() -> one("UnmountSegment", out, () -> {
+        offload("UnmountSegment", out, () -> {
             master.unmount(req.getClientId(), req.getSegmentId());
             return Wire.OK;
-        }, s -> s));
+        }, s -> s);
     }
 
     @Override
@@ -214,20 +215,30 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 synchronized (this) {
                     slowInFlight++;
                 }
-                slowWork.execute(() -> {
-                    try {
-                        answer(wrap.apply(serveBatch(method, items, each, onError)));
-                    } finally {
-                        synchronized (this) {
-                            slowInFlight--;
+                try {
+                    slowWork.execute(() -> {
+                        try {
+                            answer(wrap.apply(serveBatch(method, items, each, onError)));
+                        } finally {
+                            slowDone();
                         }
-                        finishIfDrained();
-                        pump();
-                    }
-                });
+                    });
+                } catch (RejectedExecutionException full) {
+                    stats.record(method, 0, true);
+                    answer(Answer.newBuilder().setId(id).setRefused(busy(method)).build());
+                    slowDone();
+                }
             } else {
                 answer(wrap.apply(serveBatch(method, items, each, onError)));
             }
+        }
+
+        private void slowDone() {
+            synchronized (this) {
+                slowInFlight--;
+            }
+            finishIfDrained();
+            pump();
         }
 
         @Override
@@ -257,6 +268,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return Status.newBuilder().setCode(StoreError.INVALID_PARAMS.code()).setMessage(what).build();
     }
 
+    private static Status busy(String method) {
+        return Status.newBuilder().setCode(StoreError.UNAVAILABLE_IN_CURRENT_STATUS.code()).setMessage(
+                StoreError.UNAVAILABLE_IN_CURRENT_STATUS + ": " + method + " refused: the master's slow-work pool is "
+                        + "full (every thread busy and the queue full); try again later").build();
+    }
+
+    /** Runs a slow call on {@code slowWork}, or answers it refused at once when the bounded pool takes no more. */
+    private <T> void offload(String method, StreamObserver<T> out, Supplier<T> body, Function<Status, T> onError) {
+        try {
+            slowWork.execute(() -> one(method, out, body, onError));
+        } catch (RejectedExecutionException full) {
+            stats.record(method, 0, true);
+            reply(out, onError.apply(busy(method)));
+        }
+    }
+
     @Override
     public void size(KeyRequest req, StreamObserver<SizeResponse> out) {
         one("Size", out, () -> SizeResponse.newBuilder().setSize(master.size(req.getKey())).build(),
@@ -281,15 +308,15 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeByRegex(RemoveByRegexRequest req, StreamObserver<CountResponse> out) {
-        slowWork.execute(() -> one("RemoveByRegex", out, () -> CountResponse.newBuilder()
+        offload("RemoveByRegex", out, () -> CountResponse.newBuilder()
                         .setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
-                s -> CountResponse.newBuilder().setStatus(s).build()));
+                s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
     @Override
     public void removeAll(RemoveAllRequest req, StreamObserver<CountResponse> out) {
-        slowWork.execute(() -> one("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
-                s -> CountResponse.newBuilder().setStatus(s).build()));
+        offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
+                s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
     // ---------------------------------------------------------------- per item
@@ -399,7 +426,12 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             return;
         }
         if (items.size() > INLINE_BATCH) {
-            slowWork.execute(() -> reply(out, wrap.apply(serveBatch(method, items, each, onError))));
+            try {
+                slowWork.execute(() -> reply(out, wrap.apply(serveBatch(method, items, each, onError))));
+            } catch (RejectedExecutionException full) {
+                stats.record(method, 0, true);
+                out.onError(io.grpc.Status.RESOURCE_EXHAUSTED.withDescription(busy(method).getMessage()).asRuntimeException());
+            }
         } else {
             reply(out, wrap.apply(serveBatch(method, items, each, onError)));
         }

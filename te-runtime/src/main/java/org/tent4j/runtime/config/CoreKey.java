@@ -34,6 +34,10 @@ public final class CoreKey {
     public static final String CONTROL_CALL_TIMEOUT = "control.call_timeout";
     /** Notifications received and not yet taken by the application; beyond it new ones are dropped (logged). */
     public static final String NOTIFICATIONS_MAX_QUEUED = "notifications.max_queued";
+    /** Bytes of notification text received and not yet taken, of all peers; beyond it new ones are dropped (counted). */
+    public static final String NOTIFICATIONS_MAX_QUEUED_BYTES = "notifications.max_queued_bytes";
+    /** The same for one sender, so one flooding peer cannot take every other peer's room. */
+    public static final String NOTIFICATIONS_MAX_QUEUED_BYTES_PER_PEER = "notifications.max_queued_bytes_per_peer";
 
     /** Shared secret every control-plane and data connection proves with a challenge-response before it is served. */
     public static final String SECURITY_TOKEN = "security.token";
@@ -73,6 +77,8 @@ public final class CoreKey {
             OptionSpec.of(CONTROL_IDLE_TIMEOUT, Type.DURATION, "5m", "close a control-plane connection that received nothing for this long and has no call or request open; 0 = never"),
             OptionSpec.of(CONTROL_CALL_TIMEOUT, Type.DURATION, "30s", "how long an asynchronous control-plane call (a notification) waits for its reply"),
             OptionSpec.of(NOTIFICATIONS_MAX_QUEUED, Type.INT, "65536", "received notifications kept until the application takes them; more are dropped with a WARN"),
+            OptionSpec.of(NOTIFICATIONS_MAX_QUEUED_BYTES, Type.SIZE, "64m", "bytes of received notifications (message text) kept until the application takes them, of all peers; more are dropped, logged and counted (tent4j_notifications_dropped_total)"),
+            OptionSpec.of(NOTIFICATIONS_MAX_QUEUED_BYTES_PER_PEER, Type.SIZE, "16m", "the same for the notifications of one sending segment, so one peer cannot fill the room of all"),
             OptionSpec.of(SECURITY_TOKEN, Type.STRING, "", "shared secret; when set, every control-plane and data connection starts with a mutual HMAC-SHA256 challenge-response and peers without it are refused; empty = anyone who can connect is served (logged as WARN)"),
             OptionSpec.of(SECURITY_TOKEN_FILE, Type.STRING, "", "file holding security.token (surrounding whitespace dropped); keeps the secret out of command lines and environment"),
             OptionSpec.of(SECURITY_TLS_CERTIFICATE, Type.STRING, "", "PEM certificate (chain) of this engine; with security.tls.private_key, control-plane and tcp data connections run over mutual TLS"),

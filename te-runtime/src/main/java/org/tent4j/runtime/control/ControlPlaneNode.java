@@ -264,7 +264,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                     if (connections.incrementAndGet() > settings.maxConnections()) {
                         connections.decrementAndGet();
                         refusedConnections.increment();
-                        warnSometimes(refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
+                        RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
                                 localSegment, ch.remoteAddress(), settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
                         ch.close();
                         return;
@@ -426,19 +426,6 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return buf;
     }
 
-    /**
-     * Logs the 1st, 2nd, 4th, 8th ... event that {@code count} counts: every kind of refusal is visible in the log,
-     * and a peer that repeats one a million times cannot flood it.
-     */
-    private static void warnSometimes(LongAdder count, String format, Object... args) {
-        long n = count.sum();
-        if (Long.bitCount(n) == 1) {
-            Object[] withCount = java.util.Arrays.copyOf(args, args.length + 1);
-            withCount[args.length] = n;
-            log.warn(format + " [{} so far]", withCount);
-        }
-    }
-
     private static byte[] errorPayload(ErrorCode code, String message) {
         byte[] msg = String.valueOf(message).getBytes(StandardCharsets.UTF_8);
         byte[] reply = new byte[msg.length + 1];
@@ -488,7 +475,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 case REPLY, ERROR -> onReply(ch, kind, id, service, claimed, in);
                 default -> {
                     badFrames.increment();
-                    warnSometimes(badFrames, "control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
+                    RefusalLog.warnSometimes(log, badFrames, "control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
                             ch.remoteAddress(), kind);
                     ctx.close();
                 }
@@ -500,7 +487,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             if (p == null || p.channel() != ch) {
                 // a reply on a connection its call did not go out on is forged, or too late to matter
                 strayReplies.increment();
-                warnSometimes(strayReplies, "control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
+                RefusalLog.warnSometimes(log, strayReplies, "control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
                         service, ch.remoteAddress(), claimed, p == null ? "no call is waiting for it"
                                 : "its call went out on another connection");
                 return;
@@ -521,7 +508,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             String refusal = claim(ch, claimed);
             if (refusal != null) {
                 refusedCallers.increment();
-                warnSometimes(refusedCallers, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
+                RefusalLog.warnSometimes(log, refusedCallers, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
                         refusal);
                 ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(ErrorCode.PERMISSION_DENIED, refusal)));
                 return;
@@ -632,7 +619,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
         private void refuse(Channel ch, long id, String service, ErrorCode code, String why) {
             refusedRequests.increment();
-            warnSometimes(refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
+            RefusalLog.warnSometimes(log, refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
             ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(code, "segment '" + localSegment + "': " + why)));
             if (!ch.isWritable()) {
                 ch.config().setAutoRead(false);
@@ -691,7 +678,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             if (cause instanceof TooLongFrameException || cause instanceof IndexOutOfBoundsException) {
                 badFrames.increment();
-                warnSometimes(badFrames, "control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
+                RefusalLog.warnSometimes(log, badFrames, "control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
                         ctx.channel().remoteAddress(), cause instanceof TooLongFrameException ? cause.getMessage()
                                 : "truncated frame", CoreKey.CONTROL_MAX_FRAME, settings.maxFrame());
             } else {

@@ -1,0 +1,46 @@
+package org.tent4j.store.rpc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.client.MasterClient;
+import org.tent4j.store.master.MasterConfig;
+
+/** Ids that reach the master's output, log and /metrics are refused at the RPC unless printable and short. */
+class IdValidationTest {
+
+    @Test
+    void mountRefusesIdsThatCouldForgeALineNamingTheField() throws Exception {
+        try (MasterServer server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 0);
+             MasterClient client = new MasterClient("127.0.0.1:" + server.port(), Duration.ofSeconds(10))) {
+            String forged = "x\"} 1\nstore_objects 999\n#";
+            refused(client, "evil\nEXPIRED victim", new SegmentSpec("seg", "engine-seg", "host", 4096, 1 << 20), "client id");
+            refused(client, "node", new SegmentSpec(forged, "engine-seg", "host", 4096, 1 << 20), "segment id");
+            refused(client, "node", new SegmentSpec("seg", "engine seg", "host", 4096, 1 << 20), "engine segment name");
+            refused(client, "node", new SegmentSpec("seg", "engine-seg", "host\r", 4096, 1 << 20), "host");
+            refused(client, "n".repeat(129), new SegmentSpec("seg", "engine-seg", "host", 4096, 1 << 20), "client id");
+            refused(client, "node", new SegmentSpec("seg", "engine-seg", "", 4096, 1 << 20), "host");
+            assertEquals(List.of(), server.master().segments(), "nothing was mounted");
+            assertEquals(List.of(), server.master().state().clients(0), "no client was registered");
+
+            client.mount("n".repeat(128), new SegmentSpec("seg", "10.0.0.1:15000", "10.0.0.1", 4096, 1 << 20));
+            assertEquals(1, server.master().segments().size());
+        }
+    }
+
+    private static void refused(MasterClient client, String clientId, SegmentSpec spec, String field) {
+        StoreException e = assertThrows(StoreException.class, () -> client.mount(clientId, spec));
+        assertEquals(StoreError.INVALID_PARAMS, e.error(), e.getMessage());
+        assertTrue(e.getMessage().contains(field), e.getMessage());
+        assertTrue(e.getMessage().indexOf('\n') < 0 && e.getMessage().indexOf('\r') < 0, e.getMessage());
+    }
+}
