@@ -12,7 +12,6 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
-import org.tent4j.store.client.MasterClient;
 import org.tent4j.store.master.MasterConfig;
 
 /** Ids that reach the master's output, log and /metrics are refused at the RPC unless printable and short. */

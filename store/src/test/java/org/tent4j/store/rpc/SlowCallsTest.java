@@ -27,7 +27,6 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
-import org.tent4j.store.client.MasterClient;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
