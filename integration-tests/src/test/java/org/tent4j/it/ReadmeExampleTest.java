@@ -36,12 +36,53 @@ class ReadmeExampleTest {
     private static final String FENCE = "```java\n";
 
     static String readmeJavaBlock() throws IOException {
+        return readmeJavaBlock("Quickstart");
+    }
+
+    /** The README's ```java block that declares {@code public class <name>}. */
+    static String readmeJavaBlock(String name) throws IOException {
         String readme = Files.readString(Path.of(System.getProperty("tent4j.root", "..")).resolve("README.md"));
-        int start = readme.indexOf(FENCE);
-        assertTrue(start >= 0, "README.md has no ```java block");
-        int end = readme.indexOf("\n```", start + FENCE.length());
-        assertTrue(end > start, "README.md's ```java block is not closed");
-        return readme.substring(start + FENCE.length(), end + 1);
+        for (int start = readme.indexOf(FENCE); start >= 0; start = readme.indexOf(FENCE, start + 1)) {
+            int end = readme.indexOf("\n```", start + FENCE.length());
+            assertTrue(end > start, "a ```java block of README.md is not closed");
+            String block = readme.substring(start + FENCE.length(), end + 1);
+            if (block.contains("public class " + name + " ")) {
+                return block;
+            }
+        }
+        throw new AssertionError("README.md has no ```java block with public class " + name);
+    }
+
+    private static Path compile(Path dir, String name, Class<?>... api) throws IOException, URISyntaxException {
+        Path file = dir.resolve(name + ".java");
+        Files.writeString(file, readmeJavaBlock(name));
+        StringBuilder classPath = new StringBuilder();
+        for (Class<?> c : api) {
+            classPath.append(classPath.isEmpty() ? "" : java.io.File.pathSeparator).append(location(c));
+        }
+        JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+        StringWriter diagnostics = new StringWriter();
+        boolean compiled = javac.getTask(diagnostics, null, null,
+                List.of("-d", dir.toString(), "-classpath", classPath.toString(), "-Xlint:all", "-Werror"),
+                null, javac.getStandardFileManager(null, null, null).getJavaFileObjects(file)).call();
+        assertTrue(compiled, "README's " + name + " does not compile against " + classPath + ":\n" + diagnostics);
+        return dir;
+    }
+
+    /** The store quickstart compiles against te-api and the store alone, and runs against a real master. */
+    @Test
+    void readmeStoreBlockCompilesAgainstTheApiAndTheStoreAndRoundTripsAValue(@TempDir Path dir) throws Exception {
+        compile(dir, "StoreQuickstart", TransferEngine.class, org.tent4j.store.client.StoreClient.class);
+        try (org.tent4j.store.rpc.MasterServer master = org.tent4j.store.rpc.MasterServer.start(
+                org.tent4j.store.master.MasterConfig.defaults(), org.tent4j.store.StoreClock.system(), "127.0.0.1", 0, 100);
+             URLClassLoader loader = new URLClassLoader(new URL[] {dir.toUri().toURL()},
+                     ReadmeExampleTest.class.getClassLoader())) {
+            Method main = loader.loadClass("StoreQuickstart").getMethod("main", String[].class);
+            // it throws if the value read back is not the value put
+            main.invoke(null, (Object) new String[] {"127.0.0.1:" + master.port()});
+            assertEquals(false, master.master().exists("layer-3"), "its only replica went with the memory its close() unmounted");
+            assertEquals(List.of(), master.master().segments(), "its close() unmounted the memory it lent");
+        }
     }
 
     @Test
