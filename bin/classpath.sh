@@ -52,3 +52,14 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 #   object's metadata on the heap).
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
 TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Xms256m -Xmx${TENT4J_HEAP:-1g}"
+
+# The JDK's ahead-of-time cache (JEPs 483, 514, 515): classes loaded and linked, and method profiles, from a training
+# run, so a command starts warm. A distribution built by `./mvnw verify` ships lib/tent4j.aot (scripts/aot-cache.sh);
+# the JVM uses it when it fits this JVM and these flags and starts without it otherwise. TENT4J_AOT=off leaves it out;
+# TENT4J_AOT_TRAIN=FILE makes this run the training run that writes FILE. Its messages go to stderr: stdout carries
+# the lines scripts wait on.
+if [ -n "${TENT4J_AOT_TRAIN:-}" ]; then
+  TENT4J_JAVA_FLAGS="$TENT4J_JAVA_FLAGS -XX:AOTCacheOutput=$TENT4J_AOT_TRAIN -Xlog:aot=warning:stderr -Xlog:aot=off:stdout"
+elif [ -f "$TENT4J_ROOT/lib/tent4j.aot" ] && [ "${TENT4J_AOT:-on}" != off ]; then
+  TENT4J_JAVA_FLAGS="$TENT4J_JAVA_FLAGS -XX:AOTCache=$TENT4J_ROOT/lib/tent4j.aot -Xlog:aot=warning:stderr -Xlog:aot=off:stdout"
+fi

@@ -23,7 +23,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "tent4j", mixinStandardHelpOptions = true,
         versionProvider = Tent4jCommand.Version.class,
         description = "tent4j command line tools.",
-        subcommands = {Doctor.class, TeBench.class, FileBench.class, NixlBench.class, MetadataServerCommand.class, ConfigTemplateCommand.class,
+        subcommands = {Doctor.class, TeBench.class, FileBench.class, NixlBench.class, MetadataServerCommand.class, ConfigTemplateCommand.class, AotTrainCommand.class,
                 StoreCommand.class, CommandLine.HelpCommand.class})
 public final class Tent4jCommand implements Callable<Integer> {
     @Spec

@@ -82,6 +82,18 @@ class DistributionTest {
         assertTrue(!conf.contains("transports.faulty."), "the test-only fault injector is documented in conf/");
     }
 
+    /** The build's training run (scripts/aot-cache.sh) shipped a cache, and the scripts start the JVM with it. */
+    @Test
+    void theAheadOfTimeCacheIsShippedAndOpened() throws Exception {
+        assertTrue(Files.size(home.resolve("lib").resolve("tent4j.aot")) > 0, "lib/tent4j.aot");
+        Run r = runToEnd(Map.of("TENT4J_JAVA_OPTS", "-Xlog:aot=info:stderr"), "tent4j", "-V");
+        assertEquals(0, r.status, r.output);
+        assertTrue(r.output.contains("Opened AOT cache") && !r.output.contains("[error]"), r.output);
+        Run off = runToEnd(Map.of("TENT4J_AOT", "off", "TENT4J_JAVA_OPTS", "-Xlog:aot=info:stderr"), "tent4j", "-V");
+        assertEquals(0, off.status, off.output);
+        assertTrue(!off.output.contains("Opened AOT cache"), off.output);
+    }
+
     @Test
     void doctorListsTheTransports() throws Exception {
         Run r = runToEnd("tent4j", "doctor", "--no-options");
@@ -121,7 +133,7 @@ class DistributionTest {
     private record Run(int status, String output) {
     }
 
-    private ProcessBuilder command(String script, List<String> args) {
+    private ProcessBuilder command(Map<String, String> extraEnv, String script, List<String> args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(home.resolve("bin").resolve(script).toString());
         cmd.addAll(args);
@@ -130,15 +142,26 @@ class DistributionTest {
         env.remove("CLASSPATH");
         env.put("JAVA_HOME", System.getProperty("java.home"));
         env.put("TENT4J_HEAP", "512m");
+        env.remove("TENT4J_AOT");
+        env.remove("TENT4J_JAVA_OPTS");
+        env.putAll(extraEnv);
         return pb;
     }
 
     private Run runToEnd(String script, String... args) throws Exception {
-        return runToEnd(script, List.of(args));
+        return runToEnd(Map.of(), script, List.of(args));
+    }
+
+    private Run runToEnd(Map<String, String> env, String script, String... args) throws Exception {
+        return runToEnd(env, script, List.of(args));
     }
 
     private Run runToEnd(String script, List<String> args) throws Exception {
-        Process p = command(script, args).start();
+        return runToEnd(Map.of(), script, args);
+    }
+
+    private Run runToEnd(Map<String, String> env, String script, List<String> args) throws Exception {
+        Process p = command(env, script, args).start();
         started.add(p);
         // the output is read to its end on this thread: the process cannot block on a full pipe
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -148,7 +171,7 @@ class DistributionTest {
 
     /** A long-running command whose output lines are read as they come. */
     private Lines start(String script, String... args) throws IOException {
-        Process p = command(script, List.of(args)).start();
+        Process p = command(Map.of(), script, List.of(args)).start();
         started.add(p);
         return new Lines(p);
     }

@@ -1,0 +1,60 @@
+package org.tent4j.cli;
+
+import java.io.IOException;
+import java.util.concurrent.Callable;
+
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.client.StoreClient;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.rpc.MasterServer;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code tent4j aot-train}: the training run of the JDK's ahead-of-time cache (JEPs 483, 514, 515). One JVM walks
+ * the paths a user's first seconds take: the doctor, loopback transfers over tcp and shm at 4 KiB and 1 MiB, and a
+ * store master with a bench that puts and gets through it. Run under {@code -XX:AOTCacheOutput} (the build does,
+ * scripts/aot-cache.sh), its classes and method profiles start every later command warm.
+ */
+@Command(name = "aot-train", hidden = true, mixinStandardHelpOptions = true,
+        description = "The training run for the JDK's ahead-of-time cache (see scripts/aot-cache.sh).")
+public final class AotTrainCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        CommandLine root = spec.root().commandLine();
+        int failed = 0;
+        failed += root.execute("doctor", "--no-options") == 0 ? 0 : 1;
+        for (String protocol : new String[]{"tcp", "shm"}) {
+            for (String block : new String[]{"4k", "1m"}) {
+                failed += root.execute("bench", "--mode=loopback", "--protocol=" + protocol, "--block-size=" + block,
+                        "--batch-size=32", "--threads=2", "--buffer-size=64m", "--warmup=0", "--duration=1",
+                        "--check-consistency") == 0 ? 0 : 1;
+            }
+        }
+        try (MasterServer master = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 100);
+             TransferEngine nodeEngine = TransferEngine.create(EngineConfig.builder()
+                     .set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
+             StoreClient node = StoreClient.builder(nodeEngine, "127.0.0.1:" + master.port()).connect()) {
+            // a node that lends the store its memory for the whole run, as `tent4j store node` does
+            node.contribute(256L << 20);
+            String address = "127.0.0.1:" + master.port();
+            for (String size : new String[]{"4k", "1m"}) {
+                for (String mode : new String[]{"put", "get"}) {
+                    failed += root.execute("store", "bench", "--master", address, "--control-host", "127.0.0.1",
+                            "--mode", mode, "--size", size, "--threads", "2", "--count", "100",
+                            "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s", "--prefix", "train-" + size,
+                            "--verify") == 0 ? 0 : 1;
+                }
+            }
+        }
+        return failed == 0 ? 0 : 1;
+    }
+}
