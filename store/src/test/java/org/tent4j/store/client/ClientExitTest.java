@@ -87,7 +87,9 @@ class ClientExitTest {
             StoreClient node = store.client(1 << 20);
             StoreClient user = store.client(1 << 20);
             try {
-                node.contribute(1 << 20);
+                // room beyond the reservations the user is granted: a segment they fill is over the high watermark,
+                // and eviction would take the values this test reads back
+                node.contribute(64 << 20);
                 byte[] v = new byte[1000];
                 new Random(5).nextBytes(v);
                 user.put("s/0", v);
