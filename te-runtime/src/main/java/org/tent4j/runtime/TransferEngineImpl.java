@@ -9,7 +9,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -105,8 +104,7 @@ final class TransferEngineImpl implements TransferEngine {
     /** @param clock the time every part reads; tests pass a virtual one */
     TransferEngineImpl(EngineConfig engineConfig, TimeSource clock) {
         var providers = TransportRegistry.discover();
-        List<MetadataStoreProvider> storeProviders = new ArrayList<>();
-        ServiceLoader.load(MetadataStoreProvider.class).forEach(storeProviders::add);
+        List<MetadataStoreProvider> storeProviders = PluginLoader.load(PluginLoader.METADATA_STORES);
         Map<String, List<OptionSpec>> pluginOptions = TransportRegistry.options(providers);
         for (MetadataStoreProvider p : storeProviders) {
             for (String scheme : p.schemes()) {

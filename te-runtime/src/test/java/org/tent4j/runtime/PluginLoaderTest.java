@@ -1,0 +1,145 @@
+package org.tent4j.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+import org.tent4j.api.ConfigException;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.MemoryKind;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.spi.Availability;
+import org.tent4j.spi.MetadataStore;
+import org.tent4j.spi.MetadataStoreProvider;
+import org.tent4j.spi.TransportProvider;
+import org.tent4j.spi.platform.DevicePlatform;
+import org.tent4j.spi.platform.DevicePlatformProvider;
+
+/** One version rule and one order for every SPI the runtime loads, and one logger that says what was refused. */
+class PluginLoaderTest {
+
+    @Test
+    void aTransportBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
+        List<String> lines = logged(() -> PluginLoader.admit(PluginLoader.TRANSPORTS,
+                List.of(transport("now", TransportProvider.SPI_VERSION, 1000), transport("later", TransportProvider.SPI_VERSION + 1, 1000))));
+        assertRefusedOnce(lines, "transport", "later", TransportProvider.SPI_VERSION + 1, TransportProvider.SPI_VERSION);
+        // a runtime one SPI version further on still loads a provider built for this one
+        var grown = new PluginLoader.Spi<>(TransportProvider.class, "transport", TransportProvider.SPI_VERSION + 1,
+                TransportProvider::spiVersion, TransportProvider::order, TransportProvider::id);
+        assertEquals(List.of("now"), PluginLoader.admit(grown, List.of(transport("now", TransportProvider.SPI_VERSION, 1000)))
+                .stream().map(TransportProvider::id).toList());
+    }
+
+    @Test
+    void aDevicePlatformBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
+        List<DevicePlatformProvider> admitted = new java.util.ArrayList<>();
+        List<String> lines = logged(() -> admitted.addAll(PluginLoader.admit(PluginLoader.DEVICE_PLATFORMS,
+                List.of(platform("now", DevicePlatformProvider.SPI_VERSION, 1000), platform("later", DevicePlatformProvider.SPI_VERSION + 1, 1000)))));
+        assertRefusedOnce(lines, "device platform", "later", DevicePlatformProvider.SPI_VERSION + 1, DevicePlatformProvider.SPI_VERSION);
+        assertEquals(List.of("now"), admitted.stream().map(DevicePlatformProvider::id).toList());
+        var grown = new PluginLoader.Spi<>(DevicePlatformProvider.class, "device platform", DevicePlatformProvider.SPI_VERSION + 1,
+                DevicePlatformProvider::spiVersion, DevicePlatformProvider::order, DevicePlatformProvider::id);
+        assertEquals(1, PluginLoader.admit(grown, List.of(platform("now", DevicePlatformProvider.SPI_VERSION, 1000))).size());
+    }
+
+    @Test
+    void aMetadataStoreBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
+        List<MetadataStoreProvider> admitted = new java.util.ArrayList<>();
+        List<String> lines = logged(() -> admitted.addAll(PluginLoader.admit(PluginLoader.METADATA_STORES,
+                List.of(store("now", MetadataStoreProvider.SPI_VERSION, 1000), store("later", MetadataStoreProvider.SPI_VERSION + 1, 1000)))));
+        assertRefusedOnce(lines, "metadata store", "later", MetadataStoreProvider.SPI_VERSION + 1, MetadataStoreProvider.SPI_VERSION);
+        assertEquals(List.of(List.of("now")), admitted.stream().map(MetadataStoreProvider::schemes).toList());
+        var grown = new PluginLoader.Spi<>(MetadataStoreProvider.class, "metadata store", MetadataStoreProvider.SPI_VERSION + 1,
+                MetadataStoreProvider::spiVersion, MetadataStoreProvider::order, (MetadataStoreProvider p) -> String.join(",", p.schemes()));
+        assertEquals(1, PluginLoader.admit(grown, List.of(store("now", MetadataStoreProvider.SPI_VERSION, 1000))).size());
+    }
+
+    @Test
+    void anEngineNeverOpensAMetadataStoreBuiltForANewerSpi() {
+        List<String> lines = logged(() -> {
+            ConfigException e = assertThrows(ConfigException.class, () -> TransferEngine.create(EngineTest.cfg()
+                    .set(EngineConfig.METADATA_URI, "later-store://somewhere").build()).close());
+            assertTrue(e.getMessage().contains("no metadata store for 'later-store://somewhere'"), e.getMessage());
+            return null;
+        });
+        assertRefusedOnce(lines, "metadata store", "later-store", MetadataStoreProvider.SPI_VERSION + 1, MetadataStoreProvider.SPI_VERSION);
+    }
+
+    @Test
+    void providersAreOrderedByOrderThenIdForEverySpi() {
+        assertEquals(List.of("z", "a", "b", "c"), PluginLoader.admit(PluginLoader.TRANSPORTS, List.of(transport("c", 1, 1000),
+                transport("b", 1, 5), transport("z", 1, 1), transport("a", 1, 5))).stream().map(TransportProvider::id).toList());
+        assertEquals(List.of("z", "a", "b", "c"), PluginLoader.admit(PluginLoader.DEVICE_PLATFORMS, List.of(platform("c", 1, 1000),
+                platform("b", 1, 5), platform("z", 1, 1), platform("a", 1, 5))).stream().map(DevicePlatformProvider::id).toList());
+        assertEquals(List.of("z", "a", "b", "c"), PluginLoader.admit(PluginLoader.METADATA_STORES, List.of(store("c", 1, 1000),
+                store("b", 1, 5), store("z", 1, 1), store("a", 1, 5))).stream().map(p -> p.schemes().get(0)).toList());
+    }
+
+    @Test
+    void theBuiltInPlatformsAreProbedCudaRocmAscendAsNvlinkReportsThem() {
+        // the order nvlink once hard-coded: its causes list cuda first
+        assertEquals(List.of("cuda", "rocm", "ascend", "other"), PluginLoader.admit(PluginLoader.DEVICE_PLATFORMS, List.of(
+                platform("other", 1, DevicePlatformProvider.DEFAULT_ORDER), platform("ascend", 1, 30), platform("rocm", 1, 20),
+                platform("cuda", 1, 10))).stream().map(DevicePlatformProvider::id).toList());
+    }
+
+    private static void assertRefusedOnce(List<String> lines, String spi, String id, int theirs, int ours) {
+        List<String> refused = lines.stream().filter(l -> l.contains("'" + id + "'")).toList();
+        assertEquals(1, refused.size(), lines.toString());
+        String line = refused.get(0);
+        assertTrue(line.startsWith(spi + " plugin '" + id + "'") && line.contains("refused")
+                && line.contains(spi + " SPI version " + theirs) && line.contains("supports 1 to " + ours), line);
+    }
+
+    private static List<String> logged(Supplier<?> action) {
+        Logger logger = (Logger) LoggerFactory.getLogger(PluginLoader.class);
+        ListAppender<ILoggingEvent> lines = new ListAppender<>();
+        lines.start();
+        logger.addAppender(lines);
+        try {
+            action.get();
+        } finally {
+            logger.detachAppender(lines);
+        }
+        return lines.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+    }
+
+    private static TransportProvider transport(String id, int version, int order) {
+        return new InProcessTransportProvider() {
+            @Override public String id() { return id; }
+            @Override public int spiVersion() { return version; }
+            @Override public int order() { return order; }
+        };
+    }
+
+    private static DevicePlatformProvider platform(String id, int version, int order) {
+        return new DevicePlatformProvider() {
+            @Override public String id() { return id; }
+            @Override public int spiVersion() { return version; }
+            @Override public int order() { return order; }
+            @Override public MemoryKind memoryKind() { return MemoryKind.NPU; }
+            @Override public Availability availability() { throw new AssertionError("probed while loading"); }
+            @Override public DevicePlatform create() { throw new AssertionError("opened while loading"); }
+        };
+    }
+
+    private static MetadataStoreProvider store(String scheme, int version, int order) {
+        return new MetadataStoreProvider() {
+            @Override public int spiVersion() { return version; }
+            @Override public int order() { return order; }
+            @Override public List<String> schemes() { return List.of(scheme); }
+            @Override public MetadataStore open(URI uri, Map<String, String> options) { throw new AssertionError("opened while loading"); }
+        };
+    }
+}
