@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 
 import ch.qos.logback.classic.Logger;
@@ -31,38 +33,17 @@ class PluginLoaderTest {
 
     @Test
     void aTransportBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
-        List<String> lines = logged(() -> PluginLoader.admit(PluginLoader.TRANSPORTS,
-                List.of(transport("now", TransportProvider.SPI_VERSION, 1000), transport("later", TransportProvider.SPI_VERSION + 1, 1000))));
-        assertRefusedOnce(lines, "transport", "later", TransportProvider.SPI_VERSION + 1, TransportProvider.SPI_VERSION);
-        // a runtime one SPI version further on still loads a provider built for this one
-        var grown = new PluginLoader.Spi<>(TransportProvider.class, "transport", TransportProvider.SPI_VERSION + 1,
-                TransportProvider::spiVersion, TransportProvider::order, TransportProvider::id);
-        assertEquals(List.of("now"), PluginLoader.admit(grown, List.of(transport("now", TransportProvider.SPI_VERSION, 1000)))
-                .stream().map(TransportProvider::id).toList());
+        refusesNewerAndLoadsOlder(PluginLoader.TRANSPORTS, (id, version) -> transport(id, version, 1000));
     }
 
     @Test
     void aDevicePlatformBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
-        List<DevicePlatformProvider> admitted = new java.util.ArrayList<>();
-        List<String> lines = logged(() -> admitted.addAll(PluginLoader.admit(PluginLoader.DEVICE_PLATFORMS,
-                List.of(platform("now", DevicePlatformProvider.SPI_VERSION, 1000), platform("later", DevicePlatformProvider.SPI_VERSION + 1, 1000)))));
-        assertRefusedOnce(lines, "device platform", "later", DevicePlatformProvider.SPI_VERSION + 1, DevicePlatformProvider.SPI_VERSION);
-        assertEquals(List.of("now"), admitted.stream().map(DevicePlatformProvider::id).toList());
-        var grown = new PluginLoader.Spi<>(DevicePlatformProvider.class, "device platform", DevicePlatformProvider.SPI_VERSION + 1,
-                DevicePlatformProvider::spiVersion, DevicePlatformProvider::order, DevicePlatformProvider::id);
-        assertEquals(1, PluginLoader.admit(grown, List.of(platform("now", DevicePlatformProvider.SPI_VERSION, 1000))).size());
+        refusesNewerAndLoadsOlder(PluginLoader.DEVICE_PLATFORMS, (id, version) -> platform(id, version, 1000));
     }
 
     @Test
     void aMetadataStoreBuiltForANewerSpiIsRefusedNamingBothVersionsAndAnOlderOneLoads() {
-        List<MetadataStoreProvider> admitted = new java.util.ArrayList<>();
-        List<String> lines = logged(() -> admitted.addAll(PluginLoader.admit(PluginLoader.METADATA_STORES,
-                List.of(store("now", MetadataStoreProvider.SPI_VERSION, 1000), store("later", MetadataStoreProvider.SPI_VERSION + 1, 1000)))));
-        assertRefusedOnce(lines, "metadata store", "later", MetadataStoreProvider.SPI_VERSION + 1, MetadataStoreProvider.SPI_VERSION);
-        assertEquals(List.of(List.of("now")), admitted.stream().map(MetadataStoreProvider::schemes).toList());
-        var grown = new PluginLoader.Spi<>(MetadataStoreProvider.class, "metadata store", MetadataStoreProvider.SPI_VERSION + 1,
-                MetadataStoreProvider::spiVersion, MetadataStoreProvider::order, (MetadataStoreProvider p) -> String.join(",", p.schemes()));
-        assertEquals(1, PluginLoader.admit(grown, List.of(store("now", MetadataStoreProvider.SPI_VERSION, 1000))).size());
+        refusesNewerAndLoadsOlder(PluginLoader.METADATA_STORES, (scheme, version) -> store(scheme, version, 1000));
     }
 
     @Test
@@ -92,6 +73,18 @@ class PluginLoaderTest {
         assertEquals(List.of("cuda", "rocm", "ascend", "other"), PluginLoader.admit(PluginLoader.DEVICE_PLATFORMS, List.of(
                 platform("other", 1, DevicePlatformProvider.DEFAULT_ORDER), platform("ascend", 1, 30), platform("rocm", 1, 20),
                 platform("cuda", 1, 10))).stream().map(DevicePlatformProvider::id).toList());
+    }
+
+    private static <P> void refusesNewerAndLoadsOlder(PluginLoader.Spi<P> spi, BiFunction<String, Integer, P> provider) {
+        int ours = spi.runtimeVersion();
+        List<P> admitted = new ArrayList<>();
+        List<String> lines = logged(() -> admitted.addAll(PluginLoader.admit(spi, List.of(provider.apply("now", ours),
+                provider.apply("later", ours + 1)))));
+        assertRefusedOnce(lines, spi.name(), "later", ours + 1, ours);
+        assertEquals(List.of("now"), admitted.stream().map(spi.id()).toList());
+        // a runtime one SPI version further on still loads a provider built for this one
+        var grown = new PluginLoader.Spi<>(spi.type(), spi.name(), ours + 1, spi.version(), spi.order(), spi.id());
+        assertEquals(List.of("now"), PluginLoader.admit(grown, List.of(provider.apply("now", ours))).stream().map(spi.id()).toList());
     }
 
     private static void assertRefusedOnce(List<String> lines, String spi, String id, int theirs, int ours) {
