@@ -4,7 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.net.URI;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +20,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ConfigException;
@@ -55,6 +61,35 @@ class PluginLoaderTest {
             return null;
         });
         assertRefusedOnce(lines, "metadata store", "later-store", MetadataStoreProvider.SPI_VERSION + 1, MetadataStoreProvider.SPI_VERSION);
+    }
+
+    @Test
+    void aProviderThatFailsToLoadIsSkippedWithOneLineAndTheOthersLoad(@TempDir Path dir) throws IOException {
+        Path services = Files.createDirectories(dir.resolve("META-INF/services"));
+        Files.writeString(services.resolve(TransportProvider.class.getName()), "org.tent4j.runtime.NoSuchTransportProvider\n"
+                + ThrowsWhenBuilt.class.getName() + "\n");
+        Thread t = Thread.currentThread();
+        ClassLoader before = t.getContextClassLoader();
+        List<TransportProvider> loaded = new ArrayList<>();
+        List<String> lines;
+        try (URLClassLoader loader = new URLClassLoader(new URL[] {dir.toUri().toURL()}, before)) {
+            t.setContextClassLoader(loader);
+            lines = logged(() -> loaded.addAll(PluginLoader.load(PluginLoader.TRANSPORTS)));
+        } finally {
+            t.setContextClassLoader(before);
+        }
+        assertTrue(loaded.stream().anyMatch(p -> p.id().equals("inproc")), loaded.toString());
+        List<String> skipped = lines.stream().filter(l -> l.startsWith("a transport plugin skipped: it could not be loaded")).toList();
+        assertEquals(2, skipped.size(), lines.toString());
+        assertTrue(skipped.get(0).contains("NoSuchTransportProvider"), skipped.get(0));
+        assertTrue(skipped.get(1).contains(ThrowsWhenBuilt.class.getName()) && skipped.get(1).contains("no licence file"), skipped.get(1));
+    }
+
+    /** A provider whose constructor fails, as one whose static set-up throws would. */
+    public static final class ThrowsWhenBuilt extends InProcessTransportProvider {
+        public ThrowsWhenBuilt() {
+            throw new IllegalStateException("no licence file");
+        }
     }
 
     @Test
