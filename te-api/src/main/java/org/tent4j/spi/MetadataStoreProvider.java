@@ -9,10 +9,22 @@ import java.util.Map;
  * the URI an engine is given ({@code etcd://}, {@code redis://}, {@code http://}, {@code memory://}).
  */
 public interface MetadataStoreProvider {
+    /** Version of this SPI; the runtime refuses a provider built against a newer one ({@link PluginAdmission}). */
     int SPI_VERSION = 1;
+
+    /** The order a provider gets when it declares none: after every provider that does. */
+    int DEFAULT_ORDER = 1000;
 
     default int spiVersion() {
         return SPI_VERSION;
+    }
+
+    /**
+     * Position among metadata store providers, lower first, then by schemes ({@link PluginAdmission#order}): where two
+     * serve one scheme, the first one serves it. A constant: the runtime sorts by it without probing.
+     */
+    default int order() {
+        return DEFAULT_ORDER;
     }
 
     /** URI schemes this provider serves, lower case. */

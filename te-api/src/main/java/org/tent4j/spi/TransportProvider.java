@@ -10,7 +10,7 @@ import java.util.List;
  * working (Trino's {@code Plugin} model).
  */
 public interface TransportProvider {
-    /** Version of this SPI; the runtime refuses a provider built against a newer one. */
+    /** Version of this SPI; the runtime refuses a provider built against a newer one ({@link PluginAdmission}). */
     int SPI_VERSION = 1;
 
     /** The order a provider gets when it declares none: after every provider that does. */

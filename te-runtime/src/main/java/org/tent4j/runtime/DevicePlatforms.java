@@ -3,7 +3,6 @@ package org.tent4j.runtime;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.ServiceLoader;
 import java.util.Set;
 
 import org.slf4j.Logger;
@@ -17,7 +16,7 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
 /**
  * The device platforms on the class path, opened on first use (a platform probe loads a native library, so an
  * engine that never touches device memory never probes one) and closed with the engine. One per memory kind: the
- * first available provider, by id, wins.
+ * first available provider, in {@code order()} then id order, wins.
  */
 final class DevicePlatforms implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DevicePlatforms.class);
@@ -40,17 +39,7 @@ final class DevicePlatforms implements AutoCloseable {
     }
 
     private static List<DevicePlatform> open() {
-        List<DevicePlatformProvider> providers = new ArrayList<>();
-        for (ServiceLoader.Provider<DevicePlatformProvider> p : ServiceLoader.load(DevicePlatformProvider.class).stream().toList()) {
-            DevicePlatformProvider provider = p.get();
-            if (provider.spiVersion() > DevicePlatformProvider.SPI_VERSION || provider.spiVersion() < 1) {
-                log.warn("device platform plugin '{}' ({}) refused: it implements platform SPI version {}, this runtime supports 1 to {}",
-                        provider.id(), p.type().getName(), provider.spiVersion(), DevicePlatformProvider.SPI_VERSION);
-                continue;
-            }
-            providers.add(provider);
-        }
-        providers.sort(java.util.Comparator.comparing(DevicePlatformProvider::id));
+        List<DevicePlatformProvider> providers = PluginLoader.load(PluginLoader.DEVICE_PLATFORMS);
         Set<MemoryKind> kinds = new LinkedHashSet<>();
         List<DevicePlatform> out = new ArrayList<>();
         for (DevicePlatformProvider p : providers) {

@@ -9,7 +9,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.ServiceLoader;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -48,6 +47,7 @@ import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.ControlPlane;
+import org.tent4j.spi.Credentials;
 import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;
 import org.tent4j.spi.MetadataStoreProvider;
@@ -105,8 +105,7 @@ final class TransferEngineImpl implements TransferEngine {
     /** @param clock the time every part reads; tests pass a virtual one */
     TransferEngineImpl(EngineConfig engineConfig, TimeSource clock) {
         var providers = TransportRegistry.discover();
-        List<MetadataStoreProvider> storeProviders = new ArrayList<>();
-        ServiceLoader.load(MetadataStoreProvider.class).forEach(storeProviders::add);
+        List<MetadataStoreProvider> storeProviders = PluginLoader.load(PluginLoader.METADATA_STORES);
         Map<String, List<OptionSpec>> pluginOptions = TransportRegistry.options(providers);
         for (MetadataStoreProvider p : storeProviders) {
             for (String scheme : p.schemes()) {
@@ -198,11 +197,13 @@ final class TransferEngineImpl implements TransferEngine {
             try {
                 uri = URI.create(u);
             } catch (IllegalArgumentException e) {
-                throw new ConfigException(EngineConfig.METADATA_URI, "malformed URI '" + u + "': " + e.getMessage());
+                // the parser's message quotes the input, password included
+                throw new ConfigException(EngineConfig.METADATA_URI, "malformed URI '" + Credentials.mask(u) + "': "
+                        + Credentials.mask(e.getMessage()));
             }
             String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
             MetadataStoreProvider p = providers.stream().filter(x -> x.schemes().contains(scheme)).findFirst()
-                    .orElseThrow(() -> new ConfigException(EngineConfig.METADATA_URI, "no metadata store for '" + u
+                    .orElseThrow(() -> new ConfigException(EngineConfig.METADATA_URI, "no metadata store for '" + Credentials.mask(u)
                             + "' on the class path (schemes found: p2p, " + providers.stream().flatMap(x -> x.schemes().stream()).toList() + ")"));
             p.availability().ensureAvailable("metadata store " + scheme);
             targets.add(new StoreDirectory.Target(uri, p, config.rawUnder("metadata." + scheme + ".")));

@@ -6,7 +6,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.function.BiFunction;
 
@@ -26,8 +25,8 @@ import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportProvider;
 
 /**
- * The transports this engine runs. Providers are found once ({@link #discover}); one built against a newer SPI than
- * this runtime's is refused with one log line. They are ordered by their constant {@link TransportProvider#order()},
+ * The transports this engine runs. Providers are found once ({@link #discover}, through {@link PluginLoader}: one built
+ * against a newer SPI than this runtime's is refused with one log line). They are ordered by their constant {@link TransportProvider#order()},
  * without probing; only the enabled ones are probed ({@code availability}) and only the available ones are asked
  * for capabilities, whose rank breaks ties of order. A slot's index is its bit in buffer masks.
  */
@@ -46,19 +45,7 @@ final class TransportRegistry implements AutoCloseable {
 
     /** The compatible providers on the class path, in {@code order()} then id order. */
     static List<TransportProvider> discover() {
-        List<TransportProvider> found = new ArrayList<>();
-        for (ServiceLoader.Provider<TransportProvider> p : ServiceLoader.load(TransportProvider.class).stream().toList()) {
-            TransportProvider provider = p.get();
-            int v = provider.spiVersion();
-            if (v > TransportProvider.SPI_VERSION || v < 1) {
-                log.warn("transport plugin '{}' ({}) refused: it implements transport SPI version {}, this runtime supports 1 to {}",
-                        provider.id(), p.type().getName(), v, TransportProvider.SPI_VERSION);
-                continue;
-            }
-            found.add(provider);
-        }
-        found.sort(Comparator.comparingInt(TransportProvider::order).thenComparing(TransportProvider::id));
-        return List.copyOf(found);
+        return PluginLoader.load(PluginLoader.TRANSPORTS);
     }
 
     /** The option prefixes of every provider, for config validation. */

@@ -19,7 +19,7 @@ import org.tent4j.spi.TransportProvider;
 class TransportRegistryTest {
     @Test
     void aPluginBuiltForANewerSpiIsRefusedWithOneLineNamingBothVersions() {
-        Logger logger = (Logger) LoggerFactory.getLogger(TransportRegistry.class);
+        Logger logger = (Logger) LoggerFactory.getLogger(PluginLoader.class);
         ListAppender<ILoggingEvent> lines = new ListAppender<>();
         lines.start();
         logger.addAppender(lines);

@@ -5,9 +5,12 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import java.util.stream.Collectors;
 
 import org.tent4j.api.EngineFactory;
@@ -16,6 +19,7 @@ import org.tent4j.cli.options.ConciseUsageErrors;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.PluginAdmission;
 import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportProvider;
 import org.tent4j.spi.platform.DevicePlatformProvider;
@@ -29,6 +33,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code tent4j doctor}: every plugin on the class path, whether it can run on this machine and, if not, precisely why.
  * It only discovers and probes providers (what {@code availability()} does); it opens no engine, socket or store.
+ * Providers are listed in the order the engine loads them, and one the engine refuses (built for a newer SPI) is shown
+ * REFUSED with the engine's own words ({@link PluginAdmission}) and not probed.
  * A provider that throws while being loaded or probed is reported, not fatal: the exit status is 0 whenever the report
  * was printed.
  */
@@ -70,7 +76,8 @@ public final class Doctor implements Callable<Integer> {
         }
         runtimes.printProblems(out);
 
-        Found<TransportProvider> transports = load(TransportProvider.class);
+        Found<TransportProvider> transports = load(TransportProvider.class)
+                .ordered(p -> safely(p::order, TransportProvider.DEFAULT_ORDER), p -> safely(p::id, p.getClass().getName()));
         out.println();
         out.printf(Locale.ROOT, "transports (%d)%s%n", transports.providers.size(),
                 transports.providers.isEmpty() ? ": none on the class path" : ":");
@@ -79,7 +86,8 @@ public final class Doctor implements Callable<Integer> {
         }
         transports.printProblems(out);
 
-        Found<DevicePlatformProvider> platforms = load(DevicePlatformProvider.class);
+        Found<DevicePlatformProvider> platforms = load(DevicePlatformProvider.class)
+                .ordered(p -> safely(p::order, DevicePlatformProvider.DEFAULT_ORDER), p -> safely(p::id, p.getClass().getName()));
         out.println();
         out.printf(Locale.ROOT, "device platforms (%d)%s%n", platforms.providers.size(),
                 platforms.providers.isEmpty() ? ": none on the class path" : ":");
@@ -88,7 +96,8 @@ public final class Doctor implements Callable<Integer> {
         }
         platforms.printProblems(out);
 
-        Found<MetadataStoreProvider> stores = load(MetadataStoreProvider.class);
+        Found<MetadataStoreProvider> stores = load(MetadataStoreProvider.class)
+                .ordered(p -> safely(p::order, MetadataStoreProvider.DEFAULT_ORDER), p -> String.join(",", safely(p::schemes, List.of())));
         out.println();
         out.printf(Locale.ROOT, "metadata stores (%d)%s%n", stores.providers.size(),
                 stores.providers.isEmpty() ? ": none on the class path" : ":");
@@ -103,6 +112,10 @@ public final class Doctor implements Callable<Integer> {
         String id = safely(p::id, p.getClass().getName());
         String rank = safely(() -> Integer.toString(p.capabilities().rank()), "?");
         out.printf(Locale.ROOT, "  %-8s rank %-4s %s%n", id, rank, describedBeyond(id, safely(p::description, "")));
+        if (refused(out, "transport", safely(p::spiVersion, -1), TransportProvider.SPI_VERSION)) {
+            out.printf(Locale.ROOT, "           from %s%n", source(p));
+            return;
+        }
         printAvailability(out, safelyProbe(p::availability));
         TransportCapabilities caps = safely(p::capabilities, null);
         if (caps != null) {
@@ -111,7 +124,8 @@ public final class Doctor implements Callable<Integer> {
                     caps.sameHostOnly() ? "same host only" : "cross host", caps.cancellation() ? "yes" : "no",
                     size(caps.maxSliceSize()));
         }
-        printSpiVersion(out, safely(p::spiVersion, -1), TransportProvider.SPI_VERSION);
+        printAdmitted(out, safely(p::spiVersion, -1), TransportProvider.SPI_VERSION, safely(p::order, TransportProvider.DEFAULT_ORDER),
+                TransportProvider.DEFAULT_ORDER);
         if (!hideOptions) {
             printOptions(out, "transports." + id + ".", safely(p::options, List.of()));
         }
@@ -122,8 +136,11 @@ public final class Doctor implements Callable<Integer> {
         String kind = safely(() -> p.memoryKind().prefix(), "?");
         String id = safely(p::id, p.getClass().getName());
         out.printf(Locale.ROOT, "  %-8s memory %-5s %s%n", id, kind, describedBeyond(id, safely(p::description, "")));
-        printAvailability(out, safelyProbe(p::availability));
-        printSpiVersion(out, safely(p::spiVersion, -1), DevicePlatformProvider.SPI_VERSION);
+        if (!refused(out, "device platform", safely(p::spiVersion, -1), DevicePlatformProvider.SPI_VERSION)) {
+            printAvailability(out, safelyProbe(p::availability));
+            printAdmitted(out, safely(p::spiVersion, -1), DevicePlatformProvider.SPI_VERSION,
+                    safely(p::order, DevicePlatformProvider.DEFAULT_ORDER), DevicePlatformProvider.DEFAULT_ORDER);
+        }
         out.printf(Locale.ROOT, "           from %s%n", source(p));
     }
 
@@ -131,8 +148,13 @@ public final class Doctor implements Callable<Integer> {
         List<String> schemes = safely(p::schemes, List.of());
         out.printf(Locale.ROOT, "  %-8s %s%n", schemes.stream().map(s -> s + "://").collect(Collectors.joining(" ")),
                 describedBeyond(String.join(",", schemes), safely(p::description, "")));
+        if (refused(out, "metadata store", safely(p::spiVersion, -1), MetadataStoreProvider.SPI_VERSION)) {
+            out.printf(Locale.ROOT, "           from %s%n", source(p));
+            return;
+        }
         printAvailability(out, safelyProbe(p::availability));
-        printSpiVersion(out, safely(p::spiVersion, -1), MetadataStoreProvider.SPI_VERSION);
+        printAdmitted(out, safely(p::spiVersion, -1), MetadataStoreProvider.SPI_VERSION,
+                safely(p::order, MetadataStoreProvider.DEFAULT_ORDER), MetadataStoreProvider.DEFAULT_ORDER);
         if (!hideOptions) {
             String prefix = schemes.isEmpty() ? "metadata.?." : "metadata." + schemes.get(0) + ".";
             printOptions(out, prefix, safely(p::options, List.of()));
@@ -162,9 +184,20 @@ public final class Doctor implements Callable<Integer> {
         }
     }
 
-    private static void printSpiVersion(PrintWriter out, int theirs, int ours) {
+    /** The engine's verdict, by the rule its loader applies; a refused provider is never probed, here as there. */
+    private static boolean refused(PrintWriter out, String spi, int theirs, int ours) {
+        Optional<String> refusal = PluginAdmission.refusal(spi, theirs, ours);
+        refusal.ifPresent(why -> out.println("           REFUSED: " + why + "; the engine does not load it"));
+        return refusal.isPresent();
+    }
+
+    private static void printAdmitted(PrintWriter out, int theirs, int ours, int order, int defaultOrder) {
         if (theirs != ours) {
-            out.printf(Locale.ROOT, "           SPI version %d (this te-api has %d)%n", theirs, ours);
+            out.printf(Locale.ROOT, "           SPI version %d (this te-api has %d): loaded, methods added since take their defaults%n",
+                    theirs, ours);
+        }
+        if (order != defaultOrder) {
+            out.printf(Locale.ROOT, "           order %d%n", order);
         }
     }
 
@@ -239,6 +272,13 @@ public final class Doctor implements Callable<Integer> {
 
     /** The providers of one service type, and what went wrong loading others. */
     public record Found<T>(List<T> providers, List<String> problems) {
+        /** In the order the engine loads them ({@link PluginAdmission#order}). */
+        Found<T> ordered(ToIntFunction<T> order, Function<T, String> id) {
+            List<T> sorted = new ArrayList<>(providers);
+            sorted.sort(PluginAdmission.order(order, id));
+            return new Found<>(List.copyOf(sorted), problems);
+        }
+
         void printProblems(PrintWriter out) {
             for (String p : problems) {
                 out.println("  could not load a provider: " + p);

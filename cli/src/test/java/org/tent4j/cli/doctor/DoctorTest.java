@@ -88,13 +88,27 @@ public class DoctorTest {
         assertEquals("1025 KiB", Doctor.size(1025L << 10));
     }
 
+    @Test
+    void showsTheEnginesVerdictOnANewerSpiAndItsOrder(@TempDir Path dir) throws IOException {
+        String out = runDoctor(dir);
+        for (String spi : List.of("transport", "device platform", "metadata store")) {
+            assertTrue(out.contains("REFUSED: built for " + spi + " SPI version 2, this runtime supports 1 to 1; the engine does not load it"), out);
+        }
+        assertTrue(!out.contains("a refused provider was probed"), out);
+        // order() first, then id: firsttx (order 1) before brokentx, whose id sorts first
+        assertTrue(out.indexOf("  firsttx ") >= 0 && out.indexOf("  firsttx ") < out.indexOf("  brokentx "), out);
+        assertTrue(out.contains("order 1\n"), out);
+    }
+
     private static String runDoctor(Path dir) throws IOException {
         Path services = Files.createDirectories(dir.resolve("META-INF/services"));
         Files.writeString(services.resolve(TransportProvider.class.getName()),
                 UnavailableTransport.class.getName() + "\n" + BrokenTransport.class.getName() + "\n"
-                        + "org.tent4j.cli.doctor.NoSuchProvider\n");
-        Files.writeString(services.resolve(DevicePlatformProvider.class.getName()), FakePlatform.class.getName() + "\n");
-        Files.writeString(services.resolve(MetadataStoreProvider.class.getName()), FakeStore.class.getName() + "\n");
+                        + "org.tent4j.cli.doctor.NoSuchProvider\n" + LaterTransport.class.getName() + "\n" + FirstTransport.class.getName() + "\n");
+        Files.writeString(services.resolve(DevicePlatformProvider.class.getName()), FakePlatform.class.getName() + "\n"
+                + LaterPlatform.class.getName() + "\n");
+        Files.writeString(services.resolve(MetadataStoreProvider.class.getName()), FakeStore.class.getName() + "\n"
+                + LaterStore.class.getName() + "\n");
         Thread t = Thread.currentThread();
         ClassLoader before = t.getContextClassLoader();
         try (URLClassLoader loader = new URLClassLoader(new URL[]{dir.toUri().toURL()}, before)) {
@@ -200,5 +214,38 @@ public class DoctorTest {
         public MetadataStore open(URI uri, Map<String, String> options) {
             throw new TransferException(org.tent4j.api.ErrorCode.METADATA_UNAVAILABLE, "fake");
         }
+    }
+
+    /** Built for a newer transport SPI: the engine refuses it, so doctor must say so and not probe it. */
+    public static final class LaterTransport implements TransportProvider {
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+        @Override public String id() { return "latertx"; }
+        @Override public Availability availability() { return Availability.unavailable("a refused provider was probed"); }
+        @Override public TransportCapabilities capabilities() { return TransportCapabilities.builder().build(); }
+        @Override public Transport create(TransportContext context) { throw new UnsupportedOperationException(); }
+    }
+
+    /** Declares an order before every other transport. */
+    public static final class FirstTransport implements TransportProvider {
+        @Override public int order() { return 1; }
+        @Override public String id() { return "firsttx"; }
+        @Override public Availability availability() { return Availability.unavailable("never runs"); }
+        @Override public TransportCapabilities capabilities() { return TransportCapabilities.builder().build(); }
+        @Override public Transport create(TransportContext context) { throw new UnsupportedOperationException(); }
+    }
+
+    public static final class LaterPlatform implements DevicePlatformProvider {
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+        @Override public String id() { return "latergpu"; }
+        @Override public MemoryKind memoryKind() { return MemoryKind.CUDA; }
+        @Override public Availability availability() { return Availability.unavailable("a refused provider was probed"); }
+        @Override public DevicePlatform create() { throw new UnsupportedOperationException(); }
+    }
+
+    public static final class LaterStore implements MetadataStoreProvider {
+        @Override public int spiVersion() { return SPI_VERSION + 1; }
+        @Override public List<String> schemes() { return List.of("latermeta"); }
+        @Override public Availability availability() { return Availability.unavailable("a refused provider was probed"); }
+        @Override public MetadataStore open(URI uri, Map<String, String> options) { throw new UnsupportedOperationException(); }
     }
 }

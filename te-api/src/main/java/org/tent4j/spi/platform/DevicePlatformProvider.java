@@ -8,10 +8,23 @@ import org.tent4j.spi.Availability;
  * Discovery is cheap: native libraries are loaded only by {@link #availability()} or {@link #create()}.
  */
 public interface DevicePlatformProvider {
+    /** Version of this SPI; a loader refuses a provider built against a newer one ({@link org.tent4j.spi.PluginAdmission}). */
     int SPI_VERSION = 1;
+
+    /** The order a provider gets when it declares none: after every provider that does. */
+    int DEFAULT_ORDER = 1000;
 
     default int spiVersion() {
         return SPI_VERSION;
+    }
+
+    /**
+     * Position among device platforms, lower first, then by id ({@link org.tent4j.spi.PluginAdmission#order}): the order
+     * in which they are probed and, where two serve one memory kind, which one is opened. A constant: loaders sort by it
+     * without probing.
+     */
+    default int order() {
+        return DEFAULT_ORDER;
     }
 
     /** {@code cuda}, {@code rocm}, {@code ascend}. */

@@ -13,6 +13,7 @@ import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.spi.Credentials;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.SegmentDescriptor;
@@ -53,7 +54,7 @@ public final class StoreDirectory implements SegmentDirectory {
 
         String name() {
             MetadataStore s = store;
-            return s != null ? s.uri() : masked(uri);
+            return s != null ? s.uri() : Credentials.mask(uri);
         }
     }
 
@@ -87,11 +88,6 @@ public final class StoreDirectory implements SegmentDirectory {
             close();
             throw first;
         }
-    }
-
-    private static String masked(URI uri) {
-        String ui = uri.getRawUserInfo();
-        return ui == null ? uri.toString() : uri.toString().replace(ui + "@", (ui.contains(":") ? ui.substring(0, ui.indexOf(':')) + ":***" : "***") + "@");
     }
 
     private MetadataStore open(Slot s) {

@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
@@ -45,7 +44,6 @@ import org.tent4j.integration.nixl.spi.Span;
 public final class Agent implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Agent.class);
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,48}");
-    private static final Pattern BACKEND_ID = Pattern.compile("[a-z0-9-]{1,32}");
     /** The label under which the full metadata is published and offered. */
     public static final String FULL = "full";
 
@@ -101,23 +99,7 @@ public final class Agent implements AutoCloseable {
         if (!NAME.matcher(config.name()).matches()) {
             throw new NixlException(NixlStatus.INVALID_PARAM, "agent name '" + config.name() + "' must be 1 to 48 characters of [A-Za-z0-9._-]");
         }
-        Map<String, BackendProvider> found = new TreeMap<>();
-        for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
-            if (!BACKEND_ID.matcher(p.id()).matches()) {
-                throw new NixlException(NixlStatus.BACKEND, "backend provider " + p.getClass().getName() + " has id '" + p.id()
-                        + "'; an id is 1 to 32 characters of [a-z0-9-]");
-            }
-            if (p.spiLevel() != BackendProvider.SPI_LEVEL) {
-                log.warn("backend '{}' ({}) skipped: written for backend SPI level {}, this agent speaks {}", p.id(),
-                        p.getClass().getName(), p.spiLevel(), BackendProvider.SPI_LEVEL);
-                continue;
-            }
-            BackendProvider prior = found.putIfAbsent(p.id(), p);
-            if (prior != null) {
-                throw new NixlException(NixlStatus.BACKEND, "backend id '" + p.id() + "' is claimed by both " + prior.getClass().getName()
-                        + " and " + p.getClass().getName());
-            }
-        }
+        Map<String, BackendProvider> found = BackendLoader.load();
         for (String id : config.backendPreference()) {
             if (!found.containsKey(id)) {
                 throw new NixlException(NixlStatus.INVALID_PARAM, "backend preference names '" + id + "', which is not on the class path (found "
@@ -130,7 +112,7 @@ public final class Agent implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new NixlException(NixlStatus.BACKEND, "agent '" + config.name() + "': its engine did not start: " + e.getMessage(), e);
         }
-        Agent a = new Agent(config, Collections.unmodifiableMap(found), engine);
+        Agent a = new Agent(config, found, engine);
         engine.offerBlob(offerLabel(FULL), a::getLocalMD);
         log.info("agent '{}' up: backends available {}, metadata listener {}", a.name, found.keySet(), engine.controlEndpoint());
         return a;
@@ -152,7 +134,7 @@ public final class Agent implements AutoCloseable {
 
     // ---------------------------------------------------------------- backends
 
-    /** Ids of every backend kind found, sorted. */
+    /** Ids of every backend kind found, in their providers' {@code order()}, then by id. */
     public List<String> availableBackends() {
         return List.copyOf(providers.keySet());
     }
@@ -720,7 +702,7 @@ public final class Agent implements AutoCloseable {
     private record ChoiceKey(String peer, MemoryType from, MemoryType to, List<String> order, String chosen) {
     }
 
-    /** Agent preference, then every other created backend by id; recomputed when a backend is created. */
+    /** Agent preference, then every other created backend in provider order; recomputed when a backend is created. */
     private List<String> defaultOrder() {
         List<String> order = defaultOrder;
         if (order == null) {
@@ -731,8 +713,8 @@ public final class Agent implements AutoCloseable {
                         o.add(id);
                     }
                 }
-                for (String id : new TreeMap<>(backends).keySet()) {
-                    if (!o.contains(id)) {
+                for (String id : providers.keySet()) {
+                    if (backends.containsKey(id) && !o.contains(id)) {
                         o.add(id);
                     }
                 }

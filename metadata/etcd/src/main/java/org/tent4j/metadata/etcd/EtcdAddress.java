@@ -8,6 +8,7 @@ import java.util.List;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.spi.Credentials;
 
 /**
  * A parsed {@code etcd://[user:password@]host1:port1[,host2:port2...]} URI (endpoints separated by ',' or ';', as in
@@ -31,7 +32,7 @@ record EtcdAddress(List<String> endpoints, String user, String password, boolean
         int schemeEnd = raw.indexOf("://");
         String scheme = schemeEnd < 0 ? "" : raw.substring(0, schemeEnd).toLowerCase(java.util.Locale.ROOT);
         if (!scheme.equals("etcd") && !scheme.equals("etcds")) {
-            throw malformed(maskUserInfo(raw), "expected etcd://host:port[,host:port...] (etcds:// for TLS)");
+            throw malformed(Credentials.mask(raw), "expected etcd://host:port[,host:port...] (etcds:// for TLS)");
         }
         boolean tls = scheme.equals("etcds");
         String rest = raw.substring(schemeEnd + 3);
@@ -40,17 +41,16 @@ record EtcdAddress(List<String> endpoints, String user, String password, boolean
         String hostList = at >= 0 ? rest.substring(at + 1) : rest;
         String user = null;
         String password = null;
-        String maskedPrefix = scheme + "://";
+        String credentials = userInfo == null ? "" : userInfo + "@";
+        String masked = Credentials.mask(scheme + "://" + credentials + hostList);
         if (userInfo != null) {
             int colon = userInfo.indexOf(':');
             if (colon <= 0) {
-                throw malformed(scheme + "://***@" + hostList, "credentials must be user:password");
+                throw malformed(masked, "credentials must be user:password");
             }
             user = decode(userInfo.substring(0, colon));
             password = decode(userInfo.substring(colon + 1));
-            maskedPrefix = scheme + "://" + userInfo.substring(0, colon) + ":***@";
         }
-        String masked = maskedPrefix + hostList;
         int slash = hostList.indexOf('/');
         int query = hostList.indexOf('?');
         if (query >= 0 && (slash < 0 || query < slash)) {
@@ -62,7 +62,7 @@ record EtcdAddress(List<String> endpoints, String user, String password, boolean
                 throw malformed(masked, "etcd URIs take no path (got '" + path + "')");
             }
             hostList = hostList.substring(0, slash);
-            masked = maskedPrefix + hostList;
+            masked = Credentials.mask(scheme + "://" + credentials + hostList);
         }
         List<String> endpoints = new ArrayList<>();
         for (String part : hostList.split("[,;]", -1)) {
@@ -115,20 +115,6 @@ record EtcdAddress(List<String> endpoints, String user, String password, boolean
 
     private static String decode(String s) {
         return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
-    }
-
-    /** Masks whatever follows the first ':' of the user info of a URI we could not parse. */
-    static String maskUserInfo(String raw) {
-        int schemeEnd = raw.indexOf("://");
-        int start = schemeEnd < 0 ? 0 : schemeEnd + 3;
-        int at = raw.lastIndexOf('@');
-        if (at < start) {
-            return raw;
-        }
-        String userInfo = raw.substring(start, at);
-        int colon = userInfo.indexOf(':');
-        String shown = colon < 0 ? "***" : userInfo.substring(0, colon) + ":***";
-        return raw.substring(0, start) + shown + raw.substring(at);
     }
 
     private static TransferException malformed(String masked, String why) {

@@ -4,11 +4,11 @@ import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 
-import okhttp3.Credentials;
 import okhttp3.HttpUrl;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.spi.Credentials;
 
 /**
  * A parsed {@code http://[user:password@]host[:port][/path]} metadata endpoint. As in Mooncake the whole URL is the
@@ -35,7 +35,7 @@ record HttpEndpoint(HttpUrl url, String authorization, String masked) {
 
     static HttpEndpoint parse(URI uri) {
         String raw = uri.toString();
-        String maskedRaw = mask(raw);
+        String maskedRaw = Credentials.mask(raw);
         String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
         if (!scheme.equals("http") && !scheme.equals("https")) {
             throw malformed(maskedRaw, "expected http://host:port/path or https://host:port/path");
@@ -52,7 +52,7 @@ record HttpEndpoint(HttpUrl url, String authorization, String masked) {
             int colon = userInfo.indexOf(':');
             String user = decode(colon < 0 ? userInfo : userInfo.substring(0, colon));
             String password = colon < 0 ? "" : decode(userInfo.substring(colon + 1));
-            authorization = Credentials.basic(user, password, StandardCharsets.UTF_8);
+            authorization = okhttp3.Credentials.basic(user, password, StandardCharsets.UTF_8);
         }
         StringBuilder plain = new StringBuilder(scheme).append("://").append(uri.getRawAuthority().substring(
                 userInfo == null ? 0 : userInfo.length() + 1));
@@ -74,28 +74,6 @@ record HttpEndpoint(HttpUrl url, String authorization, String masked) {
 
     private static String decode(String s) {
         return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
-    }
-
-    /** Replaces the password of a URI text by {@code ***}, keeping the user name. */
-    static String mask(String raw) {
-        int schemeEnd = raw.indexOf("://");
-        int start = schemeEnd < 0 ? 0 : schemeEnd + 3;
-        int end = raw.length();
-        for (char c : new char[] {'/', '?', '#'}) {
-            int i = raw.indexOf(c, start);
-            if (i >= 0 && i < end) {
-                end = i;
-            }
-        }
-        int at = raw.lastIndexOf('@', end - 1);
-        if (at < start) {
-            return raw;
-        }
-        String userInfo = raw.substring(start, at);
-        int colon = userInfo.indexOf(':');
-        // a lone user info may be a token, so it is hidden too
-        String shown = colon < 0 ? "***" : userInfo.substring(0, colon) + ":***";
-        return raw.substring(0, start) + shown + raw.substring(at);
     }
 
     private static TransferException malformed(String masked, String why) {

@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.spi.Credentials;
 
 /**
  * A parsed {@code redis://[[user]:password@]host[:port][/db]} URI ({@code rediss://} for TLS). As in the Redis URI scheme, a user info without ':'
@@ -23,7 +24,7 @@ record RedisAddress(String host, int port, String user, String password, int dat
 
     static RedisAddress parse(URI uri) {
         String raw = uri.toString();
-        String maskedRaw = mask(raw);
+        String maskedRaw = Credentials.mask(raw);
         boolean tls = "rediss".equalsIgnoreCase(uri.getScheme());
         if (!tls && !"redis".equalsIgnoreCase(uri.getScheme())) {
             throw malformed(maskedRaw, "expected redis://[user:password@]host:port[/db] (rediss:// for TLS)");
@@ -65,7 +66,7 @@ record RedisAddress(String host, int port, String user, String password, int dat
         String hostPart = host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
         StringBuilder m = new StringBuilder(tls ? "rediss://" : "redis://");
         if (password != null) {
-            m.append(user == null ? "" : user).append(":***@");
+            m.append(user == null ? "" : user).append(':').append(Credentials.MASK).append('@');
         }
         m.append(hostPart).append(':').append(port);
         if (database != 0) {
@@ -76,27 +77,6 @@ record RedisAddress(String host, int port, String user, String password, int dat
 
     private static String decode(String s) {
         return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
-    }
-
-    /** Replaces the password of a URI text by {@code ***}, keeping the user name. */
-    static String mask(String raw) {
-        int schemeEnd = raw.indexOf("://");
-        int start = schemeEnd < 0 ? 0 : schemeEnd + 3;
-        int end = raw.length();
-        for (char c : new char[] {'/', '?', '#'}) {
-            int i = raw.indexOf(c, start);
-            if (i >= 0 && i < end) {
-                end = i;
-            }
-        }
-        int at = raw.lastIndexOf('@', end - 1);
-        if (at < start) {
-            return raw;
-        }
-        String userInfo = raw.substring(start, at);
-        int colon = userInfo.indexOf(':');
-        String shown = colon < 0 ? ":***" : userInfo.substring(0, colon) + ":***";
-        return raw.substring(0, start) + shown + raw.substring(at);
     }
 
     private static TransferException malformed(String masked, String why) {

@@ -67,6 +67,12 @@ public final class AscendPlatformProvider implements DevicePlatformProvider {
         return ID;
     }
 
+    /** after CUDA and ROCm, before any platform that declares no order. */
+    @Override
+    public int order() {
+        return 30;
+    }
+
     @Override
     public MemoryKind memoryKind() {
         return MemoryKind.NPU;

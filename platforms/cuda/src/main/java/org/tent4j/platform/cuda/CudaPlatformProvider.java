@@ -68,6 +68,12 @@ public final class CudaPlatformProvider implements DevicePlatformProvider {
         return ID;
     }
 
+    /** CUDA is probed first: where several vendors' libraries are installed, it is the likeliest to drive the devices. */
+    @Override
+    public int order() {
+        return 10;
+    }
+
     @Override
     public MemoryKind memoryKind() {
         return MemoryKind.CUDA;

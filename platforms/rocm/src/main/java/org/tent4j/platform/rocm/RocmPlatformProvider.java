@@ -66,6 +66,12 @@ public final class RocmPlatformProvider implements DevicePlatformProvider {
         return ID;
     }
 
+    /** after CUDA, before Ascend: the order nvlink reports their causes in. */
+    @Override
+    public int order() {
+        return 20;
+    }
+
     @Override
     public MemoryKind memoryKind() {
         return MemoryKind.ROCM;

@@ -2,7 +2,6 @@ package org.tent4j.transport.nvlink;
 
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -17,6 +16,7 @@ import org.tent4j.api.TransferException;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MemoryPath;
 import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.PluginAdmission;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
@@ -41,7 +41,6 @@ public final class NvlinkTransportProvider implements TransportProvider {
     static final int RANK = 5;
     /** One copy per slice; larger slices only hold a worker longer without moving bytes faster. */
     static final long MAX_SLICE_SIZE = 256L << 20;
-    static final List<String> PREFERRED_ORDER = List.of("cuda", "rocm", "ascend");
 
     static final OptionSpec LANES = OptionSpec.of("lanes", OptionSpec.Type.INT, 4,
             "copies in flight at once; each lane takes one engine worker and one stream per device while it has work");
@@ -168,13 +167,18 @@ public final class NvlinkTransportProvider implements TransportProvider {
         return p;
     }
 
-    /** CUDA, ROCm, Ascend first, in that order, then any other by id. */
+    /**
+     * The platforms the engine would load, in the order it loads them (cuda, rocm, ascend declare theirs), by the rule
+     * of every plugin loader: this transport cannot reach the runtime's loader, so it applies the rule itself.
+     */
     private static List<DevicePlatformProvider> ordered(List<DevicePlatformProvider> found) {
-        List<DevicePlatformProvider> ordered = new ArrayList<>(found);
-        ordered.sort(Comparator.comparingInt((DevicePlatformProvider p) -> {
-            int i = PREFERRED_ORDER.indexOf(p.id());
-            return i < 0 ? PREFERRED_ORDER.size() : i;
-        }).thenComparing(DevicePlatformProvider::id));
+        List<DevicePlatformProvider> ordered = new ArrayList<>();
+        for (DevicePlatformProvider p : found) {
+            if (PluginAdmission.refusal("device platform", p.spiVersion(), DevicePlatformProvider.SPI_VERSION).isEmpty()) {
+                ordered.add(p);
+            }
+        }
+        ordered.sort(PluginAdmission.order(DevicePlatformProvider::order, DevicePlatformProvider::id));
         return List.copyOf(ordered);
     }
 

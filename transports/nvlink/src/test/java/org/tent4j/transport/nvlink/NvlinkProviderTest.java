@@ -30,6 +30,17 @@ class NvlinkProviderTest {
 
     /** A platform provider that is never available, with a fixed cause. */
     record Unavailable(String id, MemoryKind memoryKind, String cause) implements DevicePlatformProvider {
+        /** The order the real cuda, rocm and ascend providers declare. */
+        @Override
+        public int order() {
+            return switch (id) {
+                case "cuda" -> 10;
+                case "rocm" -> 20;
+                case "ascend" -> 30;
+                default -> DEFAULT_ORDER;
+            };
+        }
+
         @Override
         public Availability availability() {
             return Availability.unavailable(cause);

@@ -12,14 +12,25 @@ import org.tent4j.integration.nixl.MemoryType;
  * {@code sendNotification} and {@code drainNotifications}; local ones {@code loadLocal}.
  */
 public interface BackendProvider {
-    /** The version of this SPI a provider was written for; an agent refuses providers of a level it does not know. */
+    /**
+     * The version of this SPI a provider was written for; an agent refuses a provider written for a newer level and
+     * admits an older one (the rule the engine applies to its own plugins).
+     */
     int SPI_LEVEL = 1;
+
+    /** The order a provider gets when it declares none. */
+    int DEFAULT_ORDER = 1000;
 
     /** The canonical id: lower case, {@code [a-z0-9-]}; the only name the backend is known by. */
     String id();
 
     default int spiLevel() {
         return SPI_LEVEL;
+    }
+
+    /** Position among backends, lower first, then by id: the order the agent lists them and falls back along. */
+    default int order() {
+        return DEFAULT_ORDER;
     }
 
     /** Can move data to and from other agents. */
