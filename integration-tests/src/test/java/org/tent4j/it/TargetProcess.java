@@ -7,19 +7,30 @@ import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
 import java.util.zip.CRC32C;
 
+import org.tent4j.api.Batch;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
+import org.tent4j.api.SegmentHandle;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.api.TransferRequest;
+import org.tent4j.api.TransferStatus;
 import org.tent4j.testkit.ChildJvm;
 
 /**
  * A target engine in its own JVM, driven over stdin/stdout by {@link Child}. It allocates one buffer of the given size
  * filled with a known pattern, prints {@code READY <segment> <address> <size>}, then answers {@code CRC <offset>
  * <length>} with the checksum of that range, {@code NOTE} with the next notification's text, and ends on {@code EXIT}.
+ * It can be an initiator too: {@code FILL <seed>} refills its buffer, {@code OPEN <segment>} opens a peer's segment and
+ * {@code WRITE <remote address> <length> [<deadline ms>]} writes the start of its buffer there over tcp (with that
+ * deadline, else under transfer.timeout), printing {@code SUBMITTED} at once and {@code DONE <state> <ms> <crc of what it
+ * sent> <error code> <message>} when the task ends.
  */
 public final class TargetProcess {
     public static void main(String[] args) throws Exception {
@@ -35,12 +46,23 @@ public final class TargetProcess {
             PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
             out.println("READY " + engine.segmentName() + " " + mem.address() + " " + size);
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            SegmentHandle peer = null;
             for (String line; (line = in.readLine()) != null; ) {
                 String[] w = line.split(" ");
                 switch (w[0]) {
+                    case "FILL" -> {
+                        pattern(mem.segment(), Long.parseLong(w[1]));
+                        out.println("FILLED");
+                    }
+                    case "OPEN" -> {
+                        peer = engine.openSegment(w[1]);
+                        out.println("OPENED");
+                    }
+                    case "WRITE" -> write(engine, mem.segment().asSlice(0, Long.parseLong(w[2])), peer, Long.parseLong(w[1]),
+                            w.length > 3 ? Duration.ofMillis(Long.parseLong(w[3])) : null, out);
                     case "CRC" -> out.println("CRC " + crc(mem.segment().asSlice(Long.parseLong(w[1]), Long.parseLong(w[2]))));
                     case "NOTE" -> {
-                        var n = engine.awaitNotification(java.time.Duration.ofSeconds(10));
+                        var n = engine.awaitNotification(Duration.ofSeconds(10));
                         out.println("NOTE " + (n == null ? "<none>" : n.sender() + " " + n.message()));
                     }
                     case "EXIT" -> {
@@ -50,6 +72,26 @@ public final class TargetProcess {
                 }
             }
         }
+    }
+
+    private static void write(TransferEngine engine, MemorySegment src, SegmentHandle peer, long remote, Duration deadline,
+                              PrintWriter out) {
+        Batch batch = engine.allocateBatch(1);
+        long start = System.nanoTime();
+        TransferRequest.Builder r = TransferRequest.builder(Opcode.WRITE, src, peer, remote).require("tcp");
+        if (deadline != null) {
+            r.timeout(deadline);
+        }
+        batch.submit(List.of(r.build()));
+        out.println("SUBMITTED");
+        Thread.ofPlatform().daemon().start(() -> {
+            try (batch) {
+                TransferStatus s = batch.await(Duration.ofMinutes(2));
+                out.println("DONE " + s.state() + " " + (System.nanoTime() - start) / 1_000_000 + " " + crc(src) + " " + s.error() + " " + s.message());
+            } catch (InterruptedException e) {
+                out.println("DONE INTERRUPTED");
+            }
+        });
     }
 
     static void pattern(MemorySegment s, long seed) {
@@ -79,7 +121,12 @@ public final class TargetProcess {
         final long size;
 
         Child(long size, String... config) throws IOException, InterruptedException {
-            jvm = ChildJvm.builder(TargetProcess.class).heap("512m").args(Long.toString(size)).args(config).start();
+            this(ChildJvm.builder(TargetProcess.class), size, config);
+        }
+
+        /** Started from {@code builder} (e.g. a TestNetwork host's, to run it inside that host). */
+        Child(ChildJvm.Builder builder, long size, String... config) throws IOException, InterruptedException {
+            jvm = builder.heap("512m").args(Long.toString(size)).args(config).start();
             try {
                 String[] w = jvm.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
                 segment = w[1];

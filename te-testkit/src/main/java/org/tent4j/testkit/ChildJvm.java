@@ -138,6 +138,7 @@ public final class ChildJvm implements AutoCloseable {
         private final Class<?> mainClass;
         private final List<String> jvmOptions = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
         private final List<String> args = new ArrayList<>();
+        private final List<String> prefix = new ArrayList<>();
         private String heap = "256m";
         private Path stderr;
 
@@ -167,6 +168,16 @@ public final class ChildJvm implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Words before the java command, e.g. {@code ip netns exec <namespace>} to start the child inside another
+         * network namespace (TestNetwork's {@code Host.jvm} sets it). The prefix must exec the java command, so that
+         * {@link ChildJvm#kill()} and {@link ChildJvm#terminate()} reach the JVM itself.
+         */
+        public Builder commandPrefix(List<String> words) {
+            prefix.addAll(words);
+            return this;
+        }
+
         /** Where the child's stderr is appended; {@code target/<main class simple name>.log} unless set. */
         public Builder stderr(Path file) {
             this.stderr = file;
@@ -175,7 +186,7 @@ public final class ChildJvm implements AutoCloseable {
 
         public ChildJvm start() throws IOException {
             Path log = stderr != null ? stderr : Path.of("target", mainClass.getSimpleName() + ".log");
-            List<String> cmd = new ArrayList<>();
+            List<String> cmd = new ArrayList<>(prefix);
             cmd.add(ProcessHandle.current().info().command()
                     .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
             cmd.add("-Xmx" + heap); // before the options, so that an -Xmx among them wins
