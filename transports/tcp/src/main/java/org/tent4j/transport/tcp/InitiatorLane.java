@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.util.internal.PlatformDependent;
@@ -128,7 +129,7 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
             loop.execute(() -> die(reason, false));
         } catch (RejectedExecutionException e) {
             failPostedWithoutLoop(reason);
-            channel.close();
+            abort(channel);
         }
     }
 
@@ -397,9 +398,23 @@ final class InitiatorLane extends ChannelInboundHandlerAdapter implements Landin
         }
         failPosted();
         if (channel != null) {
-            channel.close();
+            abort(channel);
         }
         owner.laneDied(this);
+    }
+
+    /**
+     * Closes with a reset (SO_LINGER 0), not a FIN: a graceful close leaves what the kernel has not yet sent in its
+     * buffer and goes on sending it, so after a silent partition heals the peer would still apply the WRITEs of slices
+     * already failed, over bytes a later request wrote (seen on the test bed, issue 24). A reset discards them.
+     */
+    private static void abort(Channel channel) {
+        try {
+            channel.config().setOption(ChannelOption.SO_LINGER, 0);
+        } catch (RuntimeException closedAlready) {
+            // the option cannot be set on a channel that is gone; there is nothing left to discard then
+        }
+        channel.close();
     }
 
     private void failPosted() {
