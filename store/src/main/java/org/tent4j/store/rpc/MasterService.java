@@ -444,7 +444,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      */
     private <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
         return items.size() <= INLINE_BATCH
-                ? master.state().inOrder(() -> serveItems(method, items, each, onError))
+                ? master.inOrder(() -> serveItems(method, items, each, onError))
                 : serveItems(method, items, each, onError);
     }
 

@@ -1,0 +1,246 @@
+package org.tent4j.store.master;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
+import java.util.zip.CRC32;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.client.PutResult;
+import org.tent4j.store.client.StoreClient;
+import org.tent4j.store.rpc.MasterServer;
+
+/**
+ * The master on its durable log (Ratis, a group of one): what was acknowledged survives the master, a snapshot plus
+ * the log's tail gives the state a full replay gives, and a data dir that is not this master's is refused.
+ */
+class DurableMasterTest {
+    private static final DurableLog.Settings NO_SNAPSHOTS = new DurableLog.Settings(1_000_000, false, 60_000);
+    private static final DurableLog.Settings SNAPSHOT_AT_STOP = new DurableLog.Settings(1_000_000, true, 60_000);
+
+    @TempDir
+    Path dir;
+
+    private static DurableLog open(Path dir, DurableLog.Settings s) throws IOException {
+        return DurableLog.open(MasterConfig.defaults(), dir, "m1", List.of(), s);
+    }
+
+    /**
+     * Objects put through a client onto a node's memory are all there after the master stops without a snapshot and
+     * starts again on the same dir and port: the master's state is the same, and each reads back CRC-equal from the
+     * node, which never restarted.
+     */
+    @Test
+    void acknowledgedObjectsSurviveAMasterRestart() throws Exception {
+        MasterServer first = MasterServer.start(new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system()),
+                "127.0.0.1", 0, 0, r -> { });
+        int port = first.port();
+        String address = "127.0.0.1:" + port;
+        List<TransferEngine> engines = new ArrayList<>();
+        try {
+            TransferEngine nodeEngine = engine(engines);
+            TransferEngine userEngine = engine(engines);
+            StoreClient node = StoreClient.builder(nodeEngine, address).connect();
+            StoreClient user = StoreClient.builder(userEngine, address).stagingBytes(1 << 20).connect();
+            node.contribute(4 << 20);
+            Random rnd = new Random(22);
+            List<byte[]> values = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                byte[] v = new byte[1 + rnd.nextInt(32 << 10)];
+                rnd.nextBytes(v);
+                values.add(v);
+                assertEquals(PutResult.STORED, user.put("durable/" + i, v, ReplicateConfig.replicas(1)));
+            }
+            first.close();
+            // every entry applied was committed (apply follows commit), so this is what the log must give back
+            List<String> before = StateDump.of(first.master().state());
+            assertTrue(before.stream().anyMatch(l -> l.startsWith("object durable/39 ")), "the last put is in the state");
+
+            try (MasterServer second = MasterServer.start(new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system()),
+                    "127.0.0.1", port, 0, r -> { })) {
+                assertEquals(before, StateDump.of(second.master().state()));
+                for (int i = 0; i < values.size(); i++) {
+                    byte[] got = user.get("durable/" + i);
+                    assertEquals(crc(values.get(i)), crc(got), "durable/" + i);
+                    assertArrayEquals(values.get(i), got);
+                }
+                assertEquals(PutResult.STORED, user.put("durable/after", values.get(0), ReplicateConfig.replicas(1)));
+                assertArrayEquals(values.get(0), user.get("durable/after"));
+                user.close();
+                node.close();
+            }
+        } finally {
+            engines.forEach(TransferEngine::close);
+        }
+    }
+
+    /**
+     * A master restored from a snapshot taken at a stop, plus the entries written after it, is in the state a replay
+     * of every entry from empty gives (segments, allocators, objects, clients, reservations, counters).
+     */
+    @Test
+    void snapshotPlusTailIsTheStateOfAFullReplay() throws Exception {
+        List<LogEntry> journal = new CopyOnWriteArrayList<>();
+        try (StoreMaster m = new StoreMaster(open(dir, SNAPSHOT_AT_STOP), StoreClock.system())) {
+            m.state().journal(journal::add);
+            workload(m, 0);
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            assertTrue(files.anyMatch(f -> f.getFileName().toString().startsWith("snapshot.")), "a snapshot was taken at stop");
+        }
+        List<String> afterTail;
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            assertEquals(journal.size(), m.state().lastApplied(), "restored from the snapshot at the last entry");
+            m.state().journal(journal::add);
+            workload(m, 1);
+            m.close();
+            afterTail = StateDump.of(m.state());
+        }
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            MasterState replayed = new MasterState(MasterConfig.defaults());
+            journal.forEach(replayed::replay);
+            assertEquals(StateDump.of(replayed), StateDump.of(m.state()));
+            assertEquals(afterTail, StateDump.of(m.state()));
+        }
+    }
+
+    /** Mounts, puts (some ended, some revoked, some left in flight), reads, removes, a commit into a reservation, ticks. */
+    private static void workload(StoreMaster m, int round) {
+        String client = "c" + round;
+        m.mount(client, new SegmentSpec("seg" + round, "engine" + round, "host" + round, 0, 8 << 20));
+        m.heartbeat(client);
+        for (int i = 0; i < 60; i++) {
+            String key = "k" + round + "/" + i;
+            Command.PutTicket t = m.putStart(client, key, 1000 + i * 64L, ReplicateConfig.defaults(), "host" + round);
+            switch (i % 4) {
+                case 0, 1 -> m.putEnd(client, key, t.putId());
+                case 2 -> m.putRevoke(client, key, t.putId());
+                default -> { }
+            }
+        }
+        m.getReplicas("k" + round + "/0");
+        m.remove("k" + round + "/1", false);
+        StoreException refused = assertThrows(StoreException.class, () -> m.remove("k" + round + "/0", false));
+        assertEquals(StoreError.OBJECT_HAS_LEASE, refused.error());
+        Command.CommitResult r = m.commit(client, List.of(), List.of(), new Command.Reserve(64 << 10, 1, "host" + round));
+        Command.Grant g = r.granted().getFirst();
+        m.commit(client, List.of(new Command.CommitItem("r" + round, 4096, new long[] {g.id()},
+                new long[] {g.range().address()})), List.of(), null);
+        m.apply(new Command.RemoveKeys(List.of("k" + round + "/4", "k" + round + "/5"), false));
+        m.tick();
+    }
+
+    @Test
+    void aCorruptSnapshotIsRefusedNamingIt() throws Exception {
+        try (StoreMaster m = new StoreMaster(open(dir, SNAPSHOT_AT_STOP), StoreClock.system())) {
+            workload(m, 0);
+        }
+        Path snapshot;
+        try (Stream<Path> files = Files.walk(dir)) {
+            snapshot = files.filter(f -> f.getFileName().toString().matches("snapshot\\.\\d+_\\d+")).findFirst().orElseThrow();
+        }
+        byte[] b = Files.readAllBytes(snapshot);
+        b[b.length / 2] ^= 0x40;
+        Files.write(snapshot, b);
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(chain(e).contains(snapshot.toString()) && chain(e).contains("corrupt"), chain(e));
+    }
+
+    @Test
+    void aCorruptLogSegmentIsRefusedNamingIt() throws Exception {
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            workload(m, 0);
+        }
+        Path segment;
+        try (Stream<Path> files = Files.walk(dir)) {
+            segment = files.filter(f -> f.getFileName().toString().startsWith("log_")).findFirst().orElseThrow();
+        }
+        byte[] b = Files.readAllBytes(segment);
+        b[b.length / 2] ^= 0x40;
+        Files.write(segment, b);
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(chain(e).contains(segment.getFileName().toString()), chain(e));
+    }
+
+    @Test
+    void aForeignDataDirIsRefusedNamingTheFile() throws Exception {
+        Files.writeString(dir.resolve("notes.txt"), "someone else's");
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(e.getMessage().contains(dir.resolve(DurableLog.MARKER).toString()), e.getMessage());
+
+        Path other = dir.resolve("other");
+        open(other, NO_SNAPSHOTS).close();
+        IOException wrongId = assertThrows(IOException.class,
+                () -> DurableLog.open(MasterConfig.defaults(), other, "m2", List.of(), NO_SNAPSHOTS));
+        assertTrue(wrongId.getMessage().contains(other.resolve(DurableLog.MARKER).toString())
+                && wrongId.getMessage().contains("m1"), wrongId.getMessage());
+    }
+
+    @Test
+    void aPeerListNamingAMasterTwiceIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> DurableLog.parsePeers("a=127.0.0.1:1,b=127.0.0.1:2,a=127.0.0.1:3"));
+        assertTrue(e.getMessage().contains("names a"), e.getMessage());
+    }
+
+    @Test
+    void everyCommandKindEncodesAndDecodesToItself() {
+        List<Command<?>> all = List.of(
+                new Command.PutStart("c", "k", 10, ReplicateConfig.defaults().withSoftPin(java.time.Duration.ofSeconds(3))
+                        .withPreferredSegments(List.of("s")).withExcludedSegments(List.of("x")), "h", true, 7),
+                new Command.PutEnd("c", "k", 3), new Command.PutRevoke("c", "k", 4),
+                new Command.Commit("c", List.of(), List.of(5L), new Command.Reserve(64, 2, null), 9),
+                new Command.GrantRead("k"), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
+                new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2)),
+                new Command.Unmount("c", "s"), new Command.Heartbeat("c"), new Command.Leave("c"), new Command.Tick(),
+                new Command.Evict());
+        CommandCodec.Entry back = CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2, all)));
+        assertEquals(all, back.commands());
+        Command.CommitItem item = new Command.CommitItem("k", 1, new long[] {1, 2}, new long[] {3, 4});
+        Command.Commit c = (Command.Commit) CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2,
+                List.of(new Command.Commit("c", List.of(item), List.of(), null, 1))))).commands().getFirst();
+        assertArrayEquals(item.addresses(), c.items().getFirst().addresses());
+        assertArrayEquals(item.reservations(), c.items().getFirst().reservations());
+        byte[] cut = CommandCodec.encode(new CommandCodec.Entry(1, 2, all));
+        assertThrows(IllegalArgumentException.class,
+                () -> CommandCodec.decode(java.util.Arrays.copyOf(cut, cut.length - 3)));
+    }
+
+    private static TransferEngine engine(List<TransferEngine> engines) {
+        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
+        engines.add(e);
+        return e;
+    }
+
+    private static long crc(byte[] b) {
+        CRC32 c = new CRC32();
+        c.update(b);
+        return c.getValue();
+    }
+
+    private static String chain(Throwable t) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            b.append(c).append(" <- ");
+        }
+        return b.toString();
+    }
+}
