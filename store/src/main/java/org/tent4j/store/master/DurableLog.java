@@ -58,6 +58,10 @@ public final class DurableLog implements AutoCloseable {
         }
     }
 
+    /** One master of the group: its id and the host:port its Raft server listens on. */
+    public record Peer(String id, String address) {
+    }
+
     private final RaftServer server;
     private final MasterStateMachine machine;
     private final RaftPeerId self;
@@ -77,10 +81,10 @@ public final class DurableLog implements AutoCloseable {
      * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
      * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
      */
-    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<RaftPeer> peers, Settings settings)
+    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
-        List<RaftPeer> group = peers.isEmpty()
-                ? List.of(RaftPeer.newBuilder().setId(selfId).setAddress("127.0.0.1:0").build()) : peers;
+        List<RaftPeer> group = (peers.isEmpty() ? List.of(new Peer(selfId, "127.0.0.1:0")) : peers).stream()
+                .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
         boolean fresh = checkMarker(dataDir, selfId);
@@ -149,8 +153,8 @@ public final class DurableLog implements AutoCloseable {
     }
 
     /** Parses {@code id1=host:port,id2=host:port}; a peer named twice is refused naming it. */
-    public static List<RaftPeer> parsePeers(String spec) {
-        List<RaftPeer> peers = new ArrayList<>();
+    public static List<Peer> parsePeers(String spec) {
+        List<Peer> peers = new ArrayList<>();
         for (String item : spec.split(",")) {
             int eq = item.indexOf('=');
             if (eq <= 0 || eq == item.length() - 1) {
@@ -159,10 +163,10 @@ public final class DurableLog implements AutoCloseable {
             String id = item.substring(0, eq).trim();
             String address = item.substring(eq + 1).trim();
             port(address);
-            if (peers.stream().anyMatch(p -> p.getId().toString().equals(id) || p.getAddress().equals(address))) {
+            if (peers.stream().anyMatch(p -> p.id().equals(id) || p.address().equals(address))) {
                 throw new IllegalArgumentException("--peers names " + id + " (" + address + ") twice");
             }
-            peers.add(RaftPeer.newBuilder().setId(id).setAddress(address).build());
+            peers.add(new Peer(id, address));
         }
         return peers;
     }
@@ -216,6 +220,20 @@ public final class DurableLog implements AutoCloseable {
 
     public MasterState state() {
         return machine.state();
+    }
+
+    /** Completes the first time this master is a leader ready to serve (at once for a group of one). */
+    public CompletableFuture<Void> leaderReady() {
+        return machine.leaderReady;
+    }
+
+    /** Whether this master leads its group now (a group of one always does once open). */
+    public boolean leads() {
+        try {
+            return server.getDivision(GROUP).getInfo().isLeader();
+        } catch (IOException closed) {
+            return false;
+        }
     }
 
     /**

@@ -16,6 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.storage.FileInfo;
@@ -40,6 +42,8 @@ final class MasterStateMachine extends BaseStateMachine {
     private final ConcurrentHashMap<Long, CompletableFuture<List<Object>>> waiting = new ConcurrentHashMap<>();
     /** Completed once this server leads and has applied every entry before its term's first (all it ever acknowledged). */
     final CompletableFuture<Void> ready = new CompletableFuture<>();
+    /** Completed the first time this server is a ready leader. */
+    final CompletableFuture<Void> leaderReady = new CompletableFuture<>();
 
     MasterStateMachine(MasterConfig config) {
         this.config = config;
@@ -131,9 +135,21 @@ final class MasterStateMachine extends BaseStateMachine {
         return CompletableFuture.completedFuture(Message.EMPTY);
     }
 
+    /**
+     * A follower serves as soon as it knows a leader: its writes are refused (not the leader) and its reads off the
+     * stream may lag the leader's, until clients follow the leader (a later step of issue 22).
+     */
+    @Override
+    public void notifyLeaderChanged(RaftGroupMemberId member, RaftPeerId leader) {
+        if (leader != null && !leader.equals(member.getPeerId())) {
+            ready.complete(null);
+        }
+    }
+
     /** Ratis marks a leader ready once it has applied its own term's first entry, so every earlier one before it. */
     @Override
     public void notifyLeaderReady() {
+        leaderReady.complete(null);
         ready.complete(null);
     }
 

@@ -194,6 +194,69 @@ class DurableMasterTest {
                 && wrongId.getMessage().contains("m1"), wrongId.getMessage());
     }
 
+    /**
+     * Three masters on three dirs elect a leader; what the leader acknowledges (each after a majority has it) is
+     * applied by both followers to the same state; a follower refuses a write rather than apply it on its own.
+     */
+    @Test
+    void threeMastersElectALeaderAndApplyTheSameLog() throws Exception {
+        List<DurableLog.Peer> peers = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + s.getLocalPort()));
+            }
+        }
+        List<java.util.concurrent.CompletableFuture<DurableLog>> opening = new ArrayList<>();
+        for (DurableLog.Peer p : peers) {
+            opening.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, NO_SNAPSHOTS);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }));
+        }
+        List<DurableLog> logs = opening.stream().map(java.util.concurrent.CompletableFuture::join).toList();
+        try {
+            // a follower's open returns once it knows a leader, which may not be ready yet
+            java.util.concurrent.CompletableFuture.anyOf(logs.stream().map(DurableLog::leaderReady)
+                    .toArray(java.util.concurrent.CompletableFuture[]::new)).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            DurableLog leader = logs.stream().filter(l -> l.leaderReady().isDone() && l.leads()).findFirst().orElseThrow();
+            List<java.util.concurrent.CountDownLatch> caughtUp = new ArrayList<>();
+            StoreMaster m = new StoreMaster(leader, StoreClock.system());
+            workload(m, 0);
+            long last = leader.state().lastApplied();
+            for (DurableLog f : logs) {
+                if (f != leader) {
+                    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+                    f.state().journal(e -> {
+                        if (e.index() == last) {
+                            done.countDown();
+                        }
+                    });
+                    if (f.state().lastApplied() >= last) {
+                        done.countDown();
+                    }
+                    caughtUp.add(done);
+                    StoreException refused = assertThrows(StoreException.class,
+                            () -> new StoreMaster(f, StoreClock.system()).heartbeat("c0"));
+                    assertEquals(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, refused.error());
+                }
+            }
+            for (java.util.concurrent.CountDownLatch done : caughtUp) {
+                assertTrue(done.await(30, java.util.concurrent.TimeUnit.SECONDS), "a follower applied the leader's log");
+            }
+            List<String> expected = StateDump.of(leader.state());
+            for (DurableLog f : logs) {
+                assertEquals(expected, StateDump.of(f.state()));
+            }
+        } finally {
+            for (DurableLog l : logs) {
+                l.close();
+            }
+        }
+    }
+
     @Test
     void aPeerListNamingAMasterTwiceIsRefused() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
