@@ -227,6 +227,11 @@ public final class DurableLog implements AutoCloseable {
         return machine.leaderReady;
     }
 
+    /** Entries of commands applied since this log was opened: a batch committed as one entry counts once. */
+    public long entriesApplied() {
+        return machine.entriesApplied.get();
+    }
+
     /** Whether this master leads its group now (a group of one always does once open). */
     public boolean leads() {
         try {

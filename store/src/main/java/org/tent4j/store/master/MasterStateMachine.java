@@ -42,6 +42,8 @@ final class MasterStateMachine extends BaseStateMachine {
     private final ConcurrentHashMap<Long, CompletableFuture<List<Object>>> waiting = new ConcurrentHashMap<>();
     /** Completed once this server leads and has applied every entry before its term's first (all it ever acknowledged). */
     final CompletableFuture<Void> ready = new CompletableFuture<>();
+    /** Entries of commands applied since start (Ratis's own entries, configuration and metadata, not counted). */
+    final java.util.concurrent.atomic.AtomicLong entriesApplied = new java.util.concurrent.atomic.AtomicLong();
     /** Completed the first time this server is a ready leader. */
     final CompletableFuture<Void> leaderReady = new CompletableFuture<>();
 
@@ -128,6 +130,7 @@ final class MasterStateMachine extends BaseStateMachine {
             results.add(r);
         }
         updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
+        entriesApplied.incrementAndGet();
         CompletableFuture<List<Object>> w = waiting.remove(e.proposal());
         if (w != null) {
             w.complete(results);

@@ -54,6 +54,11 @@ public final class StoreMaster implements AutoCloseable {
         this.log = log;
     }
 
+    /** The durable log commands go through; null in memory. */
+    public DurableLog log() {
+        return log;
+    }
+
     /** Whether commands go through a durable log (and a call is answered only after its entry is committed). */
     public boolean durable() {
         return log != null;
@@ -69,6 +74,21 @@ public final class StoreMaster implements AutoCloseable {
 
     public <R> R apply(Command<R> command) {
         return log == null ? state.apply(clock.nanoTime(), command) : log.apply(clock.nanoTime(), command);
+    }
+
+    /**
+     * Applies a batch's commands as one entry of the durable log (one group commit); each result is the command's
+     * result or the exception it was refused with. Only for a durable master; an entry not committed throws.
+     */
+    public List<Object> applyAll(List<Command<?>> commands) {
+        if (log == null) {
+            throw new IllegalStateException("applyAll is for a master on a durable log");
+        }
+        try {
+            return log.submit(clock.nanoTime(), commands).join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : e;
+        }
     }
 
     /**

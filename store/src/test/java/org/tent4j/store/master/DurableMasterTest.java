@@ -82,6 +82,20 @@ class DurableMasterTest {
                     assertEquals(crc(values.get(i)), crc(got), "durable/" + i);
                     assertArrayEquals(values.get(i), got);
                 }
+                // a session's 40 read leases (BatchGetReplicaList) are one entry (group commit), not 40; pings may add a few
+                DurableLog log = second.master().log();
+                List<LogEntry> during = new CopyOnWriteArrayList<>();
+                second.master().state().journal(during::add);
+                long entriesBefore = log.entriesApplied();
+                List<String> keys = java.util.stream.IntStream.range(0, values.size()).mapToObj(i -> "durable/" + i).toList();
+                try (var session = user.getSession(keys)) {
+                    for (int i = 0; i < values.size(); i++) {
+                        assertEquals(values.get(i).length, session.valueSize(i), "durable/" + i);
+                    }
+                }
+                long entries = log.entriesApplied() - entriesBefore;
+                assertTrue(entries >= 1 && entries < 10, entries + " log entries for a batch of 40 reads: "
+                        + during.stream().map(e -> e.command().getClass().getSimpleName()).toList());
                 assertEquals(PutResult.STORED, user.put("durable/after", values.get(0), ReplicateConfig.replicas(1)));
                 assertArrayEquals(values.get(0), user.get("durable/after"));
                 user.close();
