@@ -10,14 +10,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
-import java.util.zip.CRC32;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
@@ -56,19 +53,12 @@ class DurableMasterTest {
         String address = "127.0.0.1:" + port;
         List<TransferEngine> engines = new ArrayList<>();
         try {
-            TransferEngine nodeEngine = engine(engines);
-            TransferEngine userEngine = engine(engines);
+            TransferEngine nodeEngine = DurableValues.engine(engines);
+            TransferEngine userEngine = DurableValues.engine(engines);
             StoreClient node = StoreClient.builder(nodeEngine, address).connect();
             StoreClient user = StoreClient.builder(userEngine, address).stagingBytes(1 << 20).connect();
             node.contribute(4 << 20);
-            Random rnd = new Random(22);
-            List<byte[]> values = new ArrayList<>();
-            for (int i = 0; i < 40; i++) {
-                byte[] v = new byte[1 + rnd.nextInt(32 << 10)];
-                rnd.nextBytes(v);
-                values.add(v);
-                assertEquals(PutResult.STORED, user.put("durable/" + i, v, ReplicateConfig.replicas(1)));
-            }
+            List<byte[]> values = DurableValues.put(user, "durable/", 40, 22);
             first.close();
             // every entry applied was committed (apply follows commit), so this is what the log must give back
             List<String> before = StateDump.of(first.master().state());
@@ -77,11 +67,7 @@ class DurableMasterTest {
             try (MasterServer second = MasterServer.start(new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system()),
                     "127.0.0.1", port, 0, r -> { })) {
                 assertEquals(before, StateDump.of(second.master().state()));
-                for (int i = 0; i < values.size(); i++) {
-                    byte[] got = user.get("durable/" + i);
-                    assertEquals(crc(values.get(i)), crc(got), "durable/" + i);
-                    assertArrayEquals(values.get(i), got);
-                }
+                DurableValues.assertReadBack(user, "durable/", values);
                 // a session's 40 read leases (BatchGetReplicaList) are one entry (group commit), not 40; pings may add a few
                 DurableLog log = second.master().log();
                 List<LogEntry> during = new CopyOnWriteArrayList<>();
@@ -299,18 +285,6 @@ class DurableMasterTest {
         byte[] cut = CommandCodec.encode(new CommandCodec.Entry(1, 2, all));
         assertThrows(IllegalArgumentException.class,
                 () -> CommandCodec.decode(java.util.Arrays.copyOf(cut, cut.length - 3)));
-    }
-
-    private static TransferEngine engine(List<TransferEngine> engines) {
-        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
-        engines.add(e);
-        return e;
-    }
-
-    private static long crc(byte[] b) {
-        CRC32 c = new CRC32();
-        c.update(b);
-        return c.getValue();
     }
 
     private static String chain(Throwable t) {
