@@ -1,7 +1,9 @@
 package org.tent4j.cli.store;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
@@ -9,8 +11,10 @@ import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.admin.AdminServer;
+import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.Placement;
+import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.rpc.MasterServer;
 
 import picocli.CommandLine.Command;
@@ -68,6 +72,21 @@ public final class MasterCommand implements Callable<Integer> {
             description = "Housekeeping period (lease, put and client expiry). Default: ${DEFAULT-VALUE}.")
     Duration tick;
 
+    @Option(names = {"--data-dir", "--data_dir"}, paramLabel = "DIR",
+            description = "Keep the master's command log and snapshots here (Apache Ratis) and answer a mutating call "
+                    + "only once its entry is on disk; a restart on the same dir recovers every acknowledged object. "
+                    + "Default: none (state in memory only, lost when the master stops).")
+    Path dataDir;
+
+    @Option(names = "--id", defaultValue = "m1", paramLabel = "ID",
+            description = "This master's id in its group (with --data-dir). Default: ${DEFAULT-VALUE}.")
+    String id;
+
+    @Option(names = "--peers", paramLabel = "ID=HOST:PORT,...",
+            description = "Every master of the group, this one included, with its Raft port (with --data-dir). "
+                    + "Default: none (a group of one).")
+    String peers;
+
     /** The master configuration these options describe. */
     MasterConfig config() {
         MasterConfig d = MasterConfig.defaults();
@@ -91,7 +110,25 @@ public final class MasterCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
             return 2;
         }
-        MasterServer server = MasterServer.start(config, StoreClock.system(), host, port, tick.toMillis(), r -> {
+        if (dataDir == null && peers != null) {
+            spec.commandLine().getErr().println("tent4j store master: --peers needs --data-dir");
+            return 2;
+        }
+        StoreMaster master;
+        if (dataDir == null) {
+            master = new StoreMaster(config, StoreClock.system());
+        } else {
+            try {
+                List<DurableLog.Peer> group = peers == null ? List.of() : DurableLog.parsePeers(peers);
+                master = new StoreMaster(DurableLog.open(config, dataDir, id, group, DurableLog.Settings.defaults()),
+                        StoreClock.system());
+            } catch (IllegalArgumentException | IOException e) {
+                // a corrupt or foreign data dir: refuse to serve rather than serve a wrong state
+                spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
+                return 2;
+            }
+        }
+        MasterServer server = MasterServer.start(master, host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
                 // ids are validated at mount; escaped anyway, as scripts read this output line by line
                 System.out.println("EXPIRED " + PrintableId.forLog(id));

@@ -199,6 +199,16 @@ public final class MasterState {
         }
     }
 
+    /** The time of the last entry applied (nanos; {@link Long#MIN_VALUE} before the first). */
+    public long lastAppliedTime() {
+        order.lock();
+        try {
+            return lastNow;
+        } finally {
+            order.unlock();
+        }
+    }
+
     private <R> R applyAt(long index, long now, Command<R> command) {
         lastIndex = index;
         lastNow = now;

@@ -31,6 +31,8 @@ public final class StoreMaster implements AutoCloseable {
 
     private final MasterState state;
     private final StoreClock clock;
+    /** Null in memory: commands are applied on the caller's thread and nothing survives the process. */
+    private final DurableLog log;
     private ScheduledExecutorService housekeeping;
     private Thread evictor;
     private final AtomicBoolean evictionWanted = new AtomicBoolean();
@@ -39,6 +41,27 @@ public final class StoreMaster implements AutoCloseable {
     public StoreMaster(MasterConfig config, StoreClock clock) {
         this.state = new MasterState(config);
         this.clock = clock;
+        this.log = null;
+    }
+
+    /**
+     * A master whose commands go through {@code log}: each mutating call returns once its entry is committed and
+     * applied. Closing the master closes the log.
+     */
+    public StoreMaster(DurableLog log, StoreClock clock) {
+        this.state = log.state();
+        this.clock = clock;
+        this.log = log;
+    }
+
+    /** The durable log commands go through; null in memory. */
+    public DurableLog log() {
+        return log;
+    }
+
+    /** Whether commands go through a durable log (and a call is answered only after its entry is committed). */
+    public boolean durable() {
+        return log != null;
     }
 
     public MasterState state() {
@@ -50,7 +73,30 @@ public final class StoreMaster implements AutoCloseable {
     }
 
     public <R> R apply(Command<R> command) {
-        return state.apply(clock.nanoTime(), command);
+        return log == null ? state.apply(clock.nanoTime(), command) : log.apply(clock.nanoTime(), command);
+    }
+
+    /**
+     * Applies a batch's commands as one entry of the durable log (one group commit); each result is the command's
+     * result or the exception it was refused with. Only for a durable master; an entry not committed throws.
+     */
+    public List<Object> applyAll(List<Command<?>> commands) {
+        if (log == null) {
+            throw new IllegalStateException("applyAll is for a master on a durable log");
+        }
+        try {
+            return log.submit(clock.nanoTime(), commands).join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : e;
+        }
+    }
+
+    /**
+     * Runs a batch call's items holding the ordering point in memory, so they take consecutive indexes. With a durable
+     * log each item is its own entry (the point is taken by the log's applier; holding it here would deadlock).
+     */
+    public <T> T inOrder(java.util.function.Supplier<T> work) {
+        return log == null ? state.inOrder(work) : work.get();
     }
 
     public PutTicket putStart(String clientId, String key, long size, ReplicateConfig config, String writerHost) {
@@ -201,6 +247,13 @@ public final class StoreMaster implements AutoCloseable {
         if (housekeeping != null) {
             housekeeping.shutdownNow();
             housekeeping = null;
+        }
+        if (log != null) {
+            try {
+                log.close();
+            } catch (java.io.IOException e) {
+                LOG.warn("closing the master's log failed", e);
+            }
         }
     }
 }

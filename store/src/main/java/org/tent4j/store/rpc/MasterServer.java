@@ -49,7 +49,15 @@ public final class MasterServer implements AutoCloseable {
     /** As above, handing every housekeeping round's report to {@code observer}. */
     public static MasterServer start(MasterConfig config, StoreClock clock, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
-        StoreMaster master = new StoreMaster(config, clock);
+        return start(new StoreMaster(config, clock), host, port, tickMillis, observer);
+    }
+
+    /**
+     * Serves {@code master} (in memory, or on its durable log) on {@code host:port}; closing the server closes the
+     * master.
+     */
+    public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
         Server server;

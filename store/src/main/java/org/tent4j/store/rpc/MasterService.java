@@ -65,12 +65,20 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     private final StoreMaster master;
     private final RpcStats stats;
     private final Executor slowWork;
+    private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
+    private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
+    private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
 
     /** {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches. */
     public MasterService(StoreMaster master, RpcStats stats, Executor slowWork) {
         this.master = master;
         this.stats = stats;
         this.slowWork = slowWork;
+        this.putStartStep = new LoggedBatch.Step<>(master, MasterService::putStartCommand, (req, t) -> putStartAnswer(t));
+        this.putEndStep = new LoggedBatch.Step<>(master,
+                req -> new Command.PutEnd(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+        this.putRevokeStep = new LoggedBatch.Step<>(master,
+                req -> new Command.PutRevoke(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
     }
 
     @Override
@@ -179,18 +187,19 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
                 case EXIST -> answer(a.setExist(one("Exist", () -> exist(c.getExist().getKey()),
                         s -> ExistResponse.newBuilder().setStatus(s).build())).build());
-                case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), MasterService.this::putStart,
+                case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), putStartStep,
                         s -> PutStartResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchPutStart(BatchPutStartResponse.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_END -> batch("BatchPutEnd", id, c.getBatchPutEnd().getItemsList(), MasterService.this::putEnd, s -> s,
+                case BATCH_PUT_END -> batch("BatchPutEnd", id, c.getBatchPutEnd().getItemsList(), putEndStep, s -> s,
                         items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), MasterService.this::putRevoke, s -> s,
+                case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), putRevokeStep, s -> s,
                         items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
                 case BATCH_GET_REPLICA_LIST -> {
                     KeysRequest req = c.getBatchGetReplicaList();
                     // one table per answer; a batch is served by one thread at a time, inline or on slowWork
                     SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                    batch("BatchGetReplicaList", id, req.getKeysList(), k -> replicaList(k, table),
+                    batch("BatchGetReplicaList", id, req.getKeysList(), new LoggedBatch.Step<>(master, Command.GrantRead::new,
+                            (k, list) -> replicaList(list, table)),
                             s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                             items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                     .addAllSegments(table == null ? List.of() : table.segments())).build());
@@ -322,11 +331,18 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     // ---------------------------------------------------------------- per item
 
     private PutStartResponse putStart(PutStartRequest req) {
+        return putStartAnswer(master.apply(putStartCommand(req)));
+    }
+
+    private static Command.PutStart putStartCommand(PutStartRequest req) {
         if (req.getSize() > Long.MAX_VALUE / 2) {
             throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
         }
-        Command.PutTicket t = master.apply(new Command.PutStart(req.getClientId(), req.getKey(), req.getSize(),
-                Wire.config(req.getConfig()), req.getWriterHost(), req.getUpsert(), ThreadLocalRandom.current().nextLong()));
+        return new Command.PutStart(req.getClientId(), req.getKey(), req.getSize(), Wire.config(req.getConfig()),
+                req.getWriterHost(), req.getUpsert(), ThreadLocalRandom.current().nextLong());
+    }
+
+    private static PutStartResponse putStartAnswer(Command.PutTicket t) {
         PutStartResponse.Builder b = PutStartResponse.newBuilder().setPutId(t.putId());
         t.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
         return b.build();
@@ -373,12 +389,11 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     }
 
     private ReplicaListResponse replicaList(String key) {
-        return replicaList(key, null);
+        return replicaList(master.getReplicas(key), null);
     }
 
     /** With a table: replicas as indexes into it (the batch answer carries it), else named in full. */
-    private ReplicaListResponse replicaList(String key, SegmentTable table) {
-        Command.ReplicaList list = master.getReplicas(key);
+    private static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
         ReplicaListResponse.Builder b = ReplicaListResponse.newBuilder().setSize(list.size())
                 .setLeaseTtlMs(list.leaseTtl().toMillis());
         if (table != null) {
@@ -443,8 +458,11 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      * {@code slowWork}) takes it per item, so it does not hold every other call up for its whole length.
      */
     private <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
+        if (master.durable() && each instanceof LoggedBatch.Step<I, ?, T> step) {
+            return LoggedBatch.serve(master, method, items, step, onError, stats);
+        }
         return items.size() <= INLINE_BATCH
-                ? master.state().inOrder(() -> serveItems(method, items, each, onError))
+                ? master.inOrder(() -> serveItems(method, items, each, onError))
                 : serveItems(method, items, each, onError);
     }
 

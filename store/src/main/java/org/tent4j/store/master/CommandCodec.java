@@ -1,0 +1,287 @@
+package org.tent4j.store.master;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+
+/**
+ * A durable log entry's bytes: one or more commands applied at one time, in order (a batch call's items are one
+ * entry, one group commit), and the proposal id the proposing master waits on (the state ignores it). Every
+ * {@link Command} kind has a tag; a tag not known here is refused, never skipped, so a newer master's log is not
+ * half-applied by an older one.
+ */
+final class CommandCodec {
+    private static final int MAGIC = 0x5434_4C45; // "T4LE"
+    private static final int VERSION = 1;
+
+    private CommandCodec() {
+    }
+
+    /** What one log entry carries. */
+    record Entry(long proposal, long now, List<Command<?>> commands) {
+    }
+
+    static byte[] encode(Entry e) {
+        try {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + 48 * e.commands().size());
+            DataOutputStream out = new DataOutputStream(bytes);
+            out.writeInt(MAGIC);
+            out.writeInt(VERSION);
+            out.writeLong(e.proposal());
+            out.writeLong(e.now());
+            out.writeInt(e.commands().size());
+            for (Command<?> c : e.commands()) {
+                write(out, c);
+            }
+            out.flush();
+            return bytes.toByteArray();
+        } catch (IOException impossible) {
+            throw new UncheckedIOException(impossible);
+        }
+    }
+
+    /** The entry these bytes encode; {@link IllegalArgumentException} naming what is wrong if they are not one. */
+    static Entry decode(byte[] b) {
+        try {
+            DataInputStream in = new DataInputStream(new ByteArrayInputStream(b));
+            int magic = in.readInt();
+            int version = in.readInt();
+            if (magic != MAGIC || version != VERSION) {
+                throw new IllegalArgumentException(String.format("not a store master log entry (magic %08x, version %d;"
+                        + " expected %08x, %d)", magic, version, MAGIC, VERSION));
+            }
+            long proposal = in.readLong();
+            long now = in.readLong();
+            int n = count(in);
+            List<Command<?>> commands = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                commands.add(read(in));
+            }
+            if (in.available() != 0) {
+                throw new IllegalArgumentException(in.available() + " bytes after the last command");
+            }
+            return new Entry(proposal, now, commands);
+        } catch (IOException cut) {
+            throw new IllegalArgumentException("log entry of " + b.length + " bytes is cut short", cut);
+        }
+    }
+
+    private static void write(DataOutputStream out, Command<?> command) throws IOException {
+        switch (command) {
+            case Command.PutStart c -> {
+                out.writeByte(1);
+                str(out, c.clientId());
+                str(out, c.key());
+                out.writeLong(c.size());
+                config(out, c.config());
+                str(out, c.writerHost());
+                out.writeBoolean(c.upsert());
+                out.writeLong(c.seed());
+            }
+            case Command.PutEnd c -> {
+                out.writeByte(2);
+                str(out, c.clientId());
+                str(out, c.key());
+                out.writeLong(c.putId());
+            }
+            case Command.PutRevoke c -> {
+                out.writeByte(3);
+                str(out, c.clientId());
+                str(out, c.key());
+                out.writeLong(c.putId());
+            }
+            case Command.Commit c -> {
+                out.writeByte(4);
+                str(out, c.clientId());
+                out.writeInt(c.items().size());
+                for (Command.CommitItem it : c.items()) {
+                    str(out, it.key());
+                    out.writeLong(it.size());
+                    longs(out, it.reservations());
+                    longs(out, it.addresses());
+                }
+                out.writeInt(c.retire().size());
+                for (long id : c.retire()) {
+                    out.writeLong(id);
+                }
+                out.writeBoolean(c.refill() != null);
+                if (c.refill() != null) {
+                    out.writeLong(c.refill().bytes());
+                    out.writeInt(c.refill().replicas());
+                    str(out, c.refill().writerHost());
+                }
+                out.writeLong(c.seed());
+            }
+            case Command.GrantRead c -> {
+                out.writeByte(5);
+                str(out, c.key());
+            }
+            case Command.Remove c -> {
+                out.writeByte(6);
+                str(out, c.key());
+                out.writeBoolean(c.force());
+            }
+            case Command.RemoveKeys c -> {
+                out.writeByte(7);
+                strs(out, c.keys());
+                out.writeBoolean(c.force());
+            }
+            case Command.RemoveAll c -> {
+                out.writeByte(8);
+                out.writeBoolean(c.force());
+            }
+            case Command.Mount c -> {
+                out.writeByte(9);
+                str(out, c.clientId());
+                SegmentSpec s = c.segment();
+                str(out, s.id());
+                str(out, s.engineSegment());
+                str(out, s.host());
+                out.writeLong(s.base());
+                out.writeLong(s.size());
+            }
+            case Command.Unmount c -> {
+                out.writeByte(10);
+                str(out, c.clientId());
+                str(out, c.segmentId());
+            }
+            case Command.Heartbeat c -> {
+                out.writeByte(11);
+                str(out, c.clientId());
+            }
+            case Command.Leave c -> {
+                out.writeByte(12);
+                str(out, c.clientId());
+            }
+            case Command.Tick c -> out.writeByte(13);
+            case Command.Evict c -> out.writeByte(14);
+        }
+    }
+
+    private static Command<?> read(DataInputStream in) throws IOException {
+        int tag = in.readUnsignedByte();
+        return switch (tag) {
+            case 1 -> new Command.PutStart(str(in), str(in), in.readLong(), config(in), str(in), in.readBoolean(), in.readLong());
+            case 2 -> new Command.PutEnd(str(in), str(in), in.readLong());
+            case 3 -> new Command.PutRevoke(str(in), str(in), in.readLong());
+            case 4 -> {
+                String client = str(in);
+                int n = count(in);
+                List<Command.CommitItem> items = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    items.add(new Command.CommitItem(str(in), in.readLong(), longs(in), longs(in)));
+                }
+                int r = count(in);
+                List<Long> retire = new ArrayList<>(r);
+                for (int i = 0; i < r; i++) {
+                    retire.add(in.readLong());
+                }
+                Command.Reserve refill = in.readBoolean() ? new Command.Reserve(in.readLong(), in.readInt(), str(in)) : null;
+                yield new Command.Commit(client, items, retire, refill, in.readLong());
+            }
+            case 5 -> new Command.GrantRead(str(in));
+            case 6 -> new Command.Remove(str(in), in.readBoolean());
+            case 7 -> new Command.RemoveKeys(strs(in), in.readBoolean());
+            case 8 -> new Command.RemoveAll(in.readBoolean());
+            case 9 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong()));
+            case 10 -> new Command.Unmount(str(in), str(in));
+            case 11 -> new Command.Heartbeat(str(in));
+            case 12 -> new Command.Leave(str(in));
+            case 13 -> new Command.Tick();
+            case 14 -> new Command.Evict();
+            default -> throw new IllegalArgumentException("unknown command tag " + tag);
+        };
+    }
+
+    private static void config(DataOutputStream out, ReplicateConfig c) throws IOException {
+        out.writeInt(c.replicas());
+        strs(out, c.preferredSegments());
+        out.writeBoolean(c.preferLocalHost());
+        out.writeBoolean(c.softPin());
+        out.writeLong(c.softPinTtl() == null ? -1 : c.softPinTtl().toNanos());
+        out.writeBoolean(c.hardPin());
+        strs(out, c.excludedSegments());
+    }
+
+    private static ReplicateConfig config(DataInputStream in) throws IOException {
+        int replicas = in.readInt();
+        List<String> preferred = strs(in);
+        boolean local = in.readBoolean();
+        boolean soft = in.readBoolean();
+        long ttl = in.readLong();
+        boolean hard = in.readBoolean();
+        return new ReplicateConfig(replicas, preferred, local, soft, ttl < 0 ? null : Duration.ofNanos(ttl), hard, strs(in));
+    }
+
+    // strings are length-prefixed UTF-8, -1 for null: writeUTF stops at 64 KiB and has no null
+    private static void str(DataOutputStream out, String s) throws IOException {
+        if (s == null) {
+            out.writeInt(-1);
+            return;
+        }
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        out.writeInt(b.length);
+        out.write(b);
+    }
+
+    private static String str(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n == -1) {
+            return null;
+        }
+        if (n < 0 || n > in.available()) {
+            throw new IllegalArgumentException("string of " + n + " bytes with " + in.available() + " left");
+        }
+        return new String(in.readNBytes(n), StandardCharsets.UTF_8);
+    }
+
+    private static void strs(DataOutputStream out, List<String> list) throws IOException {
+        out.writeInt(list.size());
+        for (String s : list) {
+            str(out, s);
+        }
+    }
+
+    private static List<String> strs(DataInputStream in) throws IOException {
+        int n = count(in);
+        List<String> list = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            list.add(str(in));
+        }
+        return list;
+    }
+
+    private static void longs(DataOutputStream out, long[] a) throws IOException {
+        out.writeInt(a.length);
+        for (long v : a) {
+            out.writeLong(v);
+        }
+    }
+
+    private static long[] longs(DataInputStream in) throws IOException {
+        long[] a = new long[count(in)];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = in.readLong();
+        }
+        return a;
+    }
+
+    /** A count read from the entry, bounded by its bytes left (each element takes at least one), so a bad one fails fast. */
+    private static int count(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > in.available()) {
+            throw new IllegalArgumentException("count " + n + " with " + in.available() + " bytes left");
+        }
+        return n;
+    }
+}

@@ -1,0 +1,301 @@
+package org.tent4j.store.master;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.protocol.ClientId;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.ChecksumException;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.util.SizeInBytes;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+
+/**
+ * The master's command log on disk, ordered by Apache Ratis: a group of one when no peers are named (the same log, so
+ * a restart loses nothing acknowledged), a Raft group otherwise. Commands are proposed as entries and answered once
+ * committed and applied ({@link MasterStateMachine}); {@link #open} returns only when this master leads and has
+ * applied everything its log held, so nothing is served from a state that is behind.
+ */
+public final class DurableLog implements AutoCloseable {
+    /** The file that marks a directory as a store master's data dir, and which group and peer it belongs to. */
+    public static final String MARKER = "tent4j-store-master.properties";
+    private static final RaftGroupId GROUP = RaftGroupId.valueOf(
+            UUID.nameUUIDFromBytes("tent4j-store-master".getBytes(StandardCharsets.UTF_8)));
+
+    /**
+     * Ratis settings the master chooses (docs/STORE.md, "Durable mode", says why): snapshot every
+     * {@code snapshotEvery} applied entries, and whether one is taken when the master stops.
+     */
+    public record Settings(long snapshotEvery, boolean snapshotOnStop, long startTimeoutMillis) {
+        public static Settings defaults() {
+            return new Settings(100_000, true, 60_000);
+        }
+    }
+
+    /** One master of the group: its id and the host:port its Raft server listens on. */
+    public record Peer(String id, String address) {
+    }
+
+    private final RaftServer server;
+    private final MasterStateMachine machine;
+    private final RaftPeerId self;
+    private final ClientId clientId = ClientId.randomId();
+    private final AtomicLong calls = new AtomicLong();
+    // random start: a restarted master never waits on a proposal id its log holds from before
+    private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
+
+    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self) {
+        this.server = server;
+        this.machine = machine;
+        this.self = self;
+    }
+
+    /**
+     * Opens (or creates) the log in {@code dataDir} and waits until this master may serve. {@code peers} empty: a
+     * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
+     * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
+     */
+    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
+            throws IOException {
+        List<RaftPeer> group = (peers.isEmpty() ? List.of(new Peer(selfId, "127.0.0.1:0")) : peers).stream()
+                .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
+        RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
+        boolean fresh = checkMarker(dataDir, selfId);
+        RaftProperties props = new RaftProperties();
+        RaftServerConfigKeys.setStorageDir(props, List.of(dataDir.resolve("raft").toFile()));
+        // acknowledged means on disk: the leader counts itself towards a commit only after its fsync
+        RaftServerConfigKeys.Log.setUnsafeFlushEnabled(props, false);
+        RaftServerConfigKeys.Log.setSegmentSizeMax(props, SizeInBytes.valueOf("32MB"));
+        // the largest entry (a batch, or a RemoveKeys of many keys) must fit the write buffer
+        RaftServerConfigKeys.Log.setWriteBufferSize(props, SizeInBytes.valueOf("16MB"));
+        RaftServerConfigKeys.Log.setCorruptionPolicy(props, RaftServerConfigKeys.Log.CorruptionPolicy.EXCEPTION);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(props, true);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(props, settings.snapshotEvery());
+        RaftServerConfigKeys.Snapshot.setCreationGap(props, 1);
+        RaftServerConfigKeys.Snapshot.setTriggerWhenStopEnabled(props, settings.snapshotOnStop());
+        RaftServerConfigKeys.Snapshot.setRetentionFileNum(props, 2);
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(props, true);
+        GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
+        MasterStateMachine machine = new MasterStateMachine(config);
+        RaftServer server = RaftServer.newBuilder()
+                .setServerId(me.getId())
+                .setGroup(RaftGroup.valueOf(GROUP, group))
+                .setStateMachine(machine)
+                .setProperties(props)
+                .setOption(fresh ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
+                .build();
+        try {
+            server.start();
+            machine.ready.get(settings.startTimeoutMillis(), TimeUnit.MILLISECONDS);
+        } catch (IOException e) {
+            server.close();
+            throw e;
+        } catch (RuntimeException e) {
+            server.close();
+            // Ratis builds the group on its own thread: surface the refusal (a corrupt snapshot, say) as it was
+            for (Throwable c = e; c != null; c = c.getCause()) {
+                if (c instanceof ChecksumException bad) {
+                    // Ratis names neither the segment nor the directory
+                    throw new IOException("the store master's log in " + dataDir.resolve("raft") + " is corrupt "
+                            + segments(dataDir) + ": " + bad.getMessage() + "; refusing to serve", bad);
+                }
+                if (c instanceof IOException io) {
+                    throw io;
+                }
+            }
+            throw e;
+        } catch (ExecutionException | TimeoutException e) {
+            server.close();
+            throw new IOException("store master " + selfId + " in " + dataDir + " did not become ready to serve within "
+                    + settings.startTimeoutMillis() + " ms", e);
+        } catch (InterruptedException e) {
+            server.close();
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
+        }
+        return new DurableLog(server, machine, me.getId());
+    }
+
+    /** The log segment files under {@code dataDir}, for an error naming them. */
+    private static List<String> segments(Path dataDir) {
+        try (var files = Files.walk(dataDir.resolve("raft"))) {
+            return files.filter(f -> f.getFileName().toString().startsWith("log_")).map(Path::toString).sorted().toList();
+        } catch (IOException | RuntimeException e) {
+            return List.of();
+        }
+    }
+
+    /** Parses {@code id1=host:port,id2=host:port}; a peer named twice is refused naming it. */
+    public static List<Peer> parsePeers(String spec) {
+        List<Peer> peers = new ArrayList<>();
+        for (String item : spec.split(",")) {
+            int eq = item.indexOf('=');
+            if (eq <= 0 || eq == item.length() - 1) {
+                throw new IllegalArgumentException("--peers: '" + item + "' is not id=host:port");
+            }
+            String id = item.substring(0, eq).trim();
+            String address = item.substring(eq + 1).trim();
+            port(address);
+            if (peers.stream().anyMatch(p -> p.id().equals(id) || p.address().equals(address))) {
+                throw new IllegalArgumentException("--peers names " + id + " (" + address + ") twice");
+            }
+            peers.add(new Peer(id, address));
+        }
+        return peers;
+    }
+
+    private static int port(String address) {
+        int colon = address.lastIndexOf(':');
+        try {
+            return Integer.parseInt(address.substring(colon + 1));
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("peer address '" + address + "' is not host:port");
+        }
+    }
+
+    /**
+     * True when the directory is new. A directory with files and no marker is someone else's; a marker naming
+     * another peer or group belongs to another master: both refused, naming the file.
+     */
+    private static boolean checkMarker(Path dir, String selfId) throws IOException {
+        Files.createDirectories(dir);
+        Path marker = dir.resolve(MARKER);
+        if (!Files.exists(marker)) {
+            try (var files = Files.list(dir)) {
+                if (files.findAny().isPresent()) {
+                    throw new IOException(dir + " is not a store master's data dir: it holds files but no " + marker);
+                }
+            }
+            Properties p = new Properties();
+            p.setProperty("group", GROUP.getUuid().toString());
+            p.setProperty("id", selfId);
+            try (OutputStream out = Files.newOutputStream(marker)) {
+                p.store(out, "tent4j store master data dir");
+            }
+            return true;
+        }
+        Properties p = new Properties();
+        try (InputStream in = Files.newInputStream(marker)) {
+            p.load(in);
+        } catch (IllegalArgumentException malformed) {
+            throw new IOException(marker + " is corrupt: " + malformed.getMessage(), malformed);
+        }
+        if (!GROUP.getUuid().toString().equals(p.getProperty("group")) || !selfId.equals(p.getProperty("id"))) {
+            throw new IOException(marker + " belongs to master " + p.getProperty("id") + " of group "
+                    + p.getProperty("group") + ", not to master " + selfId + " of group " + GROUP.getUuid());
+        }
+        if (!Files.isDirectory(dir.resolve("raft"))) {
+            throw new IOException(dir + " has " + marker.getFileName() + " but no raft/ log directory: refusing to "
+                    + "start empty over a log that is gone");
+        }
+        return false;
+    }
+
+    public MasterState state() {
+        return machine.state();
+    }
+
+    /** Completes the first time this master is a leader ready to serve (at once for a group of one). */
+    public CompletableFuture<Void> leaderReady() {
+        return machine.leaderReady;
+    }
+
+    /** Entries of commands applied since this log was opened: a batch committed as one entry counts once. */
+    public long entriesApplied() {
+        return machine.entriesApplied.get();
+    }
+
+    /** Whether this master leads its group now (a group of one always does once open). */
+    public boolean leads() {
+        try {
+            return server.getDivision(GROUP).getInfo().isLeader();
+        } catch (IOException closed) {
+            return false;
+        }
+    }
+
+    /**
+     * Proposes {@code commands} as one entry (one group commit) at {@code now}; completes with each command's result
+     * (or the exception it was refused with) once the entry is committed and applied, or fails with
+     * {@code UNAVAILABLE_IN_CURRENT_STATUS} when it could not be (not the leader, shutting down).
+     */
+    public CompletableFuture<List<Object>> submit(long now, List<Command<?>> commands) {
+        long proposal = proposals.incrementAndGet();
+        CompletableFuture<List<Object>> results = new CompletableFuture<>();
+        machine.await(proposal, results);
+        RaftClientRequest request = RaftClientRequest.newBuilder()
+                .setClientId(clientId)
+                .setServerId(self)
+                .setGroupId(GROUP)
+                .setCallId(calls.incrementAndGet())
+                .setMessage(Message.valueOf(ByteString.copyFrom(CommandCodec.encode(new CommandCodec.Entry(proposal, now, commands)))))
+                .setType(RaftClientRequest.writeRequestType())
+                .build();
+        try {
+            server.submitClientRequestAsync(request).whenComplete((reply, err) -> {
+                Throwable why = err != null ? err : reply.isSuccess() ? null : reply.getException();
+                if (why != null) {
+                    machine.forget(proposal);
+                    results.completeExceptionally(unavailable(why));
+                }
+            });
+        } catch (IOException e) {
+            machine.forget(proposal);
+            results.completeExceptionally(unavailable(e));
+        }
+        return results;
+    }
+
+    /** {@link #submit} of one command, waited for: its result, or the {@link StoreException} it was refused with. */
+    @SuppressWarnings("unchecked")
+    public <R> R apply(long now, Command<R> command) {
+        Object r;
+        try {
+            r = submit(now, List.of(command)).join().getFirst();
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : e;
+        }
+        if (r instanceof RuntimeException refused) {
+            throw refused;
+        }
+        return (R) r;
+    }
+
+    private static StoreException unavailable(Throwable why) {
+        Throwable cause = why instanceof CompletionException && why.getCause() != null ? why.getCause() : why;
+        return new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS,
+                "the master's log did not commit the call: " + cause);
+    }
+
+    @Override
+    public void close() throws IOException {
+        server.close();
+    }
+}

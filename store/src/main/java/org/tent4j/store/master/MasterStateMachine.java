@@ -1,0 +1,186 @@
+package org.tent4j.store.master;
+
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.storage.FileInfo;
+import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.TransactionContext;
+import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
+import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
+import org.apache.ratis.util.MD5FileUtil;
+
+/**
+ * The master's state behind Ratis: each committed entry is decoded into its commands and handed to
+ * {@link MasterState#replay} in log order, on Ratis's applier thread; snapshots are {@link MasterSnapshot} bytes in
+ * Ratis's single-file snapshot storage (with its MD5 file). The master that proposed an entry waits on its proposal
+ * id and gets the commands' results from here, so a call is answered only once its entry is committed and applied.
+ */
+final class MasterStateMachine extends BaseStateMachine {
+    private final MasterConfig config;
+    private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
+    /** Replaced only while Ratis (re)initializes us, before anything is served. */
+    private volatile MasterState state;
+    private final ConcurrentHashMap<Long, CompletableFuture<List<Object>>> waiting = new ConcurrentHashMap<>();
+    /** Completed once this server leads and has applied every entry before its term's first (all it ever acknowledged). */
+    final CompletableFuture<Void> ready = new CompletableFuture<>();
+    /** Entries of commands applied since start (Ratis's own entries, configuration and metadata, not counted). */
+    final java.util.concurrent.atomic.AtomicLong entriesApplied = new java.util.concurrent.atomic.AtomicLong();
+    /** Completed the first time this server is a ready leader. */
+    final CompletableFuture<Void> leaderReady = new CompletableFuture<>();
+
+    MasterStateMachine(MasterConfig config) {
+        this.config = config;
+    }
+
+    MasterState state() {
+        return state;
+    }
+
+    void await(long proposal, CompletableFuture<List<Object>> results) {
+        waiting.put(proposal, results);
+    }
+
+    void forget(long proposal) {
+        waiting.remove(proposal);
+    }
+
+    @Override
+    public SimpleStateMachineStorage getStateMachineStorage() {
+        return storage;
+    }
+
+    @Override
+    public void initialize(RaftServer server, RaftGroupId groupId, RaftStorage raftStorage) throws IOException {
+        super.initialize(server, groupId, raftStorage);
+        storage.init(raftStorage);
+        load(storage.getLatestSnapshot());
+    }
+
+    @Override
+    public void reinitialize() throws IOException {
+        load(storage.loadLatestSnapshot());
+    }
+
+    /** Restores the latest snapshot, refusing one whose bytes do not match its MD5 or do not read as a state. */
+    private void load(SingleFileSnapshotInfo snapshot) throws IOException {
+        if (snapshot == null) {
+            state = new MasterState(config);
+            return;
+        }
+        File file = snapshot.getFile().getPath().toFile();
+        if (!file.exists()) {
+            throw new IOException("store master snapshot " + file + " is missing");
+        }
+        var stored = MD5FileUtil.readStoredMd5ForFile(file);
+        var computed = MD5FileUtil.computeMd5ForFile(file);
+        if (!stored.equals(computed)) {
+            throw new IOException("store master snapshot " + file + " is corrupt: its MD5 is " + computed
+                    + ", its .md5 file says " + stored + "; refusing to serve from it");
+        }
+        try {
+            state = MasterState.restore(config, Files.readAllBytes(file.toPath()));
+        } catch (IllegalArgumentException e) {
+            throw new IOException("store master snapshot " + file + " refused: " + e.getMessage(), e);
+        }
+        setLastAppliedTermIndex(snapshot.getTermIndex());
+    }
+
+    @Override
+    public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
+        LogEntryProto entry = trx.getLogEntry();
+        CommandCodec.Entry e;
+        try {
+            e = CommandCodec.decode(entry.getStateMachineLogEntry().getLogData().toByteArray());
+        } catch (IllegalArgumentException bad) {
+            // applying around it would leave this state different from every other replica's: stop here
+            return CompletableFuture.failedFuture(new IllegalStateException("store master log entry " + entry.getIndex()
+                    + " (term " + entry.getTerm() + ") cannot be read: " + bad.getMessage(), bad));
+        }
+        MasterState s = state;
+        List<Object> results = new ArrayList<>(e.commands().size());
+        for (Command<?> c : e.commands()) {
+            // the proposer's clock, held back to the last entry's time as apply does, so replay accepts it
+            long at = Math.max(e.now(), s.lastAppliedTime());
+            Object r;
+            try {
+                r = s.replay(new LogEntry(s.lastApplied() + 1, at, c));
+            } catch (RuntimeException failed) {
+                // as in memory: the entry counts as applied (what it changed stays), the caller sees the failure
+                r = failed;
+            }
+            results.add(r);
+        }
+        updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
+        entriesApplied.incrementAndGet();
+        CompletableFuture<List<Object>> w = waiting.remove(e.proposal());
+        if (w != null) {
+            w.complete(results);
+        }
+        return CompletableFuture.completedFuture(Message.EMPTY);
+    }
+
+    /**
+     * A follower serves as soon as it knows a leader: its writes are refused (not the leader) and its reads off the
+     * stream may lag the leader's, until clients follow the leader (a later step of issue 22).
+     */
+    @Override
+    public void notifyLeaderChanged(RaftGroupMemberId member, RaftPeerId leader) {
+        if (leader != null && !leader.equals(member.getPeerId())) {
+            ready.complete(null);
+        }
+    }
+
+    /** Ratis marks a leader ready once it has applied its own term's first entry, so every earlier one before it. */
+    @Override
+    public void notifyLeaderReady() {
+        leaderReady.complete(null);
+        ready.complete(null);
+    }
+
+    /**
+     * Runs on Ratis's applier thread between entries, so the state and the last applied term and index agree. Written
+     * to a temporary file and moved into place, so a crash while writing leaves the previous snapshot the latest.
+     */
+    @Override
+    public long takeSnapshot() throws IOException {
+        TermIndex last = getLastAppliedTermIndex();
+        if (last == null || last.getIndex() < 0) {
+            return -1;
+        }
+        byte[] bytes = state.snapshot();
+        File file = storage.getSnapshotFile(last.getTerm(), last.getIndex());
+        Path tmp = file.toPath().resolveSibling(file.getName() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer b = ByteBuffer.wrap(bytes);
+            while (b.hasRemaining()) {
+                ch.write(b);
+            }
+            // on disk before Ratis purges the log entries it replaces
+            ch.force(true);
+        }
+        Files.move(tmp, file.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        var md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
+        storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
+        return last.getIndex();
+    }
+}

@@ -1,0 +1,297 @@
+package org.tent4j.store.master;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.client.PutResult;
+import org.tent4j.store.client.StoreClient;
+import org.tent4j.store.rpc.MasterServer;
+
+/**
+ * The master on its durable log (Ratis, a group of one): what was acknowledged survives the master, a snapshot plus
+ * the log's tail gives the state a full replay gives, and a data dir that is not this master's is refused.
+ */
+class DurableMasterTest {
+    private static final DurableLog.Settings NO_SNAPSHOTS = new DurableLog.Settings(1_000_000, false, 60_000);
+    private static final DurableLog.Settings SNAPSHOT_AT_STOP = new DurableLog.Settings(1_000_000, true, 60_000);
+
+    @TempDir
+    Path dir;
+
+    private static DurableLog open(Path dir, DurableLog.Settings s) throws IOException {
+        return DurableLog.open(MasterConfig.defaults(), dir, "m1", List.of(), s);
+    }
+
+    /**
+     * Objects put through a client onto a node's memory are all there after the master stops without a snapshot and
+     * starts again on the same dir and port: the master's state is the same, and each reads back CRC-equal from the
+     * node, which never restarted.
+     */
+    @Test
+    void acknowledgedObjectsSurviveAMasterRestart() throws Exception {
+        MasterServer first = MasterServer.start(new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system()),
+                "127.0.0.1", 0, 0, r -> { });
+        int port = first.port();
+        String address = "127.0.0.1:" + port;
+        List<TransferEngine> engines = new ArrayList<>();
+        try {
+            TransferEngine nodeEngine = DurableValues.engine(engines);
+            TransferEngine userEngine = DurableValues.engine(engines);
+            StoreClient node = StoreClient.builder(nodeEngine, address).connect();
+            StoreClient user = StoreClient.builder(userEngine, address).stagingBytes(1 << 20).connect();
+            node.contribute(4 << 20);
+            List<byte[]> values = DurableValues.put(user, "durable/", 40, 22);
+            first.close();
+            // every entry applied was committed (apply follows commit), so this is what the log must give back
+            List<String> before = StateDump.of(first.master().state());
+            assertTrue(before.stream().anyMatch(l -> l.startsWith("object durable/39 ")), "the last put is in the state");
+
+            try (MasterServer second = MasterServer.start(new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system()),
+                    "127.0.0.1", port, 0, r -> { })) {
+                assertEquals(before, StateDump.of(second.master().state()));
+                DurableValues.assertReadBack(user, "durable/", values);
+                // a session's 40 read leases (BatchGetReplicaList) are one entry (group commit), not 40; pings may add a few
+                DurableLog log = second.master().log();
+                List<LogEntry> during = new CopyOnWriteArrayList<>();
+                second.master().state().journal(during::add);
+                long entriesBefore = log.entriesApplied();
+                List<String> keys = java.util.stream.IntStream.range(0, values.size()).mapToObj(i -> "durable/" + i).toList();
+                try (var session = user.getSession(keys)) {
+                    for (int i = 0; i < values.size(); i++) {
+                        assertEquals(values.get(i).length, session.valueSize(i), "durable/" + i);
+                    }
+                }
+                long entries = log.entriesApplied() - entriesBefore;
+                assertTrue(entries >= 1 && entries < 10, entries + " log entries for a batch of 40 reads: "
+                        + during.stream().map(e -> e.command().getClass().getSimpleName()).toList());
+                assertEquals(PutResult.STORED, user.put("durable/after", values.get(0), ReplicateConfig.replicas(1)));
+                assertArrayEquals(values.get(0), user.get("durable/after"));
+                user.close();
+                node.close();
+            }
+        } finally {
+            engines.forEach(TransferEngine::close);
+        }
+    }
+
+    /**
+     * A master restored from a snapshot taken at a stop, plus the entries written after it, is in the state a replay
+     * of every entry from empty gives (segments, allocators, objects, clients, reservations, counters).
+     */
+    @Test
+    void snapshotPlusTailIsTheStateOfAFullReplay() throws Exception {
+        List<LogEntry> journal = new CopyOnWriteArrayList<>();
+        try (StoreMaster m = new StoreMaster(open(dir, SNAPSHOT_AT_STOP), StoreClock.system())) {
+            m.state().journal(journal::add);
+            workload(m, 0);
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            assertTrue(files.anyMatch(f -> f.getFileName().toString().startsWith("snapshot.")), "a snapshot was taken at stop");
+        }
+        List<String> afterTail;
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            assertEquals(journal.size(), m.state().lastApplied(), "restored from the snapshot at the last entry");
+            m.state().journal(journal::add);
+            workload(m, 1);
+            m.close();
+            afterTail = StateDump.of(m.state());
+        }
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            MasterState replayed = new MasterState(MasterConfig.defaults());
+            journal.forEach(replayed::replay);
+            assertEquals(StateDump.of(replayed), StateDump.of(m.state()));
+            assertEquals(afterTail, StateDump.of(m.state()));
+        }
+    }
+
+    /** Mounts, puts (some ended, some revoked, some left in flight), reads, removes, a commit into a reservation, ticks. */
+    private static void workload(StoreMaster m, int round) {
+        String client = "c" + round;
+        m.mount(client, new SegmentSpec("seg" + round, "engine" + round, "host" + round, 0, 8 << 20));
+        m.heartbeat(client);
+        for (int i = 0; i < 60; i++) {
+            String key = "k" + round + "/" + i;
+            Command.PutTicket t = m.putStart(client, key, 1000 + i * 64L, ReplicateConfig.defaults(), "host" + round);
+            switch (i % 4) {
+                case 0, 1 -> m.putEnd(client, key, t.putId());
+                case 2 -> m.putRevoke(client, key, t.putId());
+                default -> { }
+            }
+        }
+        m.getReplicas("k" + round + "/0");
+        m.remove("k" + round + "/1", false);
+        StoreException refused = assertThrows(StoreException.class, () -> m.remove("k" + round + "/0", false));
+        assertEquals(StoreError.OBJECT_HAS_LEASE, refused.error());
+        Command.CommitResult r = m.commit(client, List.of(), List.of(), new Command.Reserve(64 << 10, 1, "host" + round));
+        Command.Grant g = r.granted().getFirst();
+        m.commit(client, List.of(new Command.CommitItem("r" + round, 4096, new long[] {g.id()},
+                new long[] {g.range().address()})), List.of(), null);
+        m.apply(new Command.RemoveKeys(List.of("k" + round + "/4", "k" + round + "/5"), false));
+        m.tick();
+    }
+
+    @Test
+    void aCorruptSnapshotIsRefusedNamingIt() throws Exception {
+        try (StoreMaster m = new StoreMaster(open(dir, SNAPSHOT_AT_STOP), StoreClock.system())) {
+            workload(m, 0);
+        }
+        Path snapshot;
+        try (Stream<Path> files = Files.walk(dir)) {
+            snapshot = files.filter(f -> f.getFileName().toString().matches("snapshot\\.\\d+_\\d+")).findFirst().orElseThrow();
+        }
+        byte[] b = Files.readAllBytes(snapshot);
+        b[b.length / 2] ^= 0x40;
+        Files.write(snapshot, b);
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(chain(e).contains(snapshot.toString()) && chain(e).contains("corrupt"), chain(e));
+    }
+
+    @Test
+    void aCorruptLogSegmentIsRefusedNamingIt() throws Exception {
+        try (StoreMaster m = new StoreMaster(open(dir, NO_SNAPSHOTS), StoreClock.system())) {
+            workload(m, 0);
+        }
+        Path segment;
+        try (Stream<Path> files = Files.walk(dir)) {
+            segment = files.filter(f -> f.getFileName().toString().startsWith("log_")).findFirst().orElseThrow();
+        }
+        byte[] b = Files.readAllBytes(segment);
+        b[b.length / 2] ^= 0x40;
+        Files.write(segment, b);
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(chain(e).contains(segment.getFileName().toString()), chain(e));
+    }
+
+    @Test
+    void aForeignDataDirIsRefusedNamingTheFile() throws Exception {
+        Files.writeString(dir.resolve("notes.txt"), "someone else's");
+        IOException e = assertThrows(IOException.class, () -> open(dir, NO_SNAPSHOTS));
+        assertTrue(e.getMessage().contains(dir.resolve(DurableLog.MARKER).toString()), e.getMessage());
+
+        Path other = dir.resolve("other");
+        open(other, NO_SNAPSHOTS).close();
+        IOException wrongId = assertThrows(IOException.class,
+                () -> DurableLog.open(MasterConfig.defaults(), other, "m2", List.of(), NO_SNAPSHOTS));
+        assertTrue(wrongId.getMessage().contains(other.resolve(DurableLog.MARKER).toString())
+                && wrongId.getMessage().contains("m1"), wrongId.getMessage());
+    }
+
+    /**
+     * Three masters on three dirs elect a leader; what the leader acknowledges (each after a majority has it) is
+     * applied by both followers to the same state; a follower refuses a write rather than apply it on its own.
+     */
+    @Test
+    void threeMastersElectALeaderAndApplyTheSameLog() throws Exception {
+        List<DurableLog.Peer> peers = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + s.getLocalPort()));
+            }
+        }
+        List<java.util.concurrent.CompletableFuture<DurableLog>> opening = new ArrayList<>();
+        for (DurableLog.Peer p : peers) {
+            opening.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, NO_SNAPSHOTS);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }));
+        }
+        List<DurableLog> logs = opening.stream().map(java.util.concurrent.CompletableFuture::join).toList();
+        try {
+            // a follower's open returns once it knows a leader, which may not be ready yet
+            java.util.concurrent.CompletableFuture.anyOf(logs.stream().map(DurableLog::leaderReady)
+                    .toArray(java.util.concurrent.CompletableFuture[]::new)).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            DurableLog leader = logs.stream().filter(l -> l.leaderReady().isDone() && l.leads()).findFirst().orElseThrow();
+            List<java.util.concurrent.CountDownLatch> caughtUp = new ArrayList<>();
+            StoreMaster m = new StoreMaster(leader, StoreClock.system());
+            workload(m, 0);
+            long last = leader.state().lastApplied();
+            for (DurableLog f : logs) {
+                if (f != leader) {
+                    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+                    f.state().journal(e -> {
+                        if (e.index() == last) {
+                            done.countDown();
+                        }
+                    });
+                    if (f.state().lastApplied() >= last) {
+                        done.countDown();
+                    }
+                    caughtUp.add(done);
+                    StoreException refused = assertThrows(StoreException.class,
+                            () -> new StoreMaster(f, StoreClock.system()).heartbeat("c0"));
+                    assertEquals(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, refused.error());
+                }
+            }
+            for (java.util.concurrent.CountDownLatch done : caughtUp) {
+                assertTrue(done.await(30, java.util.concurrent.TimeUnit.SECONDS), "a follower applied the leader's log");
+            }
+            List<String> expected = StateDump.of(leader.state());
+            for (DurableLog f : logs) {
+                assertEquals(expected, StateDump.of(f.state()));
+            }
+        } finally {
+            for (DurableLog l : logs) {
+                l.close();
+            }
+        }
+    }
+
+    @Test
+    void aPeerListNamingAMasterTwiceIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> DurableLog.parsePeers("a=127.0.0.1:1,b=127.0.0.1:2,a=127.0.0.1:3"));
+        assertTrue(e.getMessage().contains("names a"), e.getMessage());
+    }
+
+    @Test
+    void everyCommandKindEncodesAndDecodesToItself() {
+        List<Command<?>> all = List.of(
+                new Command.PutStart("c", "k", 10, ReplicateConfig.defaults().withSoftPin(java.time.Duration.ofSeconds(3))
+                        .withPreferredSegments(List.of("s")).withExcludedSegments(List.of("x")), "h", true, 7),
+                new Command.PutEnd("c", "k", 3), new Command.PutRevoke("c", "k", 4),
+                new Command.Commit("c", List.of(), List.of(5L), new Command.Reserve(64, 2, null), 9),
+                new Command.GrantRead("k"), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
+                new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2)),
+                new Command.Unmount("c", "s"), new Command.Heartbeat("c"), new Command.Leave("c"), new Command.Tick(),
+                new Command.Evict());
+        CommandCodec.Entry back = CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2, all)));
+        assertEquals(all, back.commands());
+        Command.CommitItem item = new Command.CommitItem("k", 1, new long[] {1, 2}, new long[] {3, 4});
+        Command.Commit c = (Command.Commit) CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2,
+                List.of(new Command.Commit("c", List.of(item), List.of(), null, 1))))).commands().getFirst();
+        assertArrayEquals(item.addresses(), c.items().getFirst().addresses());
+        assertArrayEquals(item.reservations(), c.items().getFirst().reservations());
+        byte[] cut = CommandCodec.encode(new CommandCodec.Entry(1, 2, all));
+        assertThrows(IllegalArgumentException.class,
+                () -> CommandCodec.decode(java.util.Arrays.copyOf(cut, cut.length - 3)));
+    }
+
+    private static String chain(Throwable t) {
+        StringBuilder b = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            b.append(c).append(" <- ");
+        }
+        return b.toString();
+    }
+}
