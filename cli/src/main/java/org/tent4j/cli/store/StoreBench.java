@@ -15,7 +15,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
-import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
@@ -34,6 +33,7 @@ import org.tent4j.cli.options.SizeConverter;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -47,9 +47,8 @@ import picocli.CommandLine.Option;
                         + "count wrote. Latency percentiles are per call (one batch call when --batch > 1).",
                 "Exit status: 0 ok, 1 errors or mismatches, 2 bad arguments."})
 public final class StoreBench implements Callable<Integer> {
-    @Option(names = "--master", defaultValue = "127.0.0.1:50051", paramLabel = "HOST:PORT",
-            description = "The store master's RPC address. Default: ${DEFAULT-VALUE}.")
-    String master;
+    @Mixin
+    ClientOptions connection;
 
     @Option(names = "--mode", defaultValue = "put", paramLabel = "put|get|get-session|mixed|exist", description = {
             "put: writes count values per thread (batch > 1 uses batch put).",
@@ -84,13 +83,6 @@ public final class StoreBench implements Callable<Integer> {
     @Option(names = "--contribute", defaultValue = "0", converter = SizeConverter.class, paramLabel = "SIZE",
             description = "Memory this process contributes to the store. Default: ${DEFAULT-VALUE}.")
     long contribute;
-
-    @Option(names = {"--control-host", "--control_host"}, paramLabel = "ADDRESS",
-            description = "The address peers reach this engine at (engine key control.host).")
-    String controlHost;
-
-    @Option(names = {"--client-id", "--client_id"}, paramLabel = "ID", description = "This client's id (default: a new one).")
-    String clientId;
 
     @Option(names = "--warmup", defaultValue = "2s", converter = DurationConverter.class, paramLabel = "DURATION",
             description = "Runs the same load first for this long, unmeasured (puts go to <prefix>/<thread>/w<n>), so the "
@@ -145,12 +137,8 @@ public final class StoreBench implements Callable<Integer> {
             return 2;
         }
         MemorySegment body = Values.body(size);
-        EngineConfig.Builder cfg = EngineConfig.builder();
-        if (controlHost != null) {
-            cfg.set(EngineConfig.CONTROL_HOST, controlHost);
-        }
-        try (TransferEngine engine = TransferEngine.create(cfg.build());
-             StoreClient client = connect(engine)) {
+        try (TransferEngine engine = connection.engine();
+             StoreClient client = connection.client(engine).connect()) {
             if (contribute > 0) {
                 client.contribute(contribute);
             }
@@ -248,14 +236,6 @@ public final class StoreBench implements Callable<Integer> {
         boolean timed() {
             return measureEnd != Long.MAX_VALUE;
         }
-    }
-
-    private StoreClient connect(TransferEngine engine) {
-        StoreClient.Builder b = StoreClient.builder(engine, master);
-        if (clientId != null) {
-            b.clientId(clientId);
-        }
-        return b.connect();
     }
 
     /**
