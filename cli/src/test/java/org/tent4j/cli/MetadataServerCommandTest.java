@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -32,16 +30,6 @@ class MetadataServerCommandTest {
         return command;
     }
 
-    private static String[] run(int expectedStatus, String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cl = Tent4jCommand.commandLine();
-        cl.setOut(new PrintWriter(out, true));
-        cl.setErr(new PrintWriter(err, true));
-        assertEquals(expectedStatus, cl.execute(args), () -> "out:\n" + out + "\nerr:\n" + err);
-        return new String[]{out.toString(), err.toString()};
-    }
-
     @Test
     void optionsReachTheServer() {
         try (HttpMetadataServer s = parse("--port", "0", "--host=127.0.0.1", "--data-file", dir.resolve("cli.bin").toString(),
@@ -54,17 +42,17 @@ class MetadataServerCommandTest {
 
     @Test
     void badCommandLinesAreUsageErrors() {
-        assertTrue(run(2, "metadata-server", "--port")[1].contains("--port"));
-        assertTrue(run(2, "metadata-server", "--prot", "1")[1].contains("--prot"));
-        assertTrue(run(2, "metadata-server", "--port", "x")[1].contains("'x'"));
-        String err = run(2, "metadata-server", "--port", "0", "--tls-cert", dir.resolve("c.pem").toString())[1];
+        assertTrue(Tent4jCommandTest.run(2, "metadata-server", "--port")[1].contains("--port"));
+        assertTrue(Tent4jCommandTest.run(2, "metadata-server", "--prot", "1")[1].contains("--prot"));
+        assertTrue(Tent4jCommandTest.run(2, "metadata-server", "--port", "x")[1].contains("'x'"));
+        String err = Tent4jCommandTest.run(2, "metadata-server", "--port", "0", "--tls-cert", dir.resolve("c.pem").toString())[1];
         assertTrue(err.contains("--tls-cert and --tls-key go together"), err);
     }
 
     @Test
     void anUnreadableCertificateIsARunErrorNamingTheFile() {
         Path missing = dir.resolve("missing-chain.pem");
-        String err = run(1, "metadata-server", "--host", "127.0.0.1", "--port", "0", "--tls-cert", missing.toString(),
+        String err = Tent4jCommandTest.run(1, "metadata-server", "--host", "127.0.0.1", "--port", "0", "--tls-cert", missing.toString(),
                 "--tls-key", dir.resolve("missing.key").toString())[1];
         assertTrue(err.contains("missing-chain.pem"), err);
     }

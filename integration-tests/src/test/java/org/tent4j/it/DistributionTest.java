@@ -115,19 +115,13 @@ class DistributionTest {
         String address = "127.0.0.1:" + master.await("LISTENING ").split(" ")[1];
         Lines node = start("store-node", "--master", address, "--segment-size", "32m", "--control-host", "127.0.0.1");
         node.await("READY ");
-        List<String> common = List.of("--master", address, "--control-host", "127.0.0.1", "--threads", "2", "--count", "64",
-                "--size", "16k", "--warmup", "0s", "--prefix", "dist");
-        Run put = runToEnd("store-bench", concat(common, "--mode", "put"));
+        String common = "--master " + address + " --control-host 127.0.0.1 --threads 2 --count 64 --size 16k --warmup 0s"
+                + " --prefix dist";
+        Run put = runToEnd("store-bench", (common + " --mode put").split(" "));
         assertEquals(0, put.status, put.output);
-        Run get = runToEnd("tent4j", concat(concat(List.of("store", "bench"), common.toArray(String[]::new)), "--mode", "get", "--verify"));
+        Run get = runToEnd("tent4j", ("store bench " + common + " --mode get --verify").split(" "));
         assertEquals(0, get.status, get.output);
         assertTrue(get.output.contains("get: 128 ops") && get.output.contains("0 errors, 0 mismatches"), get.output);
-    }
-
-    private static List<String> concat(List<String> head, String... tail) {
-        List<String> all = new ArrayList<>(head);
-        all.addAll(List.of(tail));
-        return all;
     }
 
     private record Run(int status, String output) {
@@ -149,23 +143,15 @@ class DistributionTest {
     }
 
     private Run runToEnd(String script, String... args) throws Exception {
-        return runToEnd(Map.of(), script, List.of(args));
-    }
-
-    private Run runToEnd(Map<String, String> env, String script, String... args) throws Exception {
-        return runToEnd(env, script, List.of(args));
-    }
-
-    private Run runToEnd(String script, List<String> args) throws Exception {
         return runToEnd(Map.of(), script, args);
     }
 
-    private Run runToEnd(Map<String, String> env, String script, List<String> args) throws Exception {
-        Process p = command(env, script, args).start();
+    private Run runToEnd(Map<String, String> env, String script, String... args) throws Exception {
+        Process p = command(env, script, List.of(args)).start();
         started.add(p);
         // the output is read to its end on this thread: the process cannot block on a full pipe
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), script + " " + args + " did not end:\n" + out);
+        assertTrue(p.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS), script + " " + String.join(" ", args) + " did not end:\n" + out);
         return new Run(p.exitValue(), out);
     }
 
