@@ -5,6 +5,7 @@ import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -13,6 +14,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Location;
@@ -67,11 +69,13 @@ public final class FileBench implements Callable<Integer> {
     @Option(names = "--iodepth", defaultValue = "32", paramLabel = "N", description = "Requests in flight. Default: ${DEFAULT-VALUE}.")
     int iodepth;
 
-    @Option(names = "--runtime", defaultValue = "10", paramLabel = "SECONDS", description = "Measured seconds. Default: ${DEFAULT-VALUE}.")
-    double runtime;
+    @Option(names = "--runtime", defaultValue = "10s", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Measured time (10s, 500ms; a plain number is seconds, as fio counts). Default: ${DEFAULT-VALUE}.")
+    Duration runtime;
 
-    @Option(names = "--warmup", defaultValue = "1", paramLabel = "SECONDS", description = "Unmeasured seconds first. Default: ${DEFAULT-VALUE}.")
-    double warmup;
+    @Option(names = "--warmup", defaultValue = "1s", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Unmeasured time first. Default: ${DEFAULT-VALUE}.")
+    Duration warmup;
 
     @Option(names = "--engine", defaultValue = "auto", paramLabel = "auto|io_uring|filechannel",
             description = "transports.nvmeof.engine. Default: ${DEFAULT-VALUE}.")
@@ -99,7 +103,7 @@ public final class FileBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        if (bs <= 0 || iodepth <= 0 || size < bs || !(runtime > 0) || rings <= 0) {
+        if (bs <= 0 || iodepth <= 0 || size < bs || runtime.isZero() || rings <= 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "need --bs > 0, --iodepth > 0, --size >= --bs, --runtime > 0, --rings > 0");
         }
         via = switch (viaName.toLowerCase(Locale.ROOT)) {
@@ -223,8 +227,8 @@ public final class FileBench implements Callable<Integer> {
 
         void go() throws InterruptedException {
             long start = System.nanoTime();
-            recordFrom = start + (long) (warmup * 1e9);
-            deadline = recordFrom + (long) (runtime * 1e9);
+            recordFrom = start + warmup.toNanos();
+            deadline = recordFrom + runtime.toNanos();
             for (int slot = 0; slot < iodepth; slot++) {
                 submit(slot, new SplittableRandom(slot * 7919L + 1));
             }

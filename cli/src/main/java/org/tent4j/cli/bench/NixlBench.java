@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.Opcode;
@@ -68,10 +69,12 @@ public final class NixlBench implements Callable<Integer> {
     int maxBatch;
     @Option(names = "--threads", defaultValue = "2", description = "Initiator threads, each on its own range. Default: ${DEFAULT-VALUE}.")
     int threads;
-    @Option(names = "--duration", defaultValue = "1", paramLabel = "SECONDS", description = "Measured time per row. Default: ${DEFAULT-VALUE}.")
-    double duration;
-    @Option(names = "--warmup", defaultValue = "0.3", paramLabel = "SECONDS", description = "Unmeasured time per row. Default: ${DEFAULT-VALUE}.")
-    double warmup;
+    @Option(names = "--duration", defaultValue = "1s", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Measured time per row (1s, 500ms; a plain number is seconds). Default: ${DEFAULT-VALUE}.")
+    Duration duration;
+    @Option(names = "--warmup", defaultValue = "300ms", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Unmeasured time per row. Default: ${DEFAULT-VALUE}.")
+    Duration warmup;
     @Option(names = {"--buffer-size", "--buffer_size"}, defaultValue = "256m", converter = SizeConverter.class, description = "Default: ${DEFAULT-VALUE}.")
     long bufferSize;
     @Option(names = {"--listen-port", "--listen_port"}, defaultValue = "0", description = "Target's listen (control) port; 0 picks one.")
@@ -97,7 +100,7 @@ public final class NixlBench implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
         if (!Long.toString(Long.highestOneBit(startBlock)).equals(Long.toString(startBlock)) || startBlock > maxBlock
-                || Integer.bitCount(startBatch) != 1 || startBatch > maxBatch || threads < 1 || !(duration > 0)) {
+                || Integer.bitCount(startBatch) != 1 || startBatch > maxBatch || threads < 1 || duration.isZero()) {
             System.err.println("nixl-bench: block and batch sizes start at a power of two no larger than their maximum; threads >= 1; duration > 0");
             return 2;
         }
@@ -139,7 +142,7 @@ public final class NixlBench implements Callable<Integer> {
             agent.registerMem(DescriptorList.dram(local));
             long range = size / threads;
             out.printf(Locale.ROOT, "nixl-bench: %s to agent '%s' over %s, %d thread(s), %.1f s (+%.1f s warm-up) per row, %d bytes per thread%n",
-                    operation, remote, protocol, threads, duration, warmup, range);
+                    operation, remote, protocol, threads, duration.toMillis() / 1e3, warmup.toMillis() / 1e3, range);
             out.printf(Locale.ROOT, "%-14s %-10s %-12s %-13s %-13s %-13s %-13s %-13s %-11s %-11s%n", "Block Size (B)", "Batch Size",
                     "B/W (GB/Sec)", "Avg Lat. (us)", "Avg Prep (us)", "P99 Prep (us)", "Avg Post (us)", "P99 Post (us)", "Avg Tx (us)", "P99 Tx (us)");
             for (long block = startBlock; block <= maxBlock; block <<= 1) {
@@ -222,8 +225,8 @@ public final class NixlBench implements Callable<Integer> {
             }
         }
         long start = System.nanoTime();
-        long recordFrom = start + (long) (warmup * 1e9);
-        long deadline = recordFrom + (long) (duration * 1e9);
+        long recordFrom = start + warmup.toNanos();
+        long deadline = recordFrom + duration.toNanos();
         long[] lastDone = new long[lists.size()];
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < lists.size(); t++) {
@@ -291,8 +294,8 @@ public final class NixlBench implements Callable<Integer> {
         Row total = new Row();
         AtomicReference<String> error = new AtomicReference<>();
         long start = System.nanoTime();
-        long recordFrom = start + (long) (warmup * 1e9);
-        long deadline = recordFrom + (long) (duration * 1e9);
+        long recordFrom = start + warmup.toNanos();
+        long deadline = recordFrom + duration.toNanos();
         long[] lastDone = new long[bases.size()];
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < bases.size(); t++) {

@@ -10,6 +10,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 
+import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.api.BufferInfo;
 import org.tent4j.api.EngineConfig;
@@ -89,15 +90,15 @@ public final class TeBench implements Callable<Integer> {
             description = "Initiator threads, each with its own part of the buffer. Default: ${DEFAULT-VALUE}.")
     int threads;
 
-    @Option(names = "--duration", defaultValue = "10", paramLabel = "SECONDS",
-            description = "Measured seconds (fractions allowed). Default: ${DEFAULT-VALUE}.")
-    double durationSeconds;
+    @Option(names = "--duration", defaultValue = "10s", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Measured time (10s, 1.5s, 500ms; a plain number is seconds). Default: ${DEFAULT-VALUE}.")
+    Duration duration;
 
     // 1 s left C2 compiling into the measurement on a loaded 2-core box (a profile 4 s into a run found 47% of its
     // samples in libjvm); 3 s trades that against run time; pass more on a busy machine
-    @Option(names = "--warmup", defaultValue = "3", paramLabel = "SECONDS",
-            description = "Unmeasured seconds before the measurement (JIT, connections). Default: ${DEFAULT-VALUE}.")
-    double warmupSeconds;
+    @Option(names = "--warmup", defaultValue = "3s", converter = DurationConverter.class, paramLabel = "DURATION",
+            description = "Unmeasured time before the measurement (JIT, connections). Default: ${DEFAULT-VALUE}.")
+    Duration warmup;
 
     @Option(names = {"--buffer-size", "--buffer_size"}, defaultValue = "256m", converter = SizeConverter.class,
             paramLabel = "SIZE", description = "Buffer per side (Mooncake: 1g). Default: ${DEFAULT-VALUE}.")
@@ -198,11 +199,8 @@ public final class TeBench implements Callable<Integer> {
         if (threads <= 0) {
             problems.add("--threads must be > 0");
         }
-        if (!(durationSeconds > 0) || Double.isInfinite(durationSeconds)) {
-            problems.add("--duration must be > 0 seconds");
-        }
-        if (!(warmupSeconds >= 0) || Double.isInfinite(warmupSeconds)) {
-            problems.add("--warmup must be >= 0 seconds");
+        if (duration.isZero()) {
+            problems.add("--duration must be > 0");
         }
         if (bufferSize <= 0) {
             problems.add("--buffer_size must be > 0");
@@ -323,12 +321,12 @@ public final class TeBench implements Callable<Integer> {
             out.printf(Locale.ROOT, "te-bench initiator: %s over %s, %d B blocks, batch %d, %d thread(s), "
                             + "segment '%s' buffer 0x%x (%d of %d bytes used), %.1f s + %.1f s warm-up%s%n",
                     operation.name().toLowerCase(Locale.ROOT), protocol, blockSize, batchSize, threads, info.name(),
-                    target.address(), working, target.length(), durationSeconds, warmupSeconds,
+                    target.address(), working, target.length(), duration.toMillis() / 1e3, warmup.toMillis() / 1e3,
                     checkConsistency ? ", checking every byte" : "");
             out.flush();
             InitiatorWorkload workload = new InitiatorWorkload(engine, segment, target.address(), local.segment(),
                     new InitiatorWorkload.Plan(operation.opcode, protocol, blockSize, batchSize, threads,
-                            seconds(warmupSeconds), seconds(durationSeconds), checkConsistency, seedTarget),
+                            warmup, duration, checkConsistency, seedTarget),
                     err);
             BenchResult result = workload.run();
             out.println(result.summary());
@@ -343,10 +341,6 @@ public final class TeBench implements Callable<Integer> {
         } finally {
             engine.unregister(local);
         }
-    }
-
-    private static Duration seconds(double s) {
-        return Duration.ofNanos(Math.round(s * 1e9));
     }
 
     private TransferEngine createEngine(String segmentName, boolean withMetrics) throws SetupFailure {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
@@ -45,8 +46,8 @@ class TeBenchOptionsTest {
         assertEquals(65536, b.blockSize);
         assertEquals(32, b.batchSize);
         assertEquals(2, b.threads);
-        assertEquals(10.0, b.durationSeconds);
-        assertEquals(3.0, b.warmupSeconds);
+        assertEquals(Duration.ofSeconds(10), b.duration);
+        assertEquals(Duration.ofSeconds(3), b.warmup);
         assertEquals(256L << 20, b.bufferSize);
         assertNull(b.metadataServer, "no metadata.uri unless given: the engine default (p2p) or --config decides");
         assertNull(b.segmentId);
@@ -71,7 +72,8 @@ class TeBenchOptionsTest {
         assertEquals(65536, b.blockSize);
         assertEquals(128, b.batchSize);
         assertEquals(12, b.threads);
-        assertEquals(2.5, b.durationSeconds);
+        assertEquals(Duration.ofMillis(2500), b.duration, "a plain number is seconds, as in Mooncake's te-bench");
+        assertEquals(Duration.ofMillis(500), parse("--duration=500ms").duration);
         assertEquals(1L << 30, b.bufferSize);
         assertEquals("etcd://127.0.0.1:2379", b.metadataServer);
         assertEquals("node-a", b.localServerName);
@@ -134,6 +136,9 @@ class TeBenchOptionsTest {
         assertTrue(r.err().contains("--threads must be > 0"), r.err());
         assertTrue(r.err().contains("--batch_size must be > 0"), r.err());
         assertTrue(r.err().contains("--duration must be > 0"), r.err());
+        Run word = run("--warmup=soon");
+        assertEquals(2, word.status());
+        assertTrue(word.err().contains("expected a duration such as 500ms"), word.err());
     }
 
     @Test
