@@ -74,6 +74,21 @@ public interface Transport extends AutoCloseable {
     }
 
     /**
+     * A segment that the engine's own directory does not know, named in this transport's protocol's own terms (a
+     * Mooncake segment name kept in Mooncake's keys): the descriptor this transport reaches it at, or empty if the name
+     * is none of its business (the default). The runtime asks the transports in preference order after its directory
+     * answered UNKNOWN_SEGMENT, and only then; the first answer wins, and the segment opens as any other (its name,
+     * and addresses as the foreign engine publishes them). Such a segment is not watched: it is resolved again when a
+     * transfer finds it gone. May block on the foreign metadata store.
+     *
+     * @throws org.tent4j.api.TransferException for a name that is this transport's but whose metadata is absent or
+     *                                          wrong: UNKNOWN_SEGMENT or METADATA_UNAVAILABLE naming the key and field
+     */
+    default Optional<SegmentDescriptor> resolveSegment(String segmentName) {
+        return Optional.empty();
+    }
+
+    /**
      * Opens a link to a peer. May block to connect. The runtime caches and reuses the result while it is open.
      *
      * @throws org.tent4j.api.TransferException PEER_UNREACHABLE naming the peer, or TRANSPORT_UNAVAILABLE

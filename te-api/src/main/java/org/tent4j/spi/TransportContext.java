@@ -1,10 +1,12 @@
 package org.tent4j.spi;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 
+import org.tent4j.api.ConfigException;
 import org.tent4j.spi.platform.DevicePlatform;
 
 /** What the engine hands a transport when it creates it. */
@@ -60,6 +62,20 @@ public interface TransportContext {
      */
     default SecuritySettings security() {
         return SecuritySettings.NONE;
+    }
+
+    /**
+     * Opens a metadata store with the engine's metadata plugins, chosen by the URI's scheme ({@code etcd://},
+     * {@code redis://}, ...) and configured by the engine's {@code metadata.<scheme>.*} options, for a transport whose
+     * protocol keeps keys of its own in such a store (Mooncake's {@code mooncake/ram/<name>}). The transport owns the
+     * store and closes it; it must never write under the engine's own prefix ({@code tent4j/}).
+     *
+     * @param optionKey the transport option the URI came from, named in errors
+     * @throws ConfigException naming {@code optionKey} when no plugin serves the scheme;
+     *                                        METADATA_UNAVAILABLE as the plugin's open fails
+     */
+    default MetadataStore openMetadataStore(String optionKey, URI uri) {
+        throw new ConfigException(optionKey, "this engine opens no metadata stores for transports");
     }
 
     // remote file segments (issue 12): begin

@@ -20,7 +20,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.Batch;
-import org.tent4j.api.ConfigException;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Location;
@@ -41,15 +40,17 @@ import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.runtime.config.ResolvedConfig;
 import org.tent4j.runtime.control.ControlPlaneNode;
 import org.tent4j.runtime.metadata.DescriptorCodec;
+import org.tent4j.runtime.metadata.ForeignSegments;
+import org.tent4j.runtime.metadata.MetadataStores;
 import org.tent4j.runtime.metadata.PeerToPeerDirectory;
 import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.SegmentTable;
 import org.tent4j.spi.ControlPlane;
-import org.tent4j.spi.Credentials;
 import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;
+import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
@@ -83,6 +84,7 @@ final class TransferEngineImpl implements TransferEngine {
     private final ExecutorService connector;
     private final ControlPlaneNode control;
     private final FileSegments files = new FileSegments(); // file segments (issue 12)
+    private final MetadataStores stores;
     private final SegmentDirectory directory;
     private final MetadataExchange exchange; // metadata blobs and namespaces (issue 13)
     private final EngineMetrics metrics;
@@ -130,7 +132,8 @@ final class TransferEngineImpl implements TransferEngine {
             String segmentName = name.isEmpty() ? host + ":" + control.port() : name;
             this.state = new EngineState(segmentName);
             control.localSegment(segmentName);
-            this.directory = openDirectory(config, control, storeProviders, clock);
+            this.stores = new MetadataStores(storeProviders, config::rawUnder);
+            this.directory = openDirectory(config, control, stores, clock);
             built.add(directory);
             this.metrics = new EngineMetrics(segmentName);
             built.add(metrics);
@@ -154,7 +157,8 @@ final class TransferEngineImpl implements TransferEngine {
                     settings.fallback(), metrics);
             this.router = new SliceRouter(state, selector, workers, connector, metrics, clock, settings.pathLimits(),
                     settings.maxAttempts(), transports.size());
-            this.segments = new SegmentTable(state, directory, publisher.localSegment(), router);
+            this.segments = new SegmentTable(state, new ForeignSegments(directory, transports::resolveSegment),
+                    publisher.localSegment(), router);
             this.buffers = new BufferRegistrar(state, registrations, transports, publisher, settings.transferTimeout().toNanos());
             this.notifications = new Notifications(segmentName, control, config.core());
             notifications.countDrops(metrics);
@@ -185,7 +189,7 @@ final class TransferEngineImpl implements TransferEngine {
                 config.core().getString(EngineConfig.METADATA_URI));
     }
 
-    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, List<MetadataStoreProvider> providers,
+    private static SegmentDirectory openDirectory(ResolvedConfig config, ControlPlaneNode control, MetadataStores stores,
                                                   TimeSource clock) {
         List<String> list = List.copyOf(TransportRegistry.parseList(config.core().getString(EngineConfig.METADATA_URI)));
         if (list.equals(List.of("p2p"))) {
@@ -193,20 +197,7 @@ final class TransferEngineImpl implements TransferEngine {
         }
         List<StoreDirectory.Target> targets = new ArrayList<>();
         for (String u : list) {
-            URI uri;
-            try {
-                uri = URI.create(u);
-            } catch (IllegalArgumentException e) {
-                // the parser's message quotes the input, password included
-                throw new ConfigException(EngineConfig.METADATA_URI, "malformed URI '" + Credentials.mask(u) + "': "
-                        + Credentials.mask(e.getMessage()));
-            }
-            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase();
-            MetadataStoreProvider p = providers.stream().filter(x -> x.schemes().contains(scheme)).findFirst()
-                    .orElseThrow(() -> new ConfigException(EngineConfig.METADATA_URI, "no metadata store for '" + Credentials.mask(u)
-                            + "' on the class path (schemes found: p2p, " + providers.stream().flatMap(x -> x.schemes().stream()).toList() + ")"));
-            p.availability().ensureAvailable("metadata store " + scheme);
-            targets.add(new StoreDirectory.Target(uri, p, config.rawUnder("metadata." + scheme + ".")));
+            targets.add(stores.target(EngineConfig.METADATA_URI, u));
         }
         return new StoreDirectory(targets, config.core().getString(CoreKey.METADATA_CLUSTER), config.core().getDuration(CoreKey.METADATA_TTL),
                 clock);
@@ -249,6 +240,7 @@ final class TransferEngineImpl implements TransferEngine {
         @Override public TransportMetrics metrics() { return metrics.forTransport(transportId); }
         @Override public List<DevicePlatform> devicePlatforms() { return platforms.get(); }
         @Override public LocalFiles localFiles() { return files.access(); } // remote file segments (issue 12)
+        @Override public MetadataStore openMetadataStore(String optionKey, URI uri) { return stores.open(optionKey, uri); }
     }
 
     /** Every refusal of the control plane is a log line and, here, a metric (docs/SECURITY.md lists them). */

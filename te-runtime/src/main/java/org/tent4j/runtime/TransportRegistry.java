@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiFunction;
 
@@ -14,11 +15,13 @@ import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ConfigException;
 import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferException;
 import org.tent4j.api.TransportInfo;
 import org.tent4j.runtime.config.ResolvedConfig;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.OptionSpec;
 import org.tent4j.spi.OptionValues;
+import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
 import org.tent4j.spi.TransportContext;
@@ -214,6 +217,35 @@ final class TransportRegistry implements AutoCloseable {
     /** Whether {@code transports.preference} names any transport (then falling back from its head is a fallback). */
     boolean explicitPreference() {
         return explicitPreference;
+    }
+
+    /**
+     * A segment the engine's directory does not know, offered to the transports in preference order
+     * ({@link Transport#resolveSegment}); the first that answers wins, and a transport's refusal (a name of its own
+     * whose metadata is wrong) is thrown once no transport answered.
+     */
+    Optional<SegmentDescriptor> resolveSegment(String segmentName) {
+        TransferException refused = null;
+        for (int i : preference) {
+            TransportSlot s = slots[i];
+            try {
+                Optional<SegmentDescriptor> d = s.transport().resolveSegment(segmentName);
+                if (d.isPresent()) {
+                    log.info("segment '{}' resolved by transport '{}'", segmentName, s.id());
+                    return d;
+                }
+            } catch (TransferException e) {
+                if (refused == null) {
+                    refused = e;
+                } else {
+                    refused.addSuppressed(e);
+                }
+            }
+        }
+        if (refused != null) {
+            throw refused;
+        }
+        return Optional.empty();
     }
 
     int indexOf(String transportId) {

@@ -109,6 +109,12 @@ public record MooncakeSegmentDescriptor(String name, List<String> protocols, int
         return MooncakeHandshake.fetchDescriptor(where.host(), where.rpcPort(), ownDescriptor, timeout);
     }
 
+    /** The same segment under another name. */
+    public MooncakeSegmentDescriptor renamed(String segmentName) {
+        return segmentName.equals(name) ? this : new MooncakeSegmentDescriptor(segmentName, protocols, tcpDataPort,
+                tcpProtoVersion, buffers);
+    }
+
     /**
      * This descriptor as tent4j's runtime and this transport see a peer: reached at {@code host} (from the
      * {@code rpc_meta} key or the P2P segment name) and this transport only; every buffer READ_WRITE host memory,

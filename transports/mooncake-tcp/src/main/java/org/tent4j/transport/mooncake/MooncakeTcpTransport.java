@@ -68,6 +68,8 @@ final class MooncakeTcpTransport implements Transport {
     /** Where this engine is published for Mooncake peers, or null. */
     private final MooncakeMetadata metadata;
     private final String metadataName;
+    /** Mooncake's P2PHANDSHAKE mode: segments named {@code <ip>:<port>} are asked over their handshake socket. */
+    private final boolean p2p;
     private final AtomicLong refusedConnections = new AtomicLong();
     private final ServerSocketChannel server;
     private final int port;
@@ -96,8 +98,9 @@ final class MooncakeTcpTransport implements Transport {
     }
 
     MooncakeTcpTransport(TransportContext context, int port, int handshakePort, int lanes, boolean forceV1,
-                         MooncakeMetadata metadata, String metadataName) throws ListenException {
+                         MooncakeMetadata metadata, String metadataName, boolean p2p) throws ListenException {
         this.context = context;
+        this.p2p = p2p;
         this.metadata = metadata;
         this.metadataName = metadataName;
         this.lanes = lanes;
@@ -205,6 +208,29 @@ final class MooncakeTcpTransport implements Transport {
         }
         String host = context.host();
         return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + handshakePort;
+    }
+
+    /**
+     * A Mooncake segment by its Mooncake name: from the Mooncake metadata store this engine is configured with, or
+     * in P2P mode from the segment's own handshake socket. Only asked once tent4j's own directory did not know the
+     * name, so a Mooncake segment never shadows a tent4j one.
+     */
+    @Override
+    public Optional<SegmentDescriptor> resolveSegment(String segmentName) {
+        MooncakeSegmentDescriptor d;
+        String host;
+        if (metadata != null) {
+            d = metadata.segment(segmentName);
+            host = metadata.rpcMeta(segmentName).host();
+        } else if (p2p) {
+            host = MooncakeKeys.parseP2pName(segmentName).host();
+            d = MooncakeSegmentDescriptor.fetchP2p(segmentName, mooncakeDescriptor().toJson().getBytes(StandardCharsets.UTF_8),
+                    connectTimeout);
+        } else {
+            return Optional.empty();
+        }
+        // the name asked for is the segment's name here, whatever the peer calls itself (Mooncake keys it by name)
+        return Optional.of(d.renamed(segmentName).toSegmentDescriptor(host, "mooncake:" + segmentName));
     }
 
     /** This engine as a Mooncake TCP engine describes itself: every buffer a peer may reach, at its address. */

@@ -20,6 +20,7 @@ import org.tent4j.spi.TransportProvider;
  */
 public final class MooncakeTcpTransportProvider implements TransportProvider {
     public static final String ID = "mooncake-tcp";
+    static final String OPTION_METADATA = "transports." + ID + ".metadata";
     /**
      * After tcp (100): between two tent4j engines tent4j's own tcp is the better wire (pipelined, authenticated), so
      * this one carries a request only when asked for or when it is the only one the peer runs.
@@ -46,9 +47,13 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
             OptionSpec.of("handshake_port", Type.INT, -1, "Mooncake's handshake socket, so Mooncake initiators in "
                     + "P2PHANDSHAKE mode can fetch this engine's descriptor as segment '<host>:<port>': -1 off, 0 any "
                     + "free port"),
-            OptionSpec.of("metadata", Type.STRING, "", "a Mooncake metadata store to publish this engine in, as a "
-                    + "Mooncake engine would (descriptor and rpc_meta, republished on every registration, removed at "
-                    + "close): http://host:port/path; empty = none (P2P peers use the handshake socket)"),
+            OptionSpec.of("metadata", Type.STRING, "", "Mooncake's metadata connection string: where this engine is "
+                    + "published as a Mooncake engine would be (descriptor and rpc_meta, republished on every "
+                    + "registration, removed at close) and where openSegment finds Mooncake segments that tent4j's own "
+                    + "directory does not know: http://host:port/path (Mooncake's HTTP server), etcd://host:port or "
+                    + "redis://host:port (through the engine's metadata plugins, configured by metadata.<scheme>.*), or "
+                    + "P2PHANDSHAKE (no store: segments named <ip>:<port> are asked over their handshake socket); "
+                    + "empty = none"),
             OptionSpec.of("name", Type.STRING, "", "the segment name Mooncake peers open this engine by in that store; "
                     + "empty = the engine's segment name"),
             OptionSpec.of("cluster_id", Type.STRING, "", "Mooncake's MC_METADATA_CLUSTER_ID: keys live under "
@@ -114,13 +119,23 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
         }
         try {
             String metadata = context.options().getString("metadata");
-            MooncakeMetadata store = metadata.isEmpty() ? null
-                    : MooncakeMetadata.open(metadata, context.options().getString("cluster_id"));
+            boolean p2p = metadata.equals(MooncakeMetadata.P2P);
+            MooncakeMetadata store = metadata.isEmpty() || p2p ? null
+                    : MooncakeMetadata.open(metadata, context.options().getString("cluster_id"),
+                    (connection, uri) -> context.openMetadataStore(OPTION_METADATA, uri));
             String name = context.options().getString("name").isEmpty() ? context.segmentName()
                     : context.options().getString("name");
             // a Mooncake engine always has its handshake socket, and rpc_meta points at it
-            int handshake = store != null && handshakePort < 0 ? 0 : handshakePort;
-            return new MooncakeTcpTransport(context, port, handshake, lanes, proto == 1, store, name);
+            int handshake = (store != null || p2p) && handshakePort < 0 ? 0 : handshakePort;
+            try {
+                return new MooncakeTcpTransport(context, port, handshake, lanes, proto == 1, store, name, p2p);
+            } catch (MooncakeTcpTransport.ListenException e) {
+                // past listening, a failed constructor closes the store itself
+                if (store != null) {
+                    store.close();
+                }
+                throw e;
+            }
         } catch (MooncakeTcpTransport.ListenException e) {
             throw new ConfigException("transports.mooncake-tcp." + e.option, "cannot listen on " + context.host() + ":"
                     + e.port + ": " + e.getCause(), e.getCause());

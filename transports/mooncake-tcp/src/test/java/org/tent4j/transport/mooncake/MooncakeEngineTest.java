@@ -1,9 +1,6 @@
 package org.tent4j.transport.mooncake;
 
 import java.lang.foreign.MemorySegment;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -21,9 +18,6 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.api.TransportInfo;
-import org.tent4j.runtime.metadata.DescriptorCodec;
-import org.tent4j.runtime.metadata.InMemoryMetadataStore;
-import org.tent4j.spi.TimeSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -34,6 +28,7 @@ import static org.tent4j.transport.mooncake.Tent4jSide.fill;
 /**
  * Two real engines that find the plugin through ServiceLoader and move CRC-checked bytes both ways over the Mooncake
  * wire, chosen by {@code require("mooncake-tcp")}; requests larger than a slice travel as several Mooncake requests.
+ * An engine against a Mooncake engine: {@link MooncakeOpenSegmentTest}.
  */
 class MooncakeEngineTest {
     private static final long SIZE = (8L << 20) + 4096;
@@ -80,43 +75,6 @@ class MooncakeEngineTest {
                     remote.address() + 4096 + 13).require(MooncakeTcpTransportProvider.ID).build());
             assertEquals(TransferState.COMPLETED, r.state(), r.message());
             assertEquals(crc(remote.segment().asSlice(4096 + 13, size)), crc(dst), "READ of " + size);
-        }
-    }
-
-    /**
-     * tent4j's engine against a Mooncake target (the reference-built fake), found through the descriptor JSON that
-     * target publishes. The runtime does not read Mooncake's keys yet, so the test does that step: it converts the
-     * JSON and puts the result under tent4j's own key in an in-JVM store; everything after openSegment is the engine.
-     */
-    @Test
-    void anEngineReadsAndWritesAMooncakeTargetThroughItsPublishedDescriptor() throws Exception {
-        try (FakeMooncakeTarget fake = new FakeMooncakeTarget(4L << 20)) {
-            for (int i = 0; i < fake.memory.length; i++) {
-                fake.memory[i] = (byte) (i * 17 + (i >>> 10));
-            }
-            MooncakeSegmentDescriptor mooncake = MooncakeSegmentDescriptor.parse("mooncake/ram/mooncake-node",
-                    fake.descriptorJson(2).getBytes(StandardCharsets.UTF_8));
-            InMemoryMetadataStore.open(URI.create("memory://mooncake-bridge"), TimeSource.SYSTEM).put(
-                    "tent4j/default/segments/" + mooncake.name(),
-                    DescriptorCodec.encode(mooncake.toSegmentDescriptor("127.0.0.1", "mooncake-machine")), Duration.ZERO);
-            TransferEngine initiator = engine(config().set(EngineConfig.METADATA_URI, "memory://mooncake-bridge").build());
-            RegisteredMemory local = initiator.allocate(8L << 20, Location.CPU, Permission.READ_WRITE);
-            fill(local.segment(), 9);
-            SegmentHandle seg = initiator.openSegment(mooncake.name());
-            long size = (3L << 20) + 5;
-
-            MemorySegment src = local.segment().asSlice(1, size);
-            TransferStatus w = initiator.transfer(TransferRequest.builder(Opcode.WRITE, src, seg,
-                    FakeMooncakeTarget.BASE + 7).require(MooncakeTcpTransportProvider.ID).build());
-            assertEquals(TransferState.COMPLETED, w.state(), w.message());
-            assertEquals(crc(src), crc(MemorySegment.ofArray(fake.memory).asSlice(7, size)), "WRITE into Mooncake");
-            assertEquals(4, fake.headers.size(), "1 MiB slices: each one Mooncake request");
-
-            MemorySegment dst = local.segment().asSlice(4L << 20, size);
-            TransferStatus r = initiator.transfer(TransferRequest.builder(Opcode.READ, dst, seg,
-                    FakeMooncakeTarget.BASE + 7).require(MooncakeTcpTransportProvider.ID).build());
-            assertEquals(TransferState.COMPLETED, r.state(), r.message());
-            assertEquals(crc(src), crc(dst), "READ back from Mooncake");
         }
     }
 
