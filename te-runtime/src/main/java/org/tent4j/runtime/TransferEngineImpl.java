@@ -146,7 +146,8 @@ final class TransferEngineImpl implements TransferEngine {
             countControlPlaneRefusals(metrics, control);
             int metricsPort = config.core().getInt(EngineConfig.METRICS_PORT);
             if (metricsPort >= 0) {
-                int bound = metrics.serve("0.0.0.0", metricsPort);
+                // where the control plane binds: an engine kept on loopback keeps its metrics there too
+                int bound = metrics.serve(host, metricsPort);
                 log.info("metrics of segment '{}' at http://{}:{}/metrics", segmentName, host, bound);
             }
             this.publisher = new DescriptorPublisher(new DescriptorPublisher.Identity(segmentName, machineId, host, control.port(),

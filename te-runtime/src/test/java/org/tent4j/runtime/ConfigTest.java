@@ -5,6 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.ConnectException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.Socket;
+import java.net.SocketException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -13,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -99,6 +106,20 @@ class ConfigTest {
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode());
             assertTrue(r.body().contains("tent4j_transfer_bytes_total{operation=\"read\",segment=\"" + e.segmentName() + "\",transport=\"inproc\"}"), r.body());
+            // control.host is loopback, so the metrics port is not open on this machine's other addresses
+            InetAddress outside = NetworkInterface.networkInterfaces().filter(i -> !isLoopback(i))
+                    .flatMap(NetworkInterface::inetAddresses).filter(a -> a instanceof Inet4Address).findFirst().orElse(null);
+            Assumptions.assumeTrue(outside != null, "this machine has no non-loopback IPv4 address to try");
+            assertThrows(ConnectException.class, () -> new Socket(outside, port).close(),
+                    "metrics must bind where the control plane binds (" + outside + " reached it)");
+        }
+    }
+
+    private static boolean isLoopback(NetworkInterface i) {
+        try {
+            return i.isLoopback() || !i.isUp();
+        } catch (SocketException e) {
+            return true;
         }
     }
 }

@@ -60,7 +60,7 @@ public final class CoreKey {
             OptionSpec.of(EngineConfig.WORKERS, Type.INT, "0", "worker threads; 0 = number of cores"),
             OptionSpec.of(EngineConfig.TRANSFER_TIMEOUT, Type.DURATION, "30s", "how long a task waits for a peer when the request sets no deadline"),
             OptionSpec.of(TRANSFER_AWAIT_SPIN, Type.DURATION, "50us", "how long a thread in await spins for the end before it sleeps, saving the wake-up of a caller that waits for one request at a time; a thread whose last 4 spins ended too soon stops spinning (and tries again every 64 waits); 0 = never spin"),
-            OptionSpec.of(EngineConfig.METRICS_PORT, Type.INT, "-1", "Prometheus endpoint port; -1 = none, 0 = a free port"),
+            OptionSpec.of(EngineConfig.METRICS_PORT, Type.INT, "-1", "Prometheus endpoint port, on control.host; -1 = none, 0 = a free port"),
             OptionSpec.of(MACHINE_ID, Type.STRING, "", "override the detected machine id (boot id + machine id)"),
             OptionSpec.of(BATCH_MAX_CAPACITY, Type.INT, "65536", "largest batch capacity accepted"),
             OptionSpec.of(FAILOVER_MAX_ATTEMPTS, Type.INT, "4", "times each slice of a task may be retried on another path or transport before the task fails"),
