@@ -114,10 +114,10 @@ class RedisMetadataStoreTest {
 
     @Test
     void keyspaceFlagsAreMergedNotReplaced() {
-        assertEquals("Kg$xe", RedisMetadataStore.mergeEventFlags(""));
-        assertEquals("AKE", RedisMetadataStore.mergeEventFlags("AKE"));
-        assertEquals("AEK", RedisMetadataStore.mergeEventFlags("AE"));
-        assertEquals("Elg$Kxe", RedisMetadataStore.mergeEventFlags("Elg$"));
+        assertEquals("Kg$xe", RedisWatches.mergeEventFlags(""));
+        assertEquals("AKE", RedisWatches.mergeEventFlags("AKE"));
+        assertEquals("AEK", RedisWatches.mergeEventFlags("AE"));
+        assertEquals("Elg$Kxe", RedisWatches.mergeEventFlags("Elg$"));
     }
 
     @Test
