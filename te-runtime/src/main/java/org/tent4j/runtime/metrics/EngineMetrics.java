@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.DoubleSupplier;
 
 import com.sun.net.httpserver.HttpServer;
@@ -60,6 +62,20 @@ public final class EngineMetrics implements AutoCloseable {
     private LatencyBuckets latency;
     private final Map<String, List<Meter>> pathMeters = new ConcurrentHashMap<>();
     private HttpServer server;
+    private ExecutorService serverThreads;
+
+    /**
+     * How long the JDK's HTTP server lets a client take to send its request before closing the connection: without
+     * it, a client that sends half a request holds a metrics thread forever. The JDK reads it once per JVM, when its
+     * first server starts; a value set on the command line wins (the HTTP metadata server sets the same default).
+     */
+    private static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
+
+    static {
+        if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
+            System.setProperty(REQUEST_TIME_PROPERTY, "30");
+        }
+    }
 
     public EngineMetrics(String segment) {
         this.segment = segment;
@@ -212,7 +228,9 @@ public final class EngineMetrics implements AutoCloseable {
                 os.write(body);
             }
         });
-        server.setExecutor(null);
+        // two threads: a scrape stuck behind a slow client must not wait for it
+        serverThreads = Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon().name("tent4j-metrics-http-", 0).factory());
+        server.setExecutor(serverThreads);
         server.start();
         return server.getAddress().getPort();
     }
@@ -221,6 +239,7 @@ public final class EngineMetrics implements AutoCloseable {
     public synchronized void close() {
         if (server != null) {
             server.stop(0);
+            serverThreads.shutdownNow();
         }
         registry.close();
     }
