@@ -1,15 +1,9 @@
 package org.tent4j.metadata.http;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -43,8 +37,6 @@ public final class HttpMetadataServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HttpMetadataServer.class);
     /** Default for the largest value a PUT may carry; etcd's own limit is 1.5 MiB, descriptors are a few KiB. */
     public static final int DEFAULT_MAX_VALUE_BYTES = 1 << 20;
-    private static final long DEFAULT_WATCH_TIMEOUT_MS = 30_000;
-    private static final long MAX_WATCH_TIMEOUT_MS = 300_000;
     /**
      * How long the JDK server lets a client take to send one request, headers and body, before it closes the
      * connection (a slowloris client otherwise holds its connection and thread forever). The JDK reads this, and the
@@ -77,12 +69,12 @@ public final class HttpMetadataServer implements AutoCloseable {
     private final AtomicInteger waitingRequests = new AtomicInteger();
     private final Semaphore watchPermits;
     private final boolean tls;
-    private final int maxValueBytes;
     private final int maxRequests;
     private final int maxWatchers;
     private final int requestQueue;
     private final Duration requestQueueWait;
     private final MetadataTable table;
+    private final MetadataRequests requests;
     private final String basePath;
     private final String host;
     private final Path dataFile;
@@ -93,7 +85,6 @@ public final class HttpMetadataServer implements AutoCloseable {
         this.basePath = normalize(b.path);
         this.host = b.host;
         this.dataFile = b.dataFile;
-        this.maxValueBytes = b.maxValueBytes;
         this.maxRequests = b.maxRequests;
         this.maxWatchers = b.maxWatchers;
         this.requestPermits = new Semaphore(b.maxRequests);
@@ -106,6 +97,7 @@ public final class HttpMetadataServer implements AutoCloseable {
         SnapshotFile snapshots = b.snapshotFile != null ? b.snapshotFile
                 : b.dataFile == null ? null : new SnapshotFile(b.dataFile);
         this.table = new MetadataTable(snapshots, b.durableTimeout, b.clock);
+        this.requests = new MetadataRequests(table, b.maxValueBytes, () -> closing);
         this.tls = b.tlsCertificate != null;
         try {
             InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(b.host), b.port);
@@ -231,34 +223,34 @@ public final class HttpMetadataServer implements AutoCloseable {
             try {
                 if (path.equals(rootKeyPath) || path.equals(basePath + "/")) {
                     if (!admitRequest()) {
-                        respond(ex, 503, "metadata server is busy (" + requestPermits.availablePermits()
+                        MetadataRequests.respond(ex, 503, "metadata server is busy (" + requestPermits.availablePermits()
                                 + " free of its request slots, " + requestQueue + " waiting); retry later");
                         return;
                     }
                     try {
-                        handleKey(ex);
+                        requests.handleKey(ex);
                     } finally {
                         requestPermits.release();
                     }
                 } else if (path.equals(watchPath)) {
                     if (!watchPermits.tryAcquire()) {
-                        respond(ex, 503, "metadata server has as many watches open as it allows; retry later");
+                        MetadataRequests.respond(ex, 503, "metadata server has as many watches open as it allows; retry later");
                         return;
                     }
                     try {
-                        handleWatch(ex);
+                        requests.handleWatch(ex);
                     } finally {
                         watchPermits.release();
                     }
                 } else {
-                    respond(ex, 404, "no such endpoint '" + path + "'; metadata is served at " + rootKeyPath
+                    MetadataRequests.respond(ex, 404, "no such endpoint '" + path + "'; metadata is served at " + rootKeyPath
                             + "?key=...");
                 }
-            } catch (BadRequestException e) {
+            } catch (MetadataRequests.BadRequestException e) {
                 // a client's mistake: one line, no stack trace, however many such requests arrive
                 LOG.info("400 for {} {} from {}: {}", ex.getRequestMethod(), path, ex.getRemoteAddress(),
                         e.getMessage());
-                respond(ex, 400, e.getMessage());
+                MetadataRequests.respond(ex, 400, e.getMessage());
             }
         } catch (IOException e) {
             LOG.debug("answering {} {} failed: {}", ex.getRequestMethod(), ex.getRequestURI(), e.toString());
@@ -282,212 +274,6 @@ public final class HttpMetadataServer implements AutoCloseable {
             return requestPermits.tryAcquire(requestQueueWait.toNanos(), TimeUnit.NANOSECONDS);
         } finally {
             waitingRequests.decrementAndGet();
-        }
-    }
-
-    /** A request the client got wrong: answered 400 with this message. */
-    static final class BadRequestException extends RuntimeException {
-        BadRequestException(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    private void handleKey(HttpExchange ex) throws IOException, InterruptedException {
-        String key = queryParam(ex, "key");
-        if (key == null || key.isEmpty()) {
-            throw new BadRequestException("missing query parameter 'key'");
-        }
-        switch (ex.getRequestMethod()) {
-            case "GET" -> {
-                MetadataTable.State s = table.get(key);
-                ex.getResponseHeaders().set(MetadataHttpProtocol.VERSION_HEADER, s.version());
-                if (s.present()) {
-                    respond(ex, 200, s.value());
-                } else {
-                    respond(ex, 404, MetadataHttpProtocol.NOT_FOUND_BODY);
-                }
-            }
-            case "PUT" -> {
-                long ttl = 0;
-                String ttlText = ex.getRequestHeaders().getFirst(MetadataHttpProtocol.TTL_HEADER);
-                if (ttlText != null) {
-                    try {
-                        ttl = Long.parseLong(ttlText.strip());
-                    } catch (NumberFormatException e) {
-                        ttl = -1;
-                    }
-                    if (ttl < 0 || ttl > MetadataTable.MAX_TTL_MILLIS) {
-                        throw new BadRequestException(MetadataHttpProtocol.TTL_HEADER + " must be an integer in 0.."
-                                + MetadataTable.MAX_TTL_MILLIS + " (milliseconds), got '" + ttlText + "'");
-                    }
-                }
-                String length = ex.getRequestHeaders().getFirst("Content-Length");
-                if (length != null && length.strip().length() > 0 && !fits(length.strip())) {
-                    respond(ex, 413, "value of '" + key + "' is larger than " + maxValueBytes + " bytes (Content-Length "
-                            + length.strip() + ")");
-                    return;
-                }
-                byte[] value;
-                try (InputStream in = ex.getRequestBody()) {
-                    value = in.readNBytes(maxValueBytes + 1);
-                }
-                if (value.length > maxValueBytes) {
-                    respond(ex, 413, "value of '" + key + "' is larger than " + maxValueBytes + " bytes");
-                    return;
-                }
-                long generation = table.put(key, value, ttl);
-                try {
-                    table.awaitDurable(generation);
-                } catch (MetadataTable.DurabilityTimeoutException e) {
-                    respond(ex, 503, e.getMessage());
-                    return;
-                } catch (IOException e) {
-                    respond(ex, 500, "stored in memory but not on disk: " + e.getMessage());
-                    return;
-                }
-                respond(ex, 200, MetadataHttpProtocol.UPDATED_BODY);
-            }
-            case "DELETE" -> {
-                drain(ex);
-                MetadataTable.Removal r = table.delete(key);
-                try {
-                    table.awaitDurable(r.generation());
-                } catch (MetadataTable.DurabilityTimeoutException e) {
-                    respond(ex, 503, e.getMessage());
-                    return;
-                } catch (IOException e) {
-                    respond(ex, 500, "deleted in memory but not on disk: " + e.getMessage());
-                    return;
-                }
-                ex.getResponseHeaders().set(MetadataHttpProtocol.EXISTED_HEADER, Boolean.toString(r.existed()));
-                // Mooncake's Go server answers 200 whether or not the key existed; its clients expect that
-                respond(ex, 200, MetadataHttpProtocol.DELETED_BODY);
-            }
-            default -> {
-                drain(ex);
-                ex.getResponseHeaders().set("Allow", "GET, PUT, DELETE");
-                respond(ex, 405, "method " + ex.getRequestMethod() + " not allowed");
-            }
-        }
-    }
-
-    private void handleWatch(HttpExchange ex) throws IOException, InterruptedException {
-        drain(ex);
-        if (!ex.getRequestMethod().equals("GET")) {
-            ex.getResponseHeaders().set("Allow", "GET");
-            respond(ex, 405, "watch takes GET");
-            return;
-        }
-        String key = queryParam(ex, "key");
-        if (key == null || key.isEmpty()) {
-            throw new BadRequestException("missing query parameter 'key'");
-        }
-        String known = queryParam(ex, "version");
-        long timeout = DEFAULT_WATCH_TIMEOUT_MS;
-        String t = queryParam(ex, "timeout_ms");
-        if (t != null) {
-            try {
-                timeout = Math.clamp(Long.parseLong(t), 0, MAX_WATCH_TIMEOUT_MS);
-            } catch (NumberFormatException e) {
-                respond(ex, 400, "timeout_ms must be an integer, got '" + t + "'");
-                return;
-            }
-        }
-        MetadataTable.State changed = closing ? null : table.awaitChange(key, known, timeout);
-        if (changed == null) {
-            ex.getResponseHeaders().set(MetadataHttpProtocol.VERSION_HEADER, table.get(key).version());
-            ex.sendResponseHeaders(304, -1);
-            return;
-        }
-        ex.getResponseHeaders().set(MetadataHttpProtocol.VERSION_HEADER, changed.version());
-        if (changed.present()) {
-            respond(ex, 200, changed.value());
-        } else {
-            respond(ex, 404, MetadataHttpProtocol.NOT_FOUND_BODY);
-        }
-    }
-
-    /** Whether a Content-Length of {@code text} is at most the value limit (digits only; anything else is left to the reader). */
-    private boolean fits(String text) {
-        if (!text.chars().allMatch(c -> c >= '0' && c <= '9')) {
-            return true;
-        }
-        return text.length() <= 10 && Long.parseLong(text) <= maxValueBytes;
-    }
-
-    private static void drain(HttpExchange ex) throws IOException {
-        try (InputStream in = ex.getRequestBody()) {
-            in.transferTo(OutputStream.nullOutputStream());
-        }
-    }
-
-    private static void respond(HttpExchange ex, int status, String body) throws IOException {
-        respond(ex, status, body.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static void respond(HttpExchange ex, int status, byte[] body) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", MetadataHttpProtocol.CONTENT_TYPE);
-        ex.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
-        if (body.length > 0) {
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write(body);
-            }
-        }
-    }
-
-    /** The first value of {@code name} in the query, decoded as Go's {@code Query().Get} does ('+' is a space). */
-    static String queryParam(HttpExchange ex, String name) {
-        return queryParam(ex.getRequestURI().getRawQuery(), name);
-    }
-
-    static String queryParam(String rawQuery, String name) {
-        if (rawQuery == null) {
-            return null;
-        }
-        for (String pair : rawQuery.split("&")) {
-            int eq = pair.indexOf('=');
-            String n = eq < 0 ? pair : pair.substring(0, eq);
-            if (decode(n, "query parameter name").equals(name)) {
-                return eq < 0 ? "" : decode(pair.substring(eq + 1), "query parameter '" + name + "'");
-            }
-        }
-        return null;
-    }
-
-    /**
-     * Decodes form encoding ('+' is a space, %XX a byte) strictly: a bad escape or bytes that are not UTF-8 are the
-     * client's error, where {@link java.net.URLDecoder} would throw or silently substitute U+FFFD (and two
-     * different keys would then name one entry).
-     */
-    static String decode(String text, String what) {
-        if (text.indexOf('%') < 0 && text.indexOf('+') < 0) {
-            return text;
-        }
-        byte[] raw = text.getBytes(StandardCharsets.UTF_8);
-        byte[] out = new byte[raw.length];
-        int n = 0;
-        for (int i = 0; i < raw.length; i++) {
-            byte b = raw[i];
-            if (b == '+') {
-                out[n++] = ' ';
-            } else if (b == '%') {
-                int hi = i + 2 < raw.length ? Character.digit(raw[i + 1], 16) : -1;
-                int lo = hi >= 0 ? Character.digit(raw[i + 2], 16) : -1;
-                if (lo < 0) {
-                    throw new BadRequestException(what + " has a bad %-escape at character " + i
-                            + " (expected %XX with two hex digits)");
-                }
-                out[n++] = (byte) (hi << 4 | lo);
-                i += 2;
-            } else {
-                out[n++] = b;
-            }
-        }
-        try {
-            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(out, 0, n)).toString();
-        } catch (CharacterCodingException e) {
-            throw new BadRequestException(what + " is not valid UTF-8 once %-decoded");
         }
     }
 

@@ -41,7 +41,7 @@ final class PlainMooncakeServer implements AutoCloseable {
                 send(ex, 404, "404 page not found".getBytes(StandardCharsets.UTF_8));
                 return;
             }
-            String key = HttpMetadataServer.queryParam(ex.getRequestURI().getRawQuery(), "key");
+            String key = MetadataRequests.queryParam(ex.getRequestURI().getRawQuery(), "key");
             key = key == null ? "" : key;
             switch (ex.getRequestMethod()) {
                 case "GET" -> {
