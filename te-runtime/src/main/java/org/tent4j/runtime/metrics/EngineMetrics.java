@@ -143,7 +143,13 @@ public final class EngineMetrics implements AutoCloseable {
     }
 
     /** (Re)registers the gauges of every path to {@code peer} over {@code transport}, replacing those of an older connection. */
-    public void paths(String peer, String transport, List<? extends PathView> paths) {
+    public synchronized void paths(String peer, String transport, List<? extends PathView> paths) {
+        // An older connection's meters share names and tags, and registering returns the meter already there: so they
+        // go first, or the gauges would go on reading the dead connection's paths (they did after every reconnect)
+        List<Meter> old = pathMeters.remove(peer + '\0' + transport);
+        if (old != null) {
+            old.forEach(registry::remove);
+        }
         List<Meter> meters = new ArrayList<>();
         for (PathView p : paths) {
             String[] tags = {"segment", segment, "peer", peer, "transport", transport, "path", p.name()};
@@ -153,15 +159,7 @@ public final class EngineMetrics implements AutoCloseable {
             meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::completedSlices).tags(tags).tag("outcome", "completed").register(registry));
             meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::failedSlices).tags(tags).tag("outcome", "failed").register(registry));
         }
-        List<Meter> old = pathMeters.put(peer + '\0' + transport, meters);
-        if (old != null) {
-            // An older connection's meters share names and tags; drop them so the new paths are the ones read.
-            for (Meter m : old) {
-                if (!meters.contains(m)) {
-                    registry.remove(m);
-                }
-            }
-        }
+        pathMeters.put(peer + '\0' + transport, meters);
     }
 
     /** What a transport reports its own metrics through: {@code tent4j_transport_<name>{segment,transport,...}}. */
