@@ -119,6 +119,11 @@ public final class EngineMetrics implements AutoCloseable {
         FunctionCounter.builder(name, owner, value).description(description).tags(tags).tags("segment", segment).register(registry);
     }
 
+    /** A level its owner keeps (buffers pinned now, connections open), read at each scrape; held weakly like {@link #count}. */
+    public <T> void gauge(String name, String description, T owner, java.util.function.ToDoubleFunction<T> value, String... tags) {
+        Gauge.builder(name, owner, value).description(description).tags(tags).tags("segment", segment).register(registry);
+    }
+
     public void fallback(String from, String to) {
         registry.counter("tent4j.transport.fallbacks", "segment", segment, "from", from, "to", to).increment();
     }
