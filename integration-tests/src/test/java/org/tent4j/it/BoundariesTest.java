@@ -119,9 +119,10 @@ class BoundariesTest {
     @Test
     void nettyCommonDependsOnTheApiAndNettyOnly() {
         noClasses().that().resideInAPackage(NETTY_COMMON)
-                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax..", "io.netty..", "org.slf4j..",
-                        "org.tent4j.api..", "org.tent4j.spi..", NETTY_COMMON)
-                .because("netty-common is te-api plus the handshake and TLS that Netty connections share")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "javax..", "jdk.net..", "io.netty..",
+                        "org.slf4j..", "org.tent4j.api..", "org.tent4j.spi..", NETTY_COMMON)
+                .because("netty-common is te-api plus the handshake, TLS and keep-alive that Netty connections share"
+                        + " (jdk.net: the JDK's keep-alive socket options)")
                 .check(classes);
     }
 

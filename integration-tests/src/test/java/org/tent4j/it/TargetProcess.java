@@ -30,7 +30,8 @@ import org.tent4j.testkit.ChildJvm;
  * It can be an initiator too: {@code FILL <seed>} refills its buffer, {@code OPEN <segment>} opens a peer's segment and
  * {@code WRITE <remote address> <length> [<deadline ms>]} writes the start of its buffer there over tcp (with that
  * deadline, else under transfer.timeout), printing {@code SUBMITTED} at once and {@code DONE <state> <ms> <crc of what it
- * sent> <error code> <message>} when the task ends.
+ * sent> <error code> <message>} when the task ends. {@code METRIC <prefix>} answers the sum of the engine's Prometheus
+ * samples whose line starts with the prefix (the engine needs {@code metrics.port} among its settings).
  */
 public final class TargetProcess {
     public static void main(String[] args) throws Exception {
@@ -61,6 +62,7 @@ public final class TargetProcess {
                     case "WRITE" -> write(engine, mem.segment().asSlice(0, Long.parseLong(w[2])), peer, Long.parseLong(w[1]),
                             w.length > 3 ? Duration.ofMillis(Long.parseLong(w[3])) : null, out);
                     case "CRC" -> out.println("CRC " + crc(mem.segment().asSlice(Long.parseLong(w[1]), Long.parseLong(w[2]))));
+                    case "METRIC" -> out.println("METRIC " + metric(engineMetricsPort(args), w[1]));
                     case "NOTE" -> {
                         var n = engine.awaitNotification(Duration.ofSeconds(10));
                         out.println("NOTE " + (n == null ? "<none>" : n.sender() + " " + n.message()));
@@ -92,6 +94,31 @@ public final class TargetProcess {
                 out.println("DONE INTERRUPTED");
             }
         });
+    }
+
+    /** The {@code metrics.port=} of the arguments: the engine serves its Prometheus page there. */
+    private static int engineMetricsPort(String[] args) {
+        for (String a : args) {
+            if (a.startsWith("metrics.port=")) {
+                return Integer.parseInt(a.substring("metrics.port=".length()));
+            }
+        }
+        throw new IllegalStateException("METRIC needs metrics.port=<port> among the engine's settings");
+    }
+
+    /** The sum of the engine's Prometheus samples whose line starts with {@code prefix} (name and first labels). */
+    private static long metric(int port, String prefix) throws IOException, InterruptedException {
+        try (var http = java.net.http.HttpClient.newHttpClient()) {
+            String page = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port
+                    + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+            double sum = 0;
+            for (String line : page.split("\n")) {
+                if (line.startsWith(prefix)) {
+                    sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                }
+            }
+            return Math.round(sum);
+        }
     }
 
     static void pattern(MemorySegment s, long seed) {
@@ -136,6 +163,11 @@ public final class TargetProcess {
                 jvm.kill();
                 throw e;
             }
+        }
+
+        /** The sum of the engine's Prometheus samples whose line starts with {@code prefix}. */
+        long metric(String prefix) throws IOException, InterruptedException {
+            return Long.parseLong(jvm.ask("METRIC " + prefix).split(" ")[1]);
         }
 
         long crc(long offset, long length) throws IOException, InterruptedException {

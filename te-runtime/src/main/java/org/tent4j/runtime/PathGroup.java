@@ -537,6 +537,44 @@ final class PathGroup {
         return best < 0 || bestTime <= bestFullTime || bestTime <= backlogBytes / bandwidth ? best : -1;
     }
 
+    /**
+     * Ends the queued slices whose deadline passed by {@code now} with TIMEOUT. Only a connecting group needs this: an
+     * open one checks each slice's deadline as it posts it, but a connect may block for the transport's whole connect
+     * timeout (a SYN into a silent link), which no task deadline caps.
+     */
+    void expireQueued(long now) {
+        java.util.List<RuntimeSlice> expired = null;
+        synchronized (queues) {
+            for (SliceRing q : queues) {
+                java.util.List<RuntimeSlice> out = q.takeExpired(now);
+                if (out == null) {
+                    continue;
+                }
+                if (expired == null) {
+                    expired = out;
+                } else {
+                    expired.addAll(out);
+                }
+                for (RuntimeSlice s : out) {
+                    queued--;
+                    queuedBytes -= s.length();
+                }
+            }
+        }
+        if (expired == null) {
+            return;
+        }
+        for (RuntimeSlice s : expired) {
+            Task t = s.task();
+            if (t.isTerminal()) {
+                s.discard();
+            } else {
+                s.expire((t.explicitDeadline() ? "deadline" : "transfer.timeout") + " passed while connecting to segment '"
+                        + segment.name() + "' over " + transport.id());
+            }
+        }
+    }
+
     /** Takes every queued slice out (for rerouting when all paths are down, the connection closed or never opened). */
     RuntimeSlice[] takeAll() {
         synchronized (queues) {

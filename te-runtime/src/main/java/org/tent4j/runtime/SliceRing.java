@@ -38,6 +38,32 @@ final class SliceRing {
         size++;
     }
 
+    /**
+     * Takes out the slices whose deadline passed by {@code now}, keeping the others in order; returns them, or
+     * {@code null} if there are none (the common case allocates nothing).
+     */
+    java.util.List<RuntimeSlice> takeExpired(long now) {
+        java.util.List<RuntimeSlice> out = null;
+        int mask = items.length - 1;
+        int kept = 0;
+        for (int i = 0; i < size; i++) {
+            RuntimeSlice s = items[(head + i) & mask];
+            if (s.deadlineNanos() - now <= 0) {
+                if (out == null) {
+                    out = new java.util.ArrayList<>();
+                }
+                out.add(s);
+            } else {
+                items[(head + kept++) & mask] = s;
+            }
+        }
+        for (int i = kept; i < size; i++) {
+            items[(head + i) & mask] = null;
+        }
+        size = kept;
+        return out;
+    }
+
     private void grow() {
         if (size < items.length) {
             return;

@@ -125,6 +125,9 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             s.discard();
             return;
         }
+        if (expired(s, code, message)) {
+            return;
+        }
         boolean retry = !state.isClosed() && code.retryable() && !(code == ErrorCode.TIMEOUT && t.explicitDeadline())
                 && (fromPath < 0 || s.retried() <= maxAttempts);
         if (!retry) {
@@ -167,6 +170,9 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
             s.discard();
             return;
         }
+        if (expired(s, code, message)) {
+            return;
+        }
         TransportSlot slot = from.transport();
         if (reconnect && !from.usable() && from.connectError() == null) {
             PathGroup again = groupFor(t.segment(), slot);
@@ -188,6 +194,20 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         s.sendTo(g);
         s.avoid(-1);
         g.enqueue(s, true);
+    }
+
+    /**
+     * Ends {@code s}'s task with TIMEOUT if its deadline passed: a retry could only wait somewhere else (on another
+     * lane of the same dead link, or for a reconnect that takes the transport's connect timeout) for a task that is
+     * already late. Returns whether it did.
+     */
+    private boolean expired(RuntimeSlice s, ErrorCode code, String message) {
+        if (s.deadlineNanos() - clock.nanoTime() > 0) {
+            return false;
+        }
+        s.expire(code == ErrorCode.TIMEOUT ? message : message + "; not retried: "
+                + (s.task().explicitDeadline() ? "its deadline" : "transfer.timeout") + " has passed");
+        return true;
     }
 
     /** One WARN line per (peer, from, to) per second, counting the ones folded into it. */
@@ -239,7 +259,11 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     private void sweep(RemoteSegment seg, AtomicReferenceArray<PathGroup> row, long now) {
         for (int i = 0; i < row.length(); i++) {
             PathGroup g = row.get(i);
-            if (g == null || g.queued() == 0 || g.isConnecting()) {
+            if (g == null || g.queued() == 0) {
+                continue;
+            }
+            if (g.isConnecting()) {
+                g.expireQueued(now);
                 continue;
             }
             if (!g.isOpen() || g.allPathsPaused(now)) {

@@ -144,6 +144,12 @@ final class TransferEngineImpl implements TransferEngine {
             built.add(transports);
             metrics.transports(transports.ids());
             countControlPlaneRefusals(metrics, control);
+            metrics.gauge("tent4j.buffer.pins", "slices in transports now, each pinning its local buffer", registrations,
+                    Registrations::pins);
+            metrics.gauge("tent4j.control.connections", "control-plane connections open now", control,
+                    ControlPlaneNode::inboundConnections, "direction", "inbound");
+            metrics.gauge("tent4j.control.connections", "control-plane connections open now", control,
+                    ControlPlaneNode::outboundConnections, "direction", "outbound");
             int metricsPort = config.core().getInt(EngineConfig.METRICS_PORT);
             if (metricsPort >= 0) {
                 // where the control plane binds: an engine kept on loopback keeps its metrics there too

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.tent4j.api.ConfigException;
+import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 
@@ -64,6 +65,9 @@ class ConfigTest {
         assertEquals("paths.max_inflight_bytes", rejected(base().set("paths.max_inflight_bytes", "16t")).key());
         assertEquals(EngineConfig.SLICE_SIZE, rejected(base().set(EngineConfig.SLICE_SIZE, "16t")).key());
         assertEquals("transfer.await_spin", rejected(base().set("transfer.await_spin", "2ms")).key());
+        assertEquals(CoreKey.CONTROL_KEEPALIVE_IDLE, rejected(base().set(CoreKey.CONTROL_KEEPALIVE_IDLE, "500ms")).key());
+        assertEquals(CoreKey.CONTROL_KEEPALIVE_INTERVAL, rejected(base().set(CoreKey.CONTROL_KEEPALIVE_INTERVAL, "0s")).key());
+        assertEquals(CoreKey.CONTROL_KEEPALIVE_COUNT, rejected(base().set(CoreKey.CONTROL_KEEPALIVE_COUNT, "200")).key());
     }
 
     @Test

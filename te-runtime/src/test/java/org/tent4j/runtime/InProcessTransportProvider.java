@@ -258,7 +258,10 @@ public class InProcessTransportProvider implements TransportProvider {
      * explain and submit agree. It runs only where {@code transports.scripted.on=true} and sorts first
      * ({@link #order()} 10). {@code mode}: {@code ok}, {@code unavailable} (cannot run here), {@code unreachable}
      * (says it cannot reach any peer), {@code no_kinds} (moves no host memory), {@code unregistered} (serves no
-     * buffer), {@code connect_fails} (its connect throws PEER_UNREACHABLE).
+     * buffer), {@code connect_fails} (its connect throws PEER_UNREACHABLE), {@code silent} (a link that went silent:
+     * the first connection takes slices and never answers, fails them at their deadline as the tcp lane's sweep does
+     * and closes; every later connect hangs as one into a silent link does), {@code connect_hangs} (every connect
+     * hangs). A hanging connect throws PEER_UNREACHABLE after 5 s, tcp's default connect timeout, or at close.
      */
     public static final class Scripted extends InProcessTransportProvider {
         @Override public String id() { return "scripted"; }
@@ -291,6 +294,8 @@ public class InProcessTransportProvider implements TransportProvider {
         public Transport create(TransportContext context) {
             Transport inner = super.create(context);
             String mode = context.options().getString("mode");
+            java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicBoolean wentSilent = new java.util.concurrent.atomic.AtomicBoolean();
             return new Transport() {
                 @Override public String id() { return inner.id(); }
 
@@ -316,15 +321,75 @@ public class InProcessTransportProvider implements TransportProvider {
                     if (mode.equals("connect_fails")) {
                         throw new TransferException(ErrorCode.PEER_UNREACHABLE, "scripted connect failure to '" + peer.name() + "'");
                     }
-                    return inner.connect(peer);
+                    if (mode.equals("connect_hangs") || (mode.equals("silent") && !wentSilent.compareAndSet(false, true))) {
+                        try {
+                            closed.await(5, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        throw new TransferException(ErrorCode.PEER_UNREACHABLE, "scripted: no answer to connect to '"
+                                + peer.name() + "' within 5 s");
+                    }
+                    return mode.equals("silent") ? new SilentConnection(context) : inner.connect(peer);
                 }
 
                 @Override
                 public void close() {
+                    closed.countDown();
                     inner.close();
                 }
             };
         }
+    }
+
+    /**
+     * Two paths to a peer that went silent: slices are taken and never answered; at the first deadline the connection
+     * dies as a tcp lane does, failing what it holds (TIMEOUT past its deadline, PEER_FAILED otherwise).
+     */
+    static final class SilentConnection implements PeerConnection {
+        private final TransportContext context;
+        private final java.util.List<Slice> held = new java.util.ArrayList<>();
+        private boolean open = true;
+
+        SilentConnection(TransportContext context) {
+            this.context = context;
+        }
+
+        @Override public int pathCount() { return 2; }
+        @Override public String pathName(int p) { return "lane-" + p; }
+
+        @Override
+        public void post(Slice s) {
+            synchronized (this) {
+                if (open) {
+                    held.add(s);
+                    context.scheduler().schedule(this::die, Math.max(0, s.deadlineNanos() - context.clock().nanoTime()),
+                            TimeUnit.NANOSECONDS);
+                    return;
+                }
+            }
+            s.fail(ErrorCode.PEER_FAILED, "scripted: silent connection is closed");
+        }
+
+        private void die() {
+            java.util.List<Slice> failing;
+            synchronized (this) {
+                open = false;
+                failing = new java.util.ArrayList<>(held);
+                held.clear();
+            }
+            long now = context.clock().nanoTime();
+            for (Slice s : failing) {
+                if (now - s.deadlineNanos() >= 0) {
+                    s.fail(ErrorCode.TIMEOUT, "scripted: no answer within the deadline");
+                } else {
+                    s.fail(ErrorCode.PEER_FAILED, "scripted: connection closed");
+                }
+            }
+        }
+
+        @Override public synchronized boolean isOpen() { return open; }
+        @Override public void close() { die(); }
     }
 
     /** Built against a newer transport SPI than this runtime's: must be refused, never probed. */

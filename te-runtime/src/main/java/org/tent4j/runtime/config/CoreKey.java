@@ -32,6 +32,10 @@ public final class CoreKey {
     public static final String CONTROL_MAX_REQUESTS = "control.max_requests";
     public static final String CONTROL_IDLE_TIMEOUT = "control.idle_timeout";
     public static final String CONTROL_CALL_TIMEOUT = "control.call_timeout";
+    /** TCP keep-alive of control-plane connections, so a peer that went silent is noticed without a call. */
+    public static final String CONTROL_KEEPALIVE_IDLE = "control.keepalive_idle";
+    public static final String CONTROL_KEEPALIVE_INTERVAL = "control.keepalive_interval";
+    public static final String CONTROL_KEEPALIVE_COUNT = "control.keepalive_count";
     /** Notifications received and not yet taken by the application; beyond it new ones are dropped (logged). */
     public static final String NOTIFICATIONS_MAX_QUEUED = "notifications.max_queued";
     /** Bytes of notification text received and not yet taken, of all peers; beyond it new ones are dropped (counted). */
@@ -76,6 +80,9 @@ public final class CoreKey {
             OptionSpec.of(CONTROL_MAX_REQUESTS, Type.INT, "1024", "control-plane requests of all connections waiting for or on a worker; more are answered TOO_MANY_REQUESTS"),
             OptionSpec.of(CONTROL_IDLE_TIMEOUT, Type.DURATION, "5m", "close a control-plane connection that received nothing for this long and has no call or request open; 0 = never"),
             OptionSpec.of(CONTROL_CALL_TIMEOUT, Type.DURATION, "30s", "how long an asynchronous control-plane call (a notification) waits for its reply"),
+            OptionSpec.of(CONTROL_KEEPALIVE_IDLE, Type.DURATION, "15s", "TCP keep-alive of control-plane connections: probe a peer after this long without traffic, so one that went silent (no reset) is noticed and its calls fail without waiting for control.call_timeout; whole seconds, 0 = off"),
+            OptionSpec.of(CONTROL_KEEPALIVE_INTERVAL, Type.DURATION, "5s", "time between control-plane keep-alive probes; whole seconds"),
+            OptionSpec.of(CONTROL_KEEPALIVE_COUNT, Type.INT, "3", "unanswered control-plane keep-alive probes after which the connection closes"),
             OptionSpec.of(NOTIFICATIONS_MAX_QUEUED, Type.INT, "65536", "received notifications kept until the application takes them; more are dropped with a WARN"),
             OptionSpec.of(NOTIFICATIONS_MAX_QUEUED_BYTES, Type.SIZE, "64m", "bytes of received notifications (message text) kept until the application takes them, of all peers; more are dropped, logged and counted (tent4j_notifications_dropped_total)"),
             OptionSpec.of(NOTIFICATIONS_MAX_QUEUED_BYTES_PER_PEER, Type.SIZE, "16m", "the same for the notifications of one sending segment, so one peer cannot fill the room of all"),

@@ -55,6 +55,7 @@ import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.OptionValues;
 import org.tent4j.spi.SecuritySettings;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.transport.netty.KeepAlive;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
 
@@ -84,7 +85,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     /** What a peer can make this node hold, from the {@code control.*} keys of {@link CoreKey}. */
     public record Settings(int maxFrame, int maxConnections, int maxRequestsPerConnection, int maxRequests,
-                           Duration idleTimeout, Duration callTimeout, SecuritySettings security) {
+                           Duration idleTimeout, Duration callTimeout, KeepAlive keepAlive, SecuritySettings security) {
         public Settings {
             if (maxFrame < 1024) {
                 throw new ConfigException(CoreKey.CONTROL_MAX_FRAME, "must be at least 1k, got " + maxFrame);
@@ -125,6 +126,9 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             return new Settings((int) frame, core.getInt(CoreKey.CONTROL_MAX_CONNECTIONS),
                     core.getInt(CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION), core.getInt(CoreKey.CONTROL_MAX_REQUESTS),
                     core.getDuration(CoreKey.CONTROL_IDLE_TIMEOUT), core.getDuration(CoreKey.CONTROL_CALL_TIMEOUT),
+                    KeepAlive.of(CoreKey.CONTROL_KEEPALIVE_IDLE, core.getDuration(CoreKey.CONTROL_KEEPALIVE_IDLE),
+                            CoreKey.CONTROL_KEEPALIVE_INTERVAL, core.getDuration(CoreKey.CONTROL_KEEPALIVE_INTERVAL),
+                            CoreKey.CONTROL_KEEPALIVE_COUNT, core.getInt(CoreKey.CONTROL_KEEPALIVE_COUNT)),
                     security(core));
         }
 
@@ -188,10 +192,12 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         this.settings = settings;
         this.tls = settings.security().tls() ? TlsContexts.of(settings.security()) : null;
         try {
-            server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+            ServerBootstrap sb = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                    .childHandler(pipeline(true)).bind(host, port).sync().channel();
+                    .childHandler(pipeline(true));
+            settings.keepAlive().configure(KeepAlive.Keys.NIO, sb::childOption);
+            server = sb.bind(host, port).sync().channel();
         } catch (Exception e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new TransferException(ErrorCode.CONFIG, "cannot listen on control plane " + host + ":" + port + ": " + e, e);
@@ -224,6 +230,22 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     public int port() {
         return ((InetSocketAddress) server.localAddress()).getPort();
+    }
+
+    /** Inbound connections open now. */
+    public int inboundConnections() {
+        return connections.get();
+    }
+
+    /** Connections to peers open now (this node's calls go out on them). */
+    public int outboundConnections() {
+        int n = 0;
+        for (CompletableFuture<Channel> f : peers.values()) {
+            if (f.isDone() && !f.isCompletedExceptionally() && f.join().isActive()) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Replies that came on a connection other than their call's, or for no call at all; ignored. */
@@ -391,10 +413,12 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         if (cached == null ? peers.putIfAbsent(endpoint, fresh) != null : !peers.replace(endpoint, cached, fresh)) {
             return channel(host, port);
         }
-        ChannelFuture cf = new Bootstrap().group(group).channel(NioSocketChannel.class)
+        Bootstrap b = new Bootstrap().group(group).channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5000)
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                .handler(pipeline(false)).connect(host, port);
+                .handler(pipeline(false));
+        settings.keepAlive().configure(KeepAlive.Keys.NIO, b::option);
+        ChannelFuture cf = b.connect(host, port);
         cf.addListener(f -> {
             if (f.isSuccess()) {
                 // no request goes out before the peer proved itself (TLS, token)

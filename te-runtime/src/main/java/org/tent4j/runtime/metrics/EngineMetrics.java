@@ -135,6 +135,11 @@ public final class EngineMetrics implements AutoCloseable {
         FunctionCounter.builder(name, owner, value).description(description).tags(tags).tags("segment", segment).register(registry);
     }
 
+    /** A level its owner keeps (buffers pinned now, connections open), read at each scrape; held weakly like {@link #count}. */
+    public <T> void gauge(String name, String description, T owner, java.util.function.ToDoubleFunction<T> value, String... tags) {
+        Gauge.builder(name, owner, value).description(description).tags(tags).tags("segment", segment).register(registry);
+    }
+
     public void fallback(String from, String to) {
         registry.counter("tent4j.transport.fallbacks", "segment", segment, "from", from, "to", to).increment();
     }
@@ -159,7 +164,13 @@ public final class EngineMetrics implements AutoCloseable {
     }
 
     /** (Re)registers the gauges of every path to {@code peer} over {@code transport}, replacing those of an older connection. */
-    public void paths(String peer, String transport, List<? extends PathView> paths) {
+    public synchronized void paths(String peer, String transport, List<? extends PathView> paths) {
+        // An older connection's meters share names and tags, and registering returns the meter already there: so they
+        // go first, or the gauges would go on reading the dead connection's paths (they did after every reconnect)
+        List<Meter> old = pathMeters.remove(peer + '\0' + transport);
+        if (old != null) {
+            old.forEach(registry::remove);
+        }
         List<Meter> meters = new ArrayList<>();
         for (PathView p : paths) {
             String[] tags = {"segment", segment, "peer", peer, "transport", transport, "path", p.name()};
@@ -169,15 +180,7 @@ public final class EngineMetrics implements AutoCloseable {
             meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::completedSlices).tags(tags).tag("outcome", "completed").register(registry));
             meters.add(FunctionCounter.builder("tent4j.path.slices", p, PathView::failedSlices).tags(tags).tag("outcome", "failed").register(registry));
         }
-        List<Meter> old = pathMeters.put(peer + '\0' + transport, meters);
-        if (old != null) {
-            // An older connection's meters share names and tags; drop them so the new paths are the ones read.
-            for (Meter m : old) {
-                if (!meters.contains(m)) {
-                    registry.remove(m);
-                }
-            }
-        }
+        pathMeters.put(peer + '\0' + transport, meters);
     }
 
     /** What a transport reports its own metrics through: {@code tent4j_transport_<name>{segment,transport,...}}. */

@@ -128,6 +128,15 @@ final class BufferPins {
         }
     }
 
+    /** Accesses holding any buffer now: 0 whenever no request is being served, so one that stays above is a leak. */
+    long held() {
+        long n = 0;
+        for (Pin p : pins.values()) {
+            n += p.holders.get();
+        }
+        return n;
+    }
+
     /** How many accesses hold {@code buffer} right now (for tests and diagnostics). */
     int holders(LocalBuffer buffer) {
         Pin pin = pins.get(new Key(buffer));

@@ -4,6 +4,7 @@ import java.util.Locale;
 
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollChannelOption;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
@@ -16,10 +17,11 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.transport.netty.KeepAlive;
 
 /** Which Netty I/O engine the transport runs on: the event loop's handler and the matching channel classes. */
 record IoMode(String name, IoHandlerFactory handlerFactory, Class<? extends SocketChannel> socketChannel,
-              Class<? extends ServerSocketChannel> serverChannel) {
+              Class<? extends ServerSocketChannel> serverChannel, KeepAlive.Keys keepAliveKeys) {
 
     static final String OPTION = "transports.tcp.io_mode";
 
@@ -52,11 +54,14 @@ record IoMode(String name, IoHandlerFactory handlerFactory, Class<? extends Sock
 
     private static IoMode epoll() {
         return new IoMode("epoll", EpollIoHandler.newFactory(), EpollSocketChannel.class,
-                EpollServerSocketChannel.class);
+                EpollServerSocketChannel.class, new KeepAlive.Keys(EpollChannelOption.TCP_KEEPIDLE,
+                        EpollChannelOption.TCP_KEEPINTVL, EpollChannelOption.TCP_KEEPCNT,
+                        EpollChannelOption.TCP_USER_TIMEOUT));
     }
 
     private static IoMode nio() {
-        return new IoMode("nio", NioIoHandler.newFactory(), NioSocketChannel.class, NioServerSocketChannel.class);
+        return new IoMode("nio", NioIoHandler.newFactory(), NioSocketChannel.class, NioServerSocketChannel.class,
+                KeepAlive.Keys.NIO);
     }
 
     /** Kept apart so that the io_uring classes load only when asked for. */
@@ -70,7 +75,11 @@ record IoMode(String name, IoHandlerFactory handlerFactory, Class<? extends Sock
                 }
                 return new IoMode("io_uring", io.netty.channel.uring.IoUringIoHandler.newFactory(),
                         io.netty.channel.uring.IoUringSocketChannel.class,
-                        io.netty.channel.uring.IoUringServerSocketChannel.class);
+                        io.netty.channel.uring.IoUringServerSocketChannel.class, new KeepAlive.Keys(
+                        io.netty.channel.uring.IoUringChannelOption.TCP_KEEPIDLE,
+                        io.netty.channel.uring.IoUringChannelOption.TCP_KEEPINTVL,
+                        io.netty.channel.uring.IoUringChannelOption.TCP_KEEPCNT,
+                        io.netty.channel.uring.IoUringChannelOption.TCP_USER_TIMEOUT));
             } catch (LinkageError e) {
                 throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, OPTION + "=io_uring but Netty's "
                         + "io_uring transport is not on the class path: " + e, e);

@@ -159,6 +159,16 @@ final class TcpPeerConnection implements PeerConnection {
         return true;
     }
 
+    int liveLanes() {
+        int n = 0;
+        for (InitiatorLane lane : lanes) {
+            if (lane.alive()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     void sweep() {
         for (InitiatorLane lane : lanes) {
             lane.requestSweep();

@@ -47,6 +47,7 @@ import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportMetrics;
+import org.tent4j.transport.netty.KeepAlive;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
 
@@ -69,6 +70,7 @@ public final class TcpTransport implements Transport {
     private final int lanes;
     private final long maxFrame;
     private final Duration connectTimeout;
+    private final KeepAlive keepAlive;
     private final EventLoopGroup group;
     private final Channel server;
     private final int port;
@@ -113,6 +115,9 @@ public final class TcpTransport implements Transport {
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new ConfigException("transports.tcp.connect_timeout", "must be > 0, got " + connectTimeout);
         }
+        this.keepAlive = KeepAlive.of("transports.tcp.keepalive_idle", o.getDuration("keepalive_idle"),
+                "transports.tcp.keepalive_interval", o.getDuration("keepalive_interval"),
+                "transports.tcp.keepalive_count", o.getInt("keepalive_count"));
         int maxConnections = o.getInt("max_connections");
         if (maxConnections < 1) {
             throw new ConfigException("transports.tcp.max_connections", "must be >= 1, got " + maxConnections);
@@ -143,6 +148,12 @@ public final class TcpTransport implements Transport {
                 limits::readPauses);
         m.gauge("tcp_file_buffer_pauses", "times an inbound connection stopped reading because the file request "
                 + "buffers of all connections reached transports.tcp.max_file_buffer_bytes", fileBuffers::pauses);
+        m.gauge("tcp_connections", "data connections open now: inbound (peers' lanes) and outbound (lanes to peers "
+                + "that are alive)", inboundCount::get, "direction", "inbound");
+        m.gauge("tcp_connections", "data connections open now: inbound (peers' lanes) and outbound (lanes to peers "
+                + "that are alive)", this::liveLanes, "direction", "outbound");
+        m.gauge("tcp_pinned_accesses", "peer requests being served now, each pinning a registered buffer",
+                pins::held);
         m.gauge("tcp_file_buffer_bytes", "bytes of file request buffers held by inbound connections now",
                 fileBuffers::used);
         m.gauge("tcp_file_buffer_peak_bytes", "the most bytes of file request buffers inbound connections held at once",
@@ -198,6 +209,7 @@ public final class TcpTransport implements Transport {
                             inbound.add(ch);
                         }
                     });
+            keepAlive.configure(ioMode.keepAliveKeys(), sb::childOption);
             ChannelFuture bound = sb.bind(context.host(), wantedPort).awaitUninterruptibly();
             if (!bound.isSuccess()) {
                 throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: cannot listen on "
@@ -338,6 +350,7 @@ public final class TcpTransport implements Transport {
                     .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
                             connectTimeout.toMillis()));
+            keepAlive.configure(ioMode.keepAliveKeys(), b::option);
             if (tls == null && !security.authenticates()) {
                 b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane)).handler(lane);
             } else {
@@ -459,6 +472,15 @@ public final class TcpTransport implements Transport {
     /** Waits (on the release, not by polling) until no peer access holds {@code buffer}; how many still do. */
     int awaitPinsReleased(LocalBuffer buffer, Duration patience) {
         return pins.awaitReleased(buffer, patience);
+    }
+
+    /** Outbound lanes alive now, of all peers (the {@code tcp_connections{direction="outbound"}} gauge). */
+    private int liveLanes() {
+        int n = 0;
+        for (TcpPeerConnection c : connections) {
+            n += c.liveLanes();
+        }
+        return n;
     }
 
     void forget(TcpPeerConnection connection) {

@@ -33,6 +33,13 @@ public final class TcpTransportProvider implements TransportProvider {
             OptionSpec.of("io_mode", Type.STRING, "auto", "auto, epoll, io_uring or nio; auto = epoll if it loads, "
                     + "else nio"),
             OptionSpec.of("connect_timeout", Type.DURATION, "5s", "how long connecting to a peer may take"),
+            OptionSpec.of("keepalive_idle", Type.DURATION, "15s", "TCP keep-alive of data connections, both sides: "
+                    + "probe a peer after this long without traffic, so one that went silent (no reset) is noticed "
+                    + "without a transfer; whole seconds, 0 = off"),
+            OptionSpec.of("keepalive_interval", Type.DURATION, "5s", "time between keep-alive probes; whole seconds"),
+            OptionSpec.of("keepalive_count", Type.INT, 3, "unanswered probes after which the connection closes; on "
+                    + "epoll and io_uring, data unacknowledged for keepalive_idle + keepalive_interval x "
+                    + "keepalive_count closes it too (TCP_USER_TIMEOUT)"),
             OptionSpec.of("max_frame", Type.SIZE, "64m", "largest slice a peer may request; a larger request is a "
                     + "protocol error that closes its connection"),
             OptionSpec.of("max_connections", Type.INT, 1024, "inbound data connections at most; more are closed at "

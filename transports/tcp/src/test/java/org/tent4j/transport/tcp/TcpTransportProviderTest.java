@@ -55,9 +55,12 @@ class TcpTransportProviderTest {
     void declaresItsOptionsWithDefaults() {
         Map<String, OptionSpec> o = provider.options().stream()
                 .collect(Collectors.toMap(OptionSpec::name, Function.identity()));
-        assertEquals(Map.of("lanes", "2", "io_threads", "2", "port", "0", "io_mode", "auto",
-                        "connect_timeout", "5s", "max_frame", "64m", "max_connections", "1024", "idle_timeout", "10m",
-                        "max_queued_bytes", "16m", "max_file_buffer_bytes", "256m"),
+        assertEquals(Map.ofEntries(Map.entry("lanes", "2"), Map.entry("io_threads", "2"), Map.entry("port", "0"),
+                        Map.entry("io_mode", "auto"), Map.entry("connect_timeout", "5s"), Map.entry("max_frame", "64m"),
+                        Map.entry("max_connections", "1024"), Map.entry("idle_timeout", "10m"),
+                        Map.entry("max_queued_bytes", "16m"), Map.entry("max_file_buffer_bytes", "256m"),
+                        Map.entry("keepalive_idle", "15s"), Map.entry("keepalive_interval", "5s"),
+                        Map.entry("keepalive_count", "3")),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
         assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());
@@ -86,8 +89,10 @@ class TcpTransportProviderTest {
     @Test
     void rejectsBadOptionValues() {
         // a file buffer budget below max_frame could never serve a request of the largest size
+        // the kernel counts keep-alive in whole seconds: a fraction is refused rather than rounded
         for (var bad : Map.of("lanes", "0", "io_threads", "0", "max_frame", "2g", "port", "70000",
-                "max_file_buffer_bytes", "63m").entrySet()) {
+                "max_file_buffer_bytes", "63m", "keepalive_idle", "1500ms", "keepalive_interval", "0s",
+                "keepalive_count", "0").entrySet()) {
             try (TestTransportContext ctx = TcpFixture.context("a", Map.of(bad.getKey(), bad.getValue()))) {
                 ConfigException e = assertThrows(ConfigException.class, () -> provider.create(ctx));
                 assertEquals("transports.tcp." + bad.getKey(), e.key());
