@@ -191,7 +191,7 @@ public final class TestNetwork implements AutoCloseable {
         String ns = runId + "-" + name;
         run(List.of(ip, "netns", "add", ns));
         namespaces.add(ns);
-        run(List.of(ip, "-n", ns, "link", "set", "lo", "up"));
+        run(List.of(ip, "-n", ns, "link", "set", "dev", "lo", "up"));
         Host h = new Host(this, name, ns);
         hosts.put(name, h);
         return h;
@@ -241,17 +241,17 @@ public final class TestNetwork implements AutoCloseable {
             run(List.of(ip, "netns", "add", bridgeNs));
             namespaces.add(bridgeNs);
             run(List.of(ip, "-n", bridgeNs, "link", "add", "name", "br0", "type", "bridge"));
-            run(List.of(ip, "-n", bridgeNs, "link", "set", "br0", "up"));
+            run(List.of(ip, "-n", bridgeNs, "link", "set", "dev", "br0", "up"));
             for (Host h : members) {
                 run(List.of(ip, "link", "add", "name", name, "netns", h.namespace(), "type", "veth",
                         "peer", "name", h.name(), "netns", bridgeNs));
-                run(List.of(ip, "-n", bridgeNs, "link", "set", h.name(), "master", "br0", "up"));
+                run(List.of(ip, "-n", bridgeNs, "link", "set", "dev", h.name(), "master", "br0", "up"));
             }
         }
         for (int j = 0; j < members.length; j++) {
             String address = "198.51.100." + (16 * index + j + 1);
             run(List.of(ip, "-n", members[j].namespace(), "addr", "add", address + "/28", "dev", name));
-            run(List.of(ip, "-n", members[j].namespace(), "link", "set", name, "up"));
+            run(List.of(ip, "-n", members[j].namespace(), "link", "set", "dev", name, "up"));
             addresses.put(members[j], address);
         }
         Link l = new Link(this, name, Collections.unmodifiableMap(addresses), bridgeNs);
@@ -293,7 +293,7 @@ public final class TestNetwork implements AutoCloseable {
     }
 
     synchronized void setLink(Host host, String ifname, boolean up) {
-        run(List.of(ip, "-n", host.namespace(), "link", "set", ifname, up ? "up" : "down"));
+        run(List.of(ip, "-n", host.namespace(), "link", "set", "dev", ifname, up ? "up" : "down"));
     }
 
     synchronized void setRate(Host host, String ifname, long bitsPerSecond) {

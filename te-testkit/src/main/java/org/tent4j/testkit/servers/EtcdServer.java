@@ -12,6 +12,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.tent4j.testkit.net.Host;
+
 import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManager;
@@ -37,6 +39,10 @@ public final class EtcdServer implements AutoCloseable {
     private int clientPort;
     private int peerPort;
     private String dataDirName;
+    /** Where clients and the peer port listen: loopback, or a test-bed host's address. */
+    private String bindHost = "127.0.0.1";
+    /** The test-bed host etcd runs in, or null. */
+    private Host host;
 
     private EtcdServer(ServerProcess process) {
         this.process = process;
@@ -50,6 +56,28 @@ public final class EtcdServer implements AutoCloseable {
     /** As {@link #launch()}, serving clients over TLS only with this PEM certificate and key (--cert-file/--key-file). */
     public static EtcdServer launchWithTls(Path certificate, Path key) {
         return launch(certificate, key);
+    }
+
+    /**
+     * Starts etcd inside a {@link org.tent4j.testkit.net.TestNetwork} host, listening on the host's address (etcd's own ports 2379/2380: a
+     * fresh namespace has nothing else on them), and waits until its client port accepts connections from inside the
+     * host. Only engines in the test network reach it; {@link #uri()} names the host's address.
+     */
+    public static EtcdServer launchIn(Host host) {
+        EtcdServer server = new EtcdServer(ServerProcess.create("etcd", "etcd", APT_PACKAGE));
+        server.host = host;
+        server.bindHost = host.address();
+        server.clientPort = 2379;
+        server.peerPort = 2380;
+        server.dataDirName = "data";
+        server.process.runUnder(host.command(List.of()));
+        try {
+            server.startProcess();
+            return server;
+        } catch (RuntimeException e) {
+            server.close();
+            throw e;
+        }
     }
 
     private static EtcdServer launch(Path certificate, Path key) {
@@ -80,7 +108,7 @@ public final class EtcdServer implements AutoCloseable {
 
     private void startProcess() {
         String client = clientUrl();
-        String peer = "http://127.0.0.1:" + peerPort;
+        String peer = "http://" + bindHost + ":" + peerPort;
         List<String> args = new ArrayList<>(List.of(
                 "--name", "tent4j",
                 "--data-dir", process.workDir().resolve(dataDirName).toString(),
@@ -99,6 +127,9 @@ public final class EtcdServer implements AutoCloseable {
     }
 
     private boolean healthy() {
+        if (host != null) {
+            return TestNetworkServers.accepts(host, bindHost, clientPort);
+        }
         try {
             HttpURLConnection c = (HttpURLConnection) URI.create(clientUrl() + "/health").toURL().openConnection();
             if (c instanceof HttpsURLConnection https) {
@@ -149,12 +180,12 @@ public final class EtcdServer implements AutoCloseable {
 
     /** {@code etcd://127.0.0.1:<port>} ({@code etcds://} with TLS), the URI tent4j's etcd metadata plugin takes. */
     public String uri() {
-        return (tlsCertificate == null ? "etcd" : "etcds") + "://127.0.0.1:" + clientPort;
+        return (tlsCertificate == null ? "etcd" : "etcds") + "://" + bindHost + ":" + clientPort;
     }
 
     /** {@code http://127.0.0.1:<port>} ({@code https://} with TLS), the client URL etcd itself and its tools use. */
     public String clientUrl() {
-        return (tlsCertificate == null ? "http" : "https") + "://127.0.0.1:" + clientPort;
+        return (tlsCertificate == null ? "http" : "https") + "://" + bindHost + ":" + clientPort;
     }
 
     public int port() {

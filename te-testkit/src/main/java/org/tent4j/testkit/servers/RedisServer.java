@@ -14,6 +14,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.tent4j.testkit.net.Host;
+
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.X509TrustManager;
@@ -36,6 +38,9 @@ public final class RedisServer implements AutoCloseable {
     private final boolean configCommandDisabled;
     private final Path tlsCertificate;
     private final Path tlsKey;
+    /** The test-bed host Redis runs in, or null; and the address it listens on. */
+    private final Host host;
+    private final String bindHost;
     private int port;
 
     private RedisServer(ServerProcess process, Builder b) {
@@ -46,6 +51,8 @@ public final class RedisServer implements AutoCloseable {
         this.configCommandDisabled = b.configCommandDisabled;
         this.tlsCertificate = b.tlsCertificate;
         this.tlsKey = b.tlsKey;
+        this.host = b.host;
+        this.bindHost = b.host == null ? "127.0.0.1" : b.host.address();
     }
 
     /** Starts a Redis without authentication and without persistence. */
@@ -59,11 +66,13 @@ public final class RedisServer implements AutoCloseable {
 
     private void startProcess() {
         List<String> args = new ArrayList<>(List.of(
-                "--bind", "127.0.0.1",
+                "--bind", bindHost,
                 "--port", tlsCertificate == null ? Integer.toString(port) : "0",
                 "--dir", process.workDir().toString(),
                 "--daemonize", "no",
-                "--protected-mode", "yes",
+                // in a test-bed host, clients come from other hosts' addresses, which protected mode refuses
+                // without a password; the test network reaches nothing outside it
+                "--protected-mode", host == null ? "yes" : "no",
                 "--save", "",
                 "--logfile", "",
                 "--loglevel", "warning"));
@@ -94,6 +103,9 @@ public final class RedisServer implements AutoCloseable {
 
     /** Ready once it answers PING with PONG, or with NOAUTH when a password is required (it is not loading then). */
     private boolean answersPing() {
+        if (host != null) {
+            return TestNetworkServers.accepts(host, bindHost, port);
+        }
         Socket plain = new Socket();
         try {
             plain.connect(new InetSocketAddress("127.0.0.1", port), 500);
@@ -155,7 +167,7 @@ public final class RedisServer implements AutoCloseable {
 
     /** {@code redis://127.0.0.1:<port>} ({@code rediss://} with TLS), without credentials. */
     public String uri() {
-        return scheme() + "://127.0.0.1:" + port;
+        return scheme() + "://" + bindHost + ":" + port;
     }
 
     private String scheme() {
@@ -171,7 +183,7 @@ public final class RedisServer implements AutoCloseable {
             return uri();
         }
         String u = user == null ? "" : encode(user);
-        return scheme() + "://" + u + ":" + encode(password) + "@127.0.0.1:" + port;
+        return scheme() + "://" + u + ":" + encode(password) + "@" + bindHost + ":" + port;
     }
 
     private static String encode(String s) {
@@ -239,6 +251,7 @@ public final class RedisServer implements AutoCloseable {
         private boolean configCommandDisabled;
         private Path tlsCertificate;
         private Path tlsKey;
+        private Host host;
 
         private Builder() {
         }
@@ -276,9 +289,29 @@ public final class RedisServer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Runs Redis inside a {@link org.tent4j.testkit.net.TestNetwork} host, listening on the host's address at
+         * Redis's own port 6379 (a fresh namespace has nothing else there); only engines in the test network reach it.
+         */
+        public Builder in(Host host) {
+            this.host = host;
+            return this;
+        }
+
         /** Starts Redis on a free port and waits until it answers (15 s at most). */
         public RedisServer launch() {
             RedisServer server = new RedisServer(ServerProcess.create("redis", "redis-server", APT_PACKAGE), this);
+            if (host != null) {
+                server.port = 6379;
+                server.process.runUnder(host.command(List.of()));
+                try {
+                    server.startProcess();
+                    return server;
+                } catch (RuntimeException e) {
+                    server.close();
+                    throw e;
+                }
+            }
             try {
                 for (int attempt = 1; ; attempt++) {
                     server.port = LoopbackPorts.free();

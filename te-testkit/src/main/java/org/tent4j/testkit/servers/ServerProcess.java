@@ -42,6 +42,8 @@ final class ServerProcess {
     private final Path workDir;
     private final Path logFile;
     private Process process;
+    /** What the command runs under: nothing, or {@code ip netns exec <namespace>} for a test-bed host. */
+    private List<String> prefix = List.of();
 
     private ServerProcess(String name, Path binary, Path workDir) {
         this.name = name;
@@ -104,6 +106,11 @@ final class ServerProcess {
         return binary;
     }
 
+    /** Runs the binary under {@code prefix} from now on (a {@link org.tent4j.testkit.net.Host}'s command prefix). */
+    synchronized void runUnder(List<String> prefix) {
+        this.prefix = List.copyOf(prefix);
+    }
+
     synchronized boolean isAlive() {
         return process != null && process.isAlive();
     }
@@ -120,7 +127,7 @@ final class ServerProcess {
         if (isAlive()) {
             throw new IllegalStateException(name + " is already running (pid " + process.pid() + ")");
         }
-        List<String> command = new ArrayList<>();
+        List<String> command = new ArrayList<>(prefix);
         command.add(binary.toString());
         command.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(command)
