@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,12 +24,10 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
@@ -38,12 +35,9 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
-import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.ssl.SslHandler;
-import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.AttributeKey;
-import io.netty.util.ReferenceCountUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -76,12 +70,13 @@ import org.tent4j.transport.netty.TokenAuthHandler;
  * this node has seen the old connection close. So a connection whose first claim meets a live owner holds its frames
  * (reading nothing more) until the owner closes or {@link Settings#claimWait()} passes, once per connection: then it
  * is served or refused as usual.
+ *
+ * <p>Each connection's pipeline, past TLS, the token handshake and the length prefix: {@link FrameDecoder} (header),
+ * {@link CallerClaims} (caller names, held claims, back-pressure), {@link RequestLimits} (sizes, requests waiting),
+ * {@link Dispatcher} (replies to calls, requests to workers, idle and bad connections).
  */
 public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ControlPlaneNode.class);
-    private static final byte REQUEST = 0;
-    private static final byte REPLY = 1;
-    private static final byte ERROR = 2;
 
     /** What a peer can make this node hold, from the {@code control.*} keys of {@link CoreKey}. */
     public record Settings(int maxFrame, int maxConnections, int maxRequestsPerConnection, int maxRequests,
@@ -165,23 +160,23 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
             Thread.ofPlatform().daemon().name("tent4j-control").factory(), NioIoHandler.newFactory());
-    private final Map<String, Service> services = new ConcurrentHashMap<>();
-    private final Map<String, CompletableFuture<Channel>> peers = new ConcurrentHashMap<>();
-    private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+    final Map<String, Service> services = new ConcurrentHashMap<>();
+    final Map<String, CompletableFuture<Channel>> peers = new ConcurrentHashMap<>();
+    final Map<Long, Pending> pending = new ConcurrentHashMap<>();
     /** Caller segment name → the live connection that claimed it. */
-    private final Map<String, Channel> callers = new ConcurrentHashMap<>();
+    final Map<String, Channel> callers = new ConcurrentHashMap<>();
     private final SecureRandom random = new SecureRandom();
-    private final Settings settings;
-    private final Executor workers;
+    final Settings settings;
+    final Executor workers;
     private final Channel server;
     private final AtomicInteger connections = new AtomicInteger();
-    private final AtomicInteger requestsInFlight = new AtomicInteger();
-    private final LongAdder strayReplies = new LongAdder();
-    private final LongAdder refusedCallers = new LongAdder();
-    private final LongAdder heldClaims = new LongAdder();
-    private final LongAdder refusedRequests = new LongAdder();
+    final AtomicInteger requestsInFlight = new AtomicInteger();
+    final LongAdder strayReplies = new LongAdder();
+    final LongAdder refusedCallers = new LongAdder();
+    final LongAdder heldClaims = new LongAdder();
+    final LongAdder refusedRequests = new LongAdder();
     private final LongAdder refusedConnections = new LongAdder();
-    private final LongAdder badFrames = new LongAdder();
+    final LongAdder badFrames = new LongAdder();
     private final LongAdder authFailures = new LongAdder();
     /** {@code null} without TLS. */
     private final TlsContexts tls;
@@ -226,6 +221,11 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     public void localSegment(String name) {
         this.localSegment = name;
+    }
+
+    /** This engine's segment name, as its frames carry it and its messages name it. */
+    String localSegment() {
+        return localSegment;
     }
 
     public int port() {
@@ -311,8 +311,10 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                     ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
                 }
                 ch.attr(READY).set(ready);
+                RequestLimits limits = new RequestLimits(ControlPlaneNode.this);
                 ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(settings.maxFrame(), 0, 4, 0, 4),
-                        new LengthFieldPrepender(4), new FrameHandler());
+                        new LengthFieldPrepender(4), new FrameDecoder(ControlPlaneNode.this), new CallerClaims(ControlPlaneNode.this),
+                        limits, new Dispatcher(ControlPlaneNode.this, limits));
             }
         };
     }
@@ -382,7 +384,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
             long id = newId(ch, reply);
             reply.whenComplete((r, t) -> pending.remove(id));
-            ch.writeAndFlush(frame(ch, REQUEST, id, service, request)).addListener(f -> {
+            ch.writeAndFlush(frame(ch, ControlFrame.REQUEST, id, service, request)).addListener(f -> {
                 if (!f.isSuccess()) {
                     reply.completeExceptionally(new TransferException(ErrorCode.PEER_FAILED,
                             "cannot send '" + service + "' to " + endpoint + ": " + f.cause(), f.cause()));
@@ -442,7 +444,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return fresh;
     }
 
-    private ByteBuf frame(Channel ch, byte kind, long id, String service, byte[] payload) {
+    ByteBuf frame(Channel ch, byte kind, long id, String service, byte[] payload) {
         byte[] s = service.getBytes(StandardCharsets.UTF_8);
         byte[] c = localSegment.getBytes(StandardCharsets.UTF_8);
         ByteBuf buf = ch.alloc().buffer(1 + 8 + 2 + s.length + 2 + c.length + payload.length);
@@ -450,7 +452,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return buf;
     }
 
-    private static byte[] errorPayload(ErrorCode code, String message) {
+    static byte[] errorPayload(ErrorCode code, String message) {
         byte[] msg = String.valueOf(message).getBytes(StandardCharsets.UTF_8);
         byte[] reply = new byte[msg.length + 1];
         reply[0] = (byte) code.ordinal();
@@ -458,262 +460,18 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return reply;
     }
 
-    /** One per connection, on the control plane's event loop. */
-    private final class FrameHandler extends SimpleChannelInboundHandler<ByteBuf> {
-        /** Requests of this connection handed to workers and not yet answered. */
-        private final AtomicInteger inFlight = new AtomicInteger();
-        /** The caller name this connection claimed with its first request. */
-        private String caller;
-        /** Frames held, in order, while this connection's first claim waits for the name's owner; else null. */
-        private ArrayDeque<ByteBuf> held;
-        private ScheduledFuture<?> claimTimer;
-        /** A connection waits for a name's owner at most once; later collisions are refused at once. */
-        private boolean claimWaited;
-
-        @Override
-        protected void channelRead0(ChannelHandlerContext ctx, ByteBuf in) {
-            if (held != null) {
-                // auto-read is off, so only the rest of the last read comes here: bounded by the read buffer
-                held.add(in.retain());
-                return;
-            }
-            dispatch(ctx, in);
-        }
-
-        private void dispatch(ChannelHandlerContext ctx, ByteBuf in) {
-            Channel ch = ctx.channel();
-            int start = in.readerIndex();
-            byte kind = in.readByte();
-            long id = in.readLong();
-            String service = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
-            String claimed = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
-            switch (kind) {
-                case REQUEST -> {
-                    Channel owner = liveOwnerToWaitFor(ch, claimed);
-                    if (owner != null) {
-                        holdUntilClosed(ctx, owner, in.readerIndex(start).retain());
-                    } else {
-                        onRequest(ch, id, service, claimed, in);
-                    }
-                }
-                case REPLY, ERROR -> onReply(ch, kind, id, service, claimed, in);
-                default -> {
-                    badFrames.increment();
-                    RefusalLog.warnSometimes(log, badFrames, "control plane of '{}': dropping connection from {}: unknown frame kind {}", localSegment,
-                            ch.remoteAddress(), kind);
-                    ctx.close();
-                }
-            }
-        }
-
-        private void onReply(Channel ch, byte kind, long id, String service, String claimed, ByteBuf in) {
-            Pending p = pending.get(id);
-            if (p == null || p.channel() != ch) {
-                // a reply on a connection its call did not go out on is forged, or too late to matter
-                strayReplies.increment();
-                RefusalLog.warnSometimes(log, strayReplies, "control plane of '{}': ignoring a '{}' reply from {} (claims to be '{}'): {}", localSegment,
-                        service, ch.remoteAddress(), claimed, p == null ? "no call is waiting for it"
-                                : "its call went out on another connection");
-                return;
-            }
-            byte[] payload = new byte[in.readableBytes()];
-            in.readBytes(payload);
-            if (kind == REPLY) {
-                p.reply().complete(payload);
-            } else {
-                ErrorCode code = payload.length > 0 && payload[0] >= 0 && payload[0] < ErrorCode.values().length
-                        ? ErrorCode.values()[payload[0]] : ErrorCode.PEER_FAILED;
-                String msg = payload.length > 0 ? new String(payload, 1, payload.length - 1, StandardCharsets.UTF_8) : "";
-                p.reply().completeExceptionally(new TransferException(code, msg));
-            }
-        }
-
-        private void onRequest(Channel ch, long id, String service, String claimed, ByteBuf in) {
-            String refusal = claim(ch, claimed);
-            if (refusal != null) {
-                refusedCallers.increment();
-                RefusalLog.warnSometimes(log, refusedCallers, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(),
-                        refusal);
-                ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(ErrorCode.PERMISSION_DENIED, refusal)));
-                return;
-            }
-            Service s = services.get(service);
-            if (s != null && in.readableBytes() > s.maxRequestBytes()) {
-                refuse(ch, id, service, ErrorCode.INVALID_ARGUMENT, "'" + service + "' request of "
-                        + in.readableBytes() + " bytes exceeds its limit of " + s.maxRequestBytes());
-                return;
-            }
-            if (inFlight.get() >= settings.maxRequestsPerConnection()) {
-                refuse(ch, id, service, ErrorCode.TOO_MANY_REQUESTS, settings.maxRequestsPerConnection()
-                        + " requests of this connection are already waiting (" + CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION + ")");
-                return;
-            }
-            if (requestsInFlight.incrementAndGet() > settings.maxRequests()) {
-                requestsInFlight.decrementAndGet();
-                refuse(ch, id, service, ErrorCode.TOO_MANY_REQUESTS, settings.maxRequests()
-                        + " requests are already waiting (" + CoreKey.CONTROL_MAX_REQUESTS + ")");
-                return;
-            }
-            inFlight.incrementAndGet();
-            byte[] payload = new byte[in.readableBytes()];
-            in.readBytes(payload);
-            try {
-                workers.execute(() -> {
-                    try {
-                        answer(ch, id, service, s, claimed, payload);
-                    } finally {
-                        inFlight.decrementAndGet();
-                        requestsInFlight.decrementAndGet();
-                    }
-                });
-            } catch (RejectedExecutionException e) {
-                inFlight.decrementAndGet();
-                requestsInFlight.decrementAndGet();
-                refuse(ch, id, service, ErrorCode.ENGINE_CLOSED, "segment '" + localSegment + "' is closing");
-            }
-        }
-
-        /** The live connection that owns {@code claimed}, if this connection's first claim should wait for it. */
-        private Channel liveOwnerToWaitFor(Channel ch, String claimed) {
-            if (caller != null || claimWaited) {
-                return null;
-            }
-            Channel owner = callers.get(claimed);
-            return owner != null && owner != ch && owner.isActive() ? owner : null;
-        }
-
-        private void holdUntilClosed(ChannelHandlerContext ctx, Channel owner, ByteBuf first) {
-            claimWaited = true;
-            heldClaims.increment();
-            log.debug("control plane of '{}': holding {} until the previous connection of its caller ({}) closes, at most {}",
-                    localSegment, ctx.channel().remoteAddress(), owner.remoteAddress(), settings.claimWait());
-            held = new ArrayDeque<>();
-            held.add(first);
-            ctx.channel().config().setAutoRead(false);
-            claimTimer = ctx.executor().schedule(() -> release(ctx), settings.claimWait().toNanos(), TimeUnit.NANOSECONDS);
-            owner.closeFuture().addListener(f -> ctx.executor().execute(() -> release(ctx)));
-        }
-
-        /** Dispatches the held frames in arrival order: claims now succeed if the owner closed, and are refused if not. */
-        private void release(ChannelHandlerContext ctx) {
-            if (held == null) {
-                return;
-            }
-            claimTimer.cancel(false);
-            ArrayDeque<ByteBuf> frames = held;
-            held = null;
-            try {
-                for (ByteBuf f; (f = frames.poll()) != null; ) {
-                    try {
-                        if (ctx.channel().isActive()) {
-                            dispatch(ctx, f);
-                        }
-                    } finally {
-                        f.release();
-                    }
-                }
-            } catch (RuntimeException e) {
-                frames.forEach(ReferenceCountUtil::release);
-                exceptionCaught(ctx, e);
-                return;
-            }
-            if (ctx.channel().isWritable()) {
-                ctx.channel().config().setAutoRead(true);
-            }
-        }
-
-        /** Binds {@code claimed} to this connection; why not, or {@code null} if it is this connection's name. */
-        private String claim(Channel ch, String claimed) {
-            if (caller != null) {
-                return caller.equals(claimed) ? null : "this connection called as '" + caller + "' before, now as '"
-                        + claimed + "'";
-            }
-            Channel owner = callers.putIfAbsent(claimed, ch);
-            if (owner != null && owner != ch) {
-                if (owner.isActive()) {
-                    return "caller '" + claimed + "' is bound to another live connection (" + owner.remoteAddress() + ")";
-                }
-                if (!callers.replace(claimed, owner, ch)) {
-                    return "caller '" + claimed + "' is bound to another connection";
-                }
-            }
-            caller = claimed;
-            return null;
-        }
-
-        private void refuse(Channel ch, long id, String service, ErrorCode code, String why) {
-            refusedRequests.increment();
-            RefusalLog.warnSometimes(log, refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
-            ch.writeAndFlush(frame(ch, ERROR, id, service, errorPayload(code, "segment '" + localSegment + "': " + why)));
-            if (!ch.isWritable()) {
-                ch.config().setAutoRead(false);
-            }
-        }
-
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            if (!ctx.channel().isWritable()) {
-                // the peer does not read our replies: stop reading its requests until it does
-                ctx.channel().config().setAutoRead(false);
-            }
-            ctx.fireChannelReadComplete();
-        }
-
-        @Override
-        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            if (ctx.channel().isWritable() && held == null) {
-                ctx.channel().config().setAutoRead(true);
-            }
-            ctx.fireChannelWritabilityChanged();
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-            if (evt instanceof IdleStateEvent && inFlight.get() == 0
-                    && pending.values().stream().noneMatch(p -> p.channel() == ctx.channel())) {
-                log.debug("control plane of '{}': closing idle connection {}", localSegment, ctx.channel().remoteAddress());
-                ctx.close();
-            }
-            ctx.fireUserEventTriggered(evt);
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            // Calls waiting on this connection can never be answered now.
-            String remote = String.valueOf(ctx.channel().remoteAddress());
-            if (held != null) {
-                claimTimer.cancel(false);
-                held.forEach(ReferenceCountUtil::release);
-                held = null;
-            }
-            if (caller != null) {
-                callers.remove(caller, ctx.channel());
-            }
-            peers.values().removeIf(f -> f.isDone() && !f.isCompletedExceptionally() && f.join() == ctx.channel());
-            for (Pending p : pending.values()) {
-                if (p.channel() == ctx.channel()) {
-                    p.reply().completeExceptionally(new TransferException(ErrorCode.PEER_FAILED,
-                            "control-plane connection to " + remote + " closed"));
-                }
-            }
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            if (cause instanceof TooLongFrameException || cause instanceof IndexOutOfBoundsException) {
-                badFrames.increment();
-                RefusalLog.warnSometimes(log, badFrames, "control plane of '{}': closing connection from {}: {} ({} is {} bytes)", localSegment,
-                        ctx.channel().remoteAddress(), cause instanceof TooLongFrameException ? cause.getMessage()
-                                : "truncated frame", CoreKey.CONTROL_MAX_FRAME, settings.maxFrame());
-            } else {
-                log.debug("control plane: closing {}: {}", ctx.channel().remoteAddress(), cause.toString());
-            }
-            ctx.close();
+    /** Refuses a request with an error reply naming why; stops reading while the peer does not read replies. */
+    void refuse(Channel ch, long id, String service, ErrorCode code, String why) {
+        refusedRequests.increment();
+        RefusalLog.warnSometimes(log, refusedRequests, "control plane of '{}': refusing '{}' from {}: {}", localSegment, service, ch.remoteAddress(), why);
+        ch.writeAndFlush(frame(ch, ControlFrame.ERROR, id, service, errorPayload(code, "segment '" + localSegment + "': " + why)));
+        if (!ch.isWritable()) {
+            ch.config().setAutoRead(false);
         }
     }
 
-    private void answer(Channel ch, long id, String service, Service s, String caller, byte[] request) {
-        byte kind = REPLY;
+    void answer(Channel ch, long id, String service, Service s, String caller, byte[] request) {
+        byte kind = ControlFrame.REPLY;
         byte[] reply;
         try {
             if (s == null) {
@@ -721,7 +479,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
             reply = s.handler().handle(caller, request);
         } catch (Exception e) {
-            kind = ERROR;
+            kind = ControlFrame.ERROR;
             reply = errorPayload(e instanceof TransferException te ? te.code() : ErrorCode.PEER_FAILED, e.getMessage());
         }
         ch.writeAndFlush(frame(ch, kind, id, service, reply));
@@ -736,9 +494,9 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         }
     }
 
-    private record Pending(Channel channel, CompletableFuture<byte[]> reply) {
+    record Pending(Channel channel, CompletableFuture<byte[]> reply) {
     }
 
-    private record Service(Handler handler, int maxRequestBytes) {
+    record Service(Handler handler, int maxRequestBytes) {
     }
 }
