@@ -1,9 +1,12 @@
 package org.tent4j.it;
 
 import static com.tngtech.archunit.base.DescribedPredicate.not;
+import static com.tngtech.archunit.core.domain.JavaCall.Predicates.target;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAnyPackage;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.core.domain.properties.HasOwner.Predicates.With.owner;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -11,6 +14,13 @@ import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.tent4j.spi.BufferDescriptor;
+import org.tent4j.spi.MemoryPath;
+import org.tent4j.spi.OptionSpec;
+import org.tent4j.spi.SecuritySettings;
+import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.spi.platform.DeviceInfo;
+import org.tent4j.spi.platform.PointerInfo;
 
 /**
  * The module boundaries of DESIGN.md, checked on the compiled classes of every module so they hold without anyone
@@ -38,6 +48,15 @@ class BoundariesTest {
         noClasses().that().resideInAnyPackage("org.tent4j.api..", "org.tent4j.spi..")
                 .should().dependOnClassesThat().resideOutsideOfPackages("java..", "org.tent4j.api..", "org.tent4j.spi..")
                 .because("te-api depends on nothing but the JDK").check(classes);
+    }
+
+    @Test
+    void spiValuesAreBuiltThroughTheirBuildersOrFactories() {
+        noClasses().that().resideOutsideOfPackages("org.tent4j.spi..")
+                .should().callConstructorWhere(target(owner(belongToAnyOf(SegmentDescriptor.class, BufferDescriptor.class,
+                        SecuritySettings.class, OptionSpec.class, MemoryPath.class, DeviceInfo.class, PointerInfo.class))))
+                .because("the canonical constructors of these SPI records are not part of the contract: a component "
+                        + "added later changes them, while builder() and of(...) keep linking (issue 27)").check(classes);
     }
 
     @Test

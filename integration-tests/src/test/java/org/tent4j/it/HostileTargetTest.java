@@ -182,10 +182,11 @@ class HostileTargetTest {
         MetadataStoreProvider p = ServiceLoader.load(MetadataStoreProvider.class).stream().map(ServiceLoader.Provider::get)
                 .filter(x -> x.schemes().contains("memory")).findFirst().orElseThrow();
         MetadataStore m = p.open(URI.create(uri), Map.of());
-        SegmentDescriptor d = new SegmentDescriptor("hostile", "another-machine", "127.0.0.1", 1, List.of("tcp"),
-                Map.of("tcp", Map.of("port", Integer.toString(port), "max_frame", Integer.toString(SLICE))),
-                List.of(new BufferDescriptor(FAKE_BASE, (long) SLICE * SLICES, Location.CPU, Permission.READ_WRITE, List.of("tcp"),
-                        Map.of("tcp", Map.of()))), 1);
+        SegmentDescriptor d = SegmentDescriptor.builder().name("hostile").machineId("another-machine")
+                .host("127.0.0.1").controlPort(1).transports(List.of("tcp"))
+                .transportAttributes(Map.of("tcp", Map.of("port", Integer.toString(port), "max_frame", Integer.toString(SLICE))))
+                .buffers(List.of(new BufferDescriptor(FAKE_BASE, (long) SLICE * SLICES, Location.CPU, Permission.READ_WRITE, List.of("tcp"), Map.of("tcp", Map.of()))))
+                .version(1).build();
         m.put("tent4j/default/segments/hostile", DescriptorCodec.encode(d), Duration.ZERO);
     }
 }

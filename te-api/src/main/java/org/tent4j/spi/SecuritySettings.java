@@ -12,6 +12,9 @@ import java.nio.file.Path;
  * {@link #tlsTrustedCertificates()} (PEM), or against the certificate itself where no trust file is given (one key
  * pair for the whole cluster). Both are off by default.
  *
+ * <p>Build one with {@link #builder()}. The canonical constructor is not part of the contract: a component added in a
+ * later version changes it, while the builder only gains a setter (BoundariesTest keeps every module on the builder).
+ *
  * @param token                  shared secret, or {@code null} for none
  * @param tlsCertificate         this engine's certificate chain (PEM), or {@code null} for no TLS
  * @param tlsPrivateKey          its private key (PKCS#8 PEM), or {@code null}
@@ -19,13 +22,17 @@ import java.nio.file.Path;
  */
 public record SecuritySettings(byte[] token, Path tlsCertificate, Path tlsPrivateKey, Path tlsTrustedCertificates) {
     /** Neither authentication nor TLS. */
-    public static final SecuritySettings NONE = new SecuritySettings(null, null, null, null);
+    public static final SecuritySettings NONE = builder().build();
 
     public SecuritySettings {
         token = token == null || token.length == 0 ? null : token.clone();
         if ((tlsCertificate == null) != (tlsPrivateKey == null)) {
             throw new IllegalArgumentException("TLS needs both a certificate and a private key");
         }
+    }
+
+    public static Builder builder() {
+        return new Builder();
     }
 
     /** Whether connections start with the token handshake. */
@@ -57,5 +64,42 @@ public record SecuritySettings(byte[] token, Path tlsCertificate, Path tlsPrivat
     public String toString() {
         return "SecuritySettings[token=" + (token == null ? "none" : "set") + ", tls=" + (tls() ? tlsCertificate : "off")
                 + "]";
+    }
+
+    /** Builds {@link SecuritySettings}; nothing set is {@link #NONE}. */
+    public static final class Builder {
+        private byte[] token;
+        private Path tlsCertificate;
+        private Path tlsPrivateKey;
+        private Path tlsTrustedCertificates;
+
+        private Builder() {
+        }
+
+        /** The shared secret (copied); {@code null} or empty for none. */
+        public Builder token(byte[] token) {
+            this.token = token;
+            return this;
+        }
+
+        public Builder tlsCertificate(Path tlsCertificate) {
+            this.tlsCertificate = tlsCertificate;
+            return this;
+        }
+
+        public Builder tlsPrivateKey(Path tlsPrivateKey) {
+            this.tlsPrivateKey = tlsPrivateKey;
+            return this;
+        }
+
+        public Builder tlsTrustedCertificates(Path tlsTrustedCertificates) {
+            this.tlsTrustedCertificates = tlsTrustedCertificates;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException with a certificate but no private key, or the reverse */
+        public SecuritySettings build() {
+            return new SecuritySettings(token, tlsCertificate, tlsPrivateKey, tlsTrustedCertificates);
+        }
     }
 }

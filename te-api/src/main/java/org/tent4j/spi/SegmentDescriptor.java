@@ -9,6 +9,9 @@ import org.tent4j.api.SegmentInfo;
 /**
  * What an engine publishes about itself so peers can reach its memory.
  *
+ * <p>Build one with {@link #builder()}. The canonical constructor is not part of the contract: a component added in a
+ * later version changes it, while the builder only gains a setter (BoundariesTest keeps every module on the builder).
+ *
  * @param name                segment name
  * @param machineId           equal on engines of one machine (boot id and machine id); gates same-host transports
  * @param host                host peers connect to
@@ -62,11 +65,95 @@ public record SegmentDescriptor(String name, String machineId, String host, int 
         return null;
     }
 
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder holding this descriptor's values, to change some of them. */
+    public Builder toBuilder() {
+        return new Builder().name(name).machineId(machineId).host(host).controlPort(controlPort).transports(transports)
+                .transportAttributes(transportAttributes).buffers(buffers).version(version).pid(pid).instanceId(instanceId);
+    }
+
     public SegmentInfo info() {
         return new SegmentInfo(name, host, machineId, transports, buffers.stream().map(BufferDescriptor::info).toList());
     }
 
     public List<BufferInfo> bufferInfos() {
         return buffers.stream().map(BufferDescriptor::info).toList();
+    }
+
+    /** Builds a {@link SegmentDescriptor}; unset lists and maps are empty, numbers 0, the instance id "". */
+    public static final class Builder {
+        private String name;
+        private String machineId = "";
+        private String host = "";
+        private int controlPort;
+        private List<String> transports = List.of();
+        private Map<String, Map<String, String>> transportAttributes = Map.of();
+        private List<BufferDescriptor> buffers = List.of();
+        private long version;
+        private long pid;
+        private String instanceId = "";
+
+        private Builder() {
+        }
+
+        public Builder name(String name) {
+            this.name = name;
+            return this;
+        }
+
+        public Builder machineId(String machineId) {
+            this.machineId = machineId;
+            return this;
+        }
+
+        public Builder host(String host) {
+            this.host = host;
+            return this;
+        }
+
+        public Builder controlPort(int controlPort) {
+            this.controlPort = controlPort;
+            return this;
+        }
+
+        public Builder transports(List<String> transports) {
+            this.transports = transports;
+            return this;
+        }
+
+        public Builder transportAttributes(Map<String, Map<String, String>> transportAttributes) {
+            this.transportAttributes = transportAttributes;
+            return this;
+        }
+
+        public Builder buffers(List<BufferDescriptor> buffers) {
+            this.buffers = buffers;
+            return this;
+        }
+
+        public Builder version(long version) {
+            this.version = version;
+            return this;
+        }
+
+        public Builder pid(long pid) {
+            this.pid = pid;
+            return this;
+        }
+
+        public Builder instanceId(String instanceId) {
+            this.instanceId = instanceId;
+            return this;
+        }
+
+        /** @throws NullPointerException without a name */
+        public SegmentDescriptor build() {
+            java.util.Objects.requireNonNull(name, "name");
+            return new SegmentDescriptor(name, machineId, host, controlPort, transports, transportAttributes, buffers,
+                    version, pid, instanceId);
+        }
     }
 }

@@ -14,7 +14,7 @@ import javax.crypto.spec.SecretKeySpec;
 import org.junit.jupiter.api.Test;
 
 class TokenHandshakeTest {
-    private static final SecuritySettings TOKEN = new SecuritySettings("s3cret".getBytes(), null, null, null);
+    private static final SecuritySettings TOKEN = SecuritySettings.builder().token("s3cret".getBytes()).build();
 
     @Test
     void bothSidesHoldingTheTokenVerifyEachOther() {
@@ -31,7 +31,7 @@ class TokenHandshakeTest {
         byte[] longToken = new byte[100]; // longer than a SHA-256 block: the key is hashed first
         Arrays.fill(longToken, (byte) 7);
         for (byte[] token : new byte[][] {"s3cret".getBytes(), longToken}) {
-            SecuritySettings s = new SecuritySettings(token, null, null, null);
+            SecuritySettings s = SecuritySettings.builder().token(token).build();
             TokenHandshake initiator = s.handshake(true);
             TokenHandshake acceptor = s.handshake(false);
             byte[] initiatorHello = initiator.hello();
@@ -51,7 +51,7 @@ class TokenHandshakeTest {
     void aWrongTokenAReflectedProofOrAnEchoedNonceFail() {
         TokenHandshake acceptor = TOKEN.handshake(false);
         byte[] acceptorHello = acceptor.hello();
-        TokenHandshake stranger = new SecuritySettings("guess".getBytes(), null, null, null).handshake(true);
+        TokenHandshake stranger = SecuritySettings.builder().token("guess".getBytes()).build().handshake(true);
         byte[] strangerHello = stranger.hello();
         byte[] forged = stranger.proof(acceptorHello);
         acceptor.proof(strangerHello);

@@ -78,15 +78,18 @@ final class DescriptorPublisher implements AutoCloseable {
                     ts.add(s.id());
                 }
             }
-            buffers.add(new BufferDescriptor(b.address(), b.length(), b.location(), b.permission(), ts, b.transportAttributes));
+            buffers.add(BufferDescriptor.builder().address(b.address()).length(b.length()).location(b.location())
+                    .permission(b.permission()).transports(ts).attributes(b.transportAttributes).build());
         }
         files.describe(buffers, transports.slots());
         Map<String, Map<String, String>> attrs = new LinkedHashMap<>();
         for (TransportSlot s : transports.slots()) {
             attrs.put(s.id(), s.transport().segmentAttributes());
         }
-        return new SegmentDescriptor(identity.segmentName(), identity.machineId(), identity.host(), identity.controlPort(),
-                transports.ids(), attrs, buffers, ++version, identity.pid(), identity.instanceId());
+        return SegmentDescriptor.builder().name(identity.segmentName()).machineId(identity.machineId())
+                .host(identity.host()).controlPort(identity.controlPort()).transports(transports.ids())
+                .transportAttributes(attrs).buffers(buffers).version(++version).pid(identity.pid())
+                .instanceId(identity.instanceId()).build();
     }
 
     /** Registrations changed: build and publish a new version. */

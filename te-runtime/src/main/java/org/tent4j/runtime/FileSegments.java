@@ -209,7 +209,8 @@ final class FileSegments {
                     ts.add(s.id());
                 }
             }
-            buffers.add(new BufferDescriptor(f.address(), f.length(), Location.FILE, f.permission(), ts, f.transportAttributes));
+            buffers.add(BufferDescriptor.builder().address(f.address()).length(f.length()).location(Location.FILE)
+                    .permission(f.permission()).transports(ts).attributes(f.transportAttributes).build());
         }
     }
 }

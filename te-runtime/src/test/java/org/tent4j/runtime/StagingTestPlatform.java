@@ -41,7 +41,7 @@ public final class StagingTestPlatform implements DevicePlatformProvider {
             private final Map<Long, Arena> hosts = new ConcurrentHashMap<>();
 
             @Override public MemoryKind memoryKind() { return MemoryKind.NPU; }
-            @Override public List<DeviceInfo> devices() { return List.of(new DeviceInfo(0, "test npu", 1L << 30, "0000:00:00.0")); }
+            @Override public List<DeviceInfo> devices() { return List.of(DeviceInfo.of(0, "test npu", 1L << 30, "0000:00:00.0")); }
 
             @Override
             public MemorySegment allocate(int device, long size) {
@@ -74,7 +74,7 @@ public final class StagingTestPlatform implements DevicePlatformProvider {
 
             @Override
             public PointerInfo classify(long address) {
-                return new PointerInfo(hosts.containsKey(address) ? Location.CPU : Location.device(MemoryKind.NPU, 0), true);
+                return PointerInfo.of(hosts.containsKey(address) ? Location.CPU : Location.device(MemoryKind.NPU, 0), true);
             }
 
             @Override

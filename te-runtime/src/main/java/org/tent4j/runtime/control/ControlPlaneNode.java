@@ -152,9 +152,10 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 throw new ConfigException(cert.isEmpty() ? CoreKey.SECURITY_TLS_CERTIFICATE : CoreKey.SECURITY_TLS_PRIVATE_KEY,
                         "TLS needs both " + CoreKey.SECURITY_TLS_CERTIFICATE + " and " + CoreKey.SECURITY_TLS_PRIVATE_KEY);
             }
-            return new SecuritySettings(token.isEmpty() ? null : token.getBytes(StandardCharsets.UTF_8),
-                    cert.isEmpty() ? null : Path.of(cert), key.isEmpty() ? null : Path.of(key),
-                    trusted.isEmpty() ? null : Path.of(trusted));
+            return SecuritySettings.builder().token(token.isEmpty() ? null : token.getBytes(StandardCharsets.UTF_8))
+                    .tlsCertificate(cert.isEmpty() ? null : Path.of(cert))
+                    .tlsPrivateKey(key.isEmpty() ? null : Path.of(key))
+                    .tlsTrustedCertificates(trusted.isEmpty() ? null : Path.of(trusted)).build();
         }
     }
 

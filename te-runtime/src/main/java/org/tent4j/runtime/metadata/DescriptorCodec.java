@@ -80,15 +80,18 @@ public final class DescriptorCodec {
             JsonNode root = JSON.readTree(json);
             List<BufferDescriptor> buffers = new ArrayList<>();
             for (JsonNode n : required(root, "buffers", source)) {
-                buffers.add(new BufferDescriptor(required(n, "addr", source).asLong(), required(n, "length", source).asLong(),
-                        Location.parse(required(n, "location", source).asText()),
-                        Permission.valueOf(required(n, "permission", source).asText()),
-                        strings(n.get("transports")), attrs(n.get("attrs"))));
+                buffers.add(BufferDescriptor.builder().address(required(n, "addr", source).asLong())
+                        .length(required(n, "length", source).asLong())
+                        .location(Location.parse(required(n, "location", source).asText()))
+                        .permission(Permission.valueOf(required(n, "permission", source).asText()))
+                        .transports(strings(n.get("transports"))).attributes(attrs(n.get("attrs"))).build());
             }
-            return new SegmentDescriptor(required(root, "name", source).asText(), root.path("machine_id").asText(""),
-                    required(root, "host", source).asText(), root.path("control_port").asInt(),
-                    strings(root.get("transports")), attrs(root.get("transport_attrs")), buffers, root.path("version").asLong(),
-                    root.path("pid").asLong(0), instance(root.path("instance").asText(""), source));
+            return SegmentDescriptor.builder().name(required(root, "name", source).asText())
+                    .machineId(root.path("machine_id").asText("")).host(required(root, "host", source).asText())
+                    .controlPort(root.path("control_port").asInt()).transports(strings(root.get("transports")))
+                    .transportAttributes(attrs(root.get("transport_attrs"))).buffers(buffers)
+                    .version(root.path("version").asLong()).pid(root.path("pid").asLong(0))
+                    .instanceId(instance(root.path("instance").asText(""), source)).build();
         } catch (IOException | IllegalArgumentException e) {
             throw new TransferException(ErrorCode.PROTOCOL, "malformed segment descriptor from " + source + ": " + e.getMessage(), e);
         }

@@ -30,10 +30,13 @@ final class PeerProcess implements AutoCloseable {
         long length = Long.parseLong(f[2]);
         Map<String, String> segmentAttributes = ConformancePeer.decode(f[3]);
         Map<String, String> bufferAttributes = ConformancePeer.decode(f[4]);
-        this.buffer = new BufferDescriptor(address, length, Location.CPU, Permission.READ_WRITE, List.of(transportId),
-                Map.of(transportId, bufferAttributes));
-        this.descriptor = new SegmentDescriptor(ConformancePeer.SEGMENT, machineId, TransportUnderTest.HOST, 0,
-                List.of(transportId), Map.of(transportId, segmentAttributes), List.of(buffer), 1);
+        this.buffer = BufferDescriptor.builder().address(address).length(length).location(Location.CPU)
+                .permission(Permission.READ_WRITE).transports(List.of(transportId))
+                .attributes(Map.of(transportId, bufferAttributes)).build();
+        this.descriptor = SegmentDescriptor.builder().name(ConformancePeer.SEGMENT).machineId(machineId)
+                .host(TransportUnderTest.HOST).controlPort(0).transports(List.of(transportId))
+                .transportAttributes(Map.of(transportId, segmentAttributes)).buffers(List.of(buffer)).version(1)
+                .build();
     }
 
     static PeerProcess start(String providerClass, String transportId, String machineId, long size,

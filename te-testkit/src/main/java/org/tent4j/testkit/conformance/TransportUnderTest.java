@@ -107,15 +107,18 @@ final class TransportUnderTest implements AutoCloseable {
         for (Region r : regions) {
             buffers.add(r.descriptor());
         }
-        return new SegmentDescriptor(segment, machineId, HOST, 0, List.of(transportId),
-                Map.of(transportId, transport.segmentAttributes()), buffers, version.incrementAndGet());
+        return SegmentDescriptor.builder().name(segment).machineId(machineId).host(HOST).controlPort(0)
+                .transports(List.of(transportId))
+                .transportAttributes(Map.of(transportId, transport.segmentAttributes())).buffers(buffers)
+                .version(version.incrementAndGet()).build();
     }
 
     /** The descriptor as published from {@code machine} instead: for same-host checks. */
     SegmentDescriptor descriptorOnMachine(String machine) {
         SegmentDescriptor d = descriptor();
-        return new SegmentDescriptor(d.name(), machine, d.host(), d.controlPort(), d.transports(),
-                d.transportAttributes(), d.buffers(), d.version());
+        return SegmentDescriptor.builder().name(d.name()).machineId(machine).host(d.host())
+                .controlPort(d.controlPort()).transports(d.transports()).transportAttributes(d.transportAttributes())
+                .buffers(d.buffers()).version(d.version()).build();
     }
 
     void closeTransport() {
@@ -182,8 +185,9 @@ final class TransportUnderTest implements AutoCloseable {
 
         /** The descriptor with another length or permission, as a lying or stale initiator would hold it. */
         BufferDescriptor forged(long length, Permission permission) {
-            return new BufferDescriptor(descriptor.address(), length, descriptor.location(), permission,
-                    descriptor.transports(), descriptor.attributes());
+            return BufferDescriptor.builder().address(descriptor.address()).length(length)
+                    .location(descriptor.location()).permission(permission).transports(descriptor.transports())
+                    .attributes(descriptor.attributes()).build();
         }
     }
 }

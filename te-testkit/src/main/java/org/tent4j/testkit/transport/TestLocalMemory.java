@@ -45,8 +45,9 @@ public final class TestLocalMemory implements LocalMemory {
                          Map<String, String> backing) implements LocalBuffer {
         /** How a peer would see this buffer after {@code transportId} registered it with {@code attributes}. */
         public BufferDescriptor describe(String transportId, Map<String, String> attributes) {
-            return new BufferDescriptor(address(), length(), location, permission, List.of(transportId),
-                    Map.of(transportId, attributes));
+            return BufferDescriptor.builder().address(address()).length(length()).location(location)
+                    .permission(permission).transports(List.of(transportId))
+                    .attributes(Map.of(transportId, attributes)).build();
         }
     }
 }

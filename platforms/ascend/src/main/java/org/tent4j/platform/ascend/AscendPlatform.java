@@ -86,7 +86,7 @@ final class AscendPlatform implements DevicePlatform {
                             acl.useDevice(i);
                             acl.check(acl.getMemInfo(AclRuntime.MEM_ATTR_HBM, free, total),
                                     "aclrtGetMemInfo(ACL_HBM_MEM, npu:" + i + ")");
-                            out.add(new DeviceInfo(i, soc, total.get(JAVA_LONG, 0), ""));
+                            out.add(DeviceInfo.of(i, soc, total.get(JAVA_LONG, 0), ""));
                         }
                     }
                     devices = List.copyOf(out);
@@ -183,9 +183,9 @@ final class AscendPlatform implements DevicePlatform {
         ensureOpen();
         int device = deviceOf(address);
         if (device >= 0) {
-            return new PointerInfo(Location.device(MemoryKind.NPU, device), false);
+            return PointerInfo.of(Location.device(MemoryKind.NPU, device), false);
         }
-        return new PointerInfo(Location.CPU, isPinnedHost(address));
+        return PointerInfo.of(Location.CPU, isPinnedHost(address));
     }
 
     private boolean isPinnedHost(long address) {

@@ -130,7 +130,7 @@ class AscendPlatformTest {
     @Test
     void devicesAndEveryCopyDirectionWithTheRightKind() {
         openFake();
-        assertEquals(List.of(new DeviceInfo(0, "FakeAscend910B", 64L << 30, ""), new DeviceInfo(1, "FakeAscend910B", 64L << 30, "")),
+        assertEquals(List.of(DeviceInfo.of(0, "FakeAscend910B", 64L << 30, ""), DeviceInfo.of(1, "FakeAscend910B", 64L << 30, "")),
                 platform.devices());
         try (Arena arena = Arena.ofConfined()) {
             for (long size : new long[] {1, 4095, 65_536, 1 << 20}) {
@@ -176,11 +176,11 @@ class AscendPlatformTest {
         MemorySegment pinned = platform.allocateHost(4096);
         try (Arena arena = Arena.ofConfined();
              AscendPlatform other = (AscendPlatform) new AscendPlatformProvider(List.of(fake.toString())).create()) {
-            assertEquals(new PointerInfo(Location.device(MemoryKind.NPU, 1), false), platform.classify(device.address() + 100));
-            assertEquals(new PointerInfo(Location.CPU, true), platform.classify(pinned.address()));
-            assertEquals(new PointerInfo(Location.CPU, false), platform.classify(arena.allocate(8).address()));
+            assertEquals(PointerInfo.of(Location.device(MemoryKind.NPU, 1), false), platform.classify(device.address() + 100));
+            assertEquals(PointerInfo.of(Location.CPU, true), platform.classify(pinned.address()));
+            assertEquals(PointerInfo.of(Location.CPU, false), platform.classify(arena.allocate(8).address()));
             // a platform on another runtime instance never saw the block: aclrtPointerGetAttributes tells it
-            assertEquals(new PointerInfo(Location.device(MemoryKind.NPU, 1), false), other.classify(device.address()));
+            assertEquals(PointerInfo.of(Location.device(MemoryKind.NPU, 1), false), other.classify(device.address()));
             MemorySegment src = arena.allocate(8192);
             fill(src, 1);
             other.copy(device, src, 8192);
@@ -222,7 +222,7 @@ class AscendPlatformTest {
             byte[] key = platform.exportIpcHandle(sub);
             assertTrue(new String(key, StandardCharsets.US_ASCII).startsWith("fakeacl-"));
             MemorySegment mapped = platform.openIpcHandle(key, 4096, 1);
-            assertEquals(new PointerInfo(Location.device(MemoryKind.NPU, 1), false), platform.classify(mapped.address()));
+            assertEquals(PointerInfo.of(Location.device(MemoryKind.NPU, 1), false), platform.classify(mapped.address()));
             MemorySegment viaMapping = arena.allocate(4096);
             platform.copy(viaMapping, mapped, 4096);
             assertEquals(crc(data.asSlice(65_536, 4096)), crc(viaMapping));

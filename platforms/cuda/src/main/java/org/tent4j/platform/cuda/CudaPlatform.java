@@ -53,7 +53,7 @@ final class CudaPlatform extends BlockIpcPlatform {
                 LOG.debug("cudaDeviceGetPCIBusId(cuda:{}) failed: {}", i, cuda.describe(rc));
                 cuda.clearLastError();
             }
-            return new DeviceInfo(i, name, total, busId);
+            return DeviceInfo.of(i, name, total, busId);
         }
     }
 
@@ -110,7 +110,7 @@ final class CudaPlatform extends BlockIpcPlatform {
             if (rc == CudaRuntime.ERROR_INVALID_VALUE) {
                 // CUDA before 11.0 reports memory it never saw (plain malloc) this way instead of "unregistered"
                 cuda.clearLastError();
-                return new PointerInfo(Location.CPU, false);
+                return PointerInfo.of(Location.CPU, false);
             }
             if (rc != CudaRuntime.SUCCESS) {
                 throw cuda.error(rc, "cudaPointerGetAttributes(0x" + Long.toHexString(address) + ")");
@@ -118,10 +118,10 @@ final class CudaPlatform extends BlockIpcPlatform {
             int type = attributes.get(JAVA_INT, CudaRuntime.POINTER_ATTRIBUTES_TYPE);
             int device = attributes.get(JAVA_INT, CudaRuntime.POINTER_ATTRIBUTES_DEVICE);
             return switch (type) {
-                case CudaRuntime.MEMORY_TYPE_UNREGISTERED -> new PointerInfo(Location.CPU, false);
-                case CudaRuntime.MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+                case CudaRuntime.MEMORY_TYPE_UNREGISTERED -> PointerInfo.of(Location.CPU, false);
+                case CudaRuntime.MEMORY_TYPE_HOST -> PointerInfo.of(Location.CPU, true);
                 case CudaRuntime.MEMORY_TYPE_DEVICE, CudaRuntime.MEMORY_TYPE_MANAGED ->
-                        new PointerInfo(Location.device(MemoryKind.CUDA, device), false);
+                        PointerInfo.of(Location.device(MemoryKind.CUDA, device), false);
                 default -> throw new TransferException(ErrorCode.INTERNAL, "cudaPointerGetAttributes(0x"
                         + Long.toHexString(address) + ") returned unknown memory type " + type);
             };

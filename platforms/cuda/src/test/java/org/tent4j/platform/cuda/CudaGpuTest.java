@@ -101,9 +101,9 @@ class CudaGpuTest {
         MemorySegment device = platform.allocate(0, 1 << 20);
         MemorySegment pinned = platform.allocateHost(1 << 20);
         try (Arena arena = Arena.ofConfined()) {
-            assertEquals(new PointerInfo(Location.device(MemoryKind.CUDA, 0), false), platform.classify(device.address() + 4096));
-            assertEquals(new PointerInfo(Location.CPU, true), platform.classify(pinned.address()));
-            assertEquals(new PointerInfo(Location.CPU, false), platform.classify(arena.allocate(64).address()));
+            assertEquals(PointerInfo.of(Location.device(MemoryKind.CUDA, 0), false), platform.classify(device.address() + 4096));
+            assertEquals(PointerInfo.of(Location.CPU, true), platform.classify(pinned.address()));
+            assertEquals(PointerInfo.of(Location.CPU, false), platform.classify(arena.allocate(64).address()));
         } finally {
             platform.freeHost(pinned);
             platform.free(device);

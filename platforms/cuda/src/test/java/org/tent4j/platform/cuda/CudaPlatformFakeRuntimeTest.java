@@ -78,8 +78,8 @@ class CudaPlatformFakeRuntimeTest {
     @Test
     void devicesComeFromPropertiesAndPciBusIds() {
         List<DeviceInfo> devices = platform.devices();
-        assertEquals(List.of(new DeviceInfo(0, "Fake CUDA Device 0", 16L << 30, "0000:10:00.0"),
-                new DeviceInfo(1, "Fake CUDA Device 1", 16L << 30, "0000:11:00.0")), devices);
+        assertEquals(List.of(DeviceInfo.of(0, "Fake CUDA Device 0", 16L << 30, "0000:10:00.0"),
+                DeviceInfo.of(1, "Fake CUDA Device 1", 16L << 30, "0000:11:00.0")), devices);
         assertEquals(9, platform.attribute(CudaRuntime.ATTR_COMPUTE_CAPABILITY_MAJOR, 1));
     }
 
@@ -106,9 +106,9 @@ class CudaPlatformFakeRuntimeTest {
         MemorySegment pinned = platform.allocateHost(4096);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment plain = arena.allocate(64);
-            assertEquals(new PointerInfo(Location.device(MemoryKind.CUDA, 1), false), platform.classify(device.address() + 100));
-            assertEquals(new PointerInfo(Location.CPU, true), platform.classify(pinned.address()));
-            assertEquals(new PointerInfo(Location.CPU, false), platform.classify(plain.address()));
+            assertEquals(PointerInfo.of(Location.device(MemoryKind.CUDA, 1), false), platform.classify(device.address() + 100));
+            assertEquals(PointerInfo.of(Location.CPU, true), platform.classify(pinned.address()));
+            assertEquals(PointerInfo.of(Location.CPU, false), platform.classify(plain.address()));
         }
         // pinned host memory is ordinary memory to Java
         pinned.set(ValueLayout.JAVA_LONG, 8, 0x1234_5678_9abc_def0L);

@@ -58,7 +58,7 @@ final class RocmPlatform extends BlockIpcPlatform {
                 LOG.debug("hipDeviceGetPCIBusId(rocm:{}) failed: {}", i, hip.describe(rc));
                 hip.clearLastError();
             }
-            return new DeviceInfo(i, name.getString(0), total.get(JAVA_LONG, 0), busId);
+            return DeviceInfo.of(i, name.getString(0), total.get(JAVA_LONG, 0), busId);
         }
     }
 
@@ -104,7 +104,7 @@ final class RocmPlatform extends BlockIpcPlatform {
             if (rc == HipRuntime.ERROR_INVALID_VALUE) {
                 // ROCm 5 (and some 6.x) report memory HIP never saw (plain malloc) this way, not as "unregistered"
                 hip.clearLastError();
-                return new PointerInfo(Location.CPU, false);
+                return PointerInfo.of(Location.CPU, false);
             }
             if (rc != HipRuntime.SUCCESS) {
                 throw hip.error(rc, "hipPointerGetAttributes(0x" + Long.toHexString(address) + ")");
@@ -122,19 +122,19 @@ final class RocmPlatform extends BlockIpcPlatform {
 
     static PointerInfo classifyV5(int type, int device) {
         return switch (type) {
-            case HipRuntime.V5_MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+            case HipRuntime.V5_MEMORY_TYPE_HOST -> PointerInfo.of(Location.CPU, true);
             case HipRuntime.V5_MEMORY_TYPE_DEVICE, HipRuntime.V5_MEMORY_TYPE_ARRAY, HipRuntime.V5_MEMORY_TYPE_UNIFIED ->
-                    new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
+                    PointerInfo.of(Location.device(MemoryKind.ROCM, device), false);
             default -> null;
         };
     }
 
     static PointerInfo classifyV6(int type, int device) {
         return switch (type) {
-            case HipRuntime.V6_MEMORY_TYPE_UNREGISTERED -> new PointerInfo(Location.CPU, false);
-            case HipRuntime.V6_MEMORY_TYPE_HOST -> new PointerInfo(Location.CPU, true);
+            case HipRuntime.V6_MEMORY_TYPE_UNREGISTERED -> PointerInfo.of(Location.CPU, false);
+            case HipRuntime.V6_MEMORY_TYPE_HOST -> PointerInfo.of(Location.CPU, true);
             case HipRuntime.V6_MEMORY_TYPE_DEVICE, HipRuntime.V6_MEMORY_TYPE_MANAGED, HipRuntime.V6_MEMORY_TYPE_ARRAY,
-                 HipRuntime.V6_MEMORY_TYPE_UNIFIED -> new PointerInfo(Location.device(MemoryKind.ROCM, device), false);
+                 HipRuntime.V6_MEMORY_TYPE_UNIFIED -> PointerInfo.of(Location.device(MemoryKind.ROCM, device), false);
             default -> null;
         };
     }

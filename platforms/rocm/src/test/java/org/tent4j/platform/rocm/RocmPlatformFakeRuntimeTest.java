@@ -79,8 +79,8 @@ class RocmPlatformFakeRuntimeTest {
 
     @Test
     void devicesComeFromNameTotalMemAndBusId() {
-        assertEquals(List.of(new DeviceInfo(0, "Fake ROCm Device 0", 64L << 30, "0000:10:00.0"),
-                new DeviceInfo(1, "Fake ROCm Device 1", 64L << 30, "0000:11:00.0")), platform.devices());
+        assertEquals(List.of(DeviceInfo.of(0, "Fake ROCm Device 0", 64L << 30, "0000:10:00.0"),
+                DeviceInfo.of(1, "Fake ROCm Device 1", 64L << 30, "0000:11:00.0")), platform.devices());
     }
 
     @Test
@@ -94,12 +94,12 @@ class RocmPlatformFakeRuntimeTest {
                 platform.copy(d, src, size);
                 platform.copy(back, d, size);
                 assertEquals(crc(src), crc(back), "size " + size);
-                assertEquals(new PointerInfo(Location.device(MemoryKind.ROCM, 1), false), platform.classify(d.address()));
+                assertEquals(PointerInfo.of(Location.device(MemoryKind.ROCM, 1), false), platform.classify(d.address()));
                 platform.free(d);
             }
             MemorySegment pinned = platform.allocateHost(4096);
-            assertEquals(new PointerInfo(Location.CPU, true), platform.classify(pinned.address()));
-            assertEquals(new PointerInfo(Location.CPU, false), platform.classify(arena.allocate(8).address()));
+            assertEquals(PointerInfo.of(Location.CPU, true), platform.classify(pinned.address()));
+            assertEquals(PointerInfo.of(Location.CPU, false), platform.classify(arena.allocate(8).address()));
             MemorySegment device = platform.allocate(0, 4096);
             fill(pinned, 3);
             MemorySegment back = arena.allocate(4096);

@@ -125,12 +125,12 @@ class RocmPlatformTest {
         assertEquals(5, HipRuntime.majorVersion(50221153));
         assertEquals(6, HipRuntime.majorVersion(60243483));
         // ROCm 5: 0 is pinned host memory, 1 is device memory
-        assertEquals(new PointerInfo(Location.CPU, true), RocmPlatform.classifyV5(0, 0));
-        assertEquals(new PointerInfo(Location.device(MemoryKind.ROCM, 3), false), RocmPlatform.classifyV5(1, 3));
+        assertEquals(PointerInfo.of(Location.CPU, true), RocmPlatform.classifyV5(0, 0));
+        assertEquals(PointerInfo.of(Location.device(MemoryKind.ROCM, 3), false), RocmPlatform.classifyV5(1, 3));
         // ROCm 6: CUDA's numbering, 0 is unregistered host memory, 2 is device memory
-        assertEquals(new PointerInfo(Location.CPU, false), RocmPlatform.classifyV6(0, 0));
-        assertEquals(new PointerInfo(Location.CPU, true), RocmPlatform.classifyV6(1, 0));
-        assertEquals(new PointerInfo(Location.device(MemoryKind.ROCM, 1), false), RocmPlatform.classifyV6(2, 1));
+        assertEquals(PointerInfo.of(Location.CPU, false), RocmPlatform.classifyV6(0, 0));
+        assertEquals(PointerInfo.of(Location.CPU, true), RocmPlatform.classifyV6(1, 0));
+        assertEquals(PointerInfo.of(Location.device(MemoryKind.ROCM, 1), false), RocmPlatform.classifyV6(2, 1));
         assertNull(RocmPlatform.classifyV6(7, 0));
     }
 

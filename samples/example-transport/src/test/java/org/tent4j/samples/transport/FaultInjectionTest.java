@@ -419,10 +419,10 @@ class FaultInjectionTest {
         }
 
         SegmentDescriptor descriptor() {
-            return new SegmentDescriptor(context.segmentName(), MACHINE, "127.0.0.1", 0,
-                    List.of(FaultInjectingTransportProvider.ID),
-                    Map.of(FaultInjectingTransportProvider.ID, transport == null ? Map.of() : transport.segmentAttributes()),
-                    buffers, 1);
+            return SegmentDescriptor.builder().name(context.segmentName()).machineId(MACHINE).host("127.0.0.1")
+                    .controlPort(0).transports(List.of(FaultInjectingTransportProvider.ID))
+                    .transportAttributes(Map.of(FaultInjectingTransportProvider.ID, transport == null ? Map.of() : transport.segmentAttributes()))
+                    .buffers(buffers).version(1).build();
         }
 
         @Override

@@ -127,9 +127,10 @@ class UdsClockTest {
         context = new TestTransportContext("a", MACHINE, UdsTransportProvider.ID, provider.options(),
                 Map.of("paths", "1"), Duration.ofSeconds(3));
         transport = provider.create(context.clock(clock));
-        SegmentDescriptor peer = new SegmentDescriptor("b", MACHINE, "127.0.0.1", 0, List.of(UdsTransportProvider.ID),
-                Map.of(UdsTransportProvider.ID, Map.of(UdsTransport.SOCKET, dir.resolve("silent.sock").toString())),
-                List.of(), 1);
+        SegmentDescriptor peer = SegmentDescriptor.builder().name("b").machineId(MACHINE).host("127.0.0.1")
+                .controlPort(0).transports(List.of(UdsTransportProvider.ID))
+                .transportAttributes(Map.of(UdsTransportProvider.ID, Map.of(UdsTransport.SOCKET, dir.resolve("silent.sock").toString())))
+                .buffers(List.of()).version(1).build();
         return transport.connect(peer);
     }
 

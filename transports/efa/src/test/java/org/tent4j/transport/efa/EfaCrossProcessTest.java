@@ -58,11 +58,15 @@ class EfaCrossProcessTest {
             }
             assertEquals(provider, seg.get(EfaAttributes.PROVIDER));
             long address = Long.parseUnsignedLong(buf.get("address").substring(2), 16);
-            BufferDescriptor remote = new BufferDescriptor(address, Long.parseLong(buf.get("length")), Location.CPU,
-                    Permission.READ_WRITE, List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID,
-                    Map.of(EfaAttributes.KEY, buf.get("key"), EfaAttributes.BASE, buf.get("base"))));
-            SegmentDescriptor target = new SegmentDescriptor("target", EfaPair.MACHINE, "127.0.0.1", 0,
-                    List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID, seg), List.of(remote), 1);
+            BufferDescriptor remote = BufferDescriptor.builder().address(address)
+                    .length(Long.parseLong(buf.get("length"))).location(Location.CPU)
+                    .permission(Permission.READ_WRITE).transports(List.of(EfaTransportProvider.ID))
+                    .attributes(Map.of(EfaTransportProvider.ID, Map.of(EfaAttributes.KEY, buf.get("key"), EfaAttributes.BASE, buf.get("base"))))
+                    .build();
+            SegmentDescriptor target = SegmentDescriptor.builder().name("target").machineId(EfaPair.MACHINE)
+                    .host("127.0.0.1").controlPort(0).transports(List.of(EfaTransportProvider.ID))
+                    .transportAttributes(Map.of(EfaTransportProvider.ID, seg)).buffers(List.of(remote)).version(1)
+                    .build();
 
             MemorySegment expected = arena.allocate(SPAN, 4096);
             EfaPair.fill(expected, SEED);

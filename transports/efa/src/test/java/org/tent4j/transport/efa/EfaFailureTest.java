@@ -99,8 +99,9 @@ class EfaFailureTest {
             assertEquals(ErrorCode.OUT_OF_BOUNDS, EfaPair.awaitFailure(localPast));
 
             // 3. a descriptor that lies about the length: the provider's MR bounds refuse it at the target
-            BufferDescriptor lying = new BufferDescriptor(honest.address(), 2 * SIZE, honest.location(),
-                    honest.permission(), honest.transports(), honest.attributes());
+            BufferDescriptor lying = BufferDescriptor.builder().address(honest.address()).length(2 * SIZE)
+                    .location(honest.location()).permission(honest.permission()).transports(honest.transports())
+                    .attributes(honest.attributes()).build();
             EfaPair.fill(local.segment(), 5);
             for (Opcode op : Opcode.values()) {
                 TestSlice beyond = EfaPair.slice(op, local, 0, lying, SIZE + 4096, 4096, 2000);
@@ -146,8 +147,10 @@ class EfaFailureTest {
 
             // ... and the provider refuses a WRITE when a descriptor claims READ_WRITE (the MR lacks FI_REMOTE_WRITE)
             EfaPair.fill(local.segment(), 9);
-            BufferDescriptor forged = new BufferDescriptor(readOnly.descriptor().address(), SIZE, Location.CPU,
-                    Permission.READ_WRITE, List.of(EfaTransportProvider.ID), readOnly.descriptor().attributes());
+            BufferDescriptor forged = BufferDescriptor.builder().address(readOnly.descriptor().address()).length(SIZE)
+                    .location(Location.CPU).permission(Permission.READ_WRITE)
+                    .transports(List.of(EfaTransportProvider.ID)).attributes(readOnly.descriptor().attributes())
+                    .build();
             TestSlice forgedWrite = EfaPair.slice(Opcode.WRITE, local, 0, forged, 0, 4096, 2000);
             c.post(forgedWrite);
             assertRejectedByTarget(provider, forgedWrite);
@@ -199,21 +202,26 @@ class EfaFailureTest {
     void connectRefusesPeersItCannotReach(String provider) {
         EfaPair.assumeProvider(provider);
         try (EfaPair p = new EfaPair(provider)) {
-            SegmentDescriptor none = new SegmentDescriptor("c", EfaPair.MACHINE, "127.0.0.1", 0, List.of(),
-                    Map.of(), List.of(), 1);
+            SegmentDescriptor none = SegmentDescriptor.builder().name("c").machineId(EfaPair.MACHINE)
+                    .host("127.0.0.1").controlPort(0).transports(List.of()).transportAttributes(Map.of())
+                    .buffers(List.of()).version(1).build();
             assertEquals(ErrorCode.PEER_UNREACHABLE, assertThrows(TransferException.class, () -> p.a.connect(none))
                     .code());
             Map<String, String> otherProvider = new HashMap<>(p.b.segmentAttributes());
             otherProvider.put(EfaAttributes.PROVIDER, "shm");
-            SegmentDescriptor mismatch = new SegmentDescriptor("b", EfaPair.MACHINE, "127.0.0.1", 0,
-                    List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID, otherProvider), List.of(), 1);
+            SegmentDescriptor mismatch = SegmentDescriptor.builder().name("b").machineId(EfaPair.MACHINE)
+                    .host("127.0.0.1").controlPort(0).transports(List.of(EfaTransportProvider.ID))
+                    .transportAttributes(Map.of(EfaTransportProvider.ID, otherProvider)).buffers(List.of()).version(1)
+                    .build();
             TransferException e = assertThrows(TransferException.class, () -> p.a.connect(mismatch));
             assertEquals(ErrorCode.PEER_UNREACHABLE, e.code());
             assertTrue(e.getMessage().contains("'shm'") && e.getMessage().contains("tcp;ofi_rxm"), e.getMessage());
             Map<String, String> garbage = new HashMap<>(p.b.segmentAttributes());
             garbage.put(EfaAttributes.ADDR, "zz");
-            SegmentDescriptor bad = new SegmentDescriptor("b", EfaPair.MACHINE, "127.0.0.1", 0,
-                    List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID, garbage), List.of(), 1);
+            SegmentDescriptor bad = SegmentDescriptor.builder().name("b").machineId(EfaPair.MACHINE).host("127.0.0.1")
+                    .controlPort(0).transports(List.of(EfaTransportProvider.ID))
+                    .transportAttributes(Map.of(EfaTransportProvider.ID, garbage)).buffers(List.of()).version(1)
+                    .build();
             assertEquals(ErrorCode.PROTOCOL, assertThrows(TransferException.class, () -> p.a.connect(bad)).code());
         }
     }
@@ -260,12 +268,15 @@ class EfaFailureTest {
             MemorySegment mem = p.arena.allocate(SIZE, 4096);
             Fabric.MemoryRegion mr = silent.register(mem, FiAbi.FI_REMOTE_READ | FiAbi.FI_REMOTE_WRITE
                     | FiAbi.FI_READ | FiAbi.FI_WRITE, mode.requestedKey(4711));
-            BufferDescriptor remote = new BufferDescriptor(mem.address(), SIZE, Location.CPU, Permission.READ_WRITE,
-                    List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID, EfaAttributes.buffer(
-                    mode.providerKeys() ? mr.key() : 4711, mode.publishedBase(mem.address()))));
-            SegmentDescriptor peer = new SegmentDescriptor("silent", EfaPair.MACHINE, "127.0.0.1", 0,
-                    List.of(EfaTransportProvider.ID), Map.of(EfaTransportProvider.ID, EfaAttributes.segment(
-                    info.provider, new byte[][] {silent.name(0)}, info.mrMode)), List.of(remote), 1);
+            BufferDescriptor remote = BufferDescriptor.builder().address(mem.address()).length(SIZE)
+                    .location(Location.CPU).permission(Permission.READ_WRITE)
+                    .transports(List.of(EfaTransportProvider.ID))
+                    .attributes(Map.of(EfaTransportProvider.ID, EfaAttributes.buffer( mode.providerKeys() ? mr.key() : 4711, mode.publishedBase(mem.address()))))
+                    .build();
+            SegmentDescriptor peer = SegmentDescriptor.builder().name("silent").machineId(EfaPair.MACHINE)
+                    .host("127.0.0.1").controlPort(0).transports(List.of(EfaTransportProvider.ID))
+                    .transportAttributes(Map.of(EfaTransportProvider.ID, EfaAttributes.segment( info.provider, new byte[][] {silent.name(0)}, info.mrMode)))
+                    .buffers(List.of(remote)).version(1).build();
             EfaPair.Registered local = p.register(p.a, SIZE, Permission.READ_WRITE);
 
             PeerConnection c1 = p.a.connect(peer);
@@ -332,8 +343,9 @@ class EfaFailureTest {
     }
 
     private static BufferDescriptor withAttrs(BufferDescriptor d, Map<String, String> attrs) {
-        return new BufferDescriptor(d.address(), d.length(), d.location(), d.permission(), d.transports(),
-                Map.of(EfaTransportProvider.ID, attrs));
+        return BufferDescriptor.builder().address(d.address()).length(d.length()).location(d.location())
+                .permission(d.permission()).transports(d.transports())
+                .attributes(Map.of(EfaTransportProvider.ID, attrs)).build();
     }
 
     private static void assertAll(MemorySegment seg, byte value, String what) {

@@ -116,8 +116,10 @@ final class EfaPair implements AutoCloseable {
     }
 
     SegmentDescriptor descriptorOfB(BufferDescriptor... buffers) {
-        return new SegmentDescriptor("b", MACHINE, "127.0.0.1", 0, List.of(EfaTransportProvider.ID),
-                Map.of(EfaTransportProvider.ID, b.segmentAttributes()), List.of(buffers), 1);
+        return SegmentDescriptor.builder().name("b").machineId(MACHINE).host("127.0.0.1").controlPort(0)
+                .transports(List.of(EfaTransportProvider.ID))
+                .transportAttributes(Map.of(EfaTransportProvider.ID, b.segmentAttributes())).buffers(List.of(buffers))
+                .version(1).build();
     }
 
     PeerConnection connectToB(BufferDescriptor... buffers) {

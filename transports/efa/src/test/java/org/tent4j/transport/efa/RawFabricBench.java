@@ -161,8 +161,10 @@ public final class RawFabricBench {
                 ta.registerBuffer(lb).orElseThrow();
                 TestLocalMemory.Buffer rb = cb.memory().register(dst, Permission.READ_WRITE);
                 var remote = rb.describe("efa", tb.registerBuffer(rb).orElseThrow());
-                PeerConnection c = ta.connect(new org.tent4j.spi.SegmentDescriptor("bench-b", "m", "127.0.0.1", 0,
-                        java.util.List.of("efa"), Map.of("efa", tb.segmentAttributes()), java.util.List.of(remote), 1));
+                PeerConnection c = ta.connect(org.tent4j.spi.SegmentDescriptor.builder().name("bench-b")
+                        .machineId("m").host("127.0.0.1").controlPort(0).transports(java.util.List.of("efa"))
+                        .transportAttributes(Map.of("efa", tb.segmentAttributes())).buffers(java.util.List.of(remote))
+                        .version(1).build());
                 for (Opcode op : new Opcode[] {Opcode.WRITE, Opcode.READ}) {
                     slices(c, op, lb, remote, size, depth, Math.max(depth, ops / 4));
                     long t0 = System.nanoTime();

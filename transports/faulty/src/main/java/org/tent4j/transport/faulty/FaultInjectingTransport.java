@@ -137,8 +137,9 @@ final class FaultInjectingTransport implements Transport {
         for (BufferDescriptor b : peer.buffers()) {
             buffers.add(rewrite(b));
         }
-        return new SegmentDescriptor(peer.name(), peer.machineId(), peer.host(), peer.controlPort(), transports,
-                segmentAttributes, buffers, peer.version());
+        return SegmentDescriptor.builder().name(peer.name()).machineId(peer.machineId()).host(peer.host())
+                .controlPort(peer.controlPort()).transports(transports).transportAttributes(segmentAttributes)
+                .buffers(buffers).version(peer.version()).build();
     }
 
     /** One buffer as the delegate expects it. */
@@ -156,7 +157,8 @@ final class FaultInjectingTransport implements Transport {
         if (own != null) {
             attributes.put(delegateId, own);
         }
-        return new BufferDescriptor(buffer.address(), buffer.length(), buffer.location(), buffer.permission(),
-                transports, attributes);
+        return BufferDescriptor.builder().address(buffer.address()).length(buffer.length())
+                .location(buffer.location()).permission(buffer.permission()).transports(transports)
+                .attributes(attributes).build();
     }
 }

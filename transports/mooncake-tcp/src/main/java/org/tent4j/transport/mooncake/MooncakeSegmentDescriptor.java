@@ -123,13 +123,16 @@ public record MooncakeSegmentDescriptor(String name, List<String> protocols, int
     public SegmentDescriptor toSegmentDescriptor(String host, String machineId) {
         List<BufferDescriptor> out = new ArrayList<>(buffers.size());
         for (Buffer b : buffers) {
-            out.add(new BufferDescriptor(b.address(), b.length(), Location.CPU, Permission.READ_WRITE,
-                    List.of(MooncakeTcpTransportProvider.ID), Map.of(MooncakeTcpTransportProvider.ID, Map.of())));
+            out.add(BufferDescriptor.builder().address(b.address()).length(b.length()).location(Location.CPU)
+                    .permission(Permission.READ_WRITE).transports(List.of(MooncakeTcpTransportProvider.ID))
+                    .attributes(Map.of(MooncakeTcpTransportProvider.ID, Map.of())).build());
         }
         Map<String, String> attributes = Map.of(MooncakeTcpTransport.ATTR_PORT, Integer.toString(tcpDataPort),
                 MooncakeTcpTransport.ATTR_PROTO_VERSION, Integer.toString(tcpProtoVersion));
-        return new SegmentDescriptor(name, machineId, host, 0, List.of(MooncakeTcpTransportProvider.ID),
-                Map.of(MooncakeTcpTransportProvider.ID, attributes), out, 0);
+        return SegmentDescriptor.builder().name(name).machineId(machineId).host(host).controlPort(0)
+                .transports(List.of(MooncakeTcpTransportProvider.ID))
+                .transportAttributes(Map.of(MooncakeTcpTransportProvider.ID, attributes)).buffers(out).version(0)
+                .build();
     }
 
     /** Compact JSON as Mooncake's TCP transport publishes it, so a Mooncake initiator can read this segment. */

@@ -19,7 +19,8 @@ record DeviceBuffer(int id, MemorySegment segment, Location location, Permission
 
     /** How a peer sees this buffer once nvlink registered it with {@code attributes}. */
     BufferDescriptor describe(Map<String, String> attributes) {
-        return new BufferDescriptor(address(), length(), location, permission, List.of(NvlinkTransportProvider.ID),
-                Map.of(NvlinkTransportProvider.ID, attributes));
+        return BufferDescriptor.builder().address(address()).length(length()).location(location)
+                .permission(permission).transports(List.of(NvlinkTransportProvider.ID))
+                .attributes(Map.of(NvlinkTransportProvider.ID, attributes)).build();
     }
 }

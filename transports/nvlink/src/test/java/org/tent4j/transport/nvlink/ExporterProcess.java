@@ -59,11 +59,14 @@ final class ExporterProcess implements AutoCloseable {
             process.destroyForcibly();
             throw new AssertionError("exporter JVM did not start: " + transcript);
         }
-        buffer = new BufferDescriptor(address, length, Location.device(MemoryKind.CUDA, dev), Permission.READ_WRITE,
-                List.of(NvlinkTransportProvider.ID), Map.of(NvlinkTransportProvider.ID, Map.copyOf(attributes)));
-        descriptor = new SegmentDescriptor("seg-exporter", "machine-1", "127.0.0.1", 0, List.of(NvlinkTransportProvider.ID),
-                Map.of(NvlinkTransportProvider.ID, Map.of(NvlinkTransport.PID, pid, NvlinkTransport.PLATFORMS, "cuda")),
-                List.of(buffer), 1);
+        buffer = BufferDescriptor.builder().address(address).length(length)
+                .location(Location.device(MemoryKind.CUDA, dev)).permission(Permission.READ_WRITE)
+                .transports(List.of(NvlinkTransportProvider.ID))
+                .attributes(Map.of(NvlinkTransportProvider.ID, Map.copyOf(attributes))).build();
+        descriptor = SegmentDescriptor.builder().name("seg-exporter").machineId("machine-1").host("127.0.0.1")
+                .controlPort(0).transports(List.of(NvlinkTransportProvider.ID))
+                .transportAttributes(Map.of(NvlinkTransportProvider.ID, Map.of(NvlinkTransport.PID, pid, NvlinkTransport.PLATFORMS, "cuda")))
+                .buffers(List.of(buffer)).version(1).build();
     }
 
     /** CRC-32C of {@code [offset, offset + length)} of the exporter's buffer, as the exporter reads it. */

@@ -93,8 +93,10 @@ class NvlinkFakeCudaTest extends NvlinkScenarios {
             assertEquals(before + 1, FakeCudaRuntime.openMappings(library), "one IPC open for 17 slices");
 
             // the peer republishes without the buffer: the mapping goes
-            c.descriptorChanged(new SegmentDescriptor("seg-b", "machine-1", "127.0.0.1", 0, List.of("nvlink"),
-                    Map.of("nvlink", b.transport.segmentAttributes()), List.of(), 2));
+            c.descriptorChanged(SegmentDescriptor.builder().name("seg-b").machineId("machine-1").host("127.0.0.1")
+                    .controlPort(0).transports(List.of("nvlink"))
+                    .transportAttributes(Map.of("nvlink", b.transport.segmentAttributes())).buffers(List.of())
+                    .version(2).build());
             assertEquals(0, c.mappedBuffers());
             assertEquals(before, FakeCudaRuntime.openMappings(library));
             c.close();
@@ -161,8 +163,10 @@ class NvlinkFakeCudaTest extends NvlinkScenarios {
     void hostMemoryOfAnotherProcessIsNotReachable() throws Exception {
         MemorySegment host = arena.allocate(4096);
         BufferDescriptor r = b.register(new DeviceBuffer(9, host, CPU, Permission.READ_WRITE));
-        SegmentDescriptor elsewhere = new SegmentDescriptor("seg-b", "machine-1", "127.0.0.1", 0, List.of("nvlink"),
-                Map.of("nvlink", Map.of(NvlinkTransport.PID, "1", NvlinkTransport.PLATFORMS, "cuda")), List.of(r), 1);
+        SegmentDescriptor elsewhere = SegmentDescriptor.builder().name("seg-b").machineId("machine-1")
+                .host("127.0.0.1").controlPort(0).transports(List.of("nvlink"))
+                .transportAttributes(Map.of("nvlink", Map.of(NvlinkTransport.PID, "1", NvlinkTransport.PLATFORMS, "cuda")))
+                .buffers(List.of(r)).version(1).build();
         DeviceBuffer local = new DeviceBuffer(1, helper.allocate(0, 4096), Location.device(MemoryKind.CUDA, 0),
                 Permission.LOCAL_ONLY);
         try (PeerConnection c = a.transport.connect(elsewhere)) {
@@ -179,14 +183,16 @@ class NvlinkFakeCudaTest extends NvlinkScenarios {
 
     @Test
     void connectRefusesPeersOnOtherMachinesOrWithoutNvlink() {
-        SegmentDescriptor remote = new SegmentDescriptor("seg-far", "machine-2", "10.0.0.2", 0, List.of("nvlink"),
-                Map.of(), List.of(), 1);
+        SegmentDescriptor remote = SegmentDescriptor.builder().name("seg-far").machineId("machine-2").host("10.0.0.2")
+                .controlPort(0).transports(List.of("nvlink")).transportAttributes(Map.of()).buffers(List.of())
+                .version(1).build();
         TransferException e = assertThrows(TransferException.class, () -> a.transport.connect(remote));
         assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, e.code());
         assertEquals("nvlink needs both segments on one machine: segment 'seg-far' is on machine 'machine-2', this"
                 + " engine on 'machine-1'", e.getMessage());
-        SegmentDescriptor tcpOnly = new SegmentDescriptor("seg-tcp", "machine-1", "127.0.0.1", 0, List.of("tcp"),
-                Map.of(), List.of(), 1);
+        SegmentDescriptor tcpOnly = SegmentDescriptor.builder().name("seg-tcp").machineId("machine-1")
+                .host("127.0.0.1").controlPort(0).transports(List.of("tcp")).transportAttributes(Map.of())
+                .buffers(List.of()).version(1).build();
         assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, assertThrows(TransferException.class,
                 () -> a.transport.connect(tcpOnly)).code());
     }

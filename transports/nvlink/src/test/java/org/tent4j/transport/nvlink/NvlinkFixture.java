@@ -46,9 +46,10 @@ final class NvlinkFixture implements AutoCloseable {
     }
 
     SegmentDescriptor descriptor(long version) {
-        return new SegmentDescriptor(context.segmentName(), context.machineId(), "127.0.0.1", 0,
-                List.of(NvlinkTransportProvider.ID), Map.of(NvlinkTransportProvider.ID, transport.segmentAttributes()),
-                published, version);
+        return SegmentDescriptor.builder().name(context.segmentName()).machineId(context.machineId())
+                .host("127.0.0.1").controlPort(0).transports(List.of(NvlinkTransportProvider.ID))
+                .transportAttributes(Map.of(NvlinkTransportProvider.ID, transport.segmentAttributes()))
+                .buffers(published).version(version).build();
     }
 
     static TestSlice slice(Opcode op, LocalBuffer local, long localOffset, BufferDescriptor remote, long remoteOffset,

@@ -140,8 +140,9 @@ class CuFileIoTest {
             TestLocalMemory.Buffer b = memory.register(m, Permission.READ_WRITE);
             gds.registerBuffer(b);
             assertEquals(1, (int) call(fake, "fake_buffers"));
-            BufferDescriptor remote = new BufferDescriptor(f.base, f.length, Location.FILE, Permission.READ_WRITE,
-                    List.of("nvmeof"), Map.of());
+            BufferDescriptor remote = BufferDescriptor.builder().address(f.base).length(f.length)
+                    .location(Location.FILE).permission(Permission.READ_WRITE).transports(List.of("nvmeof"))
+                    .attributes(Map.of()).build();
             TestSlice w = new TestSlice(Opcode.WRITE, b, 100, remote, f.base + 5000, 30000, Long.MAX_VALUE);
             assertTrue(f.acquire());
             gds.submit(w, f, Runnable::run);

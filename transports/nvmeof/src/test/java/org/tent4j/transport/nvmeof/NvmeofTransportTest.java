@@ -111,10 +111,12 @@ class NvmeofTransportTest {
             MemorySegment m = arena.allocate(8 << 20, 4096);
             TestLocalMemory.Buffer b = c.memory().register(m, Permission.READ_WRITE);
             assertTrue(t.registerBuffer(b).isPresent());
-            BufferDescriptor fileBuffer = new BufferDescriptor(BASE, 8 << 20, Location.FILE, Permission.READ_WRITE,
-                    List.of("nvmeof"), Map.of("nvmeof", attrs.get()));
-            PeerConnection conn = t.connect(new SegmentDescriptor("own", "machine-1", "127.0.0.1", 1, List.of("nvmeof"),
-                    Map.of(), List.of(fileBuffer), 1));
+            BufferDescriptor fileBuffer = BufferDescriptor.builder().address(BASE).length(8 << 20)
+                    .location(Location.FILE).permission(Permission.READ_WRITE).transports(List.of("nvmeof"))
+                    .attributes(Map.of("nvmeof", attrs.get())).build();
+            PeerConnection conn = t.connect(SegmentDescriptor.builder().name("own").machineId("machine-1")
+                    .host("127.0.0.1").controlPort(1).transports(List.of("nvmeof")).transportAttributes(Map.of())
+                    .buffers(List.of(fileBuffer)).version(1).build());
             assertEquals(3, conn.pathCount());
             List<PathSlice> slices = new ArrayList<>();
             for (int i = 0; i < 600; i++) {
@@ -181,10 +183,12 @@ class NvmeofTransportTest {
                 Map<String, String> attrs = t.registerFile(new File(path, BASE, 1 << 16, Permission.READ_WRITE))
                         .orElseThrow();
                 TestLocalMemory.Buffer b = c.memory().register(arena.allocate(1 << 16, 4096), Permission.READ_WRITE);
-                BufferDescriptor fileBuffer = new BufferDescriptor(BASE, 1 << 16, Location.FILE, Permission.READ_WRITE,
-                        List.of("nvmeof"), Map.of("nvmeof", attrs));
-                PeerConnection conn = t.connect(new SegmentDescriptor("own", "machine-1", "127.0.0.1", 1,
-                        List.of("nvmeof"), Map.of(), List.of(fileBuffer), 1));
+                BufferDescriptor fileBuffer = BufferDescriptor.builder().address(BASE).length(1 << 16)
+                        .location(Location.FILE).permission(Permission.READ_WRITE).transports(List.of("nvmeof"))
+                        .attributes(Map.of("nvmeof", attrs)).build();
+                PeerConnection conn = t.connect(SegmentDescriptor.builder().name("own").machineId("machine-1")
+                        .host("127.0.0.1").controlPort(1).transports(List.of("nvmeof")).transportAttributes(Map.of())
+                        .buffers(List.of(fileBuffer)).version(1).build());
                 TestSlice late = new TestSlice(Opcode.READ, b, 0, fileBuffer, BASE, 4096, engineNow - 1);
                 conn.post(late);
                 TransferException e = (TransferException) late.result().handle((v, x) -> x).get(20, TimeUnit.SECONDS);
@@ -200,8 +204,9 @@ class NvmeofTransportTest {
     void peersOnAnotherMachineAreRefused() {
         try (TestTransportContext c = context("here", Map.of())) {
             Transport t = new NvmeofTransportProvider().create(c);
-            TransferException e = assertThrows(TransferException.class, () -> t.connect(new SegmentDescriptor("there", "machine-2",
-                    "10.0.0.2", 1, List.of("nvmeof"), Map.of(), List.of(), 1)));
+            TransferException e = assertThrows(TransferException.class, () -> t.connect(SegmentDescriptor.builder()
+                    .name("there").machineId("machine-2").host("10.0.0.2").controlPort(1)
+                    .transports(List.of("nvmeof")).transportAttributes(Map.of()).buffers(List.of()).version(1).build()));
             assertEquals(ErrorCode.PEER_UNREACHABLE, e.code());
             t.close();
         }

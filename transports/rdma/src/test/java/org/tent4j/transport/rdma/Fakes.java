@@ -27,8 +27,9 @@ final class Fakes {
     static final MemorySegment LOCAL = Arena.global().allocate(1 << 16, 64);
     static final LocalBuffer LOCAL_BUFFER = new TestLocalMemory.Buffer(1, LOCAL, Location.CPU, Permission.READ_WRITE,
             Map.of());
-    static final BufferDescriptor REMOTE = new BufferDescriptor(0x7f00_0000_0000L, 1 << 20, Location.CPU,
-            Permission.READ_WRITE, List.of("rdma"), Map.of());
+    static final BufferDescriptor REMOTE = BufferDescriptor.builder().address(0x7f00_0000_0000L).length(1 << 20)
+            .location(Location.CPU).permission(Permission.READ_WRITE).transports(List.of("rdma")).attributes(Map.of())
+            .build();
 
     private Fakes() {
     }

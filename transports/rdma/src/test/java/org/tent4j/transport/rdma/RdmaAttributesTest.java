@@ -82,18 +82,22 @@ class RdmaAttributesTest {
     @Test
     void remoteKeyTableIndexesThePeersBuffers() {
         Map<String, String> seg = RdmaAttributes.encodeSegment(DEVICES);
-        BufferDescriptor a = new BufferDescriptor(0x10_000, 0x1000, Location.CPU, Permission.READ_WRITE,
-                List.of("rdma"), Map.of("rdma", RdmaAttributes.encodeBuffer(List.of("mlx5_0", "mlx5_1"),
-                new int[]{11, 12})));
-        BufferDescriptor b = new BufferDescriptor(0x30_000, 0x1000, Location.CPU, Permission.READ_ONLY,
-                List.of("rdma"), Map.of("rdma", RdmaAttributes.encodeBuffer(List.of("mlx5_0", "mlx5_1"),
-                new int[]{21, 22})));
-        BufferDescriptor tcpOnly = new BufferDescriptor(0x50_000, 0x1000, Location.CPU, Permission.READ_WRITE,
-                List.of("tcp"), Map.of());
-        BufferDescriptor broken = new BufferDescriptor(0x70_000, 0x1000, Location.CPU, Permission.READ_WRITE,
-                List.of("rdma"), Map.of("rdma", Map.of("devices", "mlx5_0", "rkeys", "1")));
-        SegmentDescriptor peer = new SegmentDescriptor("b", "m2", "10.0.0.2", 7000, List.of("rdma", "tcp"),
-                Map.of("rdma", seg), List.of(b, tcpOnly, a, broken), 3);
+        BufferDescriptor a = BufferDescriptor.builder().address(0x10_000).length(0x1000).location(Location.CPU)
+                .permission(Permission.READ_WRITE).transports(List.of("rdma"))
+                .attributes(Map.of("rdma", RdmaAttributes.encodeBuffer(List.of("mlx5_0", "mlx5_1"), new int[]{11, 12})))
+                .build();
+        BufferDescriptor b = BufferDescriptor.builder().address(0x30_000).length(0x1000).location(Location.CPU)
+                .permission(Permission.READ_ONLY).transports(List.of("rdma"))
+                .attributes(Map.of("rdma", RdmaAttributes.encodeBuffer(List.of("mlx5_0", "mlx5_1"), new int[]{21, 22})))
+                .build();
+        BufferDescriptor tcpOnly = BufferDescriptor.builder().address(0x50_000).length(0x1000).location(Location.CPU)
+                .permission(Permission.READ_WRITE).transports(List.of("tcp")).attributes(Map.of()).build();
+        BufferDescriptor broken = BufferDescriptor.builder().address(0x70_000).length(0x1000).location(Location.CPU)
+                .permission(Permission.READ_WRITE).transports(List.of("rdma"))
+                .attributes(Map.of("rdma", Map.of("devices", "mlx5_0", "rkeys", "1"))).build();
+        SegmentDescriptor peer = SegmentDescriptor.builder().name("b").machineId("m2").host("10.0.0.2")
+                .controlPort(7000).transports(List.of("rdma", "tcp")).transportAttributes(Map.of("rdma", seg))
+                .buffers(List.of(b, tcpOnly, a, broken)).version(3).build();
         RangeTable<RdmaPeerConnection.RemoteKeys> t = RdmaPeerConnection.remoteKeyTable(peer, DEVICES);
         assertEquals(2, t.size(), "tcp-only and malformed buffers are left out");
         assertArrayEquals(new int[]{11, 12}, t.find(0x10_000, 0x1000).rkeys());

@@ -89,8 +89,9 @@ class RdmaTransportLoopbackTest {
     }
 
     private SegmentDescriptor bDescriptor() {
-        return new SegmentDescriptor("b", "mb", "127.0.0.1", 0, List.of("rdma"),
-                Map.of("rdma", tb.segmentAttributes()), bBuffers, bBuffers.size());
+        return SegmentDescriptor.builder().name("b").machineId("mb").host("127.0.0.1").controlPort(0)
+                .transports(List.of("rdma")).transportAttributes(Map.of("rdma", tb.segmentAttributes()))
+                .buffers(bBuffers).version(bBuffers.size()).build();
     }
 
     private static TestSlice slice(Opcode op, TestLocalMemory.Buffer local, long localOffset, BufferDescriptor remote,
@@ -264,8 +265,9 @@ class RdmaTransportLoopbackTest {
         TestSlice local = slice(Opcode.WRITE, unregistered, 0, bBuffers.getFirst(), 0, 4096);
         c.post(local);
         assertEquals(ErrorCode.ADDRESS_NOT_REGISTERED, failure(local).code());
-        BufferDescriptor tcpOnly = new BufferDescriptor(0x7000_0000L, SLICE, Location.CPU, Permission.READ_WRITE,
-                List.of("tcp"), Map.of());
+        BufferDescriptor tcpOnly = BufferDescriptor.builder().address(0x7000_0000L).length(SLICE)
+                .location(Location.CPU).permission(Permission.READ_WRITE).transports(List.of("tcp"))
+                .attributes(Map.of()).build();
         TestSlice remote = slice(Opcode.READ, src, 0, tcpOnly, 0, 4096);
         c.post(remote);
         TransferException e = failure(remote);
@@ -374,13 +376,15 @@ class RdmaTransportLoopbackTest {
     @Test
     void peersWithoutUsableRdmaAttributesAreRefused() {
         start(Map.of(), "mlx5_0");
-        SegmentDescriptor tcpOnly = new SegmentDescriptor("b", "mb", "127.0.0.1", 0, List.of("tcp"), Map.of(),
-                List.of(), 1);
+        SegmentDescriptor tcpOnly = SegmentDescriptor.builder().name("b").machineId("mb").host("127.0.0.1")
+                .controlPort(0).transports(List.of("tcp")).transportAttributes(Map.of()).buffers(List.of()).version(1)
+                .build();
         TransferException none = assertThrows(TransferException.class, () -> ta.connect(tcpOnly));
         assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, none.code());
         assertEquals("peer 'b' publishes no rdma devices (it does not run the rdma transport)", none.getMessage());
-        SegmentDescriptor bad = new SegmentDescriptor("b", "mb", "127.0.0.1", 0, List.of("rdma"),
-                Map.of("rdma", Map.of("devices", "x", "lids", "1")), List.of(), 1);
+        SegmentDescriptor bad = SegmentDescriptor.builder().name("b").machineId("mb").host("127.0.0.1").controlPort(0)
+                .transports(List.of("rdma")).transportAttributes(Map.of("rdma", Map.of("devices", "x", "lids", "1")))
+                .buffers(List.of()).version(1).build();
         assertEquals(ErrorCode.PROTOCOL, assertThrows(TransferException.class, () -> ta.connect(bad)).code());
         assertTrue(fabric.qps.isEmpty(), "no QP left behind");
     }

@@ -41,11 +41,14 @@ class ShmCrossProcessTest {
             Path path = Path.of(f[1]);
             assertTrue(Files.exists(path));
             assertEquals(Long.toString(size), f[2]);
-            BufferDescriptor remote = new BufferDescriptor(Long.parseLong(f[4]), size, Location.CPU,
-                    Permission.READ_WRITE, List.of(ShmTransportProvider.ID), Map.of(ShmTransportProvider.ID,
-                    Map.of("path", f[1], "size", f[2], "offset", f[3])));
-            SegmentDescriptor segment = new SegmentDescriptor("child", ShmTransportTest.MACHINE, "127.0.0.1", 0,
-                    List.of(ShmTransportProvider.ID), Map.of(), List.of(remote), 1);
+            BufferDescriptor remote = BufferDescriptor.builder().address(Long.parseLong(f[4])).length(size)
+                    .location(Location.CPU).permission(Permission.READ_WRITE)
+                    .transports(List.of(ShmTransportProvider.ID))
+                    .attributes(Map.of(ShmTransportProvider.ID, Map.of("path", f[1], "size", f[2], "offset", f[3])))
+                    .build();
+            SegmentDescriptor segment = SegmentDescriptor.builder().name("child").machineId(ShmTransportTest.MACHINE)
+                    .host("127.0.0.1").controlPort(0).transports(List.of(ShmTransportProvider.ID))
+                    .transportAttributes(Map.of()).buffers(List.of(remote)).version(1).build();
 
             ShmTransport transport = (ShmTransport) provider.create(ctx);
             try {
@@ -71,8 +74,9 @@ class ShmCrossProcessTest {
                 assertFalse(Files.exists(path), "the child's shm file survived its transport close");
 
                 // the child is gone and its file unlinked: our mapping still holds the pages, new mappings fail
-                conn.descriptorChanged(new SegmentDescriptor("child", ShmTransportTest.MACHINE, "127.0.0.1", 0,
-                        List.of(ShmTransportProvider.ID), Map.of(), List.of(), 2));
+                conn.descriptorChanged(SegmentDescriptor.builder().name("child").machineId(ShmTransportTest.MACHINE)
+                        .host("127.0.0.1").controlPort(0).transports(List.of(ShmTransportProvider.ID))
+                        .transportAttributes(Map.of()).buffers(List.of()).version(2).build());
                 TestSlice after = ShmTransportTest.slice(Opcode.READ, local, 0, remote, 0, 64);
                 conn.post(after);
                 assertEquals(org.tent4j.api.ErrorCode.PEER_FAILED, ShmTransportTest.failure(after));

@@ -286,8 +286,9 @@ class ShmTransportTest {
 
     @Test
     void differentMachineIsRefusedNamingSegmentAndBothMachines() {
-        SegmentDescriptor elsewhere = new SegmentDescriptor("far-segment", "machine-2", "10.0.0.2", 0,
-                List.of(ShmTransportProvider.ID), Map.of(), List.of(), 1);
+        SegmentDescriptor elsewhere = SegmentDescriptor.builder().name("far-segment").machineId("machine-2")
+                .host("10.0.0.2").controlPort(0).transports(List.of(ShmTransportProvider.ID))
+                .transportAttributes(Map.of()).buffers(List.of()).version(1).build();
         TransferException e = assertThrows(TransferException.class, () -> a.connect(elsewhere));
         assertEquals(ErrorCode.TRANSPORT_UNAVAILABLE, e.code());
         assertTrue(e.getMessage().contains("far-segment"), e.getMessage());
@@ -316,9 +317,10 @@ class ShmTransportTest {
         TestLocalMemory.Buffer local = local(64);
         for (String path : List.of("/etc/passwd", "relative/tent4j-1-0123456789abcdef",
                 "/dev/shm/../etc/tent4j-1-0123456789abcdef")) {
-            BufferDescriptor forged = new BufferDescriptor(0x10000, 64, Location.CPU, Permission.READ_WRITE,
-                    List.of(ShmTransportProvider.ID),
-                    Map.of(ShmTransportProvider.ID, Map.of("path", path, "size", "64", "offset", "0")));
+            BufferDescriptor forged = BufferDescriptor.builder().address(0x10000).length(64).location(Location.CPU)
+                    .permission(Permission.READ_WRITE).transports(List.of(ShmTransportProvider.ID))
+                    .attributes(Map.of(ShmTransportProvider.ID, Map.of("path", path, "size", "64", "offset", "0")))
+                    .build();
             PeerConnection conn = a.connect(segmentB(forged));
             TestSlice write = slice(Opcode.WRITE, local, 0, forged, 0, 64);
             conn.post(write);
@@ -331,9 +333,10 @@ class ShmTransportTest {
     /** A descriptor of segment "b" naming a path b did not publish: refused before anything is opened or mapped. */
     private void assertSpoofRefused(String path, String expectedReason) throws Exception {
         TestLocalMemory.Buffer local = local(64);
-        BufferDescriptor forged = new BufferDescriptor(0x10000, 64, Location.CPU, Permission.READ_WRITE,
-                List.of(ShmTransportProvider.ID),
-                Map.of(ShmTransportProvider.ID, Map.of("path", path, "size", "64", "offset", "0")));
+        BufferDescriptor forged = BufferDescriptor.builder().address(0x10000).length(64).location(Location.CPU)
+                .permission(Permission.READ_WRITE).transports(List.of(ShmTransportProvider.ID))
+                .attributes(Map.of(ShmTransportProvider.ID, Map.of("path", path, "size", "64", "offset", "0")))
+                .build();
         ShmPeerConnection conn = (ShmPeerConnection) a.connect(segmentB(forged));
         TestSlice write = slice(Opcode.WRITE, local, 0, forged, 0, 64);
         conn.post(write);
@@ -416,8 +419,9 @@ class ShmTransportTest {
         Remote remote = remote(8192, Permission.READ_WRITE);
         Map<String, String> attrs = new HashMap<>(remote.descriptor.attributes(ShmTransportProvider.ID));
         attrs.put("size", "4096");
-        BufferDescriptor wrong = new BufferDescriptor(remote.descriptor.address(), 8192, Location.CPU,
-                Permission.READ_WRITE, List.of(ShmTransportProvider.ID), Map.of(ShmTransportProvider.ID, attrs));
+        BufferDescriptor wrong = BufferDescriptor.builder().address(remote.descriptor.address()).length(8192)
+                .location(Location.CPU).permission(Permission.READ_WRITE).transports(List.of(ShmTransportProvider.ID))
+                .attributes(Map.of(ShmTransportProvider.ID, attrs)).build();
         TestLocalMemory.Buffer local = local(8192);
         PeerConnection conn = a.connect(segmentB(wrong));
         TestSlice read = slice(Opcode.READ, local, 0, wrong, 0, 8192);
@@ -463,9 +467,10 @@ class ShmTransportTest {
         Remote fresh = remote(4096, Permission.READ_WRITE);
         Patterns.fill(fresh.allocation.segment(), 0, 4096, 5);
         // the peer now publishes another file at the address it used before
-        BufferDescriptor replaced = new BufferDescriptor(old.descriptor.address(), 4096, Location.CPU,
-                Permission.READ_WRITE, List.of(ShmTransportProvider.ID),
-                Map.of(ShmTransportProvider.ID, fresh.descriptor.attributes(ShmTransportProvider.ID)));
+        BufferDescriptor replaced = BufferDescriptor.builder().address(old.descriptor.address()).length(4096)
+                .location(Location.CPU).permission(Permission.READ_WRITE).transports(List.of(ShmTransportProvider.ID))
+                .attributes(Map.of(ShmTransportProvider.ID, fresh.descriptor.attributes(ShmTransportProvider.ID)))
+                .build();
         TestLocalMemory.Buffer local = local(4096);
         ShmPeerConnection conn = (ShmPeerConnection) a.connect(segmentB(old.descriptor));
         readAll(conn, local, old.descriptor);
@@ -772,8 +777,9 @@ class ShmTransportTest {
     }
 
     static SegmentDescriptor segmentB(BufferDescriptor... buffers) {
-        return new SegmentDescriptor("b", MACHINE, "127.0.0.1", 0, List.of(ShmTransportProvider.ID), Map.of(),
-                List.of(buffers), 1);
+        return SegmentDescriptor.builder().name("b").machineId(MACHINE).host("127.0.0.1").controlPort(0)
+                .transports(List.of(ShmTransportProvider.ID)).transportAttributes(Map.of()).buffers(List.of(buffers))
+                .version(1).build();
     }
 
     static TestSlice slice(Opcode op, TestLocalMemory.Buffer local, long localOffset, BufferDescriptor remote,

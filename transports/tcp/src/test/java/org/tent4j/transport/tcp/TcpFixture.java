@@ -103,8 +103,9 @@ final class TcpFixture implements AutoCloseable {
                                         TestLocalMemory.Buffer... buffers) {
         List<BufferDescriptor> described = java.util.Arrays.stream(buffers)
                 .map(buf -> buf.describe("tcp", Map.of())).toList();
-        return new SegmentDescriptor(name, "machine-" + name, "127.0.0.1", 0, List.of("tcp"),
-                Map.of("tcp", tcpAttributes), described, 1);
+        return SegmentDescriptor.builder().name(name).machineId("machine-" + name).host("127.0.0.1").controlPort(0)
+                .transports(List.of("tcp")).transportAttributes(Map.of("tcp", tcpAttributes)).buffers(described)
+                .version(1).build();
     }
 
     static Map<String, String> portOnly(int port) {

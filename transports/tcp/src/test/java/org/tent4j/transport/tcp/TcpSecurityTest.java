@@ -61,11 +61,12 @@ class TcpSecurityTest {
     }
 
     static SecuritySettings token(byte[] t) {
-        return new SecuritySettings(t, null, null, null);
+        return SecuritySettings.builder().token(t).build();
     }
 
     static SecuritySettings tls(TestKeys k, byte[] t) {
-        return new SecuritySettings(t, k.certificate(), k.privateKey(), null);
+        return SecuritySettings.builder().token(t).tlsCertificate(k.certificate()).tlsPrivateKey(k.privateKey())
+                .build();
     }
 
     private void start(SecuritySettings a, SecuritySettings b) {
