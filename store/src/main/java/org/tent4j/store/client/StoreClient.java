@@ -28,6 +28,7 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.RangeAllocator;
 import org.tent4j.store.proto.CommitItem;
@@ -64,7 +65,8 @@ public final class StoreClient implements AutoCloseable {
     private final TransferEngine engine;
     final LocalMemoryCheck memory;
     private final MasterClient master;
-    private final String clientId;
+    /** Issued by the master at connect; a new one if the master stops knowing this client's credential (restarted). */
+    private volatile String clientId;
     private final String host;
     private final StoreClock clock;
     private final long stagingBytes;
@@ -102,8 +104,7 @@ public final class StoreClient implements AutoCloseable {
     private StoreClient(Builder b) {
         this.engine = b.engine;
         this.memory = new LocalMemoryCheck(engine);
-        this.master = new MasterClient(b.masterAddress, b.rpcTimeout);
-        this.clientId = b.clientId != null ? b.clientId : UUID.randomUUID().toString();
+        this.master = new MasterClient(b.masterAddress, b.rpcTimeout, b.security);
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
         this.clock = b.clock;
         this.stagingBytes = b.stagingBytes;
@@ -128,7 +129,7 @@ public final class StoreClient implements AutoCloseable {
     public static final class Builder {
         private final TransferEngine engine;
         private final String masterAddress;
-        private String clientId;
+        private StoreSecurity security = StoreSecurity.NONE;
         private String host;
         private StoreClock clock = StoreClock.system();
         private Duration rpcTimeout = Duration.ofSeconds(10);
@@ -141,8 +142,12 @@ public final class StoreClient implements AutoCloseable {
             this.masterAddress = Objects.requireNonNull(masterAddress, "masterAddress");
         }
 
-        public Builder clientId(String id) {
-            this.clientId = id;
+        /**
+         * The token (the engine's {@code security.token}) the master asks for, an admin token for forced bulk removal,
+         * and TLS; default none.
+         */
+        public Builder security(StoreSecurity security) {
+            this.security = Objects.requireNonNull(security, "security");
             return this;
         }
 
@@ -187,11 +192,15 @@ public final class StoreClient implements AutoCloseable {
             return this;
         }
 
-        /** Connects to the master (checking it answers) and starts heartbeats. */
+        /**
+         * Connects to the master (checking it answers), registers (the master issues this client's id and the
+         * credential every later call carries) and starts heartbeats.
+         */
         public StoreClient connect() {
             StoreClient c = new StoreClient(this);
             try {
                 c.master.serviceReady();
+                c.clientId = c.master.register();
             } catch (StoreException e) {
                 c.close();
                 throw e;
@@ -266,12 +275,27 @@ public final class StoreClient implements AutoCloseable {
         return contributions.values().stream().map(Contribution::spec).toList();
     }
 
-    /** Tells the master this client is alive, remounting its segments if the master had given them up. */
+    /**
+     * Tells the master this client is alive, remounting its segments if the master had given them up; registering
+     * again first if it no longer knows this client's credential (an in-memory master that restarted).
+     */
     public void heartbeat() {
         try {
             long expired = leaseExpiredReads.sum();
             long asked = clock.nanoTime();
-            boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            boolean remount;
+            try {
+                remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            } catch (StoreException e) {
+                if (e.error() != StoreError.ILLEGAL_CLIENT) {
+                    throw e;
+                }
+                String old = clientId;
+                clientId = master.register();
+                LOG.warn("master {} no longer knows client {} ({}); registered again as {}", master.address(), old,
+                        e.getMessage(), clientId);
+                remount = true;
+            }
             reportedLeaseExpiries = expired;
             if (remount) {
                 // the master released this client's reservations with it
@@ -954,7 +978,9 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         try {
-            master.leave(clientId); // a clean exit, never counted as an expiry
+            if (clientId != null) { // null: connect failed before the master issued one
+                master.leave(clientId); // a clean exit, never counted as an expiry
+            }
         } catch (StoreException e) {
             LOG.warn("leaving master {} failed: {} (it counts this client expired after its TTL)", master.address(), e.getMessage());
         }

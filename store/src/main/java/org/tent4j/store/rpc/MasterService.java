@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
@@ -39,6 +40,7 @@ import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReadyResponse;
+import org.tent4j.store.proto.RegisterResponse;
 import org.tent4j.store.proto.RemoveAllRequest;
 import org.tent4j.store.proto.RemoveByRegexRequest;
 import org.tent4j.store.proto.RemoveRequest;
@@ -65,20 +67,18 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     private final StoreMaster master;
     private final RpcStats stats;
     private final Executor slowWork;
-    private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
-    private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
-    private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
+    private final ClientCredentials credentials;
 
-    /** {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches. */
-    public MasterService(StoreMaster master, RpcStats stats, Executor slowWork) {
+    /**
+     * {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches;
+     * {@code credentials} issues client ids at {@code Register}. Calls reach it through an {@link AuthInterceptor},
+     * which says which client each call's credential proves.
+     */
+    public MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials) {
         this.master = master;
         this.stats = stats;
         this.slowWork = slowWork;
-        this.putStartStep = new LoggedBatch.Step<>(master, MasterService::putStartCommand, (req, t) -> putStartAnswer(t));
-        this.putEndStep = new LoggedBatch.Step<>(master,
-                req -> new Command.PutEnd(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
-        this.putRevokeStep = new LoggedBatch.Step<>(master,
-                req -> new Command.PutRevoke(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+        this.credentials = credentials;
     }
 
     @Override
@@ -86,39 +86,85 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         reply(out, ReadyResponse.newBuilder().setVersion(VERSION).build());
     }
 
+    /** Changes no state: the credential is checked by its MAC alone (ClientCredentials), so there is nothing to log. */
+    @Override
+    public void register(Empty request, StreamObserver<RegisterResponse> out) {
+        one("Register", out, () -> {
+            ClientCredentials.Issued issued = credentials.issue();
+            return RegisterResponse.newBuilder().setClientId(issued.clientId())
+                    .setCredential(com.google.protobuf.ByteString.copyFrom(issued.credential())).build();
+        }, s -> RegisterResponse.newBuilder().setStatus(s).build());
+    }
+
+    /**
+     * {@code named} if it is the client this call's credential proves (the session, null for none); else
+     * {@code ILLEGAL_CLIENT}, before anything is applied. Every call that names a client goes through here, so a
+     * client acts only for itself: another's segment, put or reservation is then refused by the state's own owner
+     * checks, as it names this client, not the owner.
+     */
+    static String self(String session, String named) {
+        if (session == null) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "client '" + PrintableId.forLog(named) + "' is not this "
+                    + "call's registered client: the call carries no valid client credential (Register first, and send "
+                    + "the credential it issued)");
+        }
+        if (!session.equals(named)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "this call's credential is client " + session
+                    + "'s, and it names client '" + PrintableId.forLog(named) + "': a client acts only for itself");
+        }
+        return named;
+    }
+
+    private static String session() {
+        return AuthInterceptor.CLIENT.get();
+    }
+
+    /** {@code PERMISSION_DENIED} unless this call proved the admin token (or the master is open). */
+    private static void requireAdmin(String what) {
+        if (!Boolean.TRUE.equals(AuthInterceptor.ADMIN.get())) {
+            throw new StoreException(StoreError.PERMISSION_DENIED, what + " is an admin operation: the call must "
+                    + "prove the master's admin token (--admin-token-file); nothing was removed");
+        }
+    }
+
     @Override
     public void ping(PingRequest req, StreamObserver<PingResponse> out) {
-        if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
-            stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
-        }
-        one("Ping", out, () -> PingResponse.newBuilder().setNeedRemount(
-                        master.heartbeat(req.getClientId()) == Command.ClientStatus.NEED_REMOUNT).build(),
-                s -> PingResponse.newBuilder().setStatus(s).build());
+        String session = session();
+        one("Ping", out, () -> {
+            String id = self(session, req.getClientId());
+            if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
+                stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
+            }
+            return PingResponse.newBuilder().setNeedRemount(master.heartbeat(id) == Command.ClientStatus.NEED_REMOUNT).build();
+        }, s -> PingResponse.newBuilder().setStatus(s).build());
     }
 
     @Override
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
+        String session = session();
         offload("MountSegment", out, () -> {
-            master.mount(req.getClientId(), Wire.segment(req.getSegment()));
+            master.mount(self(session, req.getClientId()), Wire.segment(req.getSegment()));
             return Wire.OK;
         }, s -> s);
     }
 
     @Override
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
+        String session = session();
         offload("UnmountSegment", out, () -> {
-            master.unmount(req.getClientId(), req.getSegmentId());
+            master.unmount(self(session, req.getClientId()), req.getSegmentId());
             return Wire.OK;
         }, s -> s);
     }
 
     @Override
     public void leave(LeaveRequest req, StreamObserver<Status> out) {
+        String session = session();
         // a segment still mounted is dropped with a sweep over all objects
-        slowWork.execute(() -> one("Leave", out, () -> {
-            master.leave(req.getClientId());
+        offload("Leave", out, () -> {
+            master.leave(self(session, req.getClientId()));
             return Wire.OK;
-        }, s -> s));
+        }, s -> s);
     }
 
     /**
@@ -130,19 +176,30 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      */
     @Override
     public StreamObserver<Call> calls(StreamObserver<Answer> answers) {
-        return new ServedStream((ServerCallStreamObserver<Answer>) answers);
+        return new ServedStream((ServerCallStreamObserver<Answer>) answers, session());
     }
 
     private final class ServedStream implements StreamObserver<Call> {
         private final ServerCallStreamObserver<Answer> out;
+        /** The client this stream's credential proves, checked once when it opened; null: none. */
+        private final String session;
+        private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
+        private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
+        private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
         // guarded by this: the event loop and slowWork's threads both answer and ask for the next call
         private boolean requested;
         private boolean closed;
         private boolean halfClosed;
         private int slowInFlight;
 
-        ServedStream(ServerCallStreamObserver<Answer> out) {
+        ServedStream(ServerCallStreamObserver<Answer> out, String session) {
             this.out = out;
+            this.session = session;
+            this.putStartStep = new LoggedBatch.Step<>(master, req -> putStartCommand(session, req), (req, t) -> putStartAnswer(t));
+            this.putEndStep = new LoggedBatch.Step<>(master,
+                    req -> new Command.PutEnd(self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+            this.putRevokeStep = new LoggedBatch.Step<>(master,
+                    req -> new Command.PutRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
             out.disableAutoRequest();
             out.setOnReadyHandler(this::pump);
             out.setOnCancelHandler(() -> {
@@ -179,10 +236,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             long id = c.getId();
             Answer.Builder a = Answer.newBuilder().setId(id);
             switch (c.getBodyCase()) {
-                case PUT_START -> answer(a.setPutStart(one("PutStart", () -> putStart(c.getPutStart()),
+                case PUT_START -> answer(a.setPutStart(one("PutStart", () -> putStart(session, c.getPutStart()),
                         s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
-                case PUT_END -> answer(a.setStatus(one("PutEnd", () -> putEnd(c.getPutEnd()), s -> s)).build());
-                case PUT_REVOKE -> answer(a.setStatus(one("PutRevoke", () -> putRevoke(c.getPutRevoke()), s -> s)).build());
+                case PUT_END -> answer(a.setStatus(one("PutEnd", () -> putEnd(session, c.getPutEnd()), s -> s)).build());
+                case PUT_REVOKE -> answer(a.setStatus(one("PutRevoke", () -> putRevoke(session, c.getPutRevoke()), s -> s)).build());
                 case GET_REPLICA_LIST -> answer(a.setReplicaList(one("GetReplicaList", () -> replicaList(c.getGetReplicaList().getKey()),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
                 case EXIST -> answer(a.setExist(one("Exist", () -> exist(c.getExist().getKey()),
@@ -207,7 +264,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
                         s -> ExistResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
-                case COMMIT -> answer(a.setCommit(one("Commit", () -> commit(c.getCommit()),
+                case COMMIT -> answer(a.setCommit(one("Commit", () -> commit(session, c.getCommit()),
                         s -> CommitResponse.newBuilder().setRefillStatus(s).build())).build());
                 case BODY_NOT_SET -> answer(a.setRefused(refusal("call " + id + " names no operation")).build());
             }
@@ -309,6 +366,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void batchRemove(BatchRemoveRequest req, StreamObserver<BatchStatus> out) {
+        if (req.getForce() && !admin("BatchRemove with force", out)) {
+            return;
+        }
         batch("BatchRemove", out, req.getKeysList(), k -> {
             master.remove(k, req.getForce());
             return Wire.OK;
@@ -317,6 +377,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeByRegex(RemoveByRegexRequest req, StreamObserver<CountResponse> out) {
+        if (req.getForce() && !admin("RemoveByRegex with force", out)) {
+            return;
+        }
         offload("RemoveByRegex", out, () -> CountResponse.newBuilder()
                         .setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
@@ -324,17 +387,36 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeAll(RemoveAllRequest req, StreamObserver<CountResponse> out) {
+        if (!admin("RemoveAll", out)) {
+            return;
+        }
         offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
-    // ---------------------------------------------------------------- per item
-
-    private PutStartResponse putStart(PutStartRequest req) {
-        return putStartAnswer(master.apply(putStartCommand(req)));
+    /**
+     * Whether this call may run an admin operation; if not it is refused as a whole ({@code PERMISSION_DENIED},
+     * counted as a failed call) before anything is matched or removed.
+     */
+    private boolean admin(String what, StreamObserver<?> out) {
+        try {
+            requireAdmin(what);
+            return true;
+        } catch (StoreException e) {
+            stats.record(what.split(" ")[0], 0, true);
+            out.onError(io.grpc.Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
+            return false;
+        }
     }
 
-    private static Command.PutStart putStartCommand(PutStartRequest req) {
+    // ---------------------------------------------------------------- per item
+
+    private PutStartResponse putStart(String session, PutStartRequest req) {
+        return putStartAnswer(master.apply(putStartCommand(session, req)));
+    }
+
+    private static Command.PutStart putStartCommand(String session, PutStartRequest req) {
+        self(session, req.getClientId());
         if (req.getSize() > Long.MAX_VALUE / 2) {
             throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
         }
@@ -348,17 +430,18 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return b.build();
     }
 
-    private Status putEnd(PutEndRequest req) {
-        master.putEnd(req.getClientId(), req.getKey(), req.getPutId());
+    private Status putEnd(String session, PutEndRequest req) {
+        master.putEnd(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private Status putRevoke(PutEndRequest req) {
-        master.putRevoke(req.getClientId(), req.getKey(), req.getPutId());
+    private Status putRevoke(String session, PutEndRequest req) {
+        master.putRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private CommitResponse commit(CommitRequest req) {
+    private CommitResponse commit(String session, CommitRequest req) {
+        self(session, req.getClientId());
         if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
             throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
                     + " items exceeds the limit of " + MasterState.MAX_COMMIT_ITEMS);
