@@ -74,6 +74,7 @@ public final class StoreClient implements AutoCloseable {
     private final Map<String, Contribution> contributions = new ConcurrentHashMap<>();
     private final Map<String, SegmentHandle> openSegments = new ConcurrentHashMap<>();
     private final ScheduledExecutorService heartbeats;
+    private final long heartbeatMillis;
     private final long reservationBytes;
     /** Reservations not in use by a batch, by replica count; a batch takes one, carves it, and puts it back. */
     private final Map<Integer, ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
@@ -117,9 +118,8 @@ public final class StoreClient implements AutoCloseable {
                 t.setDaemon(true);
                 return t;
             });
-            long ms = b.heartbeatInterval.toMillis();
-            heartbeats.scheduleWithFixedDelay(this::heartbeat, ms, ms, TimeUnit.MILLISECONDS);
         }
+        this.heartbeatMillis = b.heartbeatInterval.toMillis();
     }
 
     public static Builder builder(TransferEngine engine, String masterAddress) {
@@ -201,6 +201,10 @@ public final class StoreClient implements AutoCloseable {
             try {
                 c.master.serviceReady();
                 c.clientId = c.master.register();
+                // only now: a ping needs the id, and one that threw would end the schedule for good
+                if (c.heartbeats != null) {
+                    c.heartbeats.scheduleWithFixedDelay(c::heartbeat, c.heartbeatMillis, c.heartbeatMillis, TimeUnit.MILLISECONDS);
+                }
             } catch (StoreException e) {
                 c.close();
                 throw e;
@@ -311,6 +315,9 @@ public final class StoreClient implements AutoCloseable {
             }
         } catch (StoreException e) {
             LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
+        } catch (RuntimeException e) {
+            // thrown out of a scheduled task it would end the heartbeats silently, and the master would expire us
+            LOG.error("heartbeat to master {} failed", master.address(), e);
         }
     }
 
