@@ -10,14 +10,17 @@ import java.util.concurrent.Callable;
 import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.admin.AdminServer;
 import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.Placement;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.rpc.ClientCredentials;
 import org.tent4j.store.rpc.MasterServer;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -35,9 +38,19 @@ public final class MasterCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--host", defaultValue = "0.0.0.0", paramLabel = "ADDRESS",
-            description = "Address the RPC and admin ports listen on. Default: ${DEFAULT-VALUE} (every interface).")
+    @Option(names = "--host", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
+            description = "Address the RPC and admin ports listen on. Default: ${DEFAULT-VALUE} (this host only); "
+                    + "another address without --token-file serves everyone, and says so in a WARN line at start.")
     String host;
+
+    @Mixin
+    SecurityOptions security;
+
+    @Option(names = {"--admin-token-file", "--admin_token_file"}, paramLabel = "FILE",
+            description = "File holding the admin token that forced bulk removal (RemoveAll, RemoveByRegex and "
+                    + "BatchRemove with force) must prove. Without it a master with a token refuses them to everyone; "
+                    + "a master with neither token serves them to everyone.")
+    Path adminTokenFile;
 
     @Option(names = "--port", defaultValue = "50051", paramLabel = "PORT",
             description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
@@ -128,12 +141,25 @@ public final class MasterCommand implements Callable<Integer> {
                 return 2;
             }
         }
+        StoreSecurity secured;
+        ClientCredentials credentials;
+        try {
+            secured = security.security(System.getenv());
+            if (adminTokenFile != null) {
+                secured = secured.withAdminToken(StoreSecurity.readToken(adminTokenFile));
+            }
+            credentials = ClientCredentials.of(master);
+        } catch (IllegalArgumentException | IOException e) {
+            master.close();
+            spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
+            return 2;
+        }
         MasterServer server = MasterServer.start(master, host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
                 // ids are validated at mount; escaped anyway, as scripts read this output line by line
                 System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
-        });
+        }, secured, credentials);
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (admin != null) {
