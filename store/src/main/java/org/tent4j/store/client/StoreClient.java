@@ -258,9 +258,22 @@ public final class StoreClient implements AutoCloseable {
 
     private SegmentSpec mount(RegisteredMemory mem, boolean allocatedHere) {
         SegmentSpec spec = new SegmentSpec(UUID.randomUUID().toString(), engine.segmentName(), host, mem.address(), mem.length());
-        master.mount(clientId, spec);
+        mountProved(spec, mem);
         contributions.put(spec.id(), new Contribution(spec, mem, allocatedHere));
         return spec;
+    }
+
+    /**
+     * Mounts {@code spec}, first writing the master's nonce at its base when the master asks for a mount proof (it
+     * reads the nonce back through its own engine before mounting). The segment holds no object of the master's yet
+     * (a first mount, or a remount after the master dropped it), so those bytes are free.
+     */
+    private void mountProved(SegmentSpec spec, RegisteredMemory mem) {
+        byte[] nonce = master.mountChallenge(clientId, spec);
+        if (nonce.length > 0) {
+            MemorySegment.copy(nonce, 0, mem.segment(), java.lang.foreign.ValueLayout.JAVA_BYTE, 0, nonce.length);
+        }
+        master.mount(clientId, spec);
     }
 
     /** Unmounts a contributed segment (its replicas are dropped) and frees it if this client allocated it. */
@@ -309,7 +322,7 @@ public final class StoreClient implements AutoCloseable {
             }
             if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
-                    master.mount(clientId, c.spec);
+                    mountProved(c.spec, c.memory);
                 }
                 LOG.warn("master {} had dropped client {}; remounted {} segments", master.address(), clientId, contributions.size());
             }

@@ -100,6 +100,16 @@ public final class ClientCredentials {
         return MessageDigest.isEqual(credential(clientId), presented);
     }
 
+    /**
+     * The nonce a client must write at the base of {@code segment} before mounting it: a MAC of the client and the
+     * whole spec, so it needs no table, and nobody else can tell what to write there. A client id never holds a NUL,
+     * so this never equals a credential.
+     */
+    byte[] mountNonce(String clientId, org.tent4j.store.SegmentSpec segment) {
+        return macs.get().doFinal(("mount\0" + clientId + "\0" + segment.id() + "\0" + segment.engineSegment() + "\0"
+                + segment.host() + "\0" + segment.base() + "\0" + segment.size()).getBytes(StandardCharsets.UTF_8));
+    }
+
     private byte[] credential(String clientId) {
         return macs.get().doFinal(clientId.getBytes(StandardCharsets.UTF_8));
     }

@@ -45,6 +45,7 @@ import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
@@ -213,6 +214,14 @@ public final class MasterClient implements AutoCloseable {
                 .setLeaseExpiredReads(leaseExpiredReads).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
+    }
+
+    /** The bytes to write at {@code segment}'s base before {@link #mount}; empty when the master checks no mounts. */
+    public byte[] mountChallenge(String clientId, SegmentSpec segment) {
+        MountChallengeResponse r = call("MountChallenge", () -> stub().mountChallenge(MountRequest.newBuilder()
+                .setClientId(clientId).setSegment(Wire.segment(segment)).build()));
+        Wire.check(r.getStatus());
+        return r.getNonce().toByteArray();
     }
 
     public void mount(String clientId, SegmentSpec segment) {

@@ -73,6 +73,18 @@ public final class MasterServer implements AutoCloseable {
     public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
                                      StoreSecurity security, ClientCredentials credentials) throws IOException {
+        return start(master, host, port, tickMillis, observer, security, credentials, null);
+    }
+
+    /**
+     * As above; with {@code mountProofEngine} every mount must prove its caller wrote the nonce the master handed it
+     * at the segment's base, which the master reads back through that engine before mounting (the caller keeps and
+     * closes the engine).
+     */
+    public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
+                                     StoreSecurity security, ClientCredentials credentials,
+                                     org.tent4j.api.TransferEngine mountProofEngine) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
         AuthInterceptor auth = new AuthInterceptor(security, credentials);
@@ -83,7 +95,8 @@ public final class MasterServer implements AutoCloseable {
             NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                     .directExecutor()
-                    .addService(ServerInterceptors.intercept(new MasterService(master, stats, slowWork, credentials), auth));
+                    .addService(ServerInterceptors.intercept(new MasterService(master, stats, slowWork, credentials,
+                            new MountProof(mountProofEngine, credentials)), auth));
             if (security.tls()) {
                 b.sslContext(StoreTls.server(security));
             }

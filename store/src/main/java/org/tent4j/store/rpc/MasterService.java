@@ -11,6 +11,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import org.tent4j.store.PrintableId;
+import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
@@ -33,6 +34,7 @@ import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
@@ -68,6 +70,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     private final RpcStats stats;
     private final Executor slowWork;
     private final ClientCredentials credentials;
+    private final MountProof proof;
 
     /**
      * {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches;
@@ -75,10 +78,16 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      * which says which client each call's credential proves.
      */
     public MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials) {
+        this(master, stats, slowWork, credentials, new MountProof(null, credentials));
+    }
+
+    /** As above, mounts checked by {@code proof}. */
+    MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials, MountProof proof) {
         this.master = master;
         this.stats = stats;
         this.slowWork = slowWork;
         this.credentials = credentials;
+        this.proof = proof;
     }
 
     @Override
@@ -140,10 +149,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     }
 
     @Override
+    public void mountChallenge(MountRequest req, StreamObserver<MountChallengeResponse> out) {
+        String session = session();
+        one("MountChallenge", out, () -> MountChallengeResponse.newBuilder().setNonce(com.google.protobuf.ByteString.copyFrom(
+                        proof.challenge(self(session, req.getClientId()), Wire.segment(req.getSegment())))).build(),
+                s -> MountChallengeResponse.newBuilder().setStatus(s).build());
+    }
+
+    /** With a mount proof, the segment's first bytes are read back before the mount is applied (on slowWork). */
+    @Override
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
         String session = session();
         offload("MountSegment", out, () -> {
-            master.mount(self(session, req.getClientId()), Wire.segment(req.getSegment()));
+            String id = self(session, req.getClientId());
+            SegmentSpec spec = Wire.segment(req.getSegment());
+            proof.check(id, spec);
+            master.mount(id, spec);
             return Wire.OK;
         }, s -> s);
     }
