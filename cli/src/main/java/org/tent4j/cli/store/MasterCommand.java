@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
 import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
@@ -51,6 +53,12 @@ public final class MasterCommand implements Callable<Integer> {
                     + "BatchRemove with force) must prove. Without it a master with a token refuses them to everyone; "
                     + "a master with neither token serves them to everyone.")
     Path adminTokenFile;
+
+    @Option(names = {"--mount-proof", "--mount_proof"},
+            description = "Run an engine in the master (on --host, with the token and TLS above) and mount a segment "
+                    + "only after reading back, through it, the nonce the client wrote at the segment's base: nobody "
+                    + "can point the store at memory they cannot write. Default: off.")
+    boolean mountProof;
 
     @Option(names = "--port", defaultValue = "50051", paramLabel = "PORT",
             description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
@@ -154,18 +162,28 @@ public final class MasterCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
             return 2;
         }
+        TransferEngine proofEngine = null;
+        if (mountProof) {
+            EngineConfig.Builder cfg = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, host);
+            security.applyTo(cfg);
+            proofEngine = TransferEngine.create(cfg.build());
+        }
         MasterServer server = MasterServer.start(master, host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
                 // ids are validated at mount; escaped anyway, as scripts read this output line by line
                 System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
-        }, secured, credentials);
+        }, secured, credentials, proofEngine);
+        TransferEngine engine = proofEngine;
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (admin != null) {
                 admin.close();
             }
             server.close();
+            if (engine != null) {
+                engine.close();
+            }
         }, "store-master-shutdown"));
         System.out.println("LISTENING " + server.port() + " " + (admin == null ? -1 : admin.port()));
         System.out.flush();
