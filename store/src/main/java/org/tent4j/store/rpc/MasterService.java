@@ -7,7 +7,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import org.tent4j.store.PrintableId;
@@ -18,10 +17,7 @@ import org.tent4j.store.master.Command;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.proto.Answer;
-import org.tent4j.store.proto.BatchExistResponse;
-import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchRemoveRequest;
-import org.tent4j.store.proto.BatchReplicaListResponse;
 import org.tent4j.store.proto.BatchStatus;
 import org.tent4j.store.proto.Call;
 import org.tent4j.store.proto.CommitItem;
@@ -31,7 +27,6 @@ import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
-import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountChallengeResponse;
@@ -66,9 +61,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     /** Most calls of one stream handed to {@code slowWork} at once; the stream is not read while that many run. */
     static final int MAX_SLOW_CALLS = 4;
 
-    private final StoreMaster master;
-    private final RpcStats stats;
-    private final Executor slowWork;
+    final StoreMaster master;
+    final RpcStats stats;
+    final Executor slowWork;
     private final ClientCredentials credentials;
     private final MountProof proof;
 
@@ -197,165 +192,14 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      */
     @Override
     public StreamObserver<Call> calls(StreamObserver<Answer> answers) {
-        return new ServedStream((ServerCallStreamObserver<Answer>) answers, session());
+        return new ServedStream(this, (ServerCallStreamObserver<Answer>) answers, session());
     }
 
-    private final class ServedStream implements StreamObserver<Call> {
-        private final ServerCallStreamObserver<Answer> out;
-        /** The client this stream's credential proves, checked once when it opened; null: none. */
-        private final String session;
-        private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
-        private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
-        private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
-        // guarded by this: the event loop and slowWork's threads both answer and ask for the next call
-        private boolean requested;
-        private boolean closed;
-        private boolean halfClosed;
-        private int slowInFlight;
-
-        ServedStream(ServerCallStreamObserver<Answer> out, String session) {
-            this.out = out;
-            this.session = session;
-            this.putStartStep = new LoggedBatch.Step<>(master, req -> putStartCommand(session, req), (req, t) -> putStartAnswer(t));
-            this.putEndStep = new LoggedBatch.Step<>(master,
-                    req -> new Command.PutEnd(self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
-            this.putRevokeStep = new LoggedBatch.Step<>(master,
-                    req -> new Command.PutRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
-            out.disableAutoRequest();
-            out.setOnReadyHandler(this::pump);
-            out.setOnCancelHandler(() -> {
-                synchronized (this) {
-                    closed = true;
-                }
-            });
-            pump();
-        }
-
-        private synchronized void pump() {
-            if (!requested && !closed && !halfClosed && slowInFlight < MAX_SLOW_CALLS && out.isReady()) {
-                requested = true;
-                out.request(1);
-            }
-        }
-
-        private synchronized void answer(Answer a) {
-            if (!closed) {
-                try {
-                    out.onNext(a);
-                } catch (StatusRuntimeException cancelled) {
-                    // the client went away between the check and the answer: nobody is left to tell
-                    closed = true;
-                }
-            }
-        }
-
-        @Override
-        public void onNext(Call c) {
-            synchronized (this) {
-                requested = false;
-            }
-            long id = c.getId();
-            Answer.Builder a = Answer.newBuilder().setId(id);
-            switch (c.getBodyCase()) {
-                case PUT_START -> answer(a.setPutStart(one("PutStart", () -> putStart(session, c.getPutStart()),
-                        s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
-                case PUT_END -> answer(a.setStatus(one("PutEnd", () -> putEnd(session, c.getPutEnd()), s -> s)).build());
-                case PUT_REVOKE -> answer(a.setStatus(one("PutRevoke", () -> putRevoke(session, c.getPutRevoke()), s -> s)).build());
-                case GET_REPLICA_LIST -> answer(a.setReplicaList(one("GetReplicaList", () -> replicaList(c.getGetReplicaList().getKey()),
-                        s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
-                case EXIST -> answer(a.setExist(one("Exist", () -> exist(c.getExist().getKey()),
-                        s -> ExistResponse.newBuilder().setStatus(s).build())).build());
-                case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), putStartStep,
-                        s -> PutStartResponse.newBuilder().setStatus(s).build(),
-                        items -> a.setBatchPutStart(BatchPutStartResponse.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_END -> batch("BatchPutEnd", id, c.getBatchPutEnd().getItemsList(), putEndStep, s -> s,
-                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), putRevokeStep, s -> s,
-                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_GET_REPLICA_LIST -> {
-                    KeysRequest req = c.getBatchGetReplicaList();
-                    // one table per answer; a batch is served by one thread at a time, inline or on slowWork
-                    SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                    batch("BatchGetReplicaList", id, req.getKeysList(), new LoggedBatch.Step<>(master, Command.GrantRead::new,
-                            (k, list) -> replicaList(list, table)),
-                            s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
-                            items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
-                                    .addAllSegments(table == null ? List.of() : table.segments())).build());
-                }
-                case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
-                        s -> ExistResponse.newBuilder().setStatus(s).build(),
-                        items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
-                case COMMIT -> answer(a.setCommit(one("Commit", () -> commit(session, c.getCommit()),
-                        s -> CommitResponse.newBuilder().setRefillStatus(s).build())).build());
-                case BODY_NOT_SET -> answer(a.setRefused(refusal("call " + id + " names no operation")).build());
-            }
-            pump();
-        }
-
-        private <I, T> void batch(String method, long id, List<I> items, Function<I, T> each, Function<Status, T> onError,
-                                  Function<List<T>, Answer> wrap) {
-            if (items.size() > MAX_BATCH) {
-                stats.record(method, 0, true);
-                answer(Answer.newBuilder().setId(id).setRefused(refusal(method + ": batch of " + items.size()
-                        + " items exceeds the limit of " + MAX_BATCH)).build());
-            } else if (items.size() > INLINE_BATCH) {
-                synchronized (this) {
-                    slowInFlight++;
-                }
-                try {
-                    slowWork.execute(() -> {
-                        try {
-                            answer(wrap.apply(serveBatch(method, items, each, onError)));
-                        } finally {
-                            slowDone();
-                        }
-                    });
-                } catch (RejectedExecutionException full) {
-                    stats.record(method, 0, true);
-                    answer(Answer.newBuilder().setId(id).setRefused(busy(method)).build());
-                    slowDone();
-                }
-            } else {
-                answer(wrap.apply(serveBatch(method, items, each, onError)));
-            }
-        }
-
-        private void slowDone() {
-            synchronized (this) {
-                slowInFlight--;
-            }
-            finishIfDrained();
-            pump();
-        }
-
-        @Override
-        public void onError(Throwable t) {
-            synchronized (this) {
-                closed = true;
-            }
-        }
-
-        @Override
-        public void onCompleted() {
-            synchronized (this) {
-                halfClosed = true;
-            }
-            finishIfDrained();
-        }
-
-        private synchronized void finishIfDrained() {
-            if (halfClosed && slowInFlight == 0 && !closed) {
-                closed = true;
-                out.onCompleted();
-            }
-        }
-    }
-
-    private static Status refusal(String what) {
+    static Status refusal(String what) {
         return Status.newBuilder().setCode(StoreError.INVALID_PARAMS.code()).setMessage(what).build();
     }
 
-    private static Status busy(String method) {
+    static Status busy(String method) {
         return Status.newBuilder().setCode(StoreError.UNAVAILABLE_IN_CURRENT_STATUS.code()).setMessage(
                 StoreError.UNAVAILABLE_IN_CURRENT_STATUS + ": " + method + " refused: the master's slow-work pool is "
                         + "full (every thread busy and the queue full); try again later").build();
@@ -432,11 +276,11 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     // ---------------------------------------------------------------- per item
 
-    private PutStartResponse putStart(String session, PutStartRequest req) {
+    PutStartResponse putStart(String session, PutStartRequest req) {
         return putStartAnswer(master.apply(putStartCommand(session, req)));
     }
 
-    private static Command.PutStart putStartCommand(String session, PutStartRequest req) {
+    static Command.PutStart putStartCommand(String session, PutStartRequest req) {
         self(session, req.getClientId());
         if (req.getSize() > Long.MAX_VALUE / 2) {
             throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
@@ -445,23 +289,23 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 req.getWriterHost(), req.getUpsert(), ThreadLocalRandom.current().nextLong());
     }
 
-    private static PutStartResponse putStartAnswer(Command.PutTicket t) {
+    static PutStartResponse putStartAnswer(Command.PutTicket t) {
         PutStartResponse.Builder b = PutStartResponse.newBuilder().setPutId(t.putId());
         t.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
         return b.build();
     }
 
-    private Status putEnd(String session, PutEndRequest req) {
+    Status putEnd(String session, PutEndRequest req) {
         master.putEnd(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private Status putRevoke(String session, PutEndRequest req) {
+    Status putRevoke(String session, PutEndRequest req) {
         master.putRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private CommitResponse commit(String session, CommitRequest req) {
+    CommitResponse commit(String session, CommitRequest req) {
         self(session, req.getClientId());
         if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
             throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
@@ -492,12 +336,12 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return b.build();
     }
 
-    private ReplicaListResponse replicaList(String key) {
+    ReplicaListResponse replicaList(String key) {
         return replicaList(master.getReplicas(key), null);
     }
 
     /** With a table: replicas as indexes into it (the batch answer carries it), else named in full. */
-    private static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
+    static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
         ReplicaListResponse.Builder b = ReplicaListResponse.newBuilder().setSize(list.size())
                 .setLeaseTtlMs(list.leaseTtl().toMillis());
         if (table != null) {
@@ -508,7 +352,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return b.build();
     }
 
-    private ExistResponse exist(String key) {
+    ExistResponse exist(String key) {
         return ExistResponse.newBuilder().setExists(master.exists(key)).build();
     }
 
@@ -518,7 +362,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         reply(out, one(method, body, onError));
     }
 
-    private <T> T one(String method, Supplier<T> body, Function<Status, T> onError) {
+    <T> T one(String method, Supplier<T> body, Function<Status, T> onError) {
         long start = System.nanoTime();
         T result;
         boolean failed = false;
@@ -561,7 +405,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      * throughout, so its commands take consecutive log indexes and the lock is paid for once; a larger one (on
      * {@code slowWork}) takes it per item, so it does not hold every other call up for its whole length.
      */
-    private <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
+    <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
         if (master.durable() && each instanceof LoggedBatch.Step<I, ?, T> step) {
             return LoggedBatch.serve(master, method, items, step, onError, stats);
         }
