@@ -236,6 +236,29 @@ class StoreAuthTest {
     }
 
     @Test
+    void aClientWhoseMasterRestartedInMemoryRegistersAgainAndRemounts() throws Exception {
+        MasterServer first = master(MEMBER);
+        int port = first.port();
+        StoreClient node = client(first, MEMBER);
+        SegmentSpec seg = node.contribute(4 << 20);
+        String before = node.clientId();
+        first.close();
+        // a new master on the same port: a new key, so the node's credential names nobody there
+        MasterServer second = MasterServer.start(new StoreMaster(MasterConfig.defaults(), StoreClock.system()), "127.0.0.1",
+                port, 0, r -> { }, MEMBER, ClientCredentials.random());
+        open.add(second);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (second.master().segments().isEmpty() && System.nanoTime() < deadline) {
+            node.heartbeat(); // the first may find the channel still backing off from the restart
+        }
+        List<MasterState.SegmentView> mounted = second.master().segments();
+        assertEquals(List.of(seg.id()), mounted.stream().map(MasterState.SegmentView::id).toList());
+        assertFalse(node.clientId().equals(before), "a new id, issued by the new master");
+        assertEquals(node.clientId(), mounted.getFirst().owner());
+        readBack(node, "again/", putValues(node, "again/", 2));
+    }
+
+    @Test
     void forcedBulkRemovalNeedsTheAdminToken() throws Exception {
         MasterServer m = master(MEMBER.withAdminToken(ADMIN));
         StoreClient node = client(m, MEMBER);
