@@ -33,9 +33,10 @@ final class AuthInterceptor implements ServerInterceptor {
     /** With no token at all the master is open, admin operations included; a token without an admin token closes them. */
     private final boolean open;
     private final ClientCredentials credentials;
-    private final LongAdder refused = new LongAdder();
+    private final LongAdder refused;
 
-    AuthInterceptor(StoreSecurity security, ClientCredentials credentials) {
+    AuthInterceptor(StoreSecurity security, ClientCredentials credentials, RpcStats stats) {
+        this.refused = stats.unauthenticated;
         String t = StoreAuth.tokenProof(security.token());
         String a = StoreAuth.adminProof(security.adminToken());
         this.tokenProof = t == null ? null : t.getBytes(StandardCharsets.US_ASCII);

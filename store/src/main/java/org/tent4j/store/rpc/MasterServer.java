@@ -87,7 +87,7 @@ public final class MasterServer implements AutoCloseable {
                                      org.tent4j.api.TransferEngine mountProofEngine) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
-        AuthInterceptor auth = new AuthInterceptor(security, credentials);
+        AuthInterceptor auth = new AuthInterceptor(security, credentials, stats);
         Server server;
         try {
             // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs

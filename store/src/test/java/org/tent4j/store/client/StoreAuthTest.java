@@ -153,7 +153,11 @@ class StoreAuthTest {
             }
         }
         assertThrows(StoreException.class, () -> client(m, StoreSecurity.NONE), "a client without the token cannot connect");
-        assertTrue(m.refusedUnauthenticated() >= 26, "refusals counted: " + m.refusedUnauthenticated());
+        // 13 calls from each stranger and the tokenless client's first call, each refused once and counted
+        assertEquals(27, m.refusedUnauthenticated());
+        StringBuilder metrics = new StringBuilder();
+        m.stats().appendPrometheus(metrics);
+        assertTrue(metrics.toString().contains("\nstore_rpc_unauthenticated_total 27\n"), metrics.toString());
 
         assertEquals(before, Counts.of(m));
         readBack(node, "auth/", values);
