@@ -13,6 +13,7 @@ import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreSecurity;
 
 /**
@@ -82,6 +83,12 @@ final class AuthInterceptor implements ServerInterceptor {
             return null;
         }
         String id = header.substring(0, colon);
+        try {
+            // only an id the master could have issued: printable, short (and so never one that forges a log line)
+            PrintableId.require("client id", id);
+        } catch (org.tent4j.store.StoreException notAnId) {
+            return null;
+        }
         return credentials.verify(id, header.substring(colon + 1)) ? id : null;
     }
 

@@ -18,7 +18,7 @@ import javax.crypto.spec.SecretKeySpec;
 
 /**
  * Issues client ids with their session credentials and checks them. A credential is
- * {@code HMAC-SHA256(key, client id)} under a key only the master holds, so checking one needs no table: issuing
+ * {@code HMAC-SHA256(key, "client\0" + client id)} under a key only the master holds, so checking one needs no table: issuing
  * changes no state (no command, nothing to replay or snapshot), a client keeps its id across its own expiry and
  * remount as before, and nobody without the key can make the credential of an id it did not get.
  *
@@ -102,8 +102,8 @@ public final class ClientCredentials {
 
     /**
      * The nonce a client must write at the base of {@code segment} before mounting it: a MAC of the client and the
-     * whole spec, so it needs no table, and nobody else can tell what to write there. A client id never holds a NUL,
-     * so this never equals a credential.
+     * whole spec, so it needs no table, and nobody else can tell what to write there. Its message starts
+     * {@code mount\0} and a credential's {@code client\0}, so a nonce is never a credential.
      */
     byte[] mountNonce(String clientId, org.tent4j.store.SegmentSpec segment) {
         return macs.get().doFinal(("mount\0" + clientId + "\0" + segment.id() + "\0" + segment.engineSegment() + "\0"
@@ -111,7 +111,8 @@ public final class ClientCredentials {
     }
 
     private byte[] credential(String clientId) {
-        return macs.get().doFinal(clientId.getBytes(StandardCharsets.UTF_8));
+        // domain-separated from mount nonces ("mount\0..."), whatever an id a caller presents holds
+        return macs.get().doFinal(("client\0" + clientId).getBytes(StandardCharsets.UTF_8));
     }
 
     /** A registration's answer; the credential is a secret, never printed. */

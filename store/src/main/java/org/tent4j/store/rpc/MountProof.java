@@ -1,11 +1,13 @@
 package org.tent4j.store.rpc;
 
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import org.tent4j.api.Location;
+import org.tent4j.api.Opcode;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.SegmentHandle;
@@ -27,8 +29,17 @@ import org.tent4j.store.StoreException;
  */
 final class MountProof {
     static final int NONCE_BYTES = 32;
-    /** How long the read-back may take; the mount runs on the slow-work pool, so this holds one of its threads. */
-    private static final long READ_TIMEOUT_MILLIS = 5_000;
+    /**
+     * How long the read-back may take (the engine ends the task then); the mount runs on the slow-work pool, so this
+     * holds one of its threads.
+     */
+    private static final Duration READ_TIMEOUT = Duration.ofSeconds(5);
+    /**
+     * How long to wait for the engine to report the read: it reports a task only once no transport still holds it, so
+     * its buffer may be freed then; past this (the engine did not end it) the buffer is left registered, never freed
+     * under a transfer that may still write it.
+     */
+    private static final long REPORT_WAIT_SECONDS = 60;
 
     private final TransferEngine engine;
     private final ClientCredentials credentials;
@@ -61,10 +72,11 @@ final class MountProof {
                 + PrintableId.forLog(segment.engineSegment()) + ", address " + segment.base() + ")";
         RegisteredMemory buf = engine.allocate(NONCE_BYTES, Location.CPU, Permission.LOCAL_ONLY);
         SegmentHandle target = null;
+        boolean leaked = false;
         try {
             target = engine.openSegment(segment.engineSegment());
-            TransferStatus st = engine.submit(TransferRequest.read(buf.segment(), target, segment.base()))
-                    .get(READ_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            TransferStatus st = engine.submit(TransferRequest.builder(Opcode.READ, buf.segment(), target, segment.base())
+                    .timeout(READ_TIMEOUT).build()).get(REPORT_WAIT_SECONDS, TimeUnit.SECONDS);
             if (!st.isCompleted()) {
                 throw refused(what + ": the master could not read the mount proof back (" + st.error() + ": "
                         + st.message() + ")");
@@ -77,7 +89,11 @@ final class MountProof {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw refused(what + ": interrupted while reading the mount proof");
-        } catch (ExecutionException | TimeoutException e) {
+        } catch (TimeoutException e) {
+            leaked = true;
+            throw refused(what + ": the master's engine did not end the mount proof's read within "
+                    + REPORT_WAIT_SECONDS + " s");
+        } catch (ExecutionException e) {
             throw refused(what + ": the master could not read the mount proof back: " + e);
         } catch (RuntimeException e) {
             if (e instanceof StoreException se) {
@@ -92,7 +108,9 @@ final class MountProof {
                     // the read is over; a segment that will not close changes nothing here
                 }
             }
-            engine.unregister(buf);
+            if (!leaked) {
+                engine.unregister(buf);
+            }
         }
     }
 
