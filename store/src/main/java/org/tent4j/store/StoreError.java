@@ -26,7 +26,11 @@ public enum StoreError {
     TRANSFER_FAIL(-800),
     RPC_FAIL(-900),
     RPC_TIMEOUT(-901),
-    UNAVAILABLE_IN_CURRENT_STATUS(-1010);
+    UNAVAILABLE_IN_CURRENT_STATUS(-1010),
+    /** The master wants a token (or TLS) this caller did not present, or presented a wrong one; nothing was done. */
+    UNAUTHENTICATED(-1100),
+    /** An admin operation (forced bulk removal) without the master's admin token; nothing was done. */
+    PERMISSION_DENIED(-1101);
 
     private final int code;
 

@@ -4,9 +4,13 @@ import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.client.StoreClient;
 
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** The options of a command that is a store client (node, bench): which master, and how its engine is reached. */
+/**
+ * The options of a command that is a store client (node, bench): which master, how its engine is reached, and the
+ * token and TLS both use.
+ */
 final class ClientOptions {
     @Option(names = "--master", defaultValue = "127.0.0.1:50051", paramLabel = "HOST:PORT",
             description = "The store master's RPC address. Default: ${DEFAULT-VALUE}.")
@@ -16,24 +20,24 @@ final class ClientOptions {
             description = "The address peers reach this engine at (engine key control.host).")
     String controlHost;
 
-    @Option(names = {"--client-id", "--client_id"}, paramLabel = "ID", description = "This client's id (default: a new one).")
-    String clientId;
+    @Mixin
+    SecurityOptions security;
 
-    /** A new engine, reachable at {@code --control-host} when given. */
+    /** A new engine, reachable at {@code --control-host} when given, secured by the same token and TLS as the store calls. */
     TransferEngine engine() {
         EngineConfig.Builder cfg = EngineConfig.builder();
         if (controlHost != null) {
             cfg.set(EngineConfig.CONTROL_HOST, controlHost);
         }
+        security.applyTo(cfg);
         return TransferEngine.create(cfg.build());
     }
 
-    /** A client of {@code --master} on {@code engine}, with {@code --client-id} when given; not yet connected. */
+    /**
+     * A client of {@code --master} on {@code engine}, proving the token; not yet connected (the master issues its id
+     * when it does).
+     */
     StoreClient.Builder client(TransferEngine engine) {
-        StoreClient.Builder b = StoreClient.builder(engine, master);
-        if (clientId != null) {
-            b.clientId(clientId);
-        }
-        return b;
+        return StoreClient.builder(engine, master).security(security.security(System.getenv()));
     }
 }

@@ -7,17 +7,22 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
 import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.admin.AdminServer;
 import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.Placement;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.rpc.ClientCredentials;
 import org.tent4j.store.rpc.MasterServer;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -35,9 +40,25 @@ public final class MasterCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--host", defaultValue = "0.0.0.0", paramLabel = "ADDRESS",
-            description = "Address the RPC and admin ports listen on. Default: ${DEFAULT-VALUE} (every interface).")
+    @Option(names = "--host", defaultValue = "127.0.0.1", paramLabel = "ADDRESS",
+            description = "Address the RPC and admin ports listen on. Default: ${DEFAULT-VALUE} (this host only); "
+                    + "another address without --token-file serves everyone, and says so in a WARN line at start.")
     String host;
+
+    @Mixin
+    SecurityOptions security;
+
+    @Option(names = {"--admin-token-file", "--admin_token_file"}, paramLabel = "FILE",
+            description = "File holding the admin token that forced bulk removal (RemoveAll, RemoveByRegex and "
+                    + "BatchRemove with force) must prove. Without it a master with a token refuses them to everyone; "
+                    + "a master with neither token serves them to everyone.")
+    Path adminTokenFile;
+
+    @Option(names = {"--mount-proof", "--mount_proof"},
+            description = "Run an engine in the master (on --host, with the token and TLS above) and mount a segment "
+                    + "only after reading back, through it, the nonce the client wrote at the segment's base: nobody "
+                    + "can point the store at memory they cannot write. Default: off.")
+    boolean mountProof;
 
     @Option(names = "--port", defaultValue = "50051", paramLabel = "PORT",
             description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
@@ -128,18 +149,41 @@ public final class MasterCommand implements Callable<Integer> {
                 return 2;
             }
         }
+        StoreSecurity secured;
+        ClientCredentials credentials;
+        try {
+            secured = security.security(System.getenv());
+            if (adminTokenFile != null) {
+                secured = secured.withAdminToken(StoreSecurity.readToken(adminTokenFile));
+            }
+            credentials = ClientCredentials.of(master);
+        } catch (IllegalArgumentException | IOException e) {
+            master.close();
+            spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
+            return 2;
+        }
+        TransferEngine proofEngine = null;
+        if (mountProof) {
+            EngineConfig.Builder cfg = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, host);
+            security.applyTo(cfg);
+            proofEngine = TransferEngine.create(cfg.build());
+        }
         MasterServer server = MasterServer.start(master, host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
                 // ids are validated at mount; escaped anyway, as scripts read this output line by line
                 System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
-        });
+        }, secured, credentials, proofEngine);
+        TransferEngine engine = proofEngine;
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (admin != null) {
                 admin.close();
             }
             server.close();
+            if (engine != null) {
+                engine.close();
+            }
         }, "store-master-shutdown"));
         System.out.println("LISTENING " + server.port() + " " + (admin == null ? -1 : admin.port()));
         System.out.flush();

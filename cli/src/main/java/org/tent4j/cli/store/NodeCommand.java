@@ -6,6 +6,7 @@ import java.util.concurrent.CountDownLatch;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreException;
 import org.tent4j.store.client.StoreClient;
 
 import picocli.CommandLine.Command;
@@ -33,12 +34,26 @@ public final class NodeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         TransferEngine engine = connection.engine();
-        StoreClient.Builder b = connection.client(engine);
-        if (host != null) {
-            b.host(host);
+        StoreClient node;
+        SegmentSpec seg;
+        try {
+            StoreClient.Builder b = connection.client(engine);
+            if (host != null) {
+                b.host(host);
+            }
+            node = b.connect();
+            try {
+                seg = node.contribute(segmentSize);
+            } catch (StoreException e) {
+                node.close();
+                throw e;
+            }
+        } catch (StoreException | IllegalArgumentException e) {
+            // the master refused or could not be reached (a missing token, a bad token file): one line, no trace
+            engine.close();
+            System.err.println("tent4j store node: " + e.getMessage());
+            return 1;
         }
-        StoreClient node = b.connect();
-        SegmentSpec seg = node.contribute(segmentSize);
         CountDownLatch stop = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             node.close();

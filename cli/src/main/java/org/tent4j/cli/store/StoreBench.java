@@ -203,6 +203,10 @@ public final class StoreBench implements Callable<Integer> {
                 err.println("first error: " + firstErrorText[0]);
             }
             return run.errors.sum() > 0 || run.mismatches.sum() > 0 ? 1 : 0;
+        } catch (StoreException | IllegalArgumentException e) {
+            // the master refused or could not be reached (a missing token, a bad token file): one line, no trace
+            err.println("store-bench: " + e.getMessage());
+            return 1;
         }
     }
 

@@ -35,6 +35,13 @@ class MasterCommandTest {
     }
 
     @Test
+    void theMasterBindsLoopbackUnlessToldOtherwise() {
+        MasterCommand master = new MasterCommand();
+        new CommandLine(master).parseArgs();
+        assertEquals("127.0.0.1", master.host);
+    }
+
+    @Test
     void peersWithoutADataDirAndAPeerNamedTwiceAreRefused() {
         StringWriter err = new StringWriter();
         assertEquals(2, run(err, "store", "master", "--port", "0", "--admin-port", "-1",

@@ -49,6 +49,11 @@ public final class AdminServer implements AutoCloseable {
         }));
         http.start();
         LOG.info("store admin HTTP on {}:{}", host, http.getAddress().getPort());
+        if (!MasterServer.isLoopback(host)) {
+            // the admin port has no authentication of its own: it shows keys, segments and clients to whoever asks
+            LOG.warn("store admin HTTP on {}:{} has no authentication: it shows every key, segment, client and metric "
+                    + "to EVERYONE who reaches this address. Bind 127.0.0.1, or firewall it", host, http.getAddress().getPort());
+        }
         return admin;
     }
 

@@ -28,6 +28,7 @@ import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.RangeAllocator;
 import org.tent4j.store.proto.CommitItem;
@@ -64,7 +65,8 @@ public final class StoreClient implements AutoCloseable {
     private final TransferEngine engine;
     final LocalMemoryCheck memory;
     private final MasterClient master;
-    private final String clientId;
+    /** Issued by the master at connect; a new one if the master stops knowing this client's credential (restarted). */
+    private volatile String clientId;
     private final String host;
     private final StoreClock clock;
     private final long stagingBytes;
@@ -72,6 +74,7 @@ public final class StoreClient implements AutoCloseable {
     private final Map<String, Contribution> contributions = new ConcurrentHashMap<>();
     private final Map<String, SegmentHandle> openSegments = new ConcurrentHashMap<>();
     private final ScheduledExecutorService heartbeats;
+    private final long heartbeatMillis;
     private final long reservationBytes;
     /** Reservations not in use by a batch, by replica count; a batch takes one, carves it, and puts it back. */
     private final Map<Integer, ConcurrentLinkedQueue<Reserved>> reserved = new ConcurrentHashMap<>();
@@ -102,8 +105,7 @@ public final class StoreClient implements AutoCloseable {
     private StoreClient(Builder b) {
         this.engine = b.engine;
         this.memory = new LocalMemoryCheck(engine);
-        this.master = new MasterClient(b.masterAddress, b.rpcTimeout);
-        this.clientId = b.clientId != null ? b.clientId : UUID.randomUUID().toString();
+        this.master = new MasterClient(b.masterAddress, b.rpcTimeout, b.security);
         this.host = b.host != null ? b.host : hostOf(engine.segmentName());
         this.clock = b.clock;
         this.stagingBytes = b.stagingBytes;
@@ -116,9 +118,8 @@ public final class StoreClient implements AutoCloseable {
                 t.setDaemon(true);
                 return t;
             });
-            long ms = b.heartbeatInterval.toMillis();
-            heartbeats.scheduleWithFixedDelay(this::heartbeat, ms, ms, TimeUnit.MILLISECONDS);
         }
+        this.heartbeatMillis = b.heartbeatInterval.toMillis();
     }
 
     public static Builder builder(TransferEngine engine, String masterAddress) {
@@ -128,7 +129,7 @@ public final class StoreClient implements AutoCloseable {
     public static final class Builder {
         private final TransferEngine engine;
         private final String masterAddress;
-        private String clientId;
+        private StoreSecurity security = StoreSecurity.NONE;
         private String host;
         private StoreClock clock = StoreClock.system();
         private Duration rpcTimeout = Duration.ofSeconds(10);
@@ -141,8 +142,12 @@ public final class StoreClient implements AutoCloseable {
             this.masterAddress = Objects.requireNonNull(masterAddress, "masterAddress");
         }
 
-        public Builder clientId(String id) {
-            this.clientId = id;
+        /**
+         * The token (the engine's {@code security.token}) the master asks for, an admin token for forced bulk removal,
+         * and TLS; default none.
+         */
+        public Builder security(StoreSecurity security) {
+            this.security = Objects.requireNonNull(security, "security");
             return this;
         }
 
@@ -187,11 +192,19 @@ public final class StoreClient implements AutoCloseable {
             return this;
         }
 
-        /** Connects to the master (checking it answers) and starts heartbeats. */
+        /**
+         * Connects to the master (checking it answers), registers (the master issues this client's id and the
+         * credential every later call carries) and starts heartbeats.
+         */
         public StoreClient connect() {
             StoreClient c = new StoreClient(this);
             try {
                 c.master.serviceReady();
+                c.clientId = c.master.register();
+                // only now: a ping needs the id, and one that threw would end the schedule for good
+                if (c.heartbeats != null) {
+                    c.heartbeats.scheduleWithFixedDelay(c::heartbeat, c.heartbeatMillis, c.heartbeatMillis, TimeUnit.MILLISECONDS);
+                }
             } catch (StoreException e) {
                 c.close();
                 throw e;
@@ -245,9 +258,22 @@ public final class StoreClient implements AutoCloseable {
 
     private SegmentSpec mount(RegisteredMemory mem, boolean allocatedHere) {
         SegmentSpec spec = new SegmentSpec(UUID.randomUUID().toString(), engine.segmentName(), host, mem.address(), mem.length());
-        master.mount(clientId, spec);
+        mountProved(spec, mem);
         contributions.put(spec.id(), new Contribution(spec, mem, allocatedHere));
         return spec;
+    }
+
+    /**
+     * Mounts {@code spec}, first writing the master's nonce at its base when the master asks for a mount proof (it
+     * reads the nonce back through its own engine before mounting). The segment holds no object of the master's yet
+     * (a first mount, or a remount after the master dropped it), so those bytes are free.
+     */
+    private void mountProved(SegmentSpec spec, RegisteredMemory mem) {
+        byte[] nonce = master.mountChallenge(clientId, spec);
+        if (nonce.length > 0) {
+            MemorySegment.copy(nonce, 0, mem.segment(), java.lang.foreign.ValueLayout.JAVA_BYTE, 0, nonce.length);
+        }
+        master.mount(clientId, spec);
     }
 
     /** Unmounts a contributed segment (its replicas are dropped) and frees it if this client allocated it. */
@@ -266,12 +292,27 @@ public final class StoreClient implements AutoCloseable {
         return contributions.values().stream().map(Contribution::spec).toList();
     }
 
-    /** Tells the master this client is alive, remounting its segments if the master had given them up. */
+    /**
+     * Tells the master this client is alive, remounting its segments if the master had given them up; registering
+     * again first if it no longer knows this client's credential (an in-memory master that restarted).
+     */
     public void heartbeat() {
         try {
             long expired = leaseExpiredReads.sum();
             long asked = clock.nanoTime();
-            boolean remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            boolean remount;
+            try {
+                remount = master.ping(clientId, expired - reportedLeaseExpiries);
+            } catch (StoreException e) {
+                if (e.error() != StoreError.ILLEGAL_CLIENT) {
+                    throw e;
+                }
+                String old = clientId;
+                clientId = master.register();
+                LOG.warn("master {} no longer knows client {} ({}); registered again as {}", master.address(), old,
+                        e.getMessage(), clientId);
+                remount = true;
+            }
             reportedLeaseExpiries = expired;
             if (remount) {
                 // the master released this client's reservations with it
@@ -281,12 +322,15 @@ public final class StoreClient implements AutoCloseable {
             }
             if (remount && !contributions.isEmpty()) {
                 for (Contribution c : contributions.values()) {
-                    master.mount(clientId, c.spec);
+                    mountProved(c.spec, c.memory);
                 }
                 LOG.warn("master {} had dropped client {}; remounted {} segments", master.address(), clientId, contributions.size());
             }
         } catch (StoreException e) {
             LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
+        } catch (RuntimeException e) {
+            // thrown out of a scheduled task it would end the heartbeats silently, and the master would expire us
+            LOG.error("heartbeat to master {} failed", master.address(), e);
         }
     }
 
@@ -954,7 +998,9 @@ public final class StoreClient implements AutoCloseable {
             }
         }
         try {
-            master.leave(clientId); // a clean exit, never counted as an expiry
+            if (clientId != null) { // null: connect failed before the master issued one
+                master.leave(clientId); // a clean exit, never counted as an expiry
+            }
         } catch (StoreException e) {
             LOG.warn("leaving master {} failed: {} (it counts this client expired after its TTL)", master.address(), e.getMessage());
         }

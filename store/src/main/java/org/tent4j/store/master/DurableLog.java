@@ -70,10 +70,18 @@ public final class DurableLog implements AutoCloseable {
     // random start: a restarted master never waits on a proposal id its log holds from before
     private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
-    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self) {
+    private final Path dataDir;
+
+    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, Path dataDir) {
         this.server = server;
         this.machine = machine;
         this.self = self;
+        this.dataDir = dataDir;
+    }
+
+    /** The directory this log (and what else the master keeps, such as its client-credential key) lives in. */
+    public Path dataDir() {
+        return dataDir;
     }
 
     /**
@@ -140,7 +148,7 @@ public final class DurableLog implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
         }
-        return new DurableLog(server, machine, me.getId());
+        return new DurableLog(server, machine, me.getId(), dataDir);
     }
 
     /** The log segment files under {@code dataDir}, for an error naming them. */

@@ -1,6 +1,7 @@
 package org.tent4j.store.rpc;
 
 import java.time.Duration;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,16 +12,26 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.ConnectivityState;
+import io.grpc.ForwardingClientCall;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.netty.handler.ssl.SslContext;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchPutEndRequest;
 import org.tent4j.store.proto.BatchPutStartRequest;
@@ -34,12 +45,14 @@ import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
 import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
+import org.tent4j.store.proto.RegisterResponse;
 import org.tent4j.store.proto.RemoveAllRequest;
 import org.tent4j.store.proto.RemoveByRegexRequest;
 import org.tent4j.store.proto.RemoveRequest;
@@ -65,21 +78,94 @@ public final class MasterClient implements AutoCloseable {
     private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
     private final AtomicLong ids = new AtomicLong();
     private volatile CallStream stream;
+    private final SslContext tls;
+    private final String tokenProof;
+    private final String adminProof;
+    /** {@code <client id>:<credential hex>} once registered, sent with every call (null before). */
+    private volatile String session;
+    private volatile String clientId;
 
+    /** A client of a master that asks for no token. */
     public MasterClient(String address, Duration timeout) {
+        this(address, timeout, StoreSecurity.NONE);
+    }
+
+    /** A client proving {@code security}'s tokens on every call (and speaking its TLS). */
+    public MasterClient(String address, Duration timeout, StoreSecurity security) {
         this.address = address;
         this.timeout = timeout;
+        this.tls = security.tls() ? StoreTls.client(security) : null;
+        this.tokenProof = StoreAuth.tokenProof(security.token());
+        this.adminProof = StoreAuth.adminProof(security.adminToken());
         this.channel = channel(address);
         this.stub = MasterGrpc.newBlockingStub(channel);
     }
 
-    private static ManagedChannel channel(String address) {
+    private ManagedChannel channel(String address) {
         // no retries: the client decides what to retry (a failed RPC is an error naming the master), and the retry
         // machinery costs every call a buffering wrapper
-        return NettyChannelBuilder.forTarget(address).usePlaintext().disableRetry()
+        NettyChannelBuilder b = NettyChannelBuilder.forTarget(address).disableRetry()
                 // answers on the Calls stream only complete a future, so they run on the event loop: no hand-off
                 .directExecutor()
-                .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES).build();
+                .intercept(new Proofs())
+                .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES);
+        if (tls != null) {
+            b.sslContext(tls);
+        } else {
+            b.usePlaintext();
+        }
+        return b.build();
+    }
+
+    /** Puts the token proofs and this client's credential on every call (a stream's once, when it opens). */
+    private final class Proofs implements ClientInterceptor {
+        @Override
+        public <Q, A> ClientCall<Q, A> interceptCall(MethodDescriptor<Q, A> method, CallOptions options, Channel next) {
+            return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                @Override
+                public void start(Listener<A> listener, Metadata headers) {
+                    if (tokenProof != null) {
+                        headers.put(StoreAuth.TOKEN, tokenProof);
+                    }
+                    if (adminProof != null) {
+                        headers.put(StoreAuth.ADMIN, adminProof);
+                    }
+                    String s = session;
+                    if (s != null) {
+                        headers.put(StoreAuth.CLIENT, s);
+                    }
+                    super.start(listener, headers);
+                }
+            };
+        }
+    }
+
+    /**
+     * Asks the master for a client id and its credential, which every later call carries; the id. Calls already on
+     * the Calls stream finish there, later ones go on a new stream that carries the new credential.
+     */
+    public String register() {
+        RegisterResponse r = call("Register", () -> stub().register(Empty.getDefaultInstance()));
+        Wire.check(r.getStatus());
+        PrintableId.require("client id issued by master " + address, r.getClientId());
+        session = r.getClientId() + ":" + HexFormat.of().formatHex(r.getCredential().toByteArray());
+        clientId = r.getClientId();
+        CallStream old;
+        synchronized (this) {
+            old = stream;
+            stream = null;
+        }
+        if (old != null && old.broken == null) {
+            synchronized (old) {
+                old.requests.onCompleted();
+            }
+        }
+        return clientId;
+    }
+
+    /** The id {@link #register} got; null before. */
+    public String clientId() {
+        return clientId;
     }
 
     public String address() {
@@ -104,6 +190,13 @@ public final class MasterClient implements AutoCloseable {
         if (code == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
             return new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " got no answer within " + timeout.toMillis() + " ms", e);
         }
+        if (code == io.grpc.Status.Code.UNAUTHENTICATED) {
+            return new StoreException(StoreError.UNAUTHENTICATED, what + " refused by master " + address + ": " + detail
+                    + (tokenProof == null ? " (this client has no token)" : ""), e);
+        }
+        if (code == io.grpc.Status.Code.PERMISSION_DENIED) {
+            return new StoreException(StoreError.PERMISSION_DENIED, what + " refused by master " + address + ": " + detail, e);
+        }
         if (code == io.grpc.Status.Code.INVALID_ARGUMENT) {
             return new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": " + detail, e);
         }
@@ -121,6 +214,14 @@ public final class MasterClient implements AutoCloseable {
                 .setLeaseExpiredReads(leaseExpiredReads).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
+    }
+
+    /** The bytes to write at {@code segment}'s base before {@link #mount}; empty when the master checks no mounts. */
+    public byte[] mountChallenge(String clientId, SegmentSpec segment) {
+        MountChallengeResponse r = call("MountChallenge", () -> stub().mountChallenge(MountRequest.newBuilder()
+                .setClientId(clientId).setSegment(Wire.segment(segment)).build()));
+        Wire.check(r.getStatus());
+        return r.getNonce().toByteArray();
     }
 
     public void mount(String clientId, SegmentSpec segment) {

@@ -9,10 +9,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
 
@@ -33,12 +35,14 @@ public final class MasterServer implements AutoCloseable {
     private final Server server;
     private final RpcStats stats;
     private final ExecutorService slowWork;
+    private final AuthInterceptor auth;
 
-    private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork) {
+    private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork, AuthInterceptor auth) {
         this.master = master;
         this.server = server;
         this.stats = stats;
         this.slowWork = slowWork;
+        this.auth = auth;
     }
 
     /** Starts a master on {@code host:port} (port 0 picks a free one) with housekeeping every {@code tickMillis}. */
@@ -58,28 +62,79 @@ public final class MasterServer implements AutoCloseable {
      */
     public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
+        return start(master, host, port, tickMillis, observer, StoreSecurity.NONE, credentials(master));
+    }
+
+    /**
+     * As above, refusing calls without {@code security}'s token (and serving over its TLS), issuing client ids and
+     * credentials from {@code credentials}. Without a token the master serves whoever reaches it; on an address
+     * that is not loopback it says so in one WARN line.
+     */
+    public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
+                                     StoreSecurity security, ClientCredentials credentials) throws IOException {
+        return start(master, host, port, tickMillis, observer, security, credentials, null);
+    }
+
+    /**
+     * As above; with {@code mountProofEngine} every mount must prove its caller wrote the nonce the master handed it
+     * at the segment's base, which the master reads back through that engine before mounting (the caller keeps and
+     * closes the engine).
+     */
+    public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
+                                     StoreSecurity security, ClientCredentials credentials,
+                                     org.tent4j.api.TransferEngine mountProofEngine) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
+        AuthInterceptor auth = new AuthInterceptor(security, credentials, stats);
         Server server;
         try {
             // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs
             // two thread hand-offs on the master instead of four
-            server = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+            NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                     .directExecutor()
-                    .addService(new MasterService(master, stats, slowWork))
-                    .build().start();
+                    .addService(ServerInterceptors.intercept(new MasterService(master, stats, slowWork, credentials,
+                            new MountProof(mountProofEngine, credentials)), auth));
+            if (security.tls()) {
+                b.sslContext(StoreTls.server(security));
+            }
+            server = b.build().start();
         } catch (IOException | RuntimeException e) {
             slowWork.shutdownNow();
             master.close();
             throw e;
         }
-        MasterServer self = new MasterServer(master, server, stats, slowWork);
+        MasterServer self = new MasterServer(master, server, stats, slowWork, auth);
         if (tickMillis > 0) {
             master.startHousekeeping(tickMillis, observer);
         }
-        LOG.info("store master listening on {}:{}", host, server.getPort());
+        LOG.info("store master listening on {}:{} ({})", host, server.getPort(), security);
+        if (!security.authenticates() && !isLoopback(host)) {
+            LOG.warn("store master on {}:{} has no token: it serves EVERYONE who reaches this address, unauthenticated "
+                    + "(anyone can register, put, read and remove objects; forced bulk removal included). Set "
+                    + "--token-file (or TENT4J_SECURITY_TOKEN_FILE), or bind 127.0.0.1", host, server.getPort());
+        }
         return self;
+    }
+
+    private static ClientCredentials credentials(StoreMaster master) throws IOException {
+        try {
+            return ClientCredentials.of(master);
+        } catch (IOException e) {
+            master.close();
+            throw e;
+        }
+    }
+
+    /** Whether {@code host} is a loopback address (a name resolving to one included); unresolvable: not. */
+    public static boolean isLoopback(String host) {
+        try {
+            return java.net.InetAddress.getByName(host).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
     }
 
     /**
@@ -104,6 +159,11 @@ public final class MasterServer implements AutoCloseable {
 
     public RpcStats stats() {
         return stats;
+    }
+
+    /** Calls refused for a missing or wrong token since start. */
+    public long refusedUnauthenticated() {
+        return auth.refused();
     }
 
     public int port() {

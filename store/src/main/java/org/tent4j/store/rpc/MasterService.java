@@ -7,19 +7,17 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
-import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import org.tent4j.store.PrintableId;
+import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.proto.Answer;
-import org.tent4j.store.proto.BatchExistResponse;
-import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchRemoveRequest;
-import org.tent4j.store.proto.BatchReplicaListResponse;
 import org.tent4j.store.proto.BatchStatus;
 import org.tent4j.store.proto.Call;
 import org.tent4j.store.proto.CommitItem;
@@ -29,9 +27,9 @@ import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
-import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
@@ -39,6 +37,7 @@ import org.tent4j.store.proto.PutEndRequest;
 import org.tent4j.store.proto.PutStartRequest;
 import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReadyResponse;
+import org.tent4j.store.proto.RegisterResponse;
 import org.tent4j.store.proto.RemoveAllRequest;
 import org.tent4j.store.proto.RemoveByRegexRequest;
 import org.tent4j.store.proto.RemoveRequest;
@@ -62,23 +61,28 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     /** Most calls of one stream handed to {@code slowWork} at once; the stream is not read while that many run. */
     static final int MAX_SLOW_CALLS = 4;
 
-    private final StoreMaster master;
-    private final RpcStats stats;
-    private final Executor slowWork;
-    private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
-    private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
-    private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
+    final StoreMaster master;
+    final RpcStats stats;
+    final Executor slowWork;
+    private final ClientCredentials credentials;
+    private final MountProof proof;
 
-    /** {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches. */
-    public MasterService(StoreMaster master, RpcStats stats, Executor slowWork) {
+    /**
+     * {@code slowWork} runs sweeps over all objects (removal by regex or all, unmounts, mounts) and large batches;
+     * {@code credentials} issues client ids at {@code Register}. Calls reach it through an {@link AuthInterceptor},
+     * which says which client each call's credential proves.
+     */
+    public MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials) {
+        this(master, stats, slowWork, credentials, new MountProof(null, credentials));
+    }
+
+    /** As above, mounts checked by {@code proof}. */
+    MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials, MountProof proof) {
         this.master = master;
         this.stats = stats;
         this.slowWork = slowWork;
-        this.putStartStep = new LoggedBatch.Step<>(master, MasterService::putStartCommand, (req, t) -> putStartAnswer(t));
-        this.putEndStep = new LoggedBatch.Step<>(master,
-                req -> new Command.PutEnd(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
-        this.putRevokeStep = new LoggedBatch.Step<>(master,
-                req -> new Command.PutRevoke(req.getClientId(), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+        this.credentials = credentials;
+        this.proof = proof;
     }
 
     @Override
@@ -86,39 +90,97 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         reply(out, ReadyResponse.newBuilder().setVersion(VERSION).build());
     }
 
+    /** Changes no state: the credential is checked by its MAC alone (ClientCredentials), so there is nothing to log. */
     @Override
-    public void ping(PingRequest req, StreamObserver<PingResponse> out) {
-        if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
-            stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
+    public void register(Empty request, StreamObserver<RegisterResponse> out) {
+        one("Register", out, () -> {
+            ClientCredentials.Issued issued = credentials.issue();
+            return RegisterResponse.newBuilder().setClientId(issued.clientId())
+                    .setCredential(com.google.protobuf.ByteString.copyFrom(issued.credential())).build();
+        }, s -> RegisterResponse.newBuilder().setStatus(s).build());
+    }
+
+    /**
+     * {@code named} if it is the client this call's credential proves (the session, null for none); else
+     * {@code ILLEGAL_CLIENT}, before anything is applied. Every call that names a client goes through here, so a
+     * client acts only for itself: another's segment, put or reservation is then refused by the state's own owner
+     * checks, as it names this client, not the owner.
+     */
+    static String self(String session, String named) {
+        if (session == null) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "client '" + PrintableId.forLog(named) + "' is not this "
+                    + "call's registered client: the call carries no valid client credential (Register first, and send "
+                    + "the credential it issued)");
         }
-        one("Ping", out, () -> PingResponse.newBuilder().setNeedRemount(
-                        master.heartbeat(req.getClientId()) == Command.ClientStatus.NEED_REMOUNT).build(),
-                s -> PingResponse.newBuilder().setStatus(s).build());
+        if (!session.equals(named)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "this call's credential is client " + session
+                    + "'s, and it names client '" + PrintableId.forLog(named) + "': a client acts only for itself");
+        }
+        return named;
+    }
+
+    private static String session() {
+        return AuthInterceptor.CLIENT.get();
+    }
+
+    /** {@code PERMISSION_DENIED} unless this call proved the admin token (or the master is open). */
+    private static void requireAdmin(String what) {
+        if (!Boolean.TRUE.equals(AuthInterceptor.ADMIN.get())) {
+            throw new StoreException(StoreError.PERMISSION_DENIED, what + " is an admin operation: the call must "
+                    + "prove the master's admin token (--admin-token-file); nothing was removed");
+        }
     }
 
     @Override
+    public void ping(PingRequest req, StreamObserver<PingResponse> out) {
+        String session = session();
+        one("Ping", out, () -> {
+            String id = self(session, req.getClientId());
+            if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
+                stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
+            }
+            return PingResponse.newBuilder().setNeedRemount(master.heartbeat(id) == Command.ClientStatus.NEED_REMOUNT).build();
+        }, s -> PingResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void mountChallenge(MountRequest req, StreamObserver<MountChallengeResponse> out) {
+        String session = session();
+        one("MountChallenge", out, () -> MountChallengeResponse.newBuilder().setNonce(com.google.protobuf.ByteString.copyFrom(
+                        proof.challenge(self(session, req.getClientId()), Wire.segment(req.getSegment())))).build(),
+                s -> MountChallengeResponse.newBuilder().setStatus(s).build());
+    }
+
+    /** With a mount proof, the segment's first bytes are read back before the mount is applied (on slowWork). */
+    @Override
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
+        String session = session();
         offload("MountSegment", out, () -> {
-            master.mount(req.getClientId(), Wire.segment(req.getSegment()));
+            String id = self(session, req.getClientId());
+            SegmentSpec spec = Wire.segment(req.getSegment());
+            proof.check(id, spec);
+            master.mount(id, spec);
             return Wire.OK;
         }, s -> s);
     }
 
     @Override
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
+        String session = session();
         offload("UnmountSegment", out, () -> {
-            master.unmount(req.getClientId(), req.getSegmentId());
+            master.unmount(self(session, req.getClientId()), req.getSegmentId());
             return Wire.OK;
         }, s -> s);
     }
 
     @Override
     public void leave(LeaveRequest req, StreamObserver<Status> out) {
+        String session = session();
         // a segment still mounted is dropped with a sweep over all objects
-        slowWork.execute(() -> one("Leave", out, () -> {
-            master.leave(req.getClientId());
+        offload("Leave", out, () -> {
+            master.leave(self(session, req.getClientId()));
             return Wire.OK;
-        }, s -> s));
+        }, s -> s);
     }
 
     /**
@@ -130,154 +192,14 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      */
     @Override
     public StreamObserver<Call> calls(StreamObserver<Answer> answers) {
-        return new ServedStream((ServerCallStreamObserver<Answer>) answers);
+        return new ServedStream(this, (ServerCallStreamObserver<Answer>) answers, session());
     }
 
-    private final class ServedStream implements StreamObserver<Call> {
-        private final ServerCallStreamObserver<Answer> out;
-        // guarded by this: the event loop and slowWork's threads both answer and ask for the next call
-        private boolean requested;
-        private boolean closed;
-        private boolean halfClosed;
-        private int slowInFlight;
-
-        ServedStream(ServerCallStreamObserver<Answer> out) {
-            this.out = out;
-            out.disableAutoRequest();
-            out.setOnReadyHandler(this::pump);
-            out.setOnCancelHandler(() -> {
-                synchronized (this) {
-                    closed = true;
-                }
-            });
-            pump();
-        }
-
-        private synchronized void pump() {
-            if (!requested && !closed && !halfClosed && slowInFlight < MAX_SLOW_CALLS && out.isReady()) {
-                requested = true;
-                out.request(1);
-            }
-        }
-
-        private synchronized void answer(Answer a) {
-            if (!closed) {
-                try {
-                    out.onNext(a);
-                } catch (StatusRuntimeException cancelled) {
-                    // the client went away between the check and the answer: nobody is left to tell
-                    closed = true;
-                }
-            }
-        }
-
-        @Override
-        public void onNext(Call c) {
-            synchronized (this) {
-                requested = false;
-            }
-            long id = c.getId();
-            Answer.Builder a = Answer.newBuilder().setId(id);
-            switch (c.getBodyCase()) {
-                case PUT_START -> answer(a.setPutStart(one("PutStart", () -> putStart(c.getPutStart()),
-                        s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
-                case PUT_END -> answer(a.setStatus(one("PutEnd", () -> putEnd(c.getPutEnd()), s -> s)).build());
-                case PUT_REVOKE -> answer(a.setStatus(one("PutRevoke", () -> putRevoke(c.getPutRevoke()), s -> s)).build());
-                case GET_REPLICA_LIST -> answer(a.setReplicaList(one("GetReplicaList", () -> replicaList(c.getGetReplicaList().getKey()),
-                        s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
-                case EXIST -> answer(a.setExist(one("Exist", () -> exist(c.getExist().getKey()),
-                        s -> ExistResponse.newBuilder().setStatus(s).build())).build());
-                case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), putStartStep,
-                        s -> PutStartResponse.newBuilder().setStatus(s).build(),
-                        items -> a.setBatchPutStart(BatchPutStartResponse.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_END -> batch("BatchPutEnd", id, c.getBatchPutEnd().getItemsList(), putEndStep, s -> s,
-                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_PUT_REVOKE -> batch("BatchPutRevoke", id, c.getBatchPutRevoke().getItemsList(), putRevokeStep, s -> s,
-                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
-                case BATCH_GET_REPLICA_LIST -> {
-                    KeysRequest req = c.getBatchGetReplicaList();
-                    // one table per answer; a batch is served by one thread at a time, inline or on slowWork
-                    SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                    batch("BatchGetReplicaList", id, req.getKeysList(), new LoggedBatch.Step<>(master, Command.GrantRead::new,
-                            (k, list) -> replicaList(list, table)),
-                            s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
-                            items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
-                                    .addAllSegments(table == null ? List.of() : table.segments())).build());
-                }
-                case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), MasterService.this::exist,
-                        s -> ExistResponse.newBuilder().setStatus(s).build(),
-                        items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
-                case COMMIT -> answer(a.setCommit(one("Commit", () -> commit(c.getCommit()),
-                        s -> CommitResponse.newBuilder().setRefillStatus(s).build())).build());
-                case BODY_NOT_SET -> answer(a.setRefused(refusal("call " + id + " names no operation")).build());
-            }
-            pump();
-        }
-
-        private <I, T> void batch(String method, long id, List<I> items, Function<I, T> each, Function<Status, T> onError,
-                                  Function<List<T>, Answer> wrap) {
-            if (items.size() > MAX_BATCH) {
-                stats.record(method, 0, true);
-                answer(Answer.newBuilder().setId(id).setRefused(refusal(method + ": batch of " + items.size()
-                        + " items exceeds the limit of " + MAX_BATCH)).build());
-            } else if (items.size() > INLINE_BATCH) {
-                synchronized (this) {
-                    slowInFlight++;
-                }
-                try {
-                    slowWork.execute(() -> {
-                        try {
-                            answer(wrap.apply(serveBatch(method, items, each, onError)));
-                        } finally {
-                            slowDone();
-                        }
-                    });
-                } catch (RejectedExecutionException full) {
-                    stats.record(method, 0, true);
-                    answer(Answer.newBuilder().setId(id).setRefused(busy(method)).build());
-                    slowDone();
-                }
-            } else {
-                answer(wrap.apply(serveBatch(method, items, each, onError)));
-            }
-        }
-
-        private void slowDone() {
-            synchronized (this) {
-                slowInFlight--;
-            }
-            finishIfDrained();
-            pump();
-        }
-
-        @Override
-        public void onError(Throwable t) {
-            synchronized (this) {
-                closed = true;
-            }
-        }
-
-        @Override
-        public void onCompleted() {
-            synchronized (this) {
-                halfClosed = true;
-            }
-            finishIfDrained();
-        }
-
-        private synchronized void finishIfDrained() {
-            if (halfClosed && slowInFlight == 0 && !closed) {
-                closed = true;
-                out.onCompleted();
-            }
-        }
-    }
-
-    private static Status refusal(String what) {
+    static Status refusal(String what) {
         return Status.newBuilder().setCode(StoreError.INVALID_PARAMS.code()).setMessage(what).build();
     }
 
-    private static Status busy(String method) {
+    static Status busy(String method) {
         return Status.newBuilder().setCode(StoreError.UNAVAILABLE_IN_CURRENT_STATUS.code()).setMessage(
                 StoreError.UNAVAILABLE_IN_CURRENT_STATUS + ": " + method + " refused: the master's slow-work pool is "
                         + "full (every thread busy and the queue full); try again later").build();
@@ -309,6 +231,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void batchRemove(BatchRemoveRequest req, StreamObserver<BatchStatus> out) {
+        if (req.getForce() && !admin("BatchRemove with force", out)) {
+            return;
+        }
         batch("BatchRemove", out, req.getKeysList(), k -> {
             master.remove(k, req.getForce());
             return Wire.OK;
@@ -317,6 +242,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeByRegex(RemoveByRegexRequest req, StreamObserver<CountResponse> out) {
+        if (req.getForce() && !admin("RemoveByRegex with force", out)) {
+            return;
+        }
         offload("RemoveByRegex", out, () -> CountResponse.newBuilder()
                         .setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
@@ -324,17 +252,36 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void removeAll(RemoveAllRequest req, StreamObserver<CountResponse> out) {
+        if (!admin("RemoveAll", out)) {
+            return;
+        }
         offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
-    // ---------------------------------------------------------------- per item
-
-    private PutStartResponse putStart(PutStartRequest req) {
-        return putStartAnswer(master.apply(putStartCommand(req)));
+    /**
+     * Whether this call may run an admin operation; if not it is refused as a whole ({@code PERMISSION_DENIED},
+     * counted as a failed call) before anything is matched or removed.
+     */
+    private boolean admin(String what, StreamObserver<?> out) {
+        try {
+            requireAdmin(what);
+            return true;
+        } catch (StoreException e) {
+            stats.record(what.split(" ")[0], 0, true);
+            out.onError(io.grpc.Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
+            return false;
+        }
     }
 
-    private static Command.PutStart putStartCommand(PutStartRequest req) {
+    // ---------------------------------------------------------------- per item
+
+    PutStartResponse putStart(String session, PutStartRequest req) {
+        return putStartAnswer(master.apply(putStartCommand(session, req)));
+    }
+
+    static Command.PutStart putStartCommand(String session, PutStartRequest req) {
+        self(session, req.getClientId());
         if (req.getSize() > Long.MAX_VALUE / 2) {
             throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
         }
@@ -342,23 +289,24 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 req.getWriterHost(), req.getUpsert(), ThreadLocalRandom.current().nextLong());
     }
 
-    private static PutStartResponse putStartAnswer(Command.PutTicket t) {
+    static PutStartResponse putStartAnswer(Command.PutTicket t) {
         PutStartResponse.Builder b = PutStartResponse.newBuilder().setPutId(t.putId());
         t.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
         return b.build();
     }
 
-    private Status putEnd(PutEndRequest req) {
-        master.putEnd(req.getClientId(), req.getKey(), req.getPutId());
+    Status putEnd(String session, PutEndRequest req) {
+        master.putEnd(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private Status putRevoke(PutEndRequest req) {
-        master.putRevoke(req.getClientId(), req.getKey(), req.getPutId());
+    Status putRevoke(String session, PutEndRequest req) {
+        master.putRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId());
         return Wire.OK;
     }
 
-    private CommitResponse commit(CommitRequest req) {
+    CommitResponse commit(String session, CommitRequest req) {
+        self(session, req.getClientId());
         if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
             throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
                     + " items exceeds the limit of " + MasterState.MAX_COMMIT_ITEMS);
@@ -388,12 +336,12 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return b.build();
     }
 
-    private ReplicaListResponse replicaList(String key) {
+    ReplicaListResponse replicaList(String key) {
         return replicaList(master.getReplicas(key), null);
     }
 
     /** With a table: replicas as indexes into it (the batch answer carries it), else named in full. */
-    private static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
+    static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
         ReplicaListResponse.Builder b = ReplicaListResponse.newBuilder().setSize(list.size())
                 .setLeaseTtlMs(list.leaseTtl().toMillis());
         if (table != null) {
@@ -404,7 +352,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return b.build();
     }
 
-    private ExistResponse exist(String key) {
+    ExistResponse exist(String key) {
         return ExistResponse.newBuilder().setExists(master.exists(key)).build();
     }
 
@@ -414,7 +362,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         reply(out, one(method, body, onError));
     }
 
-    private <T> T one(String method, Supplier<T> body, Function<Status, T> onError) {
+    <T> T one(String method, Supplier<T> body, Function<Status, T> onError) {
         long start = System.nanoTime();
         T result;
         boolean failed = false;
@@ -457,7 +405,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
      * throughout, so its commands take consecutive log indexes and the lock is paid for once; a larger one (on
      * {@code slowWork}) takes it per item, so it does not hold every other call up for its whole length.
      */
-    private <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
+    <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
         if (master.durable() && each instanceof LoggedBatch.Step<I, ?, T> step) {
             return LoggedBatch.serve(master, method, items, step, onError, stats);
         }

@@ -52,6 +52,8 @@ public final class RpcStats {
     private final Map<String, Method> methods = new ConcurrentHashMap<>();
     /** Reads clients discarded because their lease ended while bytes moved, as reported with their heartbeats. */
     final LongAdder clientLeaseExpiries = new LongAdder();
+    /** Calls closed {@code UNAUTHENTICATED}: no token proof, or a wrong one ({@link AuthInterceptor}). */
+    final LongAdder unauthenticated = new LongAdder();
 
     public void addClientLeaseExpiries(long n) {
         clientLeaseExpiries.add(n);
@@ -69,6 +71,8 @@ public final class RpcStats {
     public void appendPrometheus(StringBuilder sb) {
         sb.append("# HELP store_lease_expired_reads_total Reads clients discarded because the lease ended while bytes moved\n")
                 .append("# TYPE store_lease_expired_reads_total counter\nstore_lease_expired_reads_total ").append(clientLeaseExpiries.sum()).append('\n');
+        sb.append("# HELP store_rpc_unauthenticated_total Master RPCs refused before their handler for a missing or wrong token\n")
+                .append("# TYPE store_rpc_unauthenticated_total counter\nstore_rpc_unauthenticated_total ").append(unauthenticated.sum()).append('\n');
         sb.append("# HELP store_rpc_requests_total Master RPCs served, by method\n# TYPE store_rpc_requests_total counter\n");
         methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls.sum()).append('\n'));
         sb.append("# HELP store_rpc_failures_total Master RPCs (or batch items) that returned an error\n# TYPE store_rpc_failures_total counter\n");

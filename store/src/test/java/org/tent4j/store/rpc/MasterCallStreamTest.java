@@ -61,7 +61,7 @@ class MasterCallStreamTest {
         open.add(master);
         Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).directExecutor()
                 .maxInboundMessageSize(MasterServer.MAX_MESSAGE_BYTES)
-                .addService(ServerInterceptors.intercept(new MasterService(master, new RpcStats(), slowWork), interceptor))
+                .addService(ServerInterceptors.intercept(new MasterService(master, new RpcStats(), slowWork, ClientCredentials.random()), interceptor))
                 .build().start();
         open.add(() -> {
             server.shutdownNow();

@@ -78,7 +78,8 @@ class SlowCallsTest {
         List<Command<?>> logged = Collections.synchronizedList(new ArrayList<>());
         master.state().journal(e -> logged.add(e.command()));
         MasterClient honest = client(server, Duration.ofSeconds(5));
-        honest.ping("node", 0);
+        String honestId = honest.register();
+        master.mount(honestId, new SegmentSpec("honest-seg", "engine-seg-2", "host", 1L << 32, 1 << 20));
         MasterClient attacker = client(server, Duration.ofSeconds(120));
 
         long start = System.nanoTime();
@@ -88,7 +89,7 @@ class SlowCallsTest {
         // matches under its ordering point answers none of them until the match ends)
         while (!removal.isDone() || served < 10) {
             honest.getReplicaList("honest/" + served % 8);
-            assertFalse(honest.ping("node", 0));
+            assertFalse(honest.ping(honestId, 0));
             served++;
         }
         assertEquals(1, removal.get(60, TimeUnit.SECONDS), "only the 25 a's match whole");
