@@ -185,7 +185,9 @@ class HostileTargetTest {
         SegmentDescriptor d = SegmentDescriptor.builder().name("hostile").machineId("another-machine")
                 .host("127.0.0.1").controlPort(1).transports(List.of("tcp"))
                 .transportAttributes(Map.of("tcp", Map.of("port", Integer.toString(port), "max_frame", Integer.toString(SLICE))))
-                .buffers(List.of(new BufferDescriptor(FAKE_BASE, (long) SLICE * SLICES, Location.CPU, Permission.READ_WRITE, List.of("tcp"), Map.of("tcp", Map.of()))))
+                .buffers(List.of(BufferDescriptor.builder().address(FAKE_BASE).length((long) SLICE * SLICES)
+                        .location(Location.CPU).permission(Permission.READ_WRITE).transports(List.of("tcp"))
+                        .attributes(Map.of("tcp", Map.of())).build()))
                 .version(1).build();
         m.put("tent4j/default/segments/hostile", DescriptorCodec.encode(d), Duration.ZERO);
     }
