@@ -7,9 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Deque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -171,6 +173,8 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     final Executor workers;
     private final Channel server;
     private final AtomicInteger connections = new AtomicInteger();
+    /** Inbound connections still proving themselves (token handshake, TLS), oldest first. */
+    private final Deque<Channel> unproven = new ConcurrentLinkedDeque<>();
     final AtomicInteger requestsInFlight = new AtomicInteger();
     final LongAdder strayReplies = new LongAdder();
     final LongAdder refusedCallers = new LongAdder();
@@ -283,16 +287,9 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(SocketChannel ch) {
-                if (inbound) {
-                    if (connections.incrementAndGet() > settings.maxConnections()) {
-                        connections.decrementAndGet();
-                        refusedConnections.increment();
-                        RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
-                                localSegment, ch.remoteAddress(), settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
-                        ch.close();
-                        return;
-                    }
-                    ch.closeFuture().addListener(f -> connections.decrementAndGet());
+                boolean proves = settings.security().authenticates() || tls != null;
+                if (inbound && !proves && !admit(ch)) {
+                    return;
                 }
                 long idle = settings.idleTimeout().toMillis();
                 if (idle > 0) {
@@ -311,6 +308,17 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                     ch.pipeline().addLast(auth);
                     ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
                 }
+                if (inbound && proves) {
+                    // counted only once it proved itself: a flood of connections that never do cannot lock out peers
+                    // that do; until then it holds one of max_connections pre-authentication slots, oldest evicted
+                    awaitingProof(ch);
+                    ready.whenComplete((v, e) -> ch.eventLoop().execute(() -> {
+                        unproven.remove(ch);
+                        if (e == null && ch.isActive()) {
+                            admit(ch);
+                        }
+                    }));
+                }
                 ch.attr(READY).set(ready);
                 RequestLimits limits = new RequestLimits(ControlPlaneNode.this);
                 ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(settings.maxFrame(), 0, 4, 0, 4),
@@ -318,6 +326,39 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                         limits, new Dispatcher(ControlPlaneNode.this, limits));
             }
         };
+    }
+
+    /** Counts an inbound connection against {@code control.max_connections}, or closes it; whether it stays. */
+    private boolean admit(Channel ch) {
+        if (connections.incrementAndGet() > settings.maxConnections()) {
+            connections.decrementAndGet();
+            refusedConnections.increment();
+            RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': refusing connection from {}: {} inbound connections are open ({})",
+                    localSegment, ch.remoteAddress(), settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
+            ch.close();
+            return false;
+        }
+        ch.closeFuture().addListener(f -> connections.decrementAndGet());
+        return true;
+    }
+
+    /**
+     * Holds a connection that has not yet passed the token handshake or TLS in one of {@code control.max_connections}
+     * pre-authentication slots; when they are full, the oldest such connection is closed to make room.
+     */
+    private void awaitingProof(Channel ch) {
+        unproven.add(ch);
+        ch.closeFuture().addListener(f -> unproven.remove(ch));
+        while (unproven.size() > settings.maxConnections()) {
+            Channel oldest = unproven.poll();
+            if (oldest != null && oldest != ch) {
+                refusedConnections.increment();
+                RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': closing {}: it has not authenticated and"
+                        + " {} newer connections wait to ({})", localSegment, oldest.remoteAddress(), settings.maxConnections(),
+                        CoreKey.CONTROL_MAX_CONNECTIONS);
+                oldest.close();
+            }
+        }
     }
 
     @Override

@@ -48,6 +48,30 @@ class ControlPlaneLimitsTest {
     }
 
     @Test
+    void connectionsThatNeverAuthenticateCannotLockOutPeersThatDo() throws Exception {
+        String token = "a token for the limits test";
+        start(Map.of("security.token", token, "control.max_connections", "4"));
+        List<java.net.Socket> silent = new ArrayList<>();
+        try (ControlPlaneNode honest = new ControlPlaneNode("127.0.0.1", 0, workers,
+                ControlPlaneTrustTest.settings(Map.of("security.token", token)))) {
+            honest.localSegment("b");
+            // five times the limit, each connected and silent: no handshake, no frame
+            for (int i = 0; i < 20; i++) {
+                silent.add(new java.net.Socket("127.0.0.1", node.port()));
+            }
+            byte[] reply = honest.call("127.0.0.1", node.port(), "echo", "served".getBytes(), Duration.ofSeconds(10));
+            assertEquals("served", new String(reply, StandardCharsets.UTF_8));
+            assertEquals(1, node.inboundConnections(), "only the connection that authenticated counts");
+            assertTrue(node.refusedConnections() >= 16, "the oldest unauthenticated connections made room: "
+                    + node.refusedConnections());
+        } finally {
+            for (java.net.Socket s : silent) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
     void framesAboveMaxFrameCloseTheirConnection() throws Exception {
         start(Map.of());
         for (int i = 0; i < 4; i++) {
