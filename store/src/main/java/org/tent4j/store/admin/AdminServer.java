@@ -29,6 +29,18 @@ import org.tent4j.store.rpc.MasterServer;
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
     private static final int MAX_KEYS = 10_000;
+    /**
+     * How long the JDK's HTTP server lets a client take to send its request before closing the connection: without it,
+     * two clients that send half a request each hold both admin threads, and the page and /health stop answering. The
+     * JDK reads it once per JVM, when its first HTTP server starts; a value set on the command line wins.
+     */
+    static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
+
+    static {
+        if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
+            System.setProperty(REQUEST_TIME_PROPERTY, "30");
+        }
+    }
 
     private final MasterServer master;
     private final HttpServer http;
