@@ -44,8 +44,8 @@ final class TcpPeerConnection implements PeerConnection {
     private InitiatorLane[] lanes;
     /** Rails that did not connect, re-tried in the background. */
     private List<RailConnector.Rail> missing = List.of();
-    private SegmentDescriptor descriptor;
-    private long nextRecheckNanos;
+    private volatile SegmentDescriptor descriptor;
+    private volatile long nextRecheckNanos;
     private final AtomicBoolean probing = new AtomicBoolean();
     /** Why the connection should be reopened although its lanes live (a missing rail answered), or null. */
     private volatile String reopen;
