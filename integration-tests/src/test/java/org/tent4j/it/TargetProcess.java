@@ -62,7 +62,8 @@ public final class TargetProcess {
                     case "WRITE" -> write(engine, mem.segment().asSlice(0, Long.parseLong(w[2])), peer, Long.parseLong(w[1]),
                             w.length > 3 ? Duration.ofMillis(Long.parseLong(w[3])) : null, out);
                     case "CRC" -> out.println("CRC " + crc(mem.segment().asSlice(Long.parseLong(w[1]), Long.parseLong(w[2]))));
-                    case "METRIC" -> out.println("METRIC " + metric(engineMetricsPort(args), w[1]));
+                    case "METRIC" -> out.println("METRIC " + metric(setting(args, "control.host", "127.0.0.1"),
+                            Integer.parseInt(setting(args, "metrics.port", null)), w[1]));
                     case "NOTE" -> {
                         var n = engine.awaitNotification(Duration.ofSeconds(10));
                         out.println("NOTE " + (n == null ? "<none>" : n.sender() + " " + n.message()));
@@ -96,20 +97,26 @@ public final class TargetProcess {
         });
     }
 
-    /** The {@code metrics.port=} of the arguments: the engine serves its Prometheus page there. */
-    private static int engineMetricsPort(String[] args) {
+    /**
+     * The value of {@code key=} among the arguments, else {@code otherwise}; the engine serves its Prometheus page at
+     * {@code control.host:metrics.port}.
+     */
+    private static String setting(String[] args, String key, String otherwise) {
         for (String a : args) {
-            if (a.startsWith("metrics.port=")) {
-                return Integer.parseInt(a.substring("metrics.port=".length()));
+            if (a.startsWith(key + "=")) {
+                return a.substring(key.length() + 1);
             }
         }
-        throw new IllegalStateException("METRIC needs metrics.port=<port> among the engine's settings");
+        if (otherwise == null) {
+            throw new IllegalStateException("METRIC needs " + key + "=<value> among the engine's settings");
+        }
+        return otherwise;
     }
 
     /** The sum of the engine's Prometheus samples whose line starts with {@code prefix} (name and first labels). */
-    private static long metric(int port, String prefix) throws IOException, InterruptedException {
+    private static long metric(String host, int port, String prefix) throws IOException, InterruptedException {
         try (var http = java.net.http.HttpClient.newHttpClient()) {
-            String page = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port
+            String page = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + host + ":" + port
                     + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
             double sum = 0;
             for (String line : page.split("\n")) {

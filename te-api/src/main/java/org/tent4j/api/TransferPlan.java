@@ -9,7 +9,10 @@ import java.util.List;
  * @param policy     the policy rule that decided the order, or {@code null} for the default preference order
  * @param candidates every transport in the order considered, each usable or with the reason it is not
  * @param transport  the chosen transport, or {@code null} if none can carry the request
- * @param paths      path names the chosen policy allows ({@code null}: all)
+ * @param paths      the paths the request would use: the names of the open connection's paths to the target over the
+ *                   chosen transport (tcp rails and lanes such as {@code eth1->10.0.1.2/lane-0}, RDMA NIC pairs) that
+ *                   the chosen policy allows; before a connection is open, the policy's device list, or {@code null}
+ *                   (all)
  * @param sliceSize  bytes per slice
  * @param slices     number of slices
  * @param error      why the request would be rejected, or {@code null}

@@ -115,6 +115,25 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     }
 
     /**
+     * What {@code explain} shows as the paths (issue 24, multi-rail tcp: the rails): the names of the open connection's
+     * paths over {@code slot} that {@code devices} allows (all where it names none of them); before a connection is
+     * open, {@code devices} itself, or {@code null} (all).
+     */
+    java.util.List<String> pathNames(RemoteSegment seg, TransportSlot slot, java.util.Set<String> devices) {
+        AtomicReferenceArray<PathGroup> row = groups.get(seg);
+        PathGroup g = row == null ? null : row.get(slot.index());
+        if (g == null || !g.isOpen()) {
+            return devices == null ? null : java.util.List.copyOf(devices);
+        }
+        java.util.List<String> all = new java.util.ArrayList<>();
+        for (int i = 0; i < g.pathCount(); i++) {
+            all.add(g.path(i).name);
+        }
+        java.util.List<String> allowed = devices == null ? all : all.stream().filter(devices::contains).toList();
+        return allowed.isEmpty() ? all : allowed;
+    }
+
+    /**
      * A slice failed on {@code fromPath} of {@code from} (-1: it never left the queue, so it spent no attempt):
      * retry it on another path of the same connection while one is eligible, else move it to the next transport.
      */

@@ -116,7 +116,7 @@ final class TaskLauncher {
         }
         long step = Math.min(sliceSize, sel.transport().capabilities().maxSliceSize());
         TransferPlan plan = new TransferPlan(policyName, sel.trace(), sel.transport().id(),
-                policy == null || policy.devices() == null ? null : List.copyOf(policy.devices()), step,
+                router.pathNames(rr.segment(), sel.transport(), policy == null ? null : policy.devices()), step,
                 (int) ((r.length() + step - 1) / step), null);
         log.debug("explain {} of {} bytes to '{}': {}", r.opcode(), r.length(), r.target().name(), plan);
         return plan;

@@ -72,6 +72,10 @@ class PolicyTest {
         PathGroup g = ((TransferEngineImpl) initiator).router().group((RemoteSegment) seg, "inproc");
         assertEquals(64, g.path(2).completedSlices.sum(), "the policy's devices did not restrict the paths");
         assertEquals(0, g.path(0).completedSlices.sum() + g.path(1).completedSlices.sum() + g.path(3).completedSlices.sum());
+        // once connected, explain lists the connection's paths (tcp: its rails and lanes), within what the policy allows
+        TransferRequest small4k = TransferRequest.write(local.segment().asSlice(0, 4096), seg, remote.address());
+        assertEquals(List.of("p0", "p1", "p2", "p3"), initiator.explain(small4k).paths(), initiator.explain(small4k).toString());
+        assertEquals(List.of("p2"), initiator.explain(pinned).paths());
 
         TransferStatus unknown = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment(), seg, remote.address())
                 .policy("nope").build());

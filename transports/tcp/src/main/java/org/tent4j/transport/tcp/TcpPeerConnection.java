@@ -1,6 +1,10 @@
 package org.tent4j.transport.tcp;
 
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.channel.Channel;
@@ -12,39 +16,88 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.PeerConnection;
+import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.Slice;
 import org.tent4j.spi.TimeSource;
 
 /**
- * {@code lanes} persistent connections to one peer segment, each a path of the runtime's scheduler: a slice goes to
- * the lane {@link Slice#path()} names, so the runtime's bandwidth estimates and health apply per socket. A slice whose
- * lane is dead (or that names none) goes to the live lane with the fewest outstanding bytes.
+ * {@code lanes} persistent connections to one peer segment over each of its rails (multi-rail tcp: one rail per
+ * reachable (local address, remote address) pair, {@link RailConnector}); each lane is a path of the runtime's
+ * scheduler, path {@code r * lanes + i} being lane i of rail r, so the runtime's bandwidth estimates and health apply
+ * per socket and slices spread over the rails by their measured speed. A slice whose lane is dead goes to the live
+ * lane of the same rail with the fewest outstanding bytes; a rail with no live lane fails its slices at once, so the
+ * runtime retries them on another rail. A lane that dies breaks the connection ({@link #isOpen()} false), as a QP error
+ * breaks an RDMA one: the runtime reopens it over the rails that still connect. Rails that did not connect are re-tried
+ * every {@code rail_recheck}; one that answers breaks the connection the same way, so the reopened one has it again.
  */
 final class TcpPeerConnection implements PeerConnection {
     private static final Logger log = LoggerFactory.getLogger(TcpPeerConnection.class);
 
     private final TcpTransport transport;
     private final String peerName;
-    private final String endpoint;
     /** The peer's largest accepted slice, or {@link Long#MAX_VALUE} if it did not publish one. */
     private final long peerMaxFrame;
-    private final InitiatorLane[] lanes;
+    private final int lanesPerRail;
+    /** The rails that connected; set once by {@link #keep} before the connection is handed out. */
+    private List<RailConnector.Rail> rails;
+    /** {@code lanesPerRail} per rail, rail by rail. */
+    private InitiatorLane[] lanes;
+    /** Rails that did not connect, re-tried in the background. */
+    private List<RailConnector.Rail> missing = List.of();
+    private volatile SegmentDescriptor descriptor;
+    private volatile long nextRecheckNanos;
+    private final AtomicBoolean probing = new AtomicBoolean();
+    /** Why the connection should be reopened although its lanes live (a missing rail answered), or null. */
+    private volatile String reopen;
     /** The engine's clock: slice deadlines are in its time, which a test may drive. */
     final TimeSource clock;
     private final AtomicInteger rotation = new AtomicInteger();
     private volatile boolean closed;
 
-    TcpPeerConnection(TcpTransport transport, String peerName, String endpoint, long peerMaxFrame, int laneCount,
-                      PayloadCounters counters, TimeSource clock) {
+    /** Lanes for every rail of {@code tried}; {@link #keep} then drops those of the rails that did not connect. */
+    TcpPeerConnection(TcpTransport transport, SegmentDescriptor peer, List<RailConnector.Rail> tried, long peerMaxFrame,
+                      int laneCount, PayloadCounters counters, TimeSource clock) {
         this.transport = transport;
         this.clock = clock;
-        this.peerName = peerName;
-        this.endpoint = endpoint;
+        this.peerName = peer.name();
+        this.descriptor = peer;
         this.peerMaxFrame = peerMaxFrame;
-        this.lanes = new InitiatorLane[laneCount];
-        for (int i = 0; i < laneCount; i++) {
-            lanes[i] = new InitiatorLane(this, i, counters);
+        this.lanesPerRail = laneCount;
+        this.rails = List.copyOf(tried);
+        this.lanes = new InitiatorLane[tried.size() * laneCount];
+        for (int r = 0; r < tried.size(); r++) {
+            for (int i = 0; i < laneCount; i++) {
+                lanes[r * laneCount + i] = new InitiatorLane(this, i, counters);
+            }
         }
+    }
+
+    /** Keeps the rails at {@code up} (indices into the rails tried) and remembers the others to re-try them. */
+    void keep(List<Integer> up, Duration recheck) {
+        List<RailConnector.Rail> kept = new ArrayList<>();
+        List<RailConnector.Rail> left = new ArrayList<>(rails);
+        InitiatorLane[] keptLanes = new InitiatorLane[up.size() * lanesPerRail];
+        for (int k = 0; k < up.size(); k++) {
+            int r = up.get(k);
+            kept.add(rails.get(r));
+            left.remove(rails.get(r));
+            System.arraycopy(lanes, r * lanesPerRail, keptLanes, k * lanesPerRail, lanesPerRail);
+        }
+        missing(left, recheck);
+        rails = List.copyOf(kept);
+        lanes = keptLanes;
+    }
+
+    /** Rails worth trying that were not tried or did not connect: re-tried after {@code recheck}. */
+    void missing(List<RailConnector.Rail> more, Duration recheck) {
+        List<RailConnector.Rail> all = new ArrayList<>(missing);
+        for (RailConnector.Rail r : more) {
+            if (!all.contains(r)) {
+                all.add(r);
+            }
+        }
+        missing = List.copyOf(all);
+        nextRecheckNanos = clock.nanoTime() + recheck.toNanos();
     }
 
     InitiatorLane lane(int i) {
@@ -55,8 +108,14 @@ final class TcpPeerConnection implements PeerConnection {
         return lanes.length;
     }
 
+    /** The rails' names, e.g. {@code [eth0->10.0.0.2, eth1->10.0.1.2]} ({@code explain} shows them as paths). */
+    List<String> railNames() {
+        return rails.stream().map(RailConnector.Rail::name).toList();
+    }
+
     String describePeer() {
-        return "segment '" + peerName + "' (" + endpoint + ")";
+        return "segment '" + peerName + "' (" + rails.stream().map(RailConnector.Rail::toString)
+                .collect(java.util.stream.Collectors.joining(", ")) + ")";
     }
 
     @Override
@@ -78,10 +137,13 @@ final class TcpPeerConnection implements PeerConnection {
             return;
         }
         int path = slice.path();
-        InitiatorLane lane = path >= 0 && path < lanes.length && lanes[path].alive() ? lanes[path] : pickLane();
+        InitiatorLane[] ls = lanes;
+        boolean known = path >= 0 && path < ls.length;
+        InitiatorLane lane = known && ls[path].alive() ? ls[path] : known ? pickLane(path / lanesPerRail) : pickLane(-1);
         if (lane == null) {
-            fail(slice, ErrorCode.PEER_FAILED, "tcp: no live connection to " + describePeer() + " ("
-                    + lanes[0].deathReason() + "); " + InitiatorLane.describe(slice) + " was not sent");
+            fail(slice, ErrorCode.PEER_FAILED, "tcp: no live connection to " + describePeer()
+                    + (known && rails.size() > 1 ? " over rail " + rails.get(path / lanesPerRail).name() : "") + " ("
+                    + ls[known ? path : 0].deathReason() + "); " + InitiatorLane.describe(slice) + " was not sent");
             return;
         }
         lane.submit(slice);
@@ -114,13 +176,16 @@ final class TcpPeerConnection implements PeerConnection {
         return null;
     }
 
-    private InitiatorLane pickLane() {
-        int n = lanes.length;
+    /** The live lane of {@code rail} (-1: of any rail) with the fewest outstanding bytes, or null. */
+    private InitiatorLane pickLane(int rail) {
+        InitiatorLane[] ls = lanes;
+        int first = rail < 0 ? 0 : rail * lanesPerRail;
+        int n = rail < 0 ? ls.length : lanesPerRail;
         int start = n == 1 ? 0 : Math.floorMod(rotation.getAndIncrement(), n);
         InitiatorLane best = null;
         long bestBytes = Long.MAX_VALUE;
         for (int k = 0; k < n; k++) {
-            InitiatorLane lane = lanes[(start + k) % n];
+            InitiatorLane lane = ls[first + (start + k) % n];
             if (!lane.alive()) {
                 continue;
             }
@@ -141,14 +206,23 @@ final class TcpPeerConnection implements PeerConnection {
         return lanes.length;
     }
 
+    /**
+     * {@code lane-i} where the peer has one rail to try (as before multi-rail), else {@code <rail>/lane-i}, e.g.
+     * {@code eth1->10.0.1.2/lane-0}, also while the others are missing.
+     */
     @Override
     public String pathName(int path) {
-        return "lane-" + path;
+        return rails.size() == 1 && missing.isEmpty() ? "lane-" + path : rails.get(path / lanesPerRail).name() + "/lane-" + path % lanesPerRail;
+    }
+
+    @Override
+    public void descriptorChanged(SegmentDescriptor d) {
+        descriptor = d;
     }
 
     @Override
     public boolean isOpen() {
-        if (closed) {
+        if (closed || reopen != null) {
             return false;
         }
         for (InitiatorLane lane : lanes) {
@@ -172,6 +246,25 @@ final class TcpPeerConnection implements PeerConnection {
     void sweep() {
         for (InitiatorLane lane : lanes) {
             lane.requestSweep();
+        }
+        List<RailConnector.Rail> m = missing;
+        if (m.isEmpty() || closed || reopen != null || clock.nanoTime() - nextRecheckNanos < 0
+                || !probing.compareAndSet(false, true)) {
+            return;
+        }
+        // one probe at a time per connection; the next round starts rail_recheck after this one ended
+        AtomicInteger left = new AtomicInteger(m.size());
+        for (RailConnector.Rail r : m) {
+            transport.probe(r, descriptor, reached -> {
+                if (Boolean.TRUE.equals(reached) && reopen == null && !closed) {
+                    reopen = "rail " + r + " to segment '" + peerName + "' answers again";
+                    log.info("tcp: {}; the connection is reopened to use it", reopen);
+                }
+                if (left.decrementAndGet() == 0) {
+                    nextRecheckNanos = clock.nanoTime() + transport.railRecheck().toNanos();
+                    probing.set(false);
+                }
+            });
         }
     }
 

@@ -3,19 +3,16 @@ package org.tent4j.transport.tcp;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.net.InetAddress;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -26,7 +23,6 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -72,8 +68,12 @@ public final class TcpTransport implements Transport {
     private final Duration connectTimeout;
     private final KeepAlive keepAlive;
     private final EventLoopGroup group;
-    private final Channel server;
+    /** One listening channel per rail address, all on {@link #port}. */
+    private final List<Channel> servers = new ArrayList<>();
     private final int port;
+    private final RailAddresses addresses;
+    private final RailConnector rails;
+    private final Duration railRecheck;
     private final ChannelGroup inbound;
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
@@ -115,6 +115,15 @@ public final class TcpTransport implements Transport {
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new ConfigException("transports.tcp.connect_timeout", "must be > 0, got " + connectTimeout);
         }
+        Duration railConnectTimeout = o.getDuration("rail_connect_timeout");
+        if (railConnectTimeout.isNegative()) {
+            throw new ConfigException("transports.tcp.rail_connect_timeout", "must be >= 0, got " + railConnectTimeout);
+        }
+        this.railRecheck = o.getDuration("rail_recheck");
+        if (!railRecheck.isPositive()) {
+            throw new ConfigException("transports.tcp.rail_recheck", "must be > 0, got " + railRecheck);
+        }
+        this.addresses = RailAddresses.resolve(o.getString("interfaces"), context.host());
         this.keepAlive = KeepAlive.of("transports.tcp.keepalive_idle", o.getDuration("keepalive_idle"),
                 "transports.tcp.keepalive_interval", o.getDuration("keepalive_interval"),
                 "transports.tcp.keepalive_count", o.getInt("keepalive_count"));
@@ -210,14 +219,10 @@ public final class TcpTransport implements Transport {
                         }
                     });
             keepAlive.configure(ioMode.keepAliveKeys(), sb::childOption);
-            ChannelFuture bound = sb.bind(context.host(), wantedPort).awaitUninterruptibly();
-            if (!bound.isSuccess()) {
-                throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: cannot listen on "
-                        + context.host() + ":" + wantedPort + " for segment '" + context.segmentName() + "': "
-                        + bound.cause(), bound.cause());
-            }
-            this.server = bound.channel();
-            this.port = ((InetSocketAddress) server.localAddress()).getPort();
+            this.port = bindAll(sb, wantedPort);
+            this.rails = new RailConnector(new RailConnector.Settings(context.segmentName(), context.machineId(), group,
+                    ioMode, keepAlive, connectTimeout, railConnectTimeout, railRecheck, security, tls,
+                    limits.authFailures, context.clock()), addresses);
             // deadlines are enforced to this granularity
             this.sweeper = context.scheduler().scheduleWithFixedDelay(this::sweep, SWEEP_PERIOD_MS, SWEEP_PERIOD_MS,
                     TimeUnit.MILLISECONDS);
@@ -225,9 +230,43 @@ public final class TcpTransport implements Transport {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS); // also closes a bound server channel
             throw e;
         }
-        log.info("tcp transport of segment '{}' listening on {}:{} (io {}, {} lanes per peer, max_frame {}, token {}, "
-                        + "TLS {})", context.segmentName(), context.host(), port, ioMode.name(), lanes, maxFrame,
+        log.info("tcp transport of segment '{}' listening on {} port {} (io {}, {} lanes per peer and rail, max_frame {}, "
+                        + "token {}, TLS {})", context.segmentName(), addresses.multiRail() ? addresses.published()
+                        : context.host(), port, ioMode.name(), lanes, maxFrame,
                 security.authenticates() ? "required" : "off", tls != null ? "on" : "off");
+    }
+
+    /**
+     * Listens on every rail address at one port (so {@code port} serves peers that know only the host): the host's
+     * first, at {@code wanted}; when that picked a free port another address has taken, all are tried again.
+     */
+    private int bindAll(ServerBootstrap sb, int wanted) {
+        TransferException last = null;
+        for (int attempt = 0; attempt < 8; attempt++) {
+            int p = wanted;
+            try {
+                for (RailAddresses.Local l : addresses.locals()) {
+                    InetAddress a = servers.isEmpty() ? null : l.address();
+                    ChannelFuture bound = (a == null ? sb.bind(context.host(), p) : sb.bind(a, p)).awaitUninterruptibly();
+                    if (!bound.isSuccess()) {
+                        throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: cannot listen on "
+                                + (a == null ? context.host() : a.getHostAddress()) + ":" + p + " for segment '"
+                                + context.segmentName() + "': " + bound.cause(), bound.cause());
+                    }
+                    servers.add(bound.channel());
+                    p = ((InetSocketAddress) bound.channel().localAddress()).getPort();
+                }
+                return p;
+            } catch (TransferException e) {
+                servers.forEach(c -> c.close().awaitUninterruptibly());
+                servers.clear();
+                last = e;
+                if (wanted != 0 || !addresses.multiRail()) {
+                    break;
+                }
+            }
+        }
+        throw last;
     }
 
     /** Closes an inbound connection beyond {@code max_connections} before it is read. */
@@ -273,7 +312,10 @@ public final class TcpTransport implements Transport {
 
     @Override
     public Map<String, String> segmentAttributes() {
-        return Map.of(ATTR_PORT, Integer.toString(port), ATTR_MAX_FRAME, Long.toString(maxFrame));
+        String published = addresses.published();
+        return published == null ? Map.of(ATTR_PORT, Integer.toString(port), ATTR_MAX_FRAME, Long.toString(maxFrame))
+                : Map.of(ATTR_PORT, Integer.toString(port), ATTR_MAX_FRAME, Long.toString(maxFrame),
+                        RailAddresses.ATTR_ADDRESSES, published);
     }
 
     @Override
@@ -337,58 +379,19 @@ public final class TcpTransport implements Transport {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: segment '" + peer.name()
                     + "' publishes malformed tcp attributes " + attrs, e);
         }
-        String endpoint = peer.host() + ":" + peerPort;
-        TcpPeerConnection connection = new TcpPeerConnection(this, peer.name(), endpoint, peerMaxFrame, lanes,
-                counters, context.clock());
-        ChannelFuture[] connecting = new ChannelFuture[lanes];
-        List<CompletableFuture<?>> secured = new ArrayList<>();
-        for (int i = 0; i < lanes; i++) {
-            InitiatorLane lane = connection.lane(i);
-            Bootstrap b = new Bootstrap()
-                    .group(group)
-                    .channel(ioMode.socketChannel())
-                    .option(ChannelOption.TCP_NODELAY, true)
-                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
-                            connectTimeout.toMillis()));
-            keepAlive.configure(ioMode.keepAliveKeys(), b::option);
-            if (tls == null && !security.authenticates()) {
-                b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane)).handler(lane);
-            } else {
-                if (tls == null) {
-                    b.option(ChannelOption.RECVBUF_ALLOCATOR, new LandingRecvAllocator(lane));
-                }
-                CompletableFuture<Void> ready = new CompletableFuture<>();
-                secured.add(ready);
-                b.handler(securedLane(lane, peer, peerPort, ready));
-            }
-            connecting[i] = b.connect(peer.host(), peerPort);
+        if (peerPort < 1 || peerPort > 65535) {
+            throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: segment '" + peer.name()
+                    + "' publishes tcp port " + peerPort + ", outside [1, 65535]");
         }
-        for (int i = 0; i < lanes; i++) {
-            ChannelFuture f = connecting[i];
-            // Netty enforces CONNECT_TIMEOUT_MILLIS itself; the extra second only covers a stuck event loop
-            if (!f.awaitUninterruptibly(connectTimeout.toMillis() + 1000) || !f.isSuccess()) {
-                Throwable cause = f.isDone() ? f.cause() : null;
-                closeAll(connecting);
-                throw new TransferException(ErrorCode.PEER_UNREACHABLE, "tcp: cannot connect to segment '"
-                        + peer.name() + "' at " + endpoint + " (lane " + i + " of " + lanes + "): "
-                        + (cause != null ? cause : "no answer within " + connectTimeout), cause);
-            }
-        }
-        for (CompletableFuture<?> ready : secured) {
-            try {
-                ready.get(connectTimeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
-            } catch (ExecutionException | TimeoutException | InterruptedException e) {
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                closeAll(connecting);
-                Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
-                throw new TransferException(ErrorCode.PERMISSION_DENIED, "tcp: cannot connect to segment '"
-                        + peer.name() + "' at " + endpoint + ": " + (tls != null ? "TLS" : "")
-                        + (tls != null && security.authenticates() ? " or " : "")
-                        + (security.authenticates() ? "token" : "") + " handshake failed: " + cause, cause);
-            }
-        }
+        List<RailConnector.Rail> candidates = rails.candidates(peer, peerPort);
+        // a pair that failed a moment ago is not waited for again, unless nothing else is left to try
+        List<RailConnector.Rail> fresh = candidates.stream().filter(r -> !rails.recentlyUnreachable(r)).toList();
+        List<RailConnector.Rail> tried = fresh.isEmpty() ? candidates : fresh;
+        TcpPeerConnection connection = new TcpPeerConnection(this, peer, tried, peerMaxFrame, lanes, counters,
+                context.clock());
+        List<Integer> up = rails.connect(connection, tried, peer, lanes);
+        connection.keep(up, railRecheck);
+        connection.missing(candidates.stream().filter(r -> !tried.contains(r)).toList(), railRecheck);
         connections.add(connection);
         if (closed) {
             connection.close("tcp transport of segment '" + context.segmentName() + "' closed");
@@ -396,43 +399,17 @@ public final class TcpTransport implements Transport {
         return connection;
     }
 
-    private static void closeAll(ChannelFuture[] connecting) {
-        for (ChannelFuture other : connecting) {
-            other.cancel(false);
-            other.channel().close();
+    /** Tries a rail a connection lacks, in the background (see {@link RailConnector#probe}). */
+    void probe(RailConnector.Rail rail, SegmentDescriptor peer, java.util.function.Consumer<Boolean> outcome) {
+        if (closed) {
+            outcome.accept(false);
+            return;
         }
+        rails.probe(rail, peer, outcome);
     }
 
-    /** A lane behind TLS and/or the token handshake; {@code ready} completes once both are through. */
-    private ChannelInitializer<SocketChannel> securedLane(InitiatorLane lane, SegmentDescriptor peer, int peerPort,
-                                                          CompletableFuture<Void> ready) {
-        return new ChannelInitializer<>() {
-            @Override
-            protected void initChannel(SocketChannel ch) {
-                CompletableFuture<Void> tlsDone = CompletableFuture.completedFuture(null);
-                if (tls != null) {
-                    SslHandler ssl = tls.client().newHandler(ch.alloc(), peer.host(), peerPort);
-                    ch.pipeline().addLast(ssl);
-                    tlsDone = TlsContexts.handshake(ssl);
-                }
-                CompletableFuture<Void> tokenDone = CompletableFuture.completedFuture(null);
-                if (security.authenticates()) {
-                    TokenAuthHandler auth = new TokenAuthHandler(security.handshake(true), "segment '"
-                            + context.segmentName() + "' tcp lane to '" + peer.name() + "'", connectTimeout,
-                            limits.authFailures);
-                    ch.pipeline().addLast(auth);
-                    tokenDone = auth.authenticated();
-                }
-                ch.pipeline().addLast(lane);
-                tlsDone.thenCombine(tokenDone, (x, y) -> (Void) null).whenComplete((v, e) -> {
-                    if (e != null) {
-                        ready.completeExceptionally(e);
-                    } else {
-                        ready.complete(null);
-                    }
-                });
-            }
-        };
+    Duration railRecheck() {
+        return railRecheck;
     }
 
     /** Connections that failed the token handshake, either side. */
@@ -518,7 +495,9 @@ public final class TcpTransport implements Transport {
         for (TcpPeerConnection c : connections) {
             c.close(reason);
         }
-        server.close().awaitUninterruptibly(connectTimeout.toMillis());
+        for (Channel server : servers) {
+            server.close().awaitUninterruptibly(connectTimeout.toMillis());
+        }
         inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
         if (!group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS)) {
             // An I/O thread still running may still write into registered memory: the engine must not free it.

@@ -40,6 +40,17 @@ public final class TcpTransportProvider implements TransportProvider {
             OptionSpec.of("keepalive_count", Type.INT, 3, "unanswered probes after which the connection closes; on "
                     + "epoll and io_uring, data unacknowledged for keepalive_idle + keepalive_interval x "
                     + "keepalive_count closes it too (TCP_USER_TIMEOUT)"),
+            OptionSpec.of("interfaces", Type.STRING, "", "multi-rail tcp: the interfaces (names) or local addresses to "
+                    + "listen on and connect from, comma separated, one rail each; * = every address of every "
+                    + "non-loopback interface that is up; empty = control.host's address alone (one rail). "
+                    + "control.host's address is always one of them. A peer tries each (local, remote) pair on one "
+                    + "subnet and uses those that connect; list only addresses that reach this engine alone (a "
+                    + "private address every host has, such as a container bridge's, would reach the peer's own host)"),
+            OptionSpec.of("rail_connect_timeout", Type.DURATION, "1s", "once one rail to a peer connected, how much "
+                    + "longer connecting waits for its other rails; those not connected by then are left out"),
+            OptionSpec.of("rail_recheck", Type.DURATION, "5s", "how often a rail that did not connect is tried again "
+                    + "in the background (and skipped by reconnects meanwhile); once it answers, the connection to that "
+                    + "peer is reopened with it"),
             OptionSpec.of("max_frame", Type.SIZE, "64m", "largest slice a peer may request; a larger request is a "
                     + "protocol error that closes its connection"),
             OptionSpec.of("max_connections", Type.INT, 1024, "inbound data connections at most; more are closed at "

@@ -7,7 +7,10 @@
  * Every engine listens on a data port of its own ({@code transports.tcp.port}, 0 = any free port) and publishes it in
  * its segment descriptor as tcp attribute {@code port}, together with {@code max_frame}, the largest request it
  * accepts. An initiator opens {@code lanes} connections (TCP_NODELAY) to {@code descriptor.host():port} and keeps
- * them; a slice goes to the live lane with the fewest outstanding bytes.
+ * them; each lane is a path of the runtime's scheduler. Multi-rail: an engine with several addresses
+ * ({@code transports.tcp.interfaces}) listens on each at the same port and publishes them as attribute
+ * {@code addresses}; an initiator tries every (local, remote) address pair on one subnet and keeps each that connects
+ * as a rail with {@code lanes} lanes of its own.
  *
  * <h2>Frames (protocol version 1; every integer little-endian)</h2>
  * <pre>

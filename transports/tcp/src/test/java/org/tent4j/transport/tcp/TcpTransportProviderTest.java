@@ -60,7 +60,8 @@ class TcpTransportProviderTest {
                         Map.entry("max_connections", "1024"), Map.entry("idle_timeout", "10m"),
                         Map.entry("max_queued_bytes", "16m"), Map.entry("max_file_buffer_bytes", "256m"),
                         Map.entry("keepalive_idle", "15s"), Map.entry("keepalive_interval", "5s"),
-                        Map.entry("keepalive_count", "3")),
+                        Map.entry("keepalive_count", "3"), Map.entry("interfaces", ""),
+                        Map.entry("rail_connect_timeout", "1s"), Map.entry("rail_recheck", "5s")),
                 o.values().stream().collect(Collectors.toMap(OptionSpec::name, OptionSpec::defaultValue)));
         assertEquals(OptionSpec.Type.INT, o.get("lanes").type());
         assertEquals(OptionSpec.Type.INT, o.get("io_threads").type());
@@ -92,7 +93,7 @@ class TcpTransportProviderTest {
         // the kernel counts keep-alive in whole seconds: a fraction is refused rather than rounded
         for (var bad : Map.of("lanes", "0", "io_threads", "0", "max_frame", "2g", "port", "70000",
                 "max_file_buffer_bytes", "63m", "keepalive_idle", "1500ms", "keepalive_interval", "0s",
-                "keepalive_count", "0").entrySet()) {
+                "keepalive_count", "0", "rail_recheck", "0s").entrySet()) {
             try (TestTransportContext ctx = TcpFixture.context("a", Map.of(bad.getKey(), bad.getValue()))) {
                 ConfigException e = assertThrows(ConfigException.class, () -> provider.create(ctx));
                 assertEquals("transports.tcp." + bad.getKey(), e.key());

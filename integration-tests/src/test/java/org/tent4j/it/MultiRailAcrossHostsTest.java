@@ -1,0 +1,104 @@
+package org.tent4j.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+import org.tent4j.testkit.net.Host;
+import org.tent4j.testkit.net.Link;
+import org.tent4j.testkit.net.TestNetwork;
+
+/**
+ * Multi-rail tcp between two hosts joined by two links (issue 24): each engine lists both interfaces
+ * ({@code transports.tcp.interfaces=l0,l1}), so the initiator has one rail per link, two lanes each. With one link at a
+ * tenth of the other's rate, the slices spread over the rails by their speed (the runtime's per-path counters); with one
+ * link taken down mid-transfer, the task completes with every byte intact (its slices move to the other rail), and once
+ * the link is back the rail is found again and carries bytes.
+ */
+class MultiRailAcrossHostsTest {
+    static final long SIZE = 128L << 20;
+    static final Duration WAIT = Duration.ofSeconds(60);
+    static final String SLICES = "tent4j_path_slices_total{outcome=\"completed\",path=\"";
+
+    static String[] config(Host h) {
+        return new String[] {"control.host=" + h.address(), "transports.enabled=tcp", "transfer.timeout=20s",
+                "transports.tcp.interfaces=l0,l1", "transports.tcp.rail_recheck=1s", "metrics.port=9464",
+                // a rail that goes silent (a link down: no reset) is noticed within 3 s, well before transfer.timeout
+                "transports.tcp.keepalive_idle=1s", "transports.tcp.keepalive_interval=1s", "transports.tcp.keepalive_count=2"};
+    }
+
+    /** Slices the initiator completed over the rail of {@code link} (both lanes), on its current connection. */
+    static long slicesOver(TargetProcess.Child initiator, Link link, Host target) throws Exception {
+        return initiator.metric(SLICES + link.name() + "->" + target.address(link) + "/");
+    }
+
+    @Test
+    void slicesFollowEachRailsSpeedAndALinkDownMidTransferLosesNoByte() throws Exception {
+        try (TestNetwork net = TestNetwork.create()) {
+            Host a = net.addHost("a");
+            Host b = net.addHost("b");
+            Link l0 = net.addLink("l0", a, b);
+            Link l1 = net.addLink("l1", a, b);
+            try (TargetProcess.Child target = new TargetProcess.Child(a.jvm(TargetProcess.class), SIZE, config(a));
+                 TargetProcess.Child initiator = new TargetProcess.Child(b.jvm(TargetProcess.class), SIZE, config(b))) {
+                assertEquals("OPENED", initiator.jvm.ask("OPEN " + target.segment, WAIT));
+
+                // l1 at a tenth of l0's rate: its share of the slices follows
+                l0.rate(400_000_000);
+                l1.rate(40_000_000);
+                write(initiator, target, 1, () -> { });
+                long fast = slicesOver(initiator, l0, a);
+                long slow = slicesOver(initiator, l1, a);
+                double share = (double) slow / (fast + slow);
+                assertEquals(SIZE >> 20, fast + slow, "every 1 MiB slice went over one of the two rails");
+                assertTrue(share > 0.02 && share < 0.25, "the slow rail (1/10 of the rate) carried " + slow + " of "
+                        + (fast + slow) + " slices");
+
+                // both links at one rate; l1 goes down once it carried bytes: the task still completes intact
+                l1.rate(200_000_000);
+                l0.rate(200_000_000);
+                long before = slicesOver(initiator, l1, a);
+                long[] downAfterMs = {0};
+                write(initiator, target, 2, () -> {
+                    long start = System.nanoTime();
+                    try {
+                        long deadline = start + 10_000_000_000L;
+                        while (slicesOver(initiator, l1, a) == before && System.nanoTime() < deadline) {
+                            Thread.sleep(20); // polling an observable count, with a deadline
+                        }
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                    l1.down();
+                    downAfterMs[0] = (System.nanoTime() - start) / 1_000_000;
+                });
+
+                // back up: the rail answers the background re-try, the connection reopens with it and uses it again
+                l1.up();
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                int seed = 3;
+                while (slicesOver(initiator, l1, a) == 0 && System.nanoTime() < deadline) {
+                    write(initiator, target, seed++, () -> { });
+                }
+                assertTrue(slicesOver(initiator, l1, a) > 0, "the rail over l1 was not used again after the link came up");
+                System.out.printf("slow rail share %.3f (%d of %d slices); l1 down %d ms into the transfer; "
+                        + "l1 used again after %d more writes%n", share, slow, fast + slow, downAfterMs[0], seed - 3);
+            }
+        }
+    }
+
+    /** Writes SIZE bytes filled from {@code seed} to the target; COMPLETED and CRC-intact, or the test fails. */
+    static void write(TargetProcess.Child initiator, TargetProcess.Child target, int seed, Runnable whileRunning)
+            throws Exception {
+        assertEquals("FILLED", initiator.jvm.ask("FILL " + seed, WAIT));
+        initiator.jvm.send("WRITE " + target.address + " " + SIZE);
+        initiator.jvm.awaitLine("SUBMITTED", WAIT);
+        whileRunning.run();
+        String[] done = initiator.jvm.awaitLine("DONE ", WAIT).split(" ", 6);
+        assertEquals("COMPLETED", done[1], String.join(" ", done));
+        assertEquals(Long.parseLong(done[3]), target.crc(0, SIZE), "bytes of write " + seed);
+    }
+}
