@@ -37,7 +37,8 @@ class MultiRailTest {
     /** {@code f}'s target as a peer of {@code machineId} publishing {@code tcp}. */
     static SegmentDescriptor target(TcpFixture f, String machineId, Map<String, String> tcp, TestLocalMemory.Buffer buf) {
         List<BufferDescriptor> d = List.of(buf.describe("tcp", Map.of()));
-        return new SegmentDescriptor("b", machineId, "127.0.0.1", 0, List.of("tcp"), Map.of("tcp", tcp), d, 1);
+        return SegmentDescriptor.builder().name("b").machineId(machineId).host("127.0.0.1").controlPort(0)
+                .transports(List.of("tcp")).transportAttributes(Map.of("tcp", tcp)).buffers(d).version(1).build();
     }
 
     static void writeIntact(TcpFixture f, PeerConnection c, TestLocalMemory.Buffer src, TestLocalMemory.Buffer dst,

@@ -28,7 +28,9 @@ class RailAddressesTest {
     }
 
     static SegmentDescriptor peer(String machineId, Map<String, String> tcp) {
-        return new SegmentDescriptor("t", machineId, "198.51.100.1", 0, List.of("tcp"), Map.of("tcp", tcp), List.of(), 1);
+        return SegmentDescriptor.builder().name("t").machineId(machineId).host("198.51.100.1").controlPort(0)
+                .transports(List.of("tcp")).transportAttributes(Map.of("tcp", tcp)).buffers(List.of()).version(1)
+                .build();
     }
 
     @Test
