@@ -162,7 +162,7 @@ class MetadataBackendsTest {
         String both = etcd.uri() + "," + redis.uri();
         etcd.kill();
         TargetProcess.Child child = keep(new TargetProcess.Child(4 << 20, EngineConfig.METADATA_URI + "=" + both,
-                EngineConfig.SEGMENT_NAME + "=survivor"));
+                EngineConfig.SEGMENT_NAME + "=survivor", "metadata.ttl=3s"));
         TransferEngine initiator = keep(TransferEngine.create(cfg(both, "finder").build()));
         RegisteredMemory local = initiator.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
         roundTrip(initiator, initiator.openSegment("survivor"), child, local);

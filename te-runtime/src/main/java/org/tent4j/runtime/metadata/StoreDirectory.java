@@ -6,6 +6,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
 
 import org.slf4j.Logger;
@@ -23,7 +27,9 @@ import org.tent4j.spi.TimeSource;
  * Descriptors in one or more metadata stores, under {@code tent4j/<cluster>/segments/<name>}. Publishing goes to every
  * store that answers; fetching asks them in order and takes the first answer. A store that fails is skipped with one
  * WARN line naming it and the cause (and one INFO line once it answers again), so discovery survives a dead store
- * without a restart. A store that could not be opened is retried on later use, at most once a second.
+ * without a restart. A store that could not be opened is opened again in the background, at most once a second after
+ * the last try ended, never on a caller's path (a dead store's probe takes seconds); once it opens, this engine's
+ * descriptors are written to it at once, not at the next republish.
  *
  * <p>With a single store, start-up fails if it cannot be reached; with several, at least one must answer.
  */
@@ -35,6 +41,15 @@ public final class StoreDirectory implements SegmentDirectory {
     private final String prefix;
     private final Duration ttl;
     private final TimeSource clock;
+    /** What this engine published, by key: written to a store as soon as it opens again. */
+    private final Map<String, Published> published = new ConcurrentHashMap<>();
+    private final ExecutorService reopener = Executors.newSingleThreadExecutor(
+            Thread.ofPlatform().daemon().name("tent4j-metadata-reopen").factory());
+
+    private record Published(byte[] value, Duration ttl) {
+    }
+
+    private volatile boolean closed;
 
     /** A configured store: opened lazily, reopened after a failed open. */
     private static final class Slot {
@@ -44,6 +59,8 @@ public final class StoreDirectory implements SegmentDirectory {
         volatile MetadataStore store;
         volatile boolean down;
         long lastOpenAttempt;
+        /** A background open is under way. */
+        boolean reopening;
         final List<Runnable> rewatch = new ArrayList<>();
 
         Slot(URI uri, MetadataStoreProvider provider, Map<String, String> options) {
@@ -105,21 +122,55 @@ public final class StoreDirectory implements SegmentDirectory {
         }
     }
 
-    /** The slot's store, reopening it if it never opened (rate-limited); {@code null} if it is not available now. */
+    /** The slot's store; {@code null} if it is not open now (it is then opened again in the background). */
     private MetadataStore usable(Slot s) {
-        if (s.store != null) {
-            return s.store;
+        MetadataStore m = s.store;
+        if (m == null) {
+            reopenLater(s);
         }
+        return m;
+    }
+
+    /** Opens the slot's store on the reopen thread, at most once a second after the last try ended. */
+    private void reopenLater(Slot s) {
         synchronized (s) {
-            if (clock.nanoTime() - s.lastOpenAttempt < REOPEN_INTERVAL_NANOS) {
-                return null;
+            if (s.reopening || clock.nanoTime() - s.lastOpenAttempt < REOPEN_INTERVAL_NANOS) {
+                return;
             }
+            s.reopening = true;
         }
         try {
-            return open(s);
-        } catch (TransferException e) {
-            skip(s, "open", e);
-            return null;
+            reopener.execute(() -> {
+                try {
+                    MetadataStore m = open(s);
+                    synchronized (s) {
+                        if (closed) {
+                            // closed while the store was opening: close() may have missed it
+                            m.close();
+                            return;
+                        }
+                    }
+                    up(s);
+                    published.forEach((key, p) -> {
+                        try {
+                            m.put(key, p.value(), p.ttl());
+                        } catch (TransferException e) {
+                            skip(s, "publish", e);
+                        }
+                    });
+                } catch (TransferException e) {
+                    skip(s, "open", e);
+                } finally {
+                    synchronized (s) {
+                        s.reopening = false;
+                        s.lastOpenAttempt = clock.nanoTime();
+                    }
+                }
+            });
+        } catch (RejectedExecutionException closed) {
+            synchronized (s) {
+                s.reopening = false;
+            }
         }
     }
 
@@ -130,6 +181,7 @@ public final class StoreDirectory implements SegmentDirectory {
     @Override
     public void publish(SegmentDescriptor descriptor) {
         byte[] value = DescriptorCodec.encode(descriptor);
+        published.put(key(descriptor.name()), new Published(value, ttl));
         int ok = 0;
         TransferException last = null;
         for (Slot s : slots) {
@@ -236,6 +288,7 @@ public final class StoreDirectory implements SegmentDirectory {
 
     @Override
     public void unpublish(String segmentName) {
+        published.remove(key(segmentName));
         for (Slot s : slots) {
             MetadataStore m = s.store;
             if (m == null) {
@@ -343,10 +396,14 @@ public final class StoreDirectory implements SegmentDirectory {
 
     @Override
     public void close() {
+        closed = true;
+        reopener.shutdownNow();
         for (Slot s : slots) {
-            MetadataStore m = s.store;
-            if (m != null) {
-                m.close();
+            synchronized (s) {
+                MetadataStore m = s.store;
+                if (m != null) {
+                    m.close();
+                }
             }
         }
     }
