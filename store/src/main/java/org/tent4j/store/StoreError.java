@@ -26,7 +26,12 @@ public enum StoreError {
     TRANSFER_FAIL(-800),
     RPC_FAIL(-900),
     RPC_TIMEOUT(-901),
-    UNAVAILABLE_IN_CURRENT_STATUS(-1010);
+    UNAVAILABLE_IN_CURRENT_STATUS(-1010),
+    /**
+     * A disk replica's bytes do not match the CRC32C recorded when they were offloaded (the file was changed behind
+     * the store's back, or the disk returned wrong bytes); the message names key, segment, node, file and offset.
+     */
+    CHECKSUM_MISMATCH(-1800);
 
     private final int code;
 

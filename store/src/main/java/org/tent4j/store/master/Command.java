@@ -111,6 +111,28 @@ public sealed interface Command<R> {
     record Evicted(long objects, long bytes) {
     }
 
+    /** A node asks for up to {@code max} of the offloads waiting for it (see {@link Offloads}). */
+    record TakeOffloads(String clientId, int max) implements Command<List<OffloadTask>> {
+    }
+
+    /** A node reports offloads it finished: durable with this CRC32C, or failed. */
+    record OffloadDone(String clientId, List<OffloadResult> results) implements Command<Void> {
+        public OffloadDone {
+            results = List.copyOf(results);
+        }
+    }
+
+    /**
+     * Copy {@code size} bytes of {@code key} from {@code source} (the node's memory) to {@code target} (its disk), make
+     * them durable and report their CRC32C, within {@code ttlNanos} of receiving this.
+     */
+    record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos) {
+    }
+
+    /** How an offload ended: {@code ok} with the bytes' CRC32C (unsigned 32 bits), or failed for {@code error}. */
+    record OffloadResult(long taskId, boolean ok, long crc32c, String error) {
+    }
+
     /** A put's reservation: the id to end or revoke it with and where to write each replica. */
     record PutTicket(long putId, List<ReplicaLocation> replicas) {
     }

@@ -83,12 +83,16 @@ final class ObjectTable {
             if (rec.state != ObjectRecord.COMPLETE) {
                 throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
             }
-            List<ReplicaLocation> locs = state.segments.locations(rec.replicas(), rec.size);
+            List<ReplicaLocation> locs = state.segments.locations(rec);
             if (locs.isEmpty()) {
                 throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
             }
+            // the lease covers the disk replica as it covers memory ones: neither range is reused before it ends
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             counters.leasesGranted.increment();
+            if (locs.get(0).onDisk()) {
+                counters.diskReads.increment();
+            }
             // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
             if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
                 readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
@@ -112,7 +116,7 @@ final class ObjectTable {
         Shard shard = shard(key);
         synchronized (shard) {
             ObjectRecord rec = shard.map.get(key);
-            return rec != null && rec.state == ObjectRecord.COMPLETE && !state.segments.locations(rec.replicas(), rec.size).isEmpty();
+            return rec != null && rec.state == ObjectRecord.COMPLETE && !state.segments.locations(rec).isEmpty();
         }
     }
 
@@ -215,10 +219,11 @@ final class ObjectTable {
     void release(ObjectRecord rec, long now) {
         counters.objects.decrement();
         counters.objectBytes.add(-rec.size);
+        state.offloads.cancel(rec);
         if (rec.lease > now) {
-            state.eviction.park(rec.replicas(), rec.size, rec.lease);
+            state.eviction.park(rec.allReplicas(), rec.size, rec.lease);
         } else {
-            state.segments.free(rec.replicas(), rec.size);
+            state.segments.free(rec.allReplicas(), rec.size);
         }
     }
 
@@ -251,11 +256,19 @@ final class ObjectTable {
                     if (!touches(rec, dropped)) {
                         continue;
                     }
-                    rec.setReplicas(segments.liveOnly(rec.replicas()));
+                    long[] before = rec.replicas();
+                    rec.setReplicas(segments.liveOnly(before));
                     if (rec.pending != null) {
                         rec.pending = segments.liveOnly(rec.pending);
                     }
-                    if (rec.state == ObjectRecord.COMPLETE && !rec.hasReplicas()) {
+                    if (rec.disk != -1 && dropped[ObjectRecord.segment(rec.disk)]) {
+                        rec.disk = -1;
+                    }
+                    if (rec.offloadTask != 0) {
+                        // its source or its disk may be what went; offload again later if it still can
+                        state.offloads.cancel(rec);
+                    }
+                    if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                         it.remove();
                         counters.objects.decrement();
                         counters.objectBytes.add(-rec.size);
@@ -268,8 +281,11 @@ final class ObjectTable {
         }
     }
 
-    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+    private boolean touches(ObjectRecord rec, boolean[] dropped) {
         if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        if ((rec.disk != -1 && dropped[ObjectRecord.segment(rec.disk)]) || state.offloads.touches(rec, dropped)) {
             return true;
         }
         return touches(rec.more, dropped) || touches(rec.pending, dropped);

@@ -164,6 +164,17 @@ public final class StoreMaster implements AutoCloseable {
         return apply(new Command.Heartbeat(clientId));
     }
 
+    /** The offloads waiting for {@code clientId}, up to {@code max}; none (and no command) if none wait. */
+    public List<Command.OffloadTask> takeOffloads(String clientId, int max) {
+        return max <= 0 || !state().hasOffloadsFor(clientId) ? List.of() : apply(new Command.TakeOffloads(clientId, max));
+    }
+
+    public void offloadDone(String clientId, List<Command.OffloadResult> results) {
+        if (!results.isEmpty()) {
+            apply(new Command.OffloadDone(clientId, results));
+        }
+    }
+
     public TickReport tick() {
         return apply(new Command.Tick());
     }

@@ -35,6 +35,10 @@ import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
+import org.tent4j.store.proto.OffloadResult;
+import org.tent4j.store.proto.OffloadTask;
+import org.tent4j.store.proto.OffloadsRequest;
+import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
 import org.tent4j.store.proto.PutEndRequest;
@@ -116,11 +120,19 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Whether the master wants this client to mount its segments again. */
-    public boolean ping(String clientId, long leaseExpiredReads) {
+    public boolean ping(String clientId, long leaseExpiredReads, long checksumFailures) {
         PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId)
-                .setLeaseExpiredReads(leaseExpiredReads).build()));
+                .setLeaseExpiredReads(leaseExpiredReads).setChecksumFailures(checksumFailures).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
+    }
+
+    /** Reports finished offloads and takes up to {@code max} waiting ones. */
+    public List<OffloadTask> offloads(String clientId, List<OffloadResult> results, int max) {
+        OffloadsResponse r = call("Offloads", () -> stub().offloads(OffloadsRequest.newBuilder().setClientId(clientId)
+                .addAllResults(results).setMax(max).build()));
+        Wire.check(r.getStatus());
+        return r.getTasksList();
     }
 
     public void mount(String clientId, SegmentSpec segment) {

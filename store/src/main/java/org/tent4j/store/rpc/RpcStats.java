@@ -52,6 +52,16 @@ public final class RpcStats {
     private final Map<String, Method> methods = new ConcurrentHashMap<>();
     /** Reads clients discarded because their lease ended while bytes moved, as reported with their heartbeats. */
     final LongAdder clientLeaseExpiries = new LongAdder();
+    final LongAdder clientChecksumFailures = new LongAdder();
+
+    public void addClientChecksumFailures(long n) {
+        clientChecksumFailures.add(n);
+    }
+
+    /** Disk-replica reads clients found not matching their CRC32C (reported with their pings). */
+    public long clientChecksumFailures() {
+        return clientChecksumFailures.sum();
+    }
 
     public void addClientLeaseExpiries(long n) {
         clientLeaseExpiries.add(n);

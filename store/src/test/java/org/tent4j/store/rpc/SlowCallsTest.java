@@ -78,7 +78,7 @@ class SlowCallsTest {
         List<Command<?>> logged = Collections.synchronizedList(new ArrayList<>());
         master.state().journal(e -> logged.add(e.command()));
         MasterClient honest = client(server, Duration.ofSeconds(5));
-        honest.ping("node", 0);
+        honest.ping("node", 0, 0);
         MasterClient attacker = client(server, Duration.ofSeconds(120));
 
         long start = System.nanoTime();
@@ -88,7 +88,7 @@ class SlowCallsTest {
         // matches under its ordering point answers none of them until the match ends)
         while (!removal.isDone() || served < 10) {
             honest.getReplicaList("honest/" + served % 8);
-            assertFalse(honest.ping("node", 0));
+            assertFalse(honest.ping("node", 0, 0));
             served++;
         }
         assertEquals(1, removal.get(60, TimeUnit.SECONDS), "only the 25 a's match whole");
