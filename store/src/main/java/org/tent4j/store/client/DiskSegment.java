@@ -49,16 +49,7 @@ final class DiskSegment implements AutoCloseable {
      * positive, or when the engine cannot serve files.
      */
     static DiskSegment open(TransferEngine engine, Path dir, long size, String host) {
-        if (size < MIN_BYTES) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "disk segment in " + dir + ": size must be at least "
-                    + MIN_BYTES + " bytes, got " + size);
-        }
-        if (!Files.isDirectory(dir)) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "disk dir " + dir + " is not a directory");
-        }
-        if (!Files.isWritable(dir)) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "disk dir " + dir + " is not writable");
-        }
+        check(dir, size);
         String id = UUID.randomUUID().toString();
         Path path = dir.toAbsolutePath().normalize().resolve("tent4j-store-" + id + ".disk");
         FileChannel channel;
@@ -81,6 +72,20 @@ final class DiskSegment implements AutoCloseable {
         } catch (TransferException | StoreException e) {
             closeAndDelete(channel, path);
             throw new StoreException(StoreError.INVALID_PARAMS, "disk segment in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Refuses (INVALID_PARAMS naming the directory) a size under 4 KiB and a directory that is missing or not writable. */
+    static void check(Path dir, long size) {
+        if (size < MIN_BYTES) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "disk segment in " + dir + ": size must be at least "
+                    + MIN_BYTES + " bytes, got " + size);
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "disk dir " + dir + " is not a directory");
+        }
+        if (!Files.isWritable(dir)) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "disk dir " + dir + " is not writable");
         }
     }
 

@@ -311,6 +311,14 @@ public final class StoreClient implements AutoCloseable {
         return d.spec;
     }
 
+    /**
+     * What {@link #contributeDisk} refuses before it touches the engine or the master: a size under 4 KiB, a missing or
+     * unwritable directory (INVALID_PARAMS naming it); a service checks its flags with it before it starts.
+     */
+    public static void checkDiskDir(java.nio.file.Path dir, long bytes) {
+        DiskSegment.check(dir, bytes);
+    }
+
     /** The disk segment this client contributes, if any. */
     public java.util.Optional<SegmentSpec> diskSegment() {
         DiskSegment d = disk;
