@@ -226,6 +226,34 @@ class OffloadTest {
     }
 
     @Test
+    void aStreamWithOffloadsReplaysAndRestoresFromASnapshotTakenMidOffloadToTheSameState() {
+        List<LogEntry> log = new java.util.ArrayList<>();
+        state.journal(log::add);
+        mountNode("a", 1 << 20);
+        fillAndEvict();
+        List<OffloadTask> first = state.apply(now, new Command.TakeOffloads("a", 2));
+        byte[] mid = state.snapshot(); // offloads handed out, more waiting, none done
+        long midIndex = state.lastApplied();
+        state.apply(now, new Command.OffloadDone("a", List.of(new OffloadResult(first.get(0).taskId(), true, 42, null),
+                new OffloadResult(first.get(1).taskId(), false, 0, "io error"))));
+        List<OffloadTask> rest = state.apply(now, new Command.TakeOffloads("a", 1000));
+        assertFalse(rest.isEmpty());
+        state.apply(now, new Command.Remove(rest.get(0).key(), false));
+        now += MasterConfig.defaults().offloadTimeout().toNanos() + 1;
+        state.apply(now, new Command.Heartbeat("a"));
+        state.apply(now, new Command.Tick());
+        state.journal(null);
+
+        MasterState replayed = new MasterState(MasterConfig.defaults());
+        log.forEach(replayed::replay);
+        assertEquals(StateDump.of(state), StateDump.of(replayed), "replayed from empty");
+        MasterState restored = MasterState.restore(MasterConfig.defaults(), mid);
+        log.stream().filter(e -> e.index() > midIndex).forEach(restored::replay);
+        assertEquals(StateDump.of(state), StateDump.of(restored), "restored mid-offload and replayed");
+        assertTrue(StateDump.of(state).stream().anyMatch(l -> l.contains("crc 42")), "the completed offload is in the dump");
+    }
+
+    @Test
     void placementNeverPicksADiskSegmentAndBadDiskMountsAreRefused() {
         mountNode("a", 1 << 20);
         for (int i = 0; i < 20; i++) {
