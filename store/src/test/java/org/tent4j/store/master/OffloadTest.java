@@ -29,6 +29,7 @@ class OffloadTest {
     private static final long MEM = 64 * 4096;
     private static final long SIZE = 4000;
     private long now = 1_000_000_000L;
+    private int nextKey;
     private final MasterState state = new MasterState(MasterConfig.defaults());
 
     private void mountNode(String node, long diskBytes) {
@@ -46,8 +47,8 @@ class OffloadTest {
     /** Fills memory past the watermark and runs one eviction round; the keys written. */
     private List<String> fillAndEvict() {
         List<String> keys = new java.util.ArrayList<>();
-        for (int i = 0; state.segments.allocated() < 0.95 * MEM; i++) {
-            String k = String.format(Locale.ROOT, "k%03d", i);
+        while (state.segments.allocated() < 0.95 * MEM) {
+            String k = String.format(Locale.ROOT, "k%03d", nextKey++);
             put(k);
             keys.add(k);
         }
@@ -251,6 +252,36 @@ class OffloadTest {
         log.stream().filter(e -> e.index() > midIndex).forEach(restored::replay);
         assertEquals(StateDump.of(state), StateDump.of(restored), "restored mid-offload and replayed");
         assertTrue(StateDump.of(state).stream().anyMatch(l -> l.contains("crc 42")), "the completed offload is in the dump");
+    }
+
+    @Test
+    void aFullDiskDropsItsLeastRecentlyLeasedDiskOnlyObjectsAndKeepsLeasedOnes() {
+        mountNode("a", 16 * 4096);
+        String leased = null;
+        for (int round = 0; round < 6; round++) {
+            fillAndEvict();
+            List<OffloadTask> tasks = state.apply(now, new Command.TakeOffloads("a", 1000));
+            state.apply(now, new Command.OffloadDone("a", tasks.stream().map(x -> new OffloadResult(x.taskId(), true, 1, null)).toList()));
+            if (leased == null && !tasks.isEmpty()) {
+                leased = tasks.get(0).key();
+                state.apply(now, new Command.GrantRead(leased)); // its lease runs to the end of the test
+            }
+            now += 1_000_000;
+            state.apply(now, new Command.Heartbeat("a"));
+        }
+        state.apply(now, new Command.Evict());
+        MasterState.Tiering t = state.stats().tiering();
+        assertTrue(t.diskEvictedObjects() > 0, "the disk filled and dropped: " + t);
+        assertTrue(diskUsed() <= 0.90 * 16 * 4096, diskUsed() + " bytes of disk used");
+        assertTrue(state.describe(now, leased).replicas().get(0).onDisk(), "a leased disk object is kept");
+        long diskOnly = 0;
+        for (ObjectTable.Shard shard : state.objects.shards()) {
+            for (ObjectRecord rec : shard.map.values()) {
+                diskOnly += rec.disk != -1 ? 4096 : 0;
+            }
+        }
+        assertEquals(diskOnly, diskUsed(), "disk use is exactly the disk replicas");
+        assertEquals(0, t.offloadsDuplicate());
     }
 
     @Test
