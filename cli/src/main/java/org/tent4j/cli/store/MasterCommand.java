@@ -78,6 +78,11 @@ public final class MasterCommand implements Callable<Integer> {
                     + "back after as long again). Default: ${DEFAULT-VALUE}.")
     Duration offloadTimeout;
 
+    @Option(names = {"--promote-after-hits", "--promote_after_hits"}, defaultValue = "0", paramLabel = "N",
+            description = "Copy an object whose only replica is on disk back into memory after N reads (0: never). "
+                    + "Default: ${DEFAULT-VALUE}.")
+    int promoteAfterHits;
+
     @Option(names = "--tick", defaultValue = "100ms", converter = DurationConverter.class, paramLabel = "DURATION",
             description = "Housekeeping period (lease, put and client expiry). Default: ${DEFAULT-VALUE}.")
     Duration tick;
@@ -108,7 +113,8 @@ public final class MasterCommand implements Callable<Integer> {
         }
         return new MasterConfig(leaseTtl == null ? d.leaseTtl() : leaseTtl, d.defaultSoftPinTtl(), d.maxSoftPinTtl(),
                 highWatermark, evictionRatio, clientTtl == null ? d.clientTtl() : clientTtl, d.putDiscardTimeout(),
-                d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards(), offloadOnEvict, offloadTimeout);
+                d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards(), offloadOnEvict, offloadTimeout,
+                promoteAfterHits);
     }
 
     @Override

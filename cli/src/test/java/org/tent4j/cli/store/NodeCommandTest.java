@@ -48,8 +48,10 @@ class NodeCommandTest {
         new CommandLine(on).parseArgs();
         assertTrue(on.config().offloadOnEvict());
         MasterCommand off = new MasterCommand();
-        new CommandLine(off).parseArgs("--offload-on-evict", "false", "--offload-timeout", "5s");
+        new CommandLine(off).parseArgs("--offload-on-evict", "false", "--offload-timeout", "5s", "--promote-after-hits", "3");
         assertFalse(off.config().offloadOnEvict());
+        assertEquals(3, off.config().promoteAfterHits());
+        assertEquals(0, on.config().promoteAfterHits(), "promotion is off by default");
         assertEquals(Duration.ofSeconds(5), off.config().offloadTimeout());
     }
 }

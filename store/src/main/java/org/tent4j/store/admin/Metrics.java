@@ -51,6 +51,8 @@ final class Metrics {
         counter(sb, "store_offloads_duplicate_total", "Offloads asked for an object already offloaded or offloading (refused; never expected)", t.offloadsDuplicate());
         counter(sb, "store_offloads_no_space_total", "Victims dropped because their node's disk had no room", t.offloadsNoSpace());
         gauge(sb, "store_offloads_in_flight", "Offloads handed out and not yet reported", t.offloadsInFlight());
+        counter(sb, "store_promotions_started_total", "Disk-only objects being copied back into memory after enough reads", t.promotionsStarted());
+        counter(sb, "store_promotions_completed_total", "Objects copied back into memory (beside their disk replica)", t.promotionsCompleted());
         counter(sb, "store_disk_reads_total", "Read leases granted on objects whose only replica is on disk", t.diskReads());
         counter(sb, "store_disk_evicted_objects_total", "Objects dropped from disk to keep it under its watermark", t.diskEvictedObjects());
         counter(sb, "store_checksum_failures_total", "Disk-replica reads whose bytes did not match their CRC32C (reported by clients)", rpc.clientChecksumFailures());

@@ -100,6 +100,7 @@ final class StatusPage {
         row(h, "offloads cancelled (object changed)", t.offloadsCancelled());
         row(h, "victims dropped: disk full", t.offloadsNoSpace());
         row(h, "reads served from disk", t.diskReads());
+        row(h, "promotions back to memory (completed)", t.promotionsCompleted());
         row(h, "disk reads failing their checksum", rpc.clientChecksumFailures());
         row(h, "objects dropped from disk", t.diskEvictedObjects());
         h.append("</table>");

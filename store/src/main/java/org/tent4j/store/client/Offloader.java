@@ -24,7 +24,8 @@ import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /**
- * Runs the offloads the master hands this node: polls the master ({@code Offloads}: results of the last round in,
+ * Runs the offloads (and promotions: disk back to memory, each checked against its CRC32C) the master hands this
+ * node: polls the master ({@code Offloads}: results of the last round in,
  * waiting tasks out), copies each object's bytes from this node's memory segment to its disk segment through the
  * engine (one batch; the engine's nvmeof transport writes the file), makes them durable with one fdatasync for the
  * batch, and reports each task's CRC32C, computed over the memory it copied (which the master keeps from reuse while
@@ -79,67 +80,87 @@ final class Offloader implements AutoCloseable {
     private List<OffloadResult> run(List<OffloadTask> tasks) {
         long received = System.nanoTime();
         List<OffloadResult> results = new ArrayList<>(tasks.size());
-        List<TransferRequest> writes = new ArrayList<>(tasks.size());
-        List<OffloadTask> writing = new ArrayList<>(tasks.size());
+        List<TransferRequest> moves = new ArrayList<>(tasks.size());
+        List<OffloadTask> moving = new ArrayList<>(tasks.size());
+        List<MemorySegment> memory = new ArrayList<>(tasks.size());
         List<Long> crcs = new ArrayList<>(tasks.size());
         Set<String> keys = new HashSet<>();
+        boolean writes = false;
         for (OffloadTask t : tasks) {
             if (!keys.add(t.getKey())) {
                 duplicates.increment();
-                results.add(failure(t, "a second offload of key '" + t.getKey() + "' in one round"));
+                results.add(failure(t, "a second task for key '" + t.getKey() + "' in one round"));
                 continue;
             }
-            ReplicaLocation src = Wire.replica(t.getSource());
-            ReplicaLocation dst = Wire.replica(t.getTarget());
+            // an offload moves memory -> disk, a promotion disk -> memory: either way one side of each is this node's
+            ReplicaLocation mem = Wire.replica(t.getPromote() ? t.getTarget() : t.getSource());
+            ReplicaLocation disk = Wire.replica(t.getPromote() ? t.getSource() : t.getTarget());
             MemorySegment bytes;
             try {
-                bytes = t.getSize() == src.length() && t.getSize() == dst.length() ? client.contributedRange(src, 0, t.getSize()) : null;
+                bytes = t.getSize() == mem.length() && t.getSize() == disk.length() ? client.contributedRange(mem, 0, t.getSize()) : null;
             } catch (IndexOutOfBoundsException e) {
                 bytes = null;
             }
-            if (bytes == null || !dst.segmentId().equals(disk.spec.id()) || !disk.holds(dst.address(), t.getSize())) {
-                results.add(failure(t, "offload of key '" + t.getKey() + "' names memory " + src.segmentId() + " at "
-                        + src.address() + " or disk " + dst.segmentId() + " at " + dst.address() + " (" + t.getSize()
+            if (bytes == null || !disk.segmentId().equals(this.disk.spec.id()) || !this.disk.holds(disk.address(), t.getSize())) {
+                results.add(failure(t, "task for key '" + t.getKey() + "' names memory " + mem.segmentId() + " at "
+                        + mem.address() + " or disk " + disk.segmentId() + " at " + disk.address() + " (" + t.getSize()
                         + " bytes) that this node does not hold"));
                 continue;
             }
-            crcs.add(DiskSegment.crc32c(bytes));
-            writes.add(TransferRequest.write(bytes, client.engine().localSegment(), dst.address()));
-            writing.add(t);
+            if (t.getPromote()) {
+                crcs.add(disk.crc32c());
+                moves.add(TransferRequest.read(bytes, client.engine().localSegment(), disk.address()));
+            } else {
+                crcs.add(DiskSegment.crc32c(bytes));
+                moves.add(TransferRequest.write(bytes, client.engine().localSegment(), disk.address()));
+                writes = true;
+            }
+            moving.add(t);
+            memory.add(bytes);
         }
-        if (writes.isEmpty()) {
+        if (moves.isEmpty()) {
             return results;
         }
-        TransferStatus[] statuses = new TransferStatus[writes.size()];
-        try (Batch b = client.engine().allocateBatch(writes.size())) {
-            b.submit(writes);
+        TransferStatus[] statuses = new TransferStatus[moves.size()];
+        try (Batch b = client.engine().allocateBatch(moves.size())) {
+            b.submit(moves);
             b.completion().join();
             for (int i = 0; i < statuses.length; i++) {
                 statuses[i] = b.status(i);
             }
         } catch (RuntimeException e) {
-            for (OffloadTask t : writing) {
-                results.add(failure(t, "writing key '" + t.getKey() + "' to " + disk.file.path() + ": " + e.getMessage()));
+            for (OffloadTask t : moving) {
+                results.add(failure(t, "moving key '" + t.getKey() + "' to or from " + disk.file.path() + ": " + e.getMessage()));
             }
             return results;
         }
         String syncFailed = null;
-        try {
-            disk.sync();
-        } catch (IOException e) {
-            syncFailed = "fdatasync of " + disk.file.path() + " failed: " + e;
+        if (writes) {
+            try {
+                disk.sync();
+            } catch (IOException e) {
+                syncFailed = "fdatasync of " + disk.file.path() + " failed: " + e;
+            }
         }
-        for (int i = 0; i < writing.size(); i++) {
-            OffloadTask t = writing.get(i);
+        for (int i = 0; i < moving.size(); i++) {
+            OffloadTask t = moving.get(i);
             TransferStatus s = statuses[i];
-            if (syncFailed != null || !s.isCompleted()) {
-                results.add(failure(t, syncFailed != null ? syncFailed : "writing key '" + t.getKey() + "' to "
-                        + disk.file.path() + ": " + s.state() + " " + s.error() + (s.message() == null ? "" : ": " + s.message())));
+            if (!s.isCompleted()) {
+                results.add(failure(t, "moving key '" + t.getKey() + "' to or from " + disk.file.path() + ": " + s.state()
+                        + " " + s.error() + (s.message() == null ? "" : ": " + s.message())));
+            } else if (!t.getPromote() && syncFailed != null) {
+                results.add(failure(t, syncFailed));
+            } else if (t.getPromote() && DiskSegment.crc32c(memory.get(i)) != crcs.get(i)) {
+                client.checksumFailures.increment();
+                results.add(failure(t, "promotion of key '" + t.getKey() + "': the bytes at offset "
+                        + Wire.replica(t.getSource()).fileOffset() + " of " + disk.file.path() + " do not match their CRC32C"));
             } else if (System.nanoTime() - received > t.getTtlMs() * 1_000_000L) {
                 // the master gave it up meanwhile: a late report is ignored there, so say what happened
-                results.add(failure(t, "offload of key '" + t.getKey() + "' finished after its " + t.getTtlMs() + " ms"));
+                results.add(failure(t, "task for key '" + t.getKey() + "' finished after its " + t.getTtlMs() + " ms"));
             } else {
-                completed.increment();
+                if (!t.getPromote()) {
+                    completed.increment();
+                }
                 results.add(OffloadResult.newBuilder().setTaskId(t.getTaskId()).setOk(true).setCrc32C((int) (long) crcs.get(i)).build());
             }
         }

@@ -124,9 +124,11 @@ public sealed interface Command<R> {
 
     /**
      * Copy {@code size} bytes of {@code key} from {@code source} (the node's memory) to {@code target} (its disk), make
-     * them durable and report their CRC32C, within {@code ttlNanos} of receiving this.
+     * them durable and report their CRC32C, within {@code ttlNanos} of receiving this; with {@code promote}, the other
+     * way (source its disk, with the CRC32C to check, target its memory).
      */
-    record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos) {
+    record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos,
+                       boolean promote) {
     }
 
     /** How an offload ended: {@code ok} with the bytes' CRC32C (unsigned 32 bits), or failed for {@code error}. */

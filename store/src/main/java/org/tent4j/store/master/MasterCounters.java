@@ -31,6 +31,9 @@ final class MasterCounters {
     final LongAdder offloadsDuplicate = new LongAdder();
     /** Victims dropped instead of offloaded because their owner's disk had no room. */
     final LongAdder offloadsNoSpace = new LongAdder();
+    /** Disk-only objects being copied back into memory after enough reads. */
+    final LongAdder promotionsStarted = new LongAdder();
+    final LongAdder promotionsCompleted = new LongAdder();
     /** Read leases granted on objects whose only replica is on disk. */
     final LongAdder diskReads = new LongAdder();
     /** Disk-only objects dropped to keep the disk tier under its watermark. */
@@ -41,7 +44,7 @@ final class MasterCounters {
                 removalsBlockedByLease, putsTakenOver, putsReclaimed, partialAllocations, allocationFailures,
                 clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
                 offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
-                diskEvictedObjects};
+                diskEvictedObjects, promotionsStarted, promotionsCompleted};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

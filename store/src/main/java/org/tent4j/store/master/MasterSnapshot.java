@@ -114,6 +114,7 @@ final class MasterSnapshot {
                 out.writeLong(t.size());
                 out.writeLong(t.memoryBytes());
                 out.writeLong(t.deadline());
+                out.writeBoolean(t.promote());
                 out.writeBoolean(e.getValue());
             }
             out.flush();
@@ -205,7 +206,7 @@ final class MasterSnapshot {
             long lastTask = in.readLong();
             for (int n = in.readInt(); n > 0; n--) {
                 s.offloads.restore(new Offloads.Task(in.readLong(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong(),
-                        in.readLong(), in.readLong(), in.readLong()), in.readBoolean(), lastTask);
+                        in.readLong(), in.readLong(), in.readLong(), in.readBoolean()), in.readBoolean(), lastTask);
             }
             s.offloads.restore(null, false, lastTask);
             if (in.available() != 0) {
@@ -233,6 +234,7 @@ final class MasterSnapshot {
         out.writeLong(r.disk);
         out.writeLong(r.offloadTask);
         out.writeInt(r.crc);
+        out.writeByte(r.hits);
     }
 
     private static ObjectRecord object(DataInputStream in) throws IOException {
@@ -252,6 +254,7 @@ final class MasterSnapshot {
         r.disk = in.readLong();
         r.offloadTask = in.readLong();
         r.crc = in.readInt();
+        r.hits = in.readByte();
         return r;
     }
 

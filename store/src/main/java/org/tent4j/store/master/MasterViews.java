@@ -85,6 +85,7 @@ final class MasterViews {
                 state.clients.count(), c.objectsCommitted.sum(), c.reservationsGranted.sum(), c.reservationsReleased.sum(),
                 reservedBytes(), new MasterState.Tiering(c.offloadsStarted.sum(), c.offloadsCompleted.sum(),
                 c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
-                c.diskReads.sum(), c.diskEvictedObjects.sum(), state.offloads.inFlightCount()));
+                c.diskReads.sum(), c.diskEvictedObjects.sum(), state.offloads.inFlightCount(), c.promotionsStarted.sum(),
+                c.promotionsCompleted.sum()));
     }
 }

@@ -44,6 +44,8 @@ final class ObjectRecord {
     int crc;
     byte state;
     byte flags;
+    /** Reads of this object from disk since it was last in memory (promotion counts them). */
+    byte hits;
 
     static long pack(int segment, long offset) {
         return ((long) segment << OFFSET_BITS) | offset;

@@ -92,6 +92,14 @@ final class ObjectTable {
             counters.leasesGranted.increment();
             if (locs.get(0).onDisk()) {
                 counters.diskReads.increment();
+                int promoteAfter = config.promoteAfterHits();
+                // the read goes on from disk; the copy into memory runs beside it, once
+                if (rec.hits < Byte.MAX_VALUE) {
+                    rec.hits++;
+                }
+                if (promoteAfter > 0 && rec.offloadTask == 0 && rec.hits >= promoteAfter) {
+                    state.offloads.promote(now, key, rec);
+                }
             }
             // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
             if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {

@@ -36,7 +36,9 @@ final class Offloads {
     /** Memory bytes of the objects being offloaded: freed when they complete, so eviction counts them as freed. */
     private long memoryBytes;
 
-    record Task(long id, String key, String client, long source, long target, long size, long memoryBytes, long deadline) {
+    /** With {@code promote}, the source is the object's disk replica and the target a memory range on its node. */
+    record Task(long id, String key, String client, long source, long target, long size, long memoryBytes, long deadline,
+                boolean promote) {
     }
 
     Offloads(MasterState state) {
@@ -92,12 +94,8 @@ final class Offloads {
                 continue;
             }
             synchronized (this) {
-                Task t = new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off), rec.size,
-                        memoryFootprint, now + timeoutNanos);
-                inFlight.put(t.id, t);
-                queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
-                memoryBytes += memoryFootprint;
-                rec.offloadTask = t.id;
+                rec.offloadTask = add(new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off),
+                        rec.size, memoryFootprint, now + timeoutNanos, false));
             }
             counters.offloadsStarted.increment();
             return true;
@@ -105,31 +103,78 @@ final class Offloads {
         return false;
     }
 
+    /**
+     * Starts copying a disk-only object (its shard lock held) back into memory on its disk's node, if that node has a
+     * memory segment with room: the read that asked goes on from disk meanwhile, and later ones find memory first.
+     */
+    void promote(long now, String key, ObjectRecord rec) {
+        MountedSegment disk = state.segments.at(ObjectRecord.segment(rec.disk));
+        MountedSegment mem = disk.mounted() ? state.segments.memoryOf(disk.owner) : null;
+        long off = mem == null ? -1 : mem.allocate(rec.size);
+        if (off < 0) {
+            return; // no room now: a later read tries again
+        }
+        synchronized (this) {
+            rec.offloadTask = add(new Task(++lastTaskId, key, disk.owner, rec.disk, ObjectRecord.pack(mem.index, off),
+                    rec.size, 0, now + timeoutNanos, true));
+        }
+        counters.promotionsStarted.increment();
+    }
+
+    private long add(Task t) {
+        inFlight.put(t.id, t);
+        queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
+        memoryBytes += t.memoryBytes;
+        return t.id;
+    }
+
     /** Hands out up to {@code max} of the client's waiting tasks, each with the time left to do it. */
     List<OffloadTask> take(long now, String clientId, int max) {
-        List<OffloadTask> out = new ArrayList<>();
+        List<Task> taken = new ArrayList<>();
         synchronized (this) {
             ArrayDeque<Task> q = queued.get(clientId);
-            while (q != null && !q.isEmpty() && out.size() < max) {
+            while (q != null && !q.isEmpty() && taken.size() < max) {
                 Task t = q.poll();
-                if (inFlight.get(t.id) != t || t.deadline <= now) {
-                    continue; // cancelled or expired meanwhile
+                if (inFlight.get(t.id) == t && t.deadline > now) {
+                    taken.add(t); // else cancelled or expired meanwhile
                 }
-                List<ReplicaLocation> src = state.segments.locations(new long[]{t.source}, t.size);
-                MountedSegment disk = state.segments.at(ObjectRecord.segment(t.target));
-                if (src.isEmpty() || !disk.mounted()) {
-                    continue; // its segment went: the sweep cancels it
-                }
-                long off = ObjectRecord.offset(t.target);
-                ReplicaLocation dst = new ReplicaLocation(disk.spec.id(), disk.spec.engineSegment(), disk.spec.host(),
-                        disk.spec.base() + off, t.size, Tier.DISK, -1, disk.spec.file(), off);
-                out.add(new OffloadTask(t.id, t.key, t.size, src.get(0), dst, t.deadline - now));
             }
             if (q != null && q.isEmpty()) {
                 queued.remove(clientId);
             }
         }
+        // outside this part's lock: a promotion's CRC is read under the object's shard lock
+        List<OffloadTask> out = new ArrayList<>(taken.size());
+        for (Task t : taken) {
+            ReplicaLocation src = location(t.source, t.size, t);
+            ReplicaLocation dst = location(t.target, t.size, t);
+            if (src != null && dst != null) { // else its segment went: the sweep cancels it
+                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote));
+            }
+        }
         return out;
+    }
+
+    /** Where {@code replica} lies (a disk one with the object's CRC32C, for a promotion to check); null if unmounted. */
+    private ReplicaLocation location(long replica, long size, Task t) {
+        MountedSegment seg = state.segments.at(ObjectRecord.segment(replica));
+        if (!seg.mounted()) {
+            return null;
+        }
+        long off = ObjectRecord.offset(replica);
+        if (!seg.disk) {
+            return new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off, size);
+        }
+        long crc = -1;
+        if (t.promote) {
+            ObjectTable.Shard shard = state.objects.shard(t.key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(t.key);
+                crc = rec == null ? -1 : Integer.toUnsignedLong(rec.crc);
+            }
+        }
+        return new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off, size,
+                Tier.DISK, crc, seg.spec.file(), off);
     }
 
     /** The node's reports: a durable copy switches the object to its disk replica; a failure gives the range back. */
@@ -144,7 +189,7 @@ final class Offloads {
                 inFlight.remove(t.id);
                 memoryBytes -= t.memoryBytes;
             }
-            MountedSegment disk = state.segments.at(ObjectRecord.segment(t.target));
+            MountedSegment target = state.segments.at(ObjectRecord.segment(t.target));
             ObjectTable.Shard shard = state.objects.shard(t.key);
             synchronized (shard) {
                 ObjectRecord rec = shard.map.get(t.key);
@@ -154,11 +199,18 @@ final class Offloads {
                 }
                 if (!current || !r.ok()) {
                     // the node stopped writing (it reported): the range can go back now
-                    disk.free(ObjectRecord.offset(t.target), t.size);
-                    if (current) {
+                    target.free(ObjectRecord.offset(t.target), t.size);
+                    if (current && !t.promote) {
                         rec.flags |= ObjectRecord.OFFLOAD_FAILED;
                         counters.offloadsFailed.increment();
                     }
+                    continue;
+                }
+                if (t.promote) {
+                    // in memory again beside its disk replica: eviction later only drops the memory copy
+                    rec.setReplicas(new long[]{t.target});
+                    rec.hits = 0;
+                    counters.promotionsCompleted.increment();
                     continue;
                 }
                 rec.disk = t.target;
@@ -203,8 +255,10 @@ final class Offloads {
                 ObjectRecord rec = shard.map.get(t.key);
                 if (rec != null && rec.offloadTask == t.id) {
                     rec.offloadTask = 0;
-                    rec.flags |= ObjectRecord.OFFLOAD_FAILED;
-                    counters.offloadsFailed.increment();
+                    if (!t.promote) {
+                        rec.flags |= ObjectRecord.OFFLOAD_FAILED;
+                        counters.offloadsFailed.increment();
+                    }
                 }
             }
         }
@@ -234,7 +288,9 @@ final class Offloads {
         rec.offloadTask = 0;
         if (t != null) {
             state.eviction.park(new long[]{t.target}, t.size, t.deadline + timeoutNanos);
-            counters.offloadsCancelled.increment();
+            if (!t.promote) {
+                counters.offloadsCancelled.increment();
+            }
         }
     }
 

@@ -314,6 +314,16 @@ final class Segments {
         return out;
     }
 
+    /** A memory segment of {@code owner} (where a promotion from its disk lands), or null. */
+    MountedSegment memoryOf(String owner) {
+        for (MountedSegment m : active) {
+            if (m.owner.equals(owner)) {
+                return m;
+            }
+        }
+        return null;
+    }
+
     /** The disk segment an offload of a replica on {@code memory} goes to: one of its owner's, with room; else null. */
     MountedSegment diskOf(String owner) {
         for (MountedSegment d : disks) {

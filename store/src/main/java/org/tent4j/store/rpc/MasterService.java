@@ -125,7 +125,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             for (Command.OffloadTask t : master.takeOffloads(req.getClientId(), req.getMax())) {
                 b.addTasks(OffloadTask.newBuilder().setTaskId(t.taskId()).setKey(t.key()).setSize(t.size())
                         .setSource(Wire.replica(t.source())).setTarget(Wire.replica(t.target()))
-                        .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)));
+                        .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()));
             }
             return b.build();
         }, s -> OffloadsResponse.newBuilder().setStatus(s).build());

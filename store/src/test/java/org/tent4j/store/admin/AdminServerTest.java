@@ -85,7 +85,7 @@ class AdminServerTest {
                 "store_rpc_requests_total{method=\"GetReplicaList\"} 64", "store_rpc_latency_seconds_bucket{method=\"Exist\",le=\"+Inf\"} 1",
                 "store_tier_capacity_bytes{tier=\"memory\"} " + (320L << 20), "store_tier_capacity_bytes{tier=\"disk\"} " + (1L << 30),
                 "store_tier_used_bytes{tier=\"disk\"} 0", "store_offloads_completed_total 0", "store_offloads_duplicate_total 0",
-                "store_disk_reads_total 0", "store_checksum_failures_total 0")) {
+                "store_disk_reads_total 0", "store_checksum_failures_total 0", "store_promotions_completed_total 0")) {
             assertTrue(metrics.contains(m), "metrics lack " + m);
         }
         assertEquals(404, get("/nothing").statusCode());

@@ -238,6 +238,37 @@ class DiskTierTest {
     }
 
     @Test
+    void aDiskObjectReadTwiceIsPromotedBackIntoMemoryAndServedFromThere() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1))
+                .withPromoteAfterHits(2))) {
+            StoreClient a = node(store, "a");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                Map<String, Long> written = new ConcurrentHashMap<>();
+                for (int round = 0; round < 10; round++) {
+                    putRound(writer, state, clock, written, "p" + round + "/", round * 4L, 2);
+                }
+                String key = diskKeyOf(state, clock, written, "a");
+                assertArrayEquals(value(written.get(key)), writer.get(key));
+                assertArrayEquals(value(written.get(key)), writer.get(key), "the read that promotes reads from disk");
+                await(() -> state.stats().tiering().promotionsCompleted() == 1, "the promotion");
+                assertEquals(List.of(Tier.MEMORY, Tier.DISK), state.describe(clock.nanoTime(), key).replicas().stream()
+                        .map(ReplicaLocation::tier).toList());
+                long diskReads = state.stats().tiering().diskReads();
+                assertArrayEquals(value(written.get(key)), writer.get(key));
+                assertEquals(diskReads, state.stats().tiering().diskReads(), "served from memory now");
+                assertEquals(1, state.stats().tiering().promotionsStarted());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
+    @Test
     void aBadDiskDirOrSizeIsRefusedNamingTheDirAndMountsNothing() throws Exception {
         try (LoopbackStore store = LoopbackStore.start(new ManualClock())) {
             StoreClient a = StoreClient.builder(store.engine(), store.address()).connect();

@@ -237,6 +237,7 @@ class OffloadTest {
         long midIndex = state.lastApplied();
         state.apply(now, new Command.OffloadDone("a", List.of(new OffloadResult(first.get(0).taskId(), true, 42, null),
                 new OffloadResult(first.get(1).taskId(), false, 0, "io error"))));
+        state.apply(now, new Command.GrantRead(first.get(0).key())); // a read from disk counts a hit
         List<OffloadTask> rest = state.apply(now, new Command.TakeOffloads("a", 1000));
         assertFalse(rest.isEmpty());
         state.apply(now, new Command.Remove(rest.get(0).key(), false));
@@ -251,7 +252,8 @@ class OffloadTest {
         MasterState restored = MasterState.restore(MasterConfig.defaults(), mid);
         log.stream().filter(e -> e.index() > midIndex).forEach(restored::replay);
         assertEquals(StateDump.of(state), StateDump.of(restored), "restored mid-offload and replayed");
-        assertTrue(StateDump.of(state).stream().anyMatch(l -> l.contains("crc 42")), "the completed offload is in the dump");
+        assertTrue(StateDump.of(state).stream().anyMatch(l -> l.contains("crc 42 offloadTask 0 hits 1")),
+                "the completed offload and its read are in the dump");
     }
 
     @Test
@@ -282,6 +284,48 @@ class OffloadTest {
         }
         assertEquals(diskOnly, diskUsed(), "disk use is exactly the disk replicas");
         assertEquals(0, t.offloadsDuplicate());
+    }
+
+    @Test
+    void aDiskObjectReadTwiceIsCopiedBackIntoMemoryOnceBesideItsDiskReplica() {
+        MasterState promoting = new MasterState(MasterConfig.defaults().withPromoteAfterHits(2));
+        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, MEM)));
+        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, 1 << 20, Tier.DISK, "/d/a")));
+        for (int i = 0; promoting.segments.allocated() < 0.95 * MEM; i++) {
+            Command.PutTicket t = promoting.apply(now, new Command.PutStart("w", "p" + i, SIZE, ReplicateConfig.defaults(), "h", false, i));
+            promoting.apply(now, new Command.PutEnd("w", "p" + i, t.putId()));
+            now += 1000;
+        }
+        promoting.apply(now, new Command.Evict());
+        List<OffloadTask> offloads = promoting.apply(now, new Command.TakeOffloads("a", 1000));
+        promoting.apply(now, new Command.OffloadDone("a", offloads.stream().map(x -> new OffloadResult(x.taskId(), true, 77, null)).toList()));
+        String key = offloads.get(0).key();
+        String other = offloads.get(1).key();
+        assertTrue(promoting.apply(now, new Command.GrantRead(key)).replicas().get(0).onDisk());
+        assertEquals(0, promoting.stats().tiering().promotionsStarted(), "one read is not enough");
+        List<ReplicaLocation> second = promoting.apply(now, new Command.GrantRead(key)).replicas();
+        assertEquals(List.of(Tier.DISK), second.stream().map(ReplicaLocation::tier).toList(), "the read that promotes reads from disk");
+        assertEquals(1, promoting.stats().tiering().promotionsStarted());
+        promoting.apply(now, new Command.GrantRead(key));
+        assertEquals(1, promoting.stats().tiering().promotionsStarted(), "once");
+        promoting.apply(now, new Command.GrantRead(other));
+        promoting.apply(now, new Command.GrantRead(other));
+        List<OffloadTask> tasks = promoting.apply(now, new Command.TakeOffloads("a", 1000));
+        assertEquals(2, tasks.size());
+        OffloadTask p = tasks.stream().filter(x -> x.key().equals(key)).findFirst().orElseThrow();
+        assertTrue(p.promote());
+        assertEquals(Tier.DISK, p.source().tier());
+        assertEquals(77, p.source().crc32c(), "the node checks what it reads against the recorded CRC");
+        assertEquals("a-mem", p.target().segmentId());
+        long memBefore = promoting.segments.allocated();
+        OffloadTask q = tasks.stream().filter(x -> x.key().equals(other)).findFirst().orElseThrow();
+        promoting.apply(now, new Command.OffloadDone("a", List.of(new OffloadResult(p.taskId(), true, 77, null),
+                new OffloadResult(q.taskId(), false, 0, "checksum mismatch"))));
+        assertEquals(List.of(Tier.MEMORY, Tier.DISK), promoting.describe(now, key).replicas().stream().map(ReplicaLocation::tier).toList());
+        assertEquals(List.of(Tier.DISK), promoting.describe(now, other).replicas().stream().map(ReplicaLocation::tier).toList(),
+                "a failed promotion leaves the object on disk");
+        assertEquals(memBefore - RangeAllocator.aligned(SIZE), promoting.segments.allocated(), "its memory range went back");
+        assertEquals(1, promoting.stats().tiering().promotionsCompleted());
     }
 
     @Test
