@@ -89,7 +89,7 @@ final class BatchReads {
                 StoreException e = first.failure(move[j]);
                 ReplicaLocation read = ranked.get(j).getFirst();
                 if (e == null && read.onDisk()) {
-                    e = client.verify(keys.get(i), read, List.of(destinations.get(i).asSlice(0, l.getSize())));
+                    e = DiskReads.verify(client, keys.get(i), read, List.of(destinations.get(i).asSlice(0, l.getSize())));
                 }
                 if (e == null) {
                     if (client.clock().nanoTime() >= deadline) {

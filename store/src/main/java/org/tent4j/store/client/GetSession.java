@@ -138,7 +138,7 @@ public final class GetSession implements AutoCloseable {
             StoreException e = moves.failure(move[j]);
             List<ReplicaLocation> rs = replicas.get(i);
             if (e == null && rs.getFirst().onDisk()) {
-                e = client.verify(keys.get(i), rs.getFirst(), List.of(destinations.get(j).asSlice(0, size)));
+                e = DiskReads.verify(client, keys.get(i), rs.getFirst(), List.of(destinations.get(j).asSlice(0, size)));
             }
             if (e != null) {
                 client.replicaFailovers.increment();

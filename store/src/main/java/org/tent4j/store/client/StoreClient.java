@@ -831,7 +831,7 @@ public final class StoreClient implements AutoCloseable {
         for (ReplicaLocation r : replicas) {
             if (r.onDisk() && (start != 0 || totalSize(parts) < r.length())) {
                 // a disk replica is checked whole against its CRC32C: part of it is read whole, then copied out
-                StoreException e = readDiskRange(key, r, start, parts);
+                StoreException e = DiskReads.readRange(this, key, r, start, parts);
                 if (e != null) {
                     last = e;
                     continue;
@@ -854,7 +854,7 @@ public final class StoreClient implements AutoCloseable {
             }
             StoreException failed = reads.run().firstFailure(key, "reading", 0, reads.size());
             if (failed == null && r.onDisk()) {
-                failed = verify(key, r, parts);
+                failed = DiskReads.verify(this, key, r, parts);
             }
             if (failed != null) {
                 replicaFailovers.increment();
@@ -869,61 +869,6 @@ public final class StoreClient implements AutoCloseable {
             return null;
         }
         return last != null ? last : noReplica(key);
-    }
-
-    /** Reads the whole disk replica {@code r} through the staging buffer, checks it, and copies {@code [start, ...)} out. */
-    private StoreException readDiskRange(String key, ReplicaLocation r, long start, List<MemorySegment> parts) {
-        StagingBuffer.Lease lease = staging().borrow(Math.max(1, r.length()));
-        try {
-            MemorySegment whole = lease.segment().asSlice(0, r.length());
-            Transfers reads = new Transfers(this, 1);
-            reads.add(true, r, 0, whole);
-            StoreException failed = reads.run().firstFailure(key, "reading", 0, 1);
-            if (failed == null) {
-                failed = verify(key, r, List.of(whole));
-            }
-            if (failed != null) {
-                replicaFailovers.increment();
-                return failed;
-            }
-            long off = start;
-            for (MemorySegment p : parts) {
-                long n = Math.min(p.byteSize(), r.length() - off);
-                if (n > 0) {
-                    MemorySegment.copy(whole, off, p, 0, n);
-                }
-                off += n;
-            }
-            return null;
-        } finally {
-            staging().release(lease);
-        }
-    }
-
-    /**
-     * Null if the first {@code r.length()} bytes of {@code parts} match the disk replica's CRC32C; else a
-     * CHECKSUM_MISMATCH naming the key, segment, node, file and offset (counted, so the master's metrics show it).
-     */
-    StoreException verify(String key, ReplicaLocation r, List<MemorySegment> parts) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        long left = r.length();
-        for (MemorySegment p : parts) {
-            long n = Math.min(left, p.byteSize());
-            if (n > 0) {
-                crc.update(p.asSlice(0, n).asByteBuffer());
-            }
-            left -= n;
-        }
-        if (crc.getValue() == r.crc32c()) {
-            return null;
-        }
-        checksumFailures.increment();
-        StoreException e = new StoreException(StoreError.CHECKSUM_MISMATCH, "key '" + key + "': " + r.length()
-                + " bytes read from disk segment " + r.segmentId() + " of node " + r.engineSegment() + " (file " + r.file()
-                + " at offset " + r.fileOffset() + ") have CRC32C " + Long.toHexString(crc.getValue()) + ", recorded "
-                + Long.toHexString(r.crc32c()));
-        LOG.warn("{}", e.getMessage());
-        return e;
     }
 
     /**
@@ -1068,7 +1013,7 @@ public final class StoreClient implements AutoCloseable {
         }
     }
 
-    private StagingBuffer staging() {
+    StagingBuffer staging() {
         StagingBuffer s = staging;
         if (s == null) {
             synchronized (this) {

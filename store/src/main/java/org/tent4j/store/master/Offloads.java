@@ -119,6 +119,9 @@ final class Offloads {
                     rec.size, 0, now + timeoutNanos, true));
         }
         counters.promotionsStarted.increment();
+        if (state.segments.overHighWatermark()) {
+            state.segments.wantEviction(); // as a put's placement would
+        }
     }
 
     private long add(Task t) {
