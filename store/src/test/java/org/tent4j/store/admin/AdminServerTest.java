@@ -78,6 +78,9 @@ class AdminServerTest {
         assertEquals(404, get("/key?key=nope").statusCode());
         assertEquals(400, get("/key?key=").statusCode());
         assertTrue(get("/segments").body().contains("\"id\":\"seg-b\""));
+        assertTrue(get("/segments").body().contains("\"id\":\"seg-b-disk\",\"engineSegment\":\"10.0.0.2:15000\",\"host\":\"10.0.0.2\","
+                + "\"owner\":\"node-b\",\"capacity\":1073741824,\"used\":0,\"largestFree\":1073741824,\"tier\":\"disk\"}"),
+                get("/segments").body());
         assertTrue(get("/keys?limit=5").body().split(",").length == 5);
         String metrics = get("/metrics").body();
         for (String m : List.of("store_objects 40", "store_segment_used_bytes{segment=\"seg-a\",host=\"10.0.0.1\"}",
