@@ -53,6 +53,7 @@ final class Metrics {
         gauge(sb, "store_offloads_in_flight", "Offloads handed out and not yet reported", t.offloadsInFlight());
         counter(sb, "store_promotions_started_total", "Disk-only objects being copied back into memory after enough reads", t.promotionsStarted());
         counter(sb, "store_promotions_completed_total", "Objects copied back into memory (beside their disk replica)", t.promotionsCompleted());
+        counter(sb, "store_scrub_dropped_total", "Disk replicas a node's scrub found not matching their CRC32C, dropped", t.scrubDropped());
         counter(sb, "store_disk_reads_total", "Read leases granted on objects whose only replica is on disk", t.diskReads());
         counter(sb, "store_disk_evicted_objects_total", "Objects dropped from disk to keep it under its watermark", t.diskEvictedObjects());
         counter(sb, "store_checksum_failures_total", "Disk-replica reads whose bytes did not match their CRC32C (reported by clients)", rpc.clientChecksumFailures());

@@ -103,6 +103,7 @@ final class StatusPage {
         row(h, "promotions back to memory (completed)", t.promotionsCompleted());
         row(h, "disk reads failing their checksum", rpc.clientChecksumFailures());
         row(h, "objects dropped from disk", t.diskEvictedObjects());
+        row(h, "disk replicas dropped by scrubs", t.scrubDropped());
         h.append("</table>");
 
         h.append("<h2>Hot keys</h2><table><tr><th>key</th><th>reads (estimated from a sample)</th></tr>");

@@ -319,6 +319,18 @@ public final class StoreClient implements AutoCloseable {
         DiskSegment.check(dir, bytes);
     }
 
+    /**
+     * Reads every replica on this node's disk segment back through the engine and checks it against its CRC32C; the
+     * master drops those that fail (never handed to a reader again). INVALID_PARAMS without a disk segment.
+     */
+    public ScrubReport scrubDisk() {
+        DiskSegment d = disk;
+        if (d == null) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " contributes no disk segment to scrub");
+        }
+        return DiskScrub.run(this, master, d);
+    }
+
     /** The disk segment this client contributes, if any. */
     public java.util.Optional<SegmentSpec> diskSegment() {
         DiskSegment d = disk;

@@ -131,6 +131,21 @@ public sealed interface Command<R> {
                        boolean promote) {
     }
 
+    /**
+     * A node's scrub found these disk replicas of its segment {@code segmentId} not matching their CRC32C (each named by
+     * key and offset in the segment): each is dropped, and an object left with no replica is gone. A replica that is no
+     * longer at that offset (replaced, removed) is left alone.
+     */
+    record DropDiskReplicas(String clientId, String segmentId, List<DiskReplica> replicas) implements Command<Integer> {
+        public DropDiskReplicas {
+            replicas = List.copyOf(replicas);
+        }
+    }
+
+    /** A disk replica: the object's key, its offset in the disk segment, its size and recorded CRC32C. */
+    record DiskReplica(String key, long offset, long size, long crc32c) {
+    }
+
     /** How an offload ended: {@code ok} with the bytes' CRC32C (unsigned 32 bits), or failed for {@code error}. */
     record OffloadResult(long taskId, boolean ok, long crc32c, String error) {
     }

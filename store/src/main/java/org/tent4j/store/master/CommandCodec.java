@@ -155,6 +155,18 @@ final class CommandCodec {
                     str(out, s.file());
                 }
             }
+            case Command.DropDiskReplicas c -> {
+                out.writeByte(18);
+                str(out, c.clientId());
+                str(out, c.segmentId());
+                out.writeInt(c.replicas().size());
+                for (Command.DiskReplica r : c.replicas()) {
+                    str(out, r.key());
+                    out.writeLong(r.offset());
+                    out.writeLong(r.size());
+                    out.writeLong(r.crc32c());
+                }
+            }
             case Command.TakeOffloads c -> {
                 out.writeByte(15);
                 str(out, c.clientId());
@@ -221,6 +233,16 @@ final class CommandCodec {
             case 13 -> new Command.Tick();
             case 14 -> new Command.Evict();
             case 15 -> new Command.TakeOffloads(str(in), in.readInt());
+            case 18 -> {
+                String client = str(in);
+                String segment = str(in);
+                int n = count(in);
+                List<Command.DiskReplica> rs = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    rs.add(new Command.DiskReplica(str(in), in.readLong(), in.readLong(), in.readLong()));
+                }
+                yield new Command.DropDiskReplicas(client, segment, rs);
+            }
             case 16 -> {
                 String client = str(in);
                 int n = count(in);

@@ -34,6 +34,8 @@ final class MasterCounters {
     /** Disk-only objects being copied back into memory after enough reads. */
     final LongAdder promotionsStarted = new LongAdder();
     final LongAdder promotionsCompleted = new LongAdder();
+    /** Disk replicas a node's scrub found corrupt, dropped. */
+    final LongAdder scrubDropped = new LongAdder();
     /** Read leases granted on objects whose only replica is on disk. */
     final LongAdder diskReads = new LongAdder();
     /** Disk-only objects dropped to keep the disk tier under its watermark. */
@@ -44,7 +46,7 @@ final class MasterCounters {
                 removalsBlockedByLease, putsTakenOver, putsReclaimed, partialAllocations, allocationFailures,
                 clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
                 offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
-                diskEvictedObjects, promotionsStarted, promotionsCompleted};
+                diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

@@ -258,6 +258,7 @@ public final class MasterState {
                 offloads.done(now, c.clientId(), c.results());
                 yield null;
             }
+            case Command.DropDiskReplicas c -> objects.dropDiskReplicas(now, c);
         };
         return (R) result;
     }
@@ -283,6 +284,15 @@ public final class MasterState {
     }
 
     // ---------------------------------------------------------------- reads off the command stream
+
+    /**
+     * Up to {@code limit} disk replicas on segment {@code segmentId} of {@code clientId} from the {@code from}-th in walk
+     * order, for its scrub (a walk over the objects: read off the stream, shard by shard; pages of a changing table may
+     * skip or repeat a replica). Refused (ILLEGAL_CLIENT, SEGMENT_NOT_FOUND) for another client's or no disk segment.
+     */
+    public List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        return objects.diskReplicas(clientId, segmentId, from, limit);
+    }
 
     /** Whether the client has offloads waiting to be taken (a poll that would take nothing need not be a command). */
     public boolean hasOffloadsFor(String clientId) {
@@ -360,7 +370,7 @@ public final class MasterState {
     /** The disk tier: offloads by outcome, disk reads and evictions, and the offloads in flight now. */
     public record Tiering(long offloadsStarted, long offloadsCompleted, long offloadsFailed, long offloadsCancelled,
                           long offloadsDuplicate, long offloadsNoSpace, long diskReads, long diskEvictedObjects,
-                          int offloadsInFlight, long promotionsStarted, long promotionsCompleted) {
+                          int offloadsInFlight, long promotionsStarted, long promotionsCompleted, long scrubDropped) {
     }
 
     public Stats stats() {

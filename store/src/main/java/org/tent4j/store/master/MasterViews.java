@@ -86,6 +86,6 @@ final class MasterViews {
                 reservedBytes(), new MasterState.Tiering(c.offloadsStarted.sum(), c.offloadsCompleted.sum(),
                 c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
                 c.diskReads.sum(), c.diskEvictedObjects.sum(), state.offloads.inFlightCount(), c.promotionsStarted.sum(),
-                c.promotionsCompleted.sum()));
+                c.promotionsCompleted.sum(), c.scrubDropped.sum()));
     }
 }

@@ -252,6 +252,71 @@ final class ObjectTable {
         }
     }
 
+    // ---------------------------------------------------------------- scrub
+
+    private MountedSegment ownDisk(String clientId, String segmentId) {
+        MountedSegment seg = state.segments.byId(segmentId);
+        if (seg == null || !seg.disk) {
+            throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "no disk segment " + segmentId + " is mounted");
+        }
+        if (!seg.owner.equals(clientId)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "disk segment " + segmentId + " belongs to " + seg.owner
+                    + ", not " + clientId);
+        }
+        return seg;
+    }
+
+    List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        MountedSegment seg = ownDisk(clientId, segmentId);
+        List<Command.DiskReplica> out = new ArrayList<>();
+        long seen = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
+                    ObjectRecord rec = e.getValue();
+                    if (rec.disk != -1 && ObjectRecord.segment(rec.disk) == seg.index && seen++ >= from) {
+                        if (out.size() == limit) {
+                            return out;
+                        }
+                        out.add(new Command.DiskReplica(e.getKey(), ObjectRecord.offset(rec.disk), rec.size,
+                                Integer.toUnsignedLong(rec.crc)));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    int dropDiskReplicas(long now, Command.DropDiskReplicas c) {
+        MountedSegment seg = ownDisk(c.clientId(), c.segmentId());
+        int dropped = 0;
+        for (Command.DiskReplica r : c.replicas()) {
+            Shard shard = shard(r.key());
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(r.key());
+                if (rec == null || rec.disk != ObjectRecord.pack(seg.index, r.offset())) {
+                    continue;
+                }
+                dropped++;
+                counters.scrubDropped.increment();
+                state.offloads.cancel(rec); // a promotion from the bad bytes
+                long[] bad = {rec.disk};
+                rec.disk = -1;
+                if (rec.lease > now) {
+                    state.eviction.park(bad, rec.size, rec.lease);
+                } else {
+                    state.segments.free(bad, rec.size);
+                }
+                if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
+                    shard.map.remove(r.key());
+                    counters.objects.decrement();
+                    counters.objectBytes.add(-rec.size);
+                }
+            }
+        }
+        return dropped;
+    }
+
     // ---------------------------------------------------------------- sweeps
 
     /** Forgets replicas on the segments marked in {@code dropped}; erases objects left without one. One pass. */

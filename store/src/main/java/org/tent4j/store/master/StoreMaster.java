@@ -175,6 +175,16 @@ public final class StoreMaster implements AutoCloseable {
         }
     }
 
+    /** The disk replicas on the client's disk segment, for its scrub. */
+    public List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        return state().diskReplicas(clientId, segmentId, from, limit);
+    }
+
+    /** Drops disk replicas the client's scrub found corrupt; how many were still there. */
+    public int dropDiskReplicas(String clientId, String segmentId, List<Command.DiskReplica> bad) {
+        return bad.isEmpty() ? 0 : apply(new Command.DropDiskReplicas(clientId, segmentId, bad));
+    }
+
     public TickReport tick() {
         return apply(new Command.Tick());
     }

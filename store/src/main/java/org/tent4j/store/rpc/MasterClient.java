@@ -35,6 +35,11 @@ import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
+import org.tent4j.store.proto.CountResponse;
+import org.tent4j.store.proto.DiskReplica;
+import org.tent4j.store.proto.DiskReplicasRequest;
+import org.tent4j.store.proto.DiskReplicasResponse;
+import org.tent4j.store.proto.DropDiskReplicasRequest;
 import org.tent4j.store.proto.OffloadResult;
 import org.tent4j.store.proto.OffloadTask;
 import org.tent4j.store.proto.OffloadsRequest;
@@ -125,6 +130,22 @@ public final class MasterClient implements AutoCloseable {
                 .setLeaseExpiredReads(leaseExpiredReads).setChecksumFailures(checksumFailures).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
+    }
+
+    /** A page of the disk replicas on the client's disk segment (its scrub). */
+    public List<DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        DiskReplicasResponse r = call("DiskReplicas", () -> stub().diskReplicas(DiskReplicasRequest.newBuilder()
+                .setClientId(clientId).setSegmentId(segmentId).setFrom(from).setLimit(limit).build()));
+        Wire.check(r.getStatus());
+        return r.getReplicasList();
+    }
+
+    /** Drops disk replicas the scrub found corrupt; how many were still there. */
+    public long dropDiskReplicas(String clientId, String segmentId, List<DiskReplica> bad) {
+        CountResponse r = call("DropDiskReplicas", () -> stub().dropDiskReplicas(DropDiskReplicasRequest.newBuilder()
+                .setClientId(clientId).setSegmentId(segmentId).addAllReplicas(bad).build()));
+        Wire.check(r.getStatus());
+        return r.getCount();
     }
 
     /** Reports finished offloads and takes up to {@code max} waiting ones. */

@@ -1,6 +1,5 @@
 package org.tent4j.store.rpc;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -34,8 +33,9 @@ import org.tent4j.store.proto.KeysRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountRequest;
-import org.tent4j.store.proto.OffloadResult;
-import org.tent4j.store.proto.OffloadTask;
+import org.tent4j.store.proto.DiskReplicasRequest;
+import org.tent4j.store.proto.DiskReplicasResponse;
+import org.tent4j.store.proto.DropDiskReplicasRequest;
 import org.tent4j.store.proto.OffloadsRequest;
 import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
@@ -104,31 +104,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 s -> PingResponse.newBuilder().setStatus(s).build());
     }
 
-    /** Most offload results one call reports and tasks it takes: the call runs on an event loop. */
-    static final int MAX_OFFLOADS_PER_CALL = 1024;
-
     @Override
     public void offloads(OffloadsRequest req, StreamObserver<OffloadsResponse> out) {
-        one("Offloads", out, () -> {
-            if (req.getResultsCount() > MAX_OFFLOADS_PER_CALL || req.getMax() > MAX_OFFLOADS_PER_CALL) {
-                throw new StoreException(StoreError.INVALID_PARAMS, "client " + req.getClientId() + " reported "
-                        + req.getResultsCount() + " offloads and asked for " + req.getMax() + " (at most "
-                        + MAX_OFFLOADS_PER_CALL + " each)");
-            }
-            List<Command.OffloadResult> results = new ArrayList<>(req.getResultsCount());
-            for (OffloadResult r : req.getResultsList()) {
-                String error = r.getError().length() > 1024 ? r.getError().substring(0, 1024) + "…" : r.getError();
-                results.add(new Command.OffloadResult(r.getTaskId(), r.getOk(), Integer.toUnsignedLong(r.getCrc32C()), error));
-            }
-            master.offloadDone(req.getClientId(), results);
-            OffloadsResponse.Builder b = OffloadsResponse.newBuilder();
-            for (Command.OffloadTask t : master.takeOffloads(req.getClientId(), req.getMax())) {
-                b.addTasks(OffloadTask.newBuilder().setTaskId(t.taskId()).setKey(t.key()).setSize(t.size())
-                        .setSource(Wire.replica(t.source())).setTarget(Wire.replica(t.target()))
-                        .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()));
-            }
-            return b.build();
-        }, s -> OffloadsResponse.newBuilder().setStatus(s).build());
+        one("Offloads", out, () -> DiskTierCalls.offloads(master, req), s -> OffloadsResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void diskReplicas(DiskReplicasRequest req, StreamObserver<DiskReplicasResponse> out) {
+        // a walk over every object: off the event loop
+        offload("DiskReplicas", out, () -> DiskTierCalls.diskReplicas(master, req),
+                s -> DiskReplicasResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void dropDiskReplicas(DropDiskReplicasRequest req, StreamObserver<CountResponse> out) {
+        offload("DropDiskReplicas", out, () -> DiskTierCalls.dropDiskReplicas(master, req),
+                s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
     @Override

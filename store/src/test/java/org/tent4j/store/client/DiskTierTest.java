@@ -190,7 +190,7 @@ class DiskTierTest {
     }
 
     @Test
-    void aByteFlippedInTheDiskFileIsReportedAsChecksumMismatchNamingKeyFileAndOffset() throws Exception {
+    void aByteFlippedInTheDiskFileIsReportedAsChecksumMismatchNamingKeyFileAndOffsetAndScrubDropsIt() throws Exception {
         ManualClock clock = new ManualClock();
         try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
             StoreClient a = node(store, "a");
@@ -230,6 +230,19 @@ class DiskTierTest {
                         assertArrayEquals(value(e.getValue()), writer.get(e.getKey()), e.getKey());
                     }
                 }
+                // a scrub of the node's disk finds exactly that replica, and the master drops it: never read again
+                long onDisk = written.keySet().stream().filter(k -> state.describe(clock.nanoTime(), k).replicas().stream()
+                        .anyMatch(ReplicaLocation::onDisk)).count();
+                clock.advance(Duration.ofSeconds(11)); // past the leases of the reads above
+                ScrubReport report = a.scrubDisk();
+                assertEquals(onDisk, report.checked());
+                assertEquals(List.of(key), report.corrupt());
+                assertEquals(1, report.dropped());
+                assertEquals(1, state.stats().tiering().scrubDropped());
+                StoreException gone = assertThrows(StoreException.class, () -> writer.get(key));
+                assertEquals(StoreError.OBJECT_NOT_FOUND, gone.error(), gone.getMessage());
+                assertEquals(List.of(), a.scrubDisk().corrupt(), "a second scrub finds nothing");
+                assertEquals(StoreError.INVALID_PARAMS, assertThrows(StoreException.class, writer::scrubDisk).error());
             } finally {
                 writer.close();
                 a.close();

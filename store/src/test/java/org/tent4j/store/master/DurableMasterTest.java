@@ -278,7 +278,8 @@ class DurableMasterTest {
                 new Command.Mount("c", new SegmentSpec("d", "e", "h", 1L << 50, 4096, org.tent4j.store.Tier.DISK, "/data/x.disk")),
                 new Command.TakeOffloads("c", 64),
                 new Command.OffloadDone("c", List.of(new Command.OffloadResult(3, true, 0xFFFFFFFFL, null),
-                        new Command.OffloadResult(4, false, 0, "disk full"))));
+                        new Command.OffloadResult(4, false, 0, "disk full"))),
+                new Command.DropDiskReplicas("c", "d", List.of(new Command.DiskReplica("k", 4096, 10, 0xFFFFFFFFL))));
         CommandCodec.Entry back = CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2, all)));
         assertEquals(all, back.commands());
         Command.CommitItem item = new Command.CommitItem("k", 1, new long[] {1, 2}, new long[] {3, 4});
