@@ -30,7 +30,12 @@ public enum StoreError {
     /** The master wants a token (or TLS) this caller did not present, or presented a wrong one; nothing was done. */
     UNAUTHENTICATED(-1100),
     /** An admin operation (forced bulk removal) without the master's admin token; nothing was done. */
-    PERMISSION_DENIED(-1101);
+    PERMISSION_DENIED(-1101),
+    /**
+     * A disk replica's bytes do not match the CRC32C recorded when they were offloaded (the file was changed behind
+     * the store's back, or the disk returned wrong bytes); the message names key, segment, node, file and offset.
+     */
+    CHECKSUM_MISMATCH(-1800);
 
     private final int code;
 

@@ -89,6 +89,21 @@ public final class MasterCommand implements Callable<Integer> {
             description = "Share of the store each eviction round frees. Default: ${DEFAULT-VALUE}.")
     double evictionRatio;
 
+    @Option(names = {"--offload-on-evict", "--offload_on_evict"}, defaultValue = "true", arity = "1",
+            paramLabel = "true|false", description = "With a disk segment mounted, eviction offloads victims to their "
+                    + "node's disk instead of dropping them. Default: ${DEFAULT-VALUE}.")
+    boolean offloadOnEvict;
+
+    @Option(names = {"--offload-timeout", "--offload_timeout"}, defaultValue = "30s", converter = DurationConverter.class,
+            paramLabel = "DURATION", description = "An offload not reported done by then fails (its disk range comes "
+                    + "back after as long again). Default: ${DEFAULT-VALUE}.")
+    Duration offloadTimeout;
+
+    @Option(names = {"--promote-after-hits", "--promote_after_hits"}, defaultValue = "0", paramLabel = "N",
+            description = "Copy an object whose only replica is on disk back into memory after N reads (0: never). "
+                    + "Default: ${DEFAULT-VALUE}.")
+    int promoteAfterHits;
+
     @Option(names = "--tick", defaultValue = "100ms", converter = DurationConverter.class, paramLabel = "DURATION",
             description = "Housekeeping period (lease, put and client expiry). Default: ${DEFAULT-VALUE}.")
     Duration tick;
@@ -119,7 +134,8 @@ public final class MasterCommand implements Callable<Integer> {
         }
         return new MasterConfig(leaseTtl == null ? d.leaseTtl() : leaseTtl, d.defaultSoftPinTtl(), d.maxSoftPinTtl(),
                 highWatermark, evictionRatio, clientTtl == null ? d.clientTtl() : clientTtl, d.putDiscardTimeout(),
-                d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards());
+                d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards(), offloadOnEvict, offloadTimeout,
+                promoteAfterHits);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package org.tent4j.cli.store;
 
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
@@ -11,16 +12,22 @@ import org.tent4j.store.client.StoreClient;
 
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
- * {@code tent4j store node}: a client service that contributes memory to the store and keeps it mounted (heartbeats,
- * remount after a master restart) until killed. Prints {@code READY <client id> <segment id> <engine segment>}.
+ * {@code tent4j store node}: a client service that contributes memory (and, with {@code --disk-dir}, a disk segment)
+ * to the store and keeps them mounted (heartbeats, remount after a master restart) until killed. Prints
+ * {@code DISK <segment id> <file>} for a disk segment, then {@code READY <client id> <segment id> <engine segment>}.
  */
 @Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
-        description = {"Contributes memory to the store and keeps it mounted until killed.",
-                "Prints 'READY <client id> <segment id> <engine segment>' once mounted."})
+        description = {"Contributes memory (and a disk segment) to the store and keeps it mounted until killed.",
+                "Prints 'DISK <segment id> <file>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'."})
 public final class NodeCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Mixin
     ClientOptions connection;
 
@@ -31,8 +38,26 @@ public final class NodeCommand implements Callable<Integer> {
     @Option(names = "--host", paramLabel = "NAME", description = "Locality name the master places replicas by.")
     String host;
 
+    @Option(names = {"--disk-dir", "--disk_dir"}, paramLabel = "DIR",
+            description = "Also contribute a disk segment: a new file in DIR, registered with the engine, that the "
+                    + "master offloads this node's evicted objects to. The file is deleted when the node stops. "
+                    + "Default: none.")
+    Path diskDir;
+
+    @Option(names = {"--disk-size", "--disk_size"}, defaultValue = "10g", converter = SizeConverter.class,
+            paramLabel = "SIZE", description = "Size of the disk segment (with --disk-dir). Default: ${DEFAULT-VALUE}.")
+    long diskSize;
+
     @Override
     public Integer call() throws InterruptedException {
+        if (diskDir != null) {
+            try {
+                StoreClient.checkDiskDir(diskDir, diskSize); // before the engine starts: a bad flag costs nothing
+            } catch (StoreException e) {
+                spec.commandLine().getErr().println("tent4j store node: " + e.getMessage());
+                return 2;
+            }
+        }
         TransferEngine engine = connection.engine();
         StoreClient node;
         SegmentSpec seg;
@@ -53,6 +78,17 @@ public final class NodeCommand implements Callable<Integer> {
             engine.close();
             System.err.println("tent4j store node: " + e.getMessage());
             return 1;
+        }
+        if (diskDir != null) {
+            try {
+                SegmentSpec disk = node.contributeDisk(diskDir, diskSize);
+                System.out.println("DISK " + disk.id() + " " + disk.file());
+            } catch (StoreException e) {
+                spec.commandLine().getErr().println("tent4j store node: " + e.getMessage());
+                node.close();
+                engine.close();
+                return 2;
+            }
         }
         CountDownLatch stop = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -126,7 +126,8 @@ public final class AdminServer implements AutoCloseable {
             sb.append(i > 0 ? "," : "").append("{\"id\":").append(Json.str(s.id())).append(",\"engineSegment\":").append(Json.str(s.engineSegment()))
                     .append(",\"host\":").append(Json.str(s.host())).append(",\"owner\":").append(Json.str(s.owner()))
                     .append(",\"capacity\":").append(s.capacity()).append(",\"used\":").append(s.used())
-                    .append(",\"largestFree\":").append(s.largestFree()).append('}');
+                    .append(",\"largestFree\":").append(s.largestFree())
+                    .append(",\"tier\":\"").append(s.tier().name().toLowerCase(java.util.Locale.ROOT)).append("\"}");
         }
         return sb.append("]\n").toString();
     }

@@ -1,7 +1,9 @@
 package org.tent4j.store.admin;
 
 import java.util.List;
+import java.util.Locale;
 
+import org.tent4j.store.Tier;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -40,6 +42,21 @@ final class Metrics {
         counter(sb, "store_reservations_granted_total", "Reservations granted to clients", s.reservationsGranted());
         counter(sb, "store_reservations_released_total", "Reservations retired, expired with their client or unused", s.reservationsReleased());
         counter(sb, "store_objects_committed_total", "Objects made readable by a commit into a reservation", s.objectsCommitted());
+        tierSeries(sb, segments);
+        MasterState.Tiering t = s.tiering();
+        counter(sb, "store_offloads_started_total", "Evicted objects handed to their node to copy to its disk", t.offloadsStarted());
+        counter(sb, "store_offloads_completed_total", "Offloads made durable and switched to their disk replica", t.offloadsCompleted());
+        counter(sb, "store_offloads_failed_total", "Offloads the node reported failed or that expired", t.offloadsFailed());
+        counter(sb, "store_offloads_cancelled_total", "Offloads given up because the object changed meanwhile", t.offloadsCancelled());
+        counter(sb, "store_offloads_duplicate_total", "Offloads asked for an object already offloaded or offloading (refused; never expected)", t.offloadsDuplicate());
+        counter(sb, "store_offloads_no_space_total", "Victims dropped because their node's disk had no room", t.offloadsNoSpace());
+        gauge(sb, "store_offloads_in_flight", "Offloads handed out and not yet reported", t.offloadsInFlight());
+        counter(sb, "store_promotions_started_total", "Disk-only objects being copied back into memory after enough reads", t.promotionsStarted());
+        counter(sb, "store_promotions_completed_total", "Objects copied back into memory (beside their disk replica)", t.promotionsCompleted());
+        counter(sb, "store_scrub_dropped_total", "Disk replicas a node's scrub found not matching their CRC32C, dropped", t.scrubDropped());
+        counter(sb, "store_disk_reads_total", "Read leases granted on objects whose only replica is on disk", t.diskReads());
+        counter(sb, "store_disk_evicted_objects_total", "Objects dropped from disk to keep it under its watermark", t.diskEvictedObjects());
+        counter(sb, "store_checksum_failures_total", "Disk-replica reads whose bytes did not match their CRC32C (reported by clients)", rpc.clientChecksumFailures());
         rpc.appendPrometheus(sb);
         return sb.toString();
     }
@@ -55,6 +72,24 @@ final class Metrics {
         for (MasterState.SegmentView v : segments) {
             sb.append("store_segment_used_bytes{segment=\"").append(label(v.id())).append("\",host=\"").append(label(v.host()))
                     .append("\"} ").append(v.used()).append('\n');
+        }
+    }
+
+    /** Capacity and use per tier (memory, disk), every tier named even when nothing of it is mounted. */
+    private static void tierSeries(StringBuilder sb, List<MasterState.SegmentView> segments) {
+        long[] cap = new long[Tier.values().length];
+        long[] used = new long[Tier.values().length];
+        for (MasterState.SegmentView v : segments) {
+            cap[v.tier().ordinal()] += v.capacity();
+            used[v.tier().ordinal()] += v.used();
+        }
+        sb.append("# HELP store_tier_capacity_bytes Bytes the mounted segments of a tier contribute\n# TYPE store_tier_capacity_bytes gauge\n");
+        for (Tier t : Tier.values()) {
+            sb.append("store_tier_capacity_bytes{tier=\"").append(t.name().toLowerCase(Locale.ROOT)).append("\"} ").append(cap[t.ordinal()]).append('\n');
+        }
+        sb.append("# HELP store_tier_used_bytes Bytes of a tier allocated to replicas (and offloads in flight)\n# TYPE store_tier_used_bytes gauge\n");
+        for (Tier t : Tier.values()) {
+            sb.append("store_tier_used_bytes{tier=\"").append(t.name().toLowerCase(Locale.ROOT)).append("\"} ").append(used[t.ordinal()]).append('\n');
         }
     }
 

@@ -2,7 +2,9 @@ package org.tent4j.store.admin;
 
 import java.util.List;
 import java.util.Map;
+import java.util.function.ToLongFunction;
 
+import org.tent4j.store.Tier;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -11,12 +13,18 @@ final class StatusPage {
     private StatusPage() {
     }
 
+    private static long tierSum(List<MasterState.SegmentView> segs, Tier tier, ToLongFunction<MasterState.SegmentView> f) {
+        return segs.stream().filter(v -> v.tier() == tier).mapToLong(f).sum();
+    }
+
     static String render(MasterState state, RpcStats rpc, long now) {
         MasterState.Stats s = state.stats();
         List<MasterState.SegmentView> segs = state.segments();
         List<MasterState.ClientView> clients = state.clients(now);
-        long cap = segs.stream().mapToLong(MasterState.SegmentView::capacity).sum();
-        long used = segs.stream().mapToLong(MasterState.SegmentView::used).sum();
+        long cap = tierSum(segs, Tier.MEMORY, MasterState.SegmentView::capacity);
+        long used = tierSum(segs, Tier.MEMORY, MasterState.SegmentView::used);
+        long diskCap = tierSum(segs, Tier.DISK, MasterState.SegmentView::capacity);
+        long diskUsed = tierSum(segs, Tier.DISK, MasterState.SegmentView::used);
         double hwm = state.config().highWatermark();
         StringBuilder h = new StringBuilder(8192);
         h.append("""
@@ -42,23 +50,25 @@ final class StatusPage {
         h.append("<div class=\"cards\">");
         card(h, Long.toString(s.objects()), "objects");
         card(h, bytes(s.objectBytes()), "object bytes");
-        card(h, bytes(used) + " / " + bytes(cap), "used / capacity (" + pct(cap == 0 ? 0 : (double) used / cap) + ")");
+        card(h, bytes(used) + " / " + bytes(cap), "memory used / capacity (" + pct(cap == 0 ? 0 : (double) used / cap) + ")");
+        card(h, bytes(diskUsed) + " / " + bytes(diskCap), "disk used / capacity (" + pct(diskCap == 0 ? 0 : (double) diskUsed / diskCap) + ")");
         card(h, Long.toString(s.evictedObjects()), "evicted objects (" + bytes(s.evictedBytes()) + ")");
         card(h, Long.toString(s.leasesGranted()), "read leases granted");
         card(h, Long.toString(rpc.clientLeaseExpiries()), "reads discarded on lease expiry");
         card(h, Long.toString(s.clientsExpired()), "clients expired");
         h.append("</div>");
 
-        h.append("<h2>Segments</h2><table><tr><th>segment</th><th>host</th><th>owner</th><th class=\"n\">capacity</th><th class=\"n\">used</th><th>use</th><th class=\"n\">largest free</th></tr>");
+        h.append("<h2>Segments</h2><table><tr><th>segment</th><th>tier</th><th>host</th><th>owner</th><th class=\"n\">capacity</th><th class=\"n\">used</th><th>use</th><th class=\"n\">largest free</th></tr>");
         for (MasterState.SegmentView v : segs) {
             double r = v.capacity() == 0 ? 0 : (double) v.used() / v.capacity();
             h.append("<tr><td>").append(esc(v.engineSegment())).append("<br><small>").append(esc(v.id())).append("</small></td><td>")
+                    .append(v.tier().name().toLowerCase(java.util.Locale.ROOT)).append("</td><td>")
                     .append(esc(v.host())).append("</td><td><small>").append(esc(v.owner())).append("</small></td><td class=\"n\">")
                     .append(bytes(v.capacity())).append("</td><td class=\"n\">").append(bytes(v.used())).append("</td><td>")
                     .append(bar(r, hwm)).append(' ').append(pct(r)).append("</td><td class=\"n\">").append(bytes(v.largestFree())).append("</td></tr>");
         }
         if (segs.isEmpty()) {
-            h.append("<tr><td colspan=\"7\" class=\"warn\">no segment mounted: puts fail until a client contributes memory</td></tr>");
+            h.append("<tr><td colspan=\"8\" class=\"warn\">no segment mounted: puts fail until a client contributes memory</td></tr>");
         }
         h.append("</table>");
 
@@ -79,6 +89,21 @@ final class StatusPage {
         row(h, "abandoned puts reclaimed", s.putsReclaimed());
         row(h, "puts with fewer replicas than asked", s.partialAllocations());
         row(h, "puts refused for lack of space", s.allocationFailures());
+        h.append("</table>");
+
+        MasterState.Tiering t = s.tiering();
+        h.append("<h2>Disk tier</h2><table><tr><th>what</th><th class=\"n\">count</th></tr>");
+        row(h, "offloads started", t.offloadsStarted());
+        row(h, "offloads completed", t.offloadsCompleted());
+        row(h, "offloads in flight", t.offloadsInFlight());
+        row(h, "offloads failed or expired", t.offloadsFailed());
+        row(h, "offloads cancelled (object changed)", t.offloadsCancelled());
+        row(h, "victims dropped: disk full", t.offloadsNoSpace());
+        row(h, "reads served from disk", t.diskReads());
+        row(h, "promotions back to memory (completed)", t.promotionsCompleted());
+        row(h, "disk reads failing their checksum", rpc.clientChecksumFailures());
+        row(h, "objects dropped from disk", t.diskEvictedObjects());
+        row(h, "disk replicas dropped by scrubs", t.scrubDropped());
         h.append("</table>");
 
         h.append("<h2>Hot keys</h2><table><tr><th>key</th><th>reads (estimated from a sample)</th></tr>");

@@ -87,6 +87,10 @@ final class BatchReads {
                 ReplicaListResponse l = lists.get(j);
                 long deadline = t0 + Duration.ofMillis(l.getLeaseTtlMs()).toNanos();
                 StoreException e = first.failure(move[j]);
+                ReplicaLocation read = ranked.get(j).getFirst();
+                if (e == null && read.onDisk()) {
+                    e = DiskReads.verify(client, keys.get(i), read, List.of(destinations.get(i).asSlice(0, l.getSize())));
+                }
                 if (e == null) {
                     if (client.clock().nanoTime() >= deadline) {
                         client.leaseExpiredReads.increment();
@@ -96,8 +100,9 @@ final class BatchReads {
                 } else {
                     client.replicaFailovers.increment();
                     List<ReplicaLocation> rest = ranked.get(j).subList(1, ranked.get(j).size());
-                    e = rest.isEmpty() ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
-                            + e.getMessage(), e) : client.readReplicas(keys.get(i), rest, 0, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
+                    e = rest.isEmpty() ? (e.error() == StoreError.CHECKSUM_MISMATCH ? e
+                            : new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': "
+                            + e.getMessage(), e)) : client.readReplicas(keys.get(i), rest, 0, List.of(destinations.get(i).asSlice(0, l.getSize())), deadline);
                 }
                 if (e == null) {
                     out.set(i, Outcome.of(l.getSize()));

@@ -136,10 +136,14 @@ public final class GetSession implements AutoCloseable {
             int i = first + j;
             long size = lists.get(i).getSize();
             StoreException e = moves.failure(move[j]);
+            List<ReplicaLocation> rs = replicas.get(i);
+            if (e == null && rs.getFirst().onDisk()) {
+                e = DiskReads.verify(client, keys.get(i), rs.getFirst(), List.of(destinations.get(j).asSlice(0, size)));
+            }
             if (e != null) {
                 client.replicaFailovers.increment();
-                List<ReplicaLocation> rs = replicas.get(i);
-                e = rs.size() == 1 ? new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': " + e.getMessage(), e)
+                e = rs.size() == 1 ? (e.error() == StoreError.CHECKSUM_MISMATCH ? e
+                        : new StoreException(StoreError.TRANSFER_FAIL, "reading key '" + keys.get(i) + "': " + e.getMessage(), e))
                         : client.readReplicas(keys.get(i), rs.subList(1, rs.size()), 0, List.of(destinations.get(j).asSlice(0, size)), deadlines[i]);
             } else if (done >= deadlines[i]) {
                 client.leaseExpiredReads.increment();

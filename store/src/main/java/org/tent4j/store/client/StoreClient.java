@@ -97,7 +97,14 @@ public final class StoreClient implements AutoCloseable {
 
     final LongAdder leaseExpiredReads = new LongAdder();
     final LongAdder replicaFailovers = new LongAdder();
+    /** Reads of disk replicas whose bytes did not match their CRC32C (reported to the master with the pings). */
+    final LongAdder checksumFailures = new LongAdder();
     private long reportedLeaseExpiries;
+    private long reportedChecksumFailures;
+    /** This node's disk segment and the thread offloading to it, once {@link #contributeDisk} ran. */
+    private volatile DiskSegment disk;
+    private volatile Offloader offloader;
+    private final long offloadPollMillis;
 
     private record Contribution(SegmentSpec spec, RegisteredMemory memory, boolean allocatedHere) {
     }
@@ -110,6 +117,7 @@ public final class StoreClient implements AutoCloseable {
         this.clock = b.clock;
         this.stagingBytes = b.stagingBytes;
         this.reservationBytes = b.reservationBytes;
+        this.offloadPollMillis = Math.max(1, b.offloadPollInterval.toMillis());
         if (b.heartbeatInterval.isZero()) {
             heartbeats = null;
         } else {
@@ -136,6 +144,7 @@ public final class StoreClient implements AutoCloseable {
         private Duration heartbeatInterval = Duration.ofSeconds(1);
         private long stagingBytes = 64L << 20;
         private long reservationBytes = DEFAULT_RESERVATION_BYTES;
+        private Duration offloadPollInterval = Duration.ofMillis(100);
 
         private Builder(TransferEngine engine, String masterAddress) {
             this.engine = Objects.requireNonNull(engine, "engine");
@@ -170,6 +179,18 @@ public final class StoreClient implements AutoCloseable {
         /** How often to tell the master this client is alive; zero sends none (tests drive {@link #heartbeat}). */
         public Builder heartbeatInterval(Duration interval) {
             this.heartbeatInterval = interval;
+            return this;
+        }
+
+        /**
+         * How often a node with a disk segment asks the master for offloads when it had none (it asks again at once
+         * while it gets some).
+         */
+        public Builder offloadPollInterval(Duration interval) {
+            if (interval.isNegative() || interval.isZero()) {
+                throw new IllegalArgumentException("offload poll interval must be positive: " + interval);
+            }
+            this.offloadPollInterval = interval;
             return this;
         }
 
@@ -238,6 +259,23 @@ public final class StoreClient implements AutoCloseable {
         return replicaFailovers.sum();
     }
 
+    /** Disk-replica reads whose bytes did not match their CRC32C (each failed over or was reported). */
+    public long checksumFailures() {
+        return checksumFailures.sum();
+    }
+
+    /** Offloads this node made durable and reported (0 without a disk segment). */
+    public long offloadsCompleted() {
+        Offloader o = offloader;
+        return o == null ? 0 : o.completed.sum();
+    }
+
+    /** Offload tasks for a key this node was already offloading in the same round (never expected: the master sends one). */
+    public long duplicateOffloads() {
+        Offloader o = offloader;
+        return o == null ? 0 : o.duplicates.sum();
+    }
+
     // ---------------------------------------------------------------- contributing memory
 
     /** Allocates {@code bytes} with the engine and mounts them on the master as a segment for everyone's replicas. */
@@ -276,8 +314,77 @@ public final class StoreClient implements AutoCloseable {
         master.mount(clientId, spec);
     }
 
+    /**
+     * Contributes a disk segment: a new file of {@code bytes} in {@code dir}, registered with the engine as a file
+     * segment and mounted at the master as a DISK segment, where eviction from memory offloads this node's objects
+     * (see docs/STORE.md, "Disk tier"). One per client. Refused (INVALID_PARAMS naming the directory) when {@code dir}
+     * is missing or not writable, {@code bytes} is under 4 KiB, or the engine serves no files.
+     */
+    public synchronized SegmentSpec contributeDisk(java.nio.file.Path dir, long bytes) {
+        if (disk != null) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " already contributes disk segment "
+                    + disk.spec.id() + " (" + disk.spec.file() + ")");
+        }
+        DiskSegment d = DiskSegment.open(engine, dir, bytes, host);
+        try {
+            master.mount(clientId, d.spec);
+        } catch (RuntimeException e) {
+            d.close();
+            throw e;
+        }
+        disk = d;
+        offloader = new Offloader(this, master, d, offloadPollMillis);
+        return d.spec;
+    }
+
+    /**
+     * What {@link #contributeDisk} refuses before it touches the engine or the master: a size under 4 KiB, a missing or
+     * unwritable directory (INVALID_PARAMS naming it); a service checks its flags with it before it starts.
+     */
+    public static void checkDiskDir(java.nio.file.Path dir, long bytes) {
+        DiskSegment.check(dir, bytes);
+    }
+
+    /**
+     * Reads every replica on this node's disk segment back through the engine and checks it against its CRC32C; the
+     * master drops those that fail (never handed to a reader again). INVALID_PARAMS without a disk segment.
+     */
+    public ScrubReport scrubDisk() {
+        DiskSegment d = disk;
+        if (d == null) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " contributes no disk segment to scrub");
+        }
+        return DiskScrub.run(this, master, d);
+    }
+
+    /** The disk segment this client contributes, if any. */
+    public java.util.Optional<SegmentSpec> diskSegment() {
+        DiskSegment d = disk;
+        return d == null ? java.util.Optional.empty() : java.util.Optional.of(d.spec);
+    }
+
+    private synchronized void withdrawDisk() {
+        DiskSegment d = disk;
+        if (d == null) {
+            return;
+        }
+        offloader.close();
+        disk = null;
+        offloader = null;
+        try {
+            master.unmount(clientId, d.spec.id());
+        } finally {
+            d.close();
+        }
+    }
+
     /** Unmounts a contributed segment (its replicas are dropped) and frees it if this client allocated it. */
     public void withdraw(String segmentId) {
+        DiskSegment d = disk;
+        if (d != null && d.spec.id().equals(segmentId)) {
+            withdrawDisk();
+            return;
+        }
         Contribution c = contributions.remove(segmentId);
         if (c == null) {
             throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "segment " + segmentId + " was not contributed by this client");
@@ -300,9 +407,10 @@ public final class StoreClient implements AutoCloseable {
         try {
             long expired = leaseExpiredReads.sum();
             long asked = clock.nanoTime();
+            long mismatched = checksumFailures.sum();
             boolean remount;
             try {
-                remount = master.ping(clientId, expired - reportedLeaseExpiries);
+                remount = master.ping(clientId, expired - reportedLeaseExpiries, mismatched - reportedChecksumFailures);
             } catch (StoreException e) {
                 if (e.error() != StoreError.ILLEGAL_CLIENT) {
                     throw e;
@@ -314,6 +422,7 @@ public final class StoreClient implements AutoCloseable {
                 remount = true;
             }
             reportedLeaseExpiries = expired;
+            reportedChecksumFailures = mismatched;
             if (remount) {
                 // the master released this client's reservations with it
                 reserved.clear();
@@ -325,6 +434,11 @@ public final class StoreClient implements AutoCloseable {
                     mountProved(c.spec, c.memory);
                 }
                 LOG.warn("master {} had dropped client {}; remounted {} segments", master.address(), clientId, contributions.size());
+            }
+            DiskSegment d = disk;
+            if (remount && d != null) {
+                // the master forgot what the file held; offloads fill it afresh
+                master.mount(clientId, d.spec);
             }
         } catch (StoreException e) {
             LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
@@ -771,6 +885,20 @@ public final class StoreClient implements AutoCloseable {
     StoreException readReplicas(String key, List<ReplicaLocation> replicas, long start, List<MemorySegment> parts, long deadline) {
         StoreException last = null;
         for (ReplicaLocation r : replicas) {
+            if (r.onDisk() && (start != 0 || totalSize(parts) < r.length())) {
+                // a disk replica is checked whole against its CRC32C: part of it is read whole, then copied out
+                StoreException e = DiskReads.readRange(this, key, r, start, parts);
+                if (e != null) {
+                    last = e;
+                    continue;
+                }
+                if (clock.nanoTime() >= deadline) {
+                    leaseExpiredReads.increment();
+                    return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
+                            + "' finished after its lease ended; the bytes were discarded");
+                }
+                return null;
+            }
             Transfers reads = new Transfers(this, parts.size());
             long off = start;
             for (MemorySegment p : parts) {
@@ -781,6 +909,9 @@ public final class StoreClient implements AutoCloseable {
                 off += n;
             }
             StoreException failed = reads.run().firstFailure(key, "reading", 0, reads.size());
+            if (failed == null && r.onDisk()) {
+                failed = DiskReads.verify(this, key, r, parts);
+            }
             if (failed != null) {
                 replicaFailovers.increment();
                 last = failed;
@@ -883,20 +1014,23 @@ public final class StoreClient implements AutoCloseable {
 
     /** The engine's handle on a replica's segment, opened once per client. */
     SegmentHandle segment(ReplicaLocation r) {
-        return openSegments.computeIfAbsent(r.engineSegment(), engine::openSegment);
+        // this engine's own segment (its disk file) is reached directly, not through a peer connection to itself
+        return openSegments.computeIfAbsent(r.engineSegment(),
+                name -> name.equals(engine.segmentName()) ? engine.localSegment() : engine.openSegment(name));
     }
 
     void forgetSegment(ReplicaLocation r) {
         openSegments.remove(r.engineSegment());
     }
 
-    /** Replicas in this process first, then on this host, then the rest. */
+    /** Memory replicas in this process first, then on this host, then the rest; disk replicas last. */
     List<ReplicaLocation> nearestFirst(List<ReplicaLocation> replicas) {
         if (replicas.size() <= 1) {
             return replicas;
         }
         List<ReplicaLocation> out = new ArrayList<>(replicas);
-        out.sort(java.util.Comparator.comparingInt(r -> contributions.containsKey(r.segmentId()) ? 0 : host.equals(r.host()) ? 1 : 2));
+        out.sort(java.util.Comparator.comparingInt(r -> r.onDisk() ? 3
+                : contributions.containsKey(r.segmentId()) ? 0 : host.equals(r.host()) ? 1 : 2));
         return out;
     }
 
@@ -935,7 +1069,7 @@ public final class StoreClient implements AutoCloseable {
         }
     }
 
-    private StagingBuffer staging() {
+    StagingBuffer staging() {
         StagingBuffer s = staging;
         if (s == null) {
             synchronized (this) {
@@ -975,6 +1109,11 @@ public final class StoreClient implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+        try {
+            withdrawDisk();
+        } catch (StoreException e) {
+            LOG.warn("unmounting the disk segment on close failed: {}", e.getMessage());
         }
         List<Reserved> held = new ArrayList<>();
         reserved.values().forEach(pool -> {

@@ -111,6 +111,45 @@ public sealed interface Command<R> {
     record Evicted(long objects, long bytes) {
     }
 
+    /** A node asks for up to {@code max} of the offloads waiting for it (see {@link Offloads}). */
+    record TakeOffloads(String clientId, int max) implements Command<List<OffloadTask>> {
+    }
+
+    /** A node reports offloads it finished: durable with this CRC32C, or failed. */
+    record OffloadDone(String clientId, List<OffloadResult> results) implements Command<Void> {
+        public OffloadDone {
+            results = List.copyOf(results);
+        }
+    }
+
+    /**
+     * Copy {@code size} bytes of {@code key} from {@code source} (the node's memory) to {@code target} (its disk), make
+     * them durable and report their CRC32C, within {@code ttlNanos} of receiving this; with {@code promote}, the other
+     * way (source its disk, with the CRC32C to check, target its memory).
+     */
+    record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos,
+                       boolean promote) {
+    }
+
+    /**
+     * A node's scrub found these disk replicas of its segment {@code segmentId} not matching their CRC32C (each named by
+     * key and offset in the segment): each is dropped, and an object left with no replica is gone. A replica that is no
+     * longer at that offset (replaced, removed) is left alone.
+     */
+    record DropDiskReplicas(String clientId, String segmentId, List<DiskReplica> replicas) implements Command<Integer> {
+        public DropDiskReplicas {
+            replicas = List.copyOf(replicas);
+        }
+    }
+
+    /** A disk replica: the object's key, its offset in the disk segment, its size and recorded CRC32C. */
+    record DiskReplica(String key, long offset, long size, long crc32c) {
+    }
+
+    /** How an offload ended: {@code ok} with the bytes' CRC32C (unsigned 32 bits), or failed for {@code error}. */
+    record OffloadResult(long taskId, boolean ok, long crc32c, String error) {
+    }
+
     /** A put's reservation: the id to end or revoke it with and where to write each replica. */
     record PutTicket(long putId, List<ReplicaLocation> replicas) {
     }

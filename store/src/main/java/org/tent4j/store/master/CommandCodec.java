@@ -13,6 +13,7 @@ import java.util.List;
 
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.Tier;
 
 /**
  * A durable log entry's bytes: one or more commands applied at one time, in order (a batch call's items are one
@@ -141,14 +142,46 @@ final class CommandCodec {
                 out.writeBoolean(c.force());
             }
             case Command.Mount c -> {
-                out.writeByte(9);
-                str(out, c.clientId());
+                // a memory mount keeps the first format's tag, so logs written before the disk tier still read
                 SegmentSpec s = c.segment();
+                out.writeByte(s.tier() == Tier.MEMORY ? 9 : 17);
+                str(out, c.clientId());
                 str(out, s.id());
                 str(out, s.engineSegment());
                 str(out, s.host());
                 out.writeLong(s.base());
                 out.writeLong(s.size());
+                if (s.tier() != Tier.MEMORY) {
+                    str(out, s.file());
+                }
+            }
+            case Command.DropDiskReplicas c -> {
+                out.writeByte(18);
+                str(out, c.clientId());
+                str(out, c.segmentId());
+                out.writeInt(c.replicas().size());
+                for (Command.DiskReplica r : c.replicas()) {
+                    str(out, r.key());
+                    out.writeLong(r.offset());
+                    out.writeLong(r.size());
+                    out.writeLong(r.crc32c());
+                }
+            }
+            case Command.TakeOffloads c -> {
+                out.writeByte(15);
+                str(out, c.clientId());
+                out.writeInt(c.max());
+            }
+            case Command.OffloadDone c -> {
+                out.writeByte(16);
+                str(out, c.clientId());
+                out.writeInt(c.results().size());
+                for (Command.OffloadResult r : c.results()) {
+                    out.writeLong(r.taskId());
+                    out.writeBoolean(r.ok());
+                    out.writeLong(r.crc32c());
+                    str(out, r.error());
+                }
             }
             case Command.Unmount c -> {
                 out.writeByte(10);
@@ -199,6 +232,28 @@ final class CommandCodec {
             case 12 -> new Command.Leave(str(in));
             case 13 -> new Command.Tick();
             case 14 -> new Command.Evict();
+            case 15 -> new Command.TakeOffloads(str(in), in.readInt());
+            case 18 -> {
+                String client = str(in);
+                String segment = str(in);
+                int n = count(in);
+                List<Command.DiskReplica> rs = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    rs.add(new Command.DiskReplica(str(in), in.readLong(), in.readLong(), in.readLong()));
+                }
+                yield new Command.DropDiskReplicas(client, segment, rs);
+            }
+            case 16 -> {
+                String client = str(in);
+                int n = count(in);
+                List<Command.OffloadResult> results = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    results.add(new Command.OffloadResult(in.readLong(), in.readBoolean(), in.readLong(), str(in)));
+                }
+                yield new Command.OffloadDone(client, results);
+            }
+            case 17 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong(),
+                    Tier.DISK, str(in)));
             default -> throw new IllegalArgumentException("unknown command tag " + tag);
         };
     }

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.SplittableRandom;
 
@@ -80,15 +81,29 @@ final class Eviction {
     }
 
     private void evictLocked(long now) {
+        // the time seeds the lease samples, so a replayed log evicts the same objects
+        SplittableRandom rnd = new SplittableRandom(now);
+        // disk first: offloads started below then find room on it
+        evictTier(now, true, state.segments.disks(), rnd);
+        evictTier(now, false, state.segments.active(), rnd);
+    }
+
+    /**
+     * One tier's round. Memory: victims are offloaded to their owner's disk where offloading is on and it has room
+     * (their memory comes free when the offload completes, so it counts as freed now), else dropped. Disk: objects
+     * whose only replica is on disk are dropped.
+     */
+    private void evictTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd) {
         long capacity = 0;
         long used = 0;
-        for (MountedSegment s : state.segments.active()) {
+        for (MountedSegment s : segs) {
             capacity += s.allocator.capacity();
             used += s.allocator.used();
         }
         if (capacity == 0) {
             return;
         }
+        used -= pending(disk);
         double ratio = (double) used / capacity;
         if (ratio <= config.highWatermark()) {
             return;
@@ -96,26 +111,33 @@ final class Eviction {
         counters.evictionRounds.increment();
         double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
         long target = (long) (capacity * fraction);
-        // the time seeds the lease sample, so a replayed log evicts the same objects
-        SplittableRandom rnd = new SplittableRandom(now);
         long goal = used - target;
         // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
         // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
-        for (int pass = 0; pass < 3 && state.segments.allocated() > goal; pass++) {
-            if (evictOlderThanCutoff(now, state.segments.allocated() - goal, false, rnd) < 0) {
-                evictOlderThanCutoff(now, state.segments.allocated() - goal, true, rnd);
+        for (int pass = 0; pass < 3 && allocated(disk) > goal; pass++) {
+            if (evictOlderThanCutoff(now, allocated(disk) - goal, false, disk, rnd) < 0) {
+                evictOlderThanCutoff(now, allocated(disk) - goal, true, disk, rnd);
                 return;
             }
         }
     }
 
+    /** Bytes of the tier in use less those already on their way out (memory being offloaded). */
+    private long allocated(boolean disk) {
+        return disk ? state.segments.diskAllocated() : state.segments.allocated() - pending(false);
+    }
+
+    private long pending(boolean disk) {
+        return disk ? 0 : state.offloads.memoryBytesInFlight();
+    }
+
     /**
      * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
      * {@link MasterState#LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which
-     * {@code target} bytes lie is read off the sample; the second drops the objects leased before it. Returns the
+     * {@code target} bytes lie is read off the sample; the second evicts the objects leased before it. Returns the
      * bytes freed, or -1 if no object was evictable or about to be (leased).
      */
-    private long evictOlderThanCutoff(long now, long target, boolean softPinned, SplittableRandom rnd) {
+    private long evictOlderThanCutoff(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
         long[] sample = new long[MasterState.LEASE_SAMPLES];
         long seen = 0;
@@ -124,11 +146,11 @@ final class Eviction {
         for (ObjectTable.Shard shard : shards) {
             synchronized (shard) {
                 for (ObjectRecord rec : shard.map.values()) {
-                    if (!evictable(rec, now, softPinned)) {
-                        leased |= !softPinned && rec.lease > now && evictable(rec, rec.lease, false);
+                    if (!evictable(rec, now, softPinned, disk)) {
+                        leased |= !softPinned && rec.lease > now && evictable(rec, rec.lease, false, disk);
                         continue;
                     }
-                    evictableBytes += footprint(rec);
+                    evictableBytes += footprint(rec, disk);
                     if (seen < MasterState.LEASE_SAMPLES) {
                         sample[(int) seen] = rec.lease;
                     } else {
@@ -153,25 +175,45 @@ final class Eviction {
         // everything older than the cutoff goes, even past the target (the sample's error is small): objects written
         // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
         // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
+        boolean offload = !disk && state.offloads.enabled();
         long freed = 0;
         long[] replicas = new long[1024];
         long[] lengths = new long[1024];
         int n = 0;
         for (ObjectTable.Shard shard : shards) {
             synchronized (shard) {
-                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
-                    ObjectRecord rec = it.next();
-                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target) || !evictable(rec, now, softPinned)) {
+                for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
+                    Map.Entry<String, ObjectRecord> e = it.next();
+                    ObjectRecord rec = e.getValue();
+                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target)
+                            || !evictable(rec, now, softPinned, disk)) {
                         continue;
                     }
-                    it.remove();
-                    long bytes = footprint(rec);
-                    counters.objects.decrement();
-                    counters.objectBytes.add(-rec.size);
-                    counters.evictedObjects.increment();
-                    counters.evictedBytes.add(bytes);
+                    long bytes = footprint(rec, disk);
                     freed += bytes;
-                    for (long r : rec.replicas()) {
+                    long[] gone;
+                    if (disk) {
+                        gone = new long[]{rec.disk};
+                        it.remove();
+                        counters.objects.decrement();
+                        counters.objectBytes.add(-rec.size);
+                        counters.diskEvictedObjects.increment();
+                    } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
+                            && state.offloads.start(now, e.getKey(), rec, bytes)) {
+                        continue; // its memory comes free when the offload completes
+                    } else {
+                        gone = rec.replicas();
+                        counters.evictedObjects.increment();
+                        counters.evictedBytes.add(bytes);
+                        if (rec.disk != -1) {
+                            rec.setReplicas(new long[0]); // demoted: its disk replica stays readable
+                        } else {
+                            it.remove();
+                            counters.objects.decrement();
+                            counters.objectBytes.add(-rec.size);
+                        }
+                    }
+                    for (long r : gone) {
                         if (n == replicas.length) {
                             replicas = Arrays.copyOf(replicas, 2 * n);
                             lengths = Arrays.copyOf(lengths, 2 * n);
@@ -189,7 +231,8 @@ final class Eviction {
     /**
      * Evicts the least recently leased of up to {@link MasterState#EVICTION_SAMPLES} evictable objects, found walking
      * the shards from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was
-     * found; true also when the one found was taken meanwhile (space came free either way).
+     * found; true also when the one found was taken meanwhile (space came free either way). With offloading, the one
+     * found is offloaded (its memory comes free later) unless it cannot be.
      */
     boolean evictOne(long now, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
@@ -209,13 +252,13 @@ final class Eviction {
                     if (sampled >= samples || ++looked > 64 * samples) {
                         break;
                     }
-                    if (evictable(rec, now, false)) {
+                    if (evictable(rec, now, false, false)) {
                         sampled++;
                         if (rec.lease < bestLease) {
                             bestLease = rec.lease;
                             bestShard = si;
                         }
-                    } else if (softShard < 0 && evictable(rec, now, true)) {
+                    } else if (softShard < 0 && evictable(rec, now, true, false)) {
                         softShard = si;
                         softLease = rec.lease;
                     }
@@ -228,17 +271,28 @@ final class Eviction {
         }
         long lease = bestShard >= 0 ? bestLease : softLease;
         boolean soft = bestShard < 0;
+        boolean offload = state.offloads.enabled();
         ObjectTable.Shard shard = shards[si];
         synchronized (shard) {
-            for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
-                ObjectRecord rec = it.next();
+            for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<String, ObjectRecord> e = it.next();
+                ObjectRecord rec = e.getValue();
                 // the victim, or another as old, if a call changed it while no lock was held
-                if (rec.lease <= lease && evictable(rec, now, soft)) {
-                    it.remove();
-                    long bytes = footprint(rec);
-                    state.objects.release(rec, now);
+                if (rec.lease <= lease && evictable(rec, now, soft, false)) {
+                    long bytes = footprint(rec, false);
+                    if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
+                            && state.offloads.start(now, e.getKey(), rec, bytes)) {
+                        return true;
+                    }
                     counters.evictedObjects.increment();
                     counters.evictedBytes.add(bytes);
+                    if (rec.disk != -1) {
+                        state.segments.free(rec.replicas(), rec.size);
+                        rec.setReplicas(new long[0]);
+                    } else {
+                        it.remove();
+                        state.objects.release(rec, now);
+                    }
                     return true;
                 }
             }
@@ -273,12 +327,23 @@ final class Eviction {
         }
     }
 
-    private static long footprint(ObjectRecord rec) {
+    /** Bytes of the tier the object holds: its memory replicas, or its disk replica. */
+    private long footprint(ObjectRecord rec, boolean disk) {
+        if (disk) {
+            return rec.disk == -1 ? 0 : RangeAllocator.aligned(state.segments.at(ObjectRecord.segment(rec.disk)).footprint(rec.size));
+        }
         return rec.hasReplicas() ? RangeAllocator.aligned(rec.size) * (rec.more == null ? 1 : rec.more.length + 1) : 0;
     }
 
-    private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo) {
-        if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0) {
+    /**
+     * Whether eviction from memory ({@code disk} false: it has a memory replica and no offload in flight) or from disk
+     * (its only replica is on disk) may take it now.
+     */
+    private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo, boolean disk) {
+        if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0 || rec.offloadTask != 0) {
+            return false;
+        }
+        if (disk ? rec.disk == -1 || rec.hasReplicas() : !rec.hasReplicas()) {
             return false;
         }
         boolean pinned = (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;

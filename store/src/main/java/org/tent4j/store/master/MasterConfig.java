@@ -5,11 +5,23 @@ import java.time.Duration;
 /**
  * The master's policies. Defaults are Mooncake Store's (mid-2026): 10 s read lease, 0.90 high watermark evicting 5% a
  * round, 30 min soft pin (24 h max), 10 s client TTL, abandoned puts taken over after 30 s and reclaimed after 600 s.
+ * With a disk tier mounted, eviction from memory offloads to it ({@code offloadOnEvict}, on by default); an offload
+ * not reported done within {@code offloadTimeout} (30 s) fails. An object read from disk {@code promoteAfterHits} times
+ * is copied back into memory (0, the default: never).
  */
 public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl,
                            double highWatermark, double evictionRatio, Duration clientTtl,
                            Duration putDiscardTimeout, Duration putReleaseTimeout, Placement placement,
-                           int maxKeyBytes, int maxReplicas, int shards) {
+                           int maxKeyBytes, int maxReplicas, int shards, boolean offloadOnEvict,
+                           Duration offloadTimeout, int promoteAfterHits) {
+
+    /** With the disk tier's defaults: offload on eviction, 30 s offload timeout. */
+    public MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl, double highWatermark,
+                        double evictionRatio, Duration clientTtl, Duration putDiscardTimeout, Duration putReleaseTimeout,
+                        Placement placement, int maxKeyBytes, int maxReplicas, int shards) {
+        this(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl, putDiscardTimeout,
+                putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, true, Duration.ofSeconds(30), 0);
+    }
 
     public MasterConfig {
         if (!(highWatermark > 0 && highWatermark <= 1)) {
@@ -17,6 +29,12 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
         }
         if (!(evictionRatio > 0 && evictionRatio <= 1)) {
             throw new IllegalArgumentException("evictionRatio must be in (0, 1]: " + evictionRatio);
+        }
+        if (offloadTimeout == null || offloadTimeout.isNegative() || offloadTimeout.isZero()) {
+            throw new IllegalArgumentException("offloadTimeout must be positive: " + offloadTimeout);
+        }
+        if (promoteAfterHits < 0 || promoteAfterHits > 100) {
+            throw new IllegalArgumentException("promoteAfterHits must be in [0, 100]: " + promoteAfterHits);
         }
         if (Integer.bitCount(shards) != 1) {
             throw new IllegalArgumentException("shards must be a power of two: " + shards);
@@ -28,18 +46,36 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
                 Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofSeconds(600), Placement.RANDOM, 4096, 8, 1024);
     }
 
+    /** Whether eviction from memory offloads to a disk tier (when one is mounted) instead of dropping. */
+    public MasterConfig withOffloadOnEvict(boolean on) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, on, offloadTimeout, promoteAfterHits);
+    }
+
+    public MasterConfig withOffloadTimeout(Duration timeout) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, timeout, promoteAfterHits);
+    }
+
+    /** Copies an object back into memory after this many reads from disk (0: never). */
+    public MasterConfig withPromoteAfterHits(int hits) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
+                offloadTimeout, hits);
+    }
+
     public MasterConfig withPlacement(Placement p) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards);
+                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
     }
 
     public MasterConfig withLeaseTtl(Duration ttl) {
         return new MasterConfig(ttl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
     }
 
     public MasterConfig withClientTtl(Duration ttl) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, ttl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
     }
 }

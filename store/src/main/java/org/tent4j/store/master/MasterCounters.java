@@ -19,11 +19,34 @@ final class MasterCounters {
     final LongAdder reservationsGranted = new LongAdder();
     final LongAdder reservationsReleased = new LongAdder();
     final LongAdder objectsCommitted = new LongAdder();
+    /** Offloads handed to a node (a disk range reserved for them). */
+    final LongAdder offloadsStarted = new LongAdder();
+    /** Offloads whose bytes the node reported durable: the object switched to its disk replica. */
+    final LongAdder offloadsCompleted = new LongAdder();
+    /** Offloads that failed on the node or expired: their disk range went back, the object was not switched. */
+    final LongAdder offloadsFailed = new LongAdder();
+    /** Offloads given up because the object changed meanwhile (removed, upserted, its segment unmounted). */
+    final LongAdder offloadsCancelled = new LongAdder();
+    /** An offload asked for an object that already had one in flight or a disk replica: refused (never should be). */
+    final LongAdder offloadsDuplicate = new LongAdder();
+    /** Victims dropped instead of offloaded because their owner's disk had no room. */
+    final LongAdder offloadsNoSpace = new LongAdder();
+    /** Disk-only objects being copied back into memory after enough reads. */
+    final LongAdder promotionsStarted = new LongAdder();
+    final LongAdder promotionsCompleted = new LongAdder();
+    /** Disk replicas a node's scrub found corrupt, dropped. */
+    final LongAdder scrubDropped = new LongAdder();
+    /** Read leases granted on objects whose only replica is on disk. */
+    final LongAdder diskReads = new LongAdder();
+    /** Disk-only objects dropped to keep the disk tier under its watermark. */
+    final LongAdder diskEvictedObjects = new LongAdder();
 
     private LongAdder[] all() {
         return new LongAdder[] {objects, objectBytes, evictedObjects, evictedBytes, evictionRounds, leasesGranted,
                 removalsBlockedByLease, putsTakenOver, putsReclaimed, partialAllocations, allocationFailures,
-                clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted};
+                clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
+                offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
+                diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

@@ -12,17 +12,18 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.Tier;
 
 /**
  * The master's state as bytes, at one point of the command stream, and back: restoring it and applying the entries
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
  * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
- * the last index and time, the last reclaim sweep, and the counters. Hot-key samples are a metric and are not kept.
+ * the last index and time, the last reclaim sweep, the offloads in flight, and the counters. Hot-key samples are a metric and are not kept.
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
 
     private MasterSnapshot() {
     }
@@ -51,6 +52,8 @@ final class MasterSnapshot {
                 out.writeUTF(seg.spec.host());
                 out.writeLong(seg.spec.base());
                 out.writeLong(seg.spec.size());
+                out.writeByte(seg.spec.tier().ordinal());
+                out.writeUTF(seg.spec.file());
                 out.writeUTF(seg.owner);
                 out.writeBoolean(seg.mounted());
                 TreeMap<Long, Long> free = seg.allocator.freeRanges();
@@ -98,6 +101,22 @@ final class MasterSnapshot {
                 out.writeLong(p.size());
                 out.writeLong(p.releaseAt());
             }
+            List<Map.Entry<Offloads.Task, Boolean>> offloads = s.offloads.snapshot();
+            out.writeLong(s.offloads.lastTaskId());
+            out.writeInt(offloads.size());
+            for (Map.Entry<Offloads.Task, Boolean> e : offloads) {
+                Offloads.Task t = e.getKey();
+                out.writeLong(t.id());
+                out.writeUTF(t.key());
+                out.writeUTF(t.client());
+                out.writeLong(t.source());
+                out.writeLong(t.target());
+                out.writeLong(t.size());
+                out.writeLong(t.memoryBytes());
+                out.writeLong(t.deadline());
+                out.writeBoolean(t.promote());
+                out.writeBoolean(e.getValue());
+            }
             out.flush();
             return bytes.toByteArray();
         } catch (IOException e) {
@@ -123,17 +142,27 @@ final class MasterSnapshot {
             s.counters.restore(longs(in));
             MountedSegment[] table = new MountedSegment[in.readInt()];
             for (int i = 0; i < table.length; i++) {
-                SegmentSpec spec = new SegmentSpec(in.readUTF(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong());
+                String id = in.readUTF();
+                String engine = in.readUTF();
+                String host = in.readUTF();
+                long base = in.readLong();
+                long size = in.readLong();
+                int tier = in.readUnsignedByte();
+                if (tier >= Tier.values().length) {
+                    throw new IllegalArgumentException("segment " + id + " of tier " + tier);
+                }
+                SegmentSpec spec = new SegmentSpec(id, engine, host, base, size, Tier.values()[tier], in.readUTF());
                 String owner = in.readUTF();
                 boolean mounted = in.readBoolean();
                 TreeMap<Long, Long> free = new TreeMap<>();
                 for (int n = in.readInt(); n > 0; n--) {
                     free.put(in.readLong(), in.readLong());
                 }
-                MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter());
+                boolean disk = spec.tier() == Tier.DISK;
+                MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter(disk));
                 seg.allocator.restore(free);
                 // counted as allocated like a fresh segment's allocations; an unmounted one takes its count back
-                s.segments.allocatedCounter().addAndGet(seg.allocator.used());
+                s.segments.allocatedCounter(disk).addAndGet(seg.allocator.used());
                 if (!mounted) {
                     seg.markUnmounted();
                 }
@@ -174,6 +203,12 @@ final class MasterSnapshot {
             for (int n = in.readInt(); n > 0; n--) {
                 s.eviction.park(new long[] {in.readLong()}, in.readLong(), in.readLong());
             }
+            long lastTask = in.readLong();
+            for (int n = in.readInt(); n > 0; n--) {
+                s.offloads.restore(new Offloads.Task(in.readLong(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong(),
+                        in.readLong(), in.readLong(), in.readLong(), in.readBoolean()), in.readBoolean(), lastTask);
+            }
+            s.offloads.restore(null, false, lastTask);
             if (in.available() != 0) {
                 throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
             }
@@ -196,6 +231,10 @@ final class MasterSnapshot {
         out.writeInt(r.owner);
         out.writeByte(r.state);
         out.writeByte(r.flags);
+        out.writeLong(r.disk);
+        out.writeLong(r.offloadTask);
+        out.writeInt(r.crc);
+        out.writeByte(r.hits);
     }
 
     private static ObjectRecord object(DataInputStream in) throws IOException {
@@ -212,6 +251,10 @@ final class MasterSnapshot {
         r.owner = in.readInt();
         r.state = in.readByte();
         r.flags = in.readByte();
+        r.disk = in.readLong();
+        r.offloadTask = in.readLong();
+        r.crc = in.readInt();
+        r.hits = in.readByte();
         return r;
     }
 

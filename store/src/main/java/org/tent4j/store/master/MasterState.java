@@ -55,6 +55,7 @@ public final class MasterState {
     final Puts puts;
     final Reservations reservations;
     final Eviction eviction;
+    final Offloads offloads;
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
 
@@ -73,6 +74,7 @@ public final class MasterState {
         this.puts = new Puts(this);
         this.reservations = new Reservations(this);
         this.eviction = new Eviction(this);
+        this.offloads = new Offloads(this);
         this.views = new MasterViews(this);
     }
 
@@ -251,12 +253,19 @@ public final class MasterState {
             }
             case Command.Tick c -> tick(now);
             case Command.Evict c -> eviction.evict(now);
+            case Command.TakeOffloads c -> offloads.take(now, c.clientId(), c.max());
+            case Command.OffloadDone c -> {
+                offloads.done(now, c.clientId(), c.results());
+                yield null;
+            }
+            case Command.DropDiskReplicas c -> objects.dropDiskReplicas(now, c);
         };
         return (R) result;
     }
 
     /** Housekeeping: parked ranges released, dead clients dropped, idle reservations released, abandoned puts reclaimed, eviction. */
     private TickReport tick(long now) {
+        offloads.expire(now);
         eviction.releaseParked(now);
         List<String> expired = clients.expire(now);
         for (Clients.ClientRecord client : clients.all()) {
@@ -275,6 +284,20 @@ public final class MasterState {
     }
 
     // ---------------------------------------------------------------- reads off the command stream
+
+    /**
+     * Up to {@code limit} disk replicas on segment {@code segmentId} of {@code clientId} from the {@code from}-th in walk
+     * order, for its scrub (a walk over the objects: read off the stream, shard by shard; pages of a changing table may
+     * skip or repeat a replica). Refused (ILLEGAL_CLIENT, SEGMENT_NOT_FOUND) for another client's or no disk segment.
+     */
+    public List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        return objects.diskReplicas(clientId, segmentId, from, limit);
+    }
+
+    /** Whether the client has offloads waiting to be taken (a poll that would take nothing need not be a command). */
+    public boolean hasOffloadsFor(String clientId) {
+        return offloads.hasQueued(clientId);
+    }
 
     /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */
     public boolean exists(String key) {
@@ -295,7 +318,7 @@ public final class MasterState {
     }
 
     public record SegmentView(String id, String engineSegment, String host, String owner, long capacity, long used,
-                              long largestFree) {
+                              long largestFree, org.tent4j.store.Tier tier) {
     }
 
     public record ClientView(String id, int segments, long silentNanos, long reservedBytes) {
@@ -340,7 +363,14 @@ public final class MasterState {
     public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
                         long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
                         long partialAllocations, long allocationFailures, long clientsExpired, int clients,
-                        long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes) {
+                        long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes,
+                        Tiering tiering) {
+    }
+
+    /** The disk tier: offloads by outcome, disk reads and evictions, and the offloads in flight now. */
+    public record Tiering(long offloadsStarted, long offloadsCompleted, long offloadsFailed, long offloadsCancelled,
+                          long offloadsDuplicate, long offloadsNoSpace, long diskReads, long diskEvictedObjects,
+                          int offloadsInFlight, long promotionsStarted, long promotionsCompleted, long scrubDropped) {
     }
 
     public Stats stats() {

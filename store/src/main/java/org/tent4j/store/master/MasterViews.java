@@ -22,9 +22,11 @@ final class MasterViews {
 
     List<SegmentView> segments() {
         List<SegmentView> out = new ArrayList<>();
-        for (MountedSegment s : state.segments.active()) {
-            out.add(new SegmentView(s.spec.id(), s.spec.engineSegment(), s.spec.host(), s.owner, s.allocator.capacity(),
-                    s.allocator.used(), s.allocator.largestFree()));
+        for (MountedSegment[] tier : List.of(state.segments.active(), state.segments.disks())) {
+            for (MountedSegment s : tier) {
+                out.add(new SegmentView(s.spec.id(), s.spec.engineSegment(), s.spec.host(), s.owner, s.allocator.capacity(),
+                        s.allocator.used(), s.allocator.largestFree(), s.spec.tier()));
+            }
         }
         return out;
     }
@@ -48,7 +50,7 @@ final class MasterViews {
             return new KeyView(key, rec.size, rec.state == ObjectRecord.COMPLETE ? "COMPLETE" : "PROCESSING",
                     Math.max(0, rec.lease - now), (rec.flags & ObjectRecord.HARD_PIN) != 0,
                     (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now,
-                    state.segments.locations(rec.replicas(), rec.size));
+                    state.segments.locations(rec));
         }
     }
 
@@ -81,6 +83,9 @@ final class MasterViews {
                 c.evictionRounds.sum(), c.leasesGranted.sum(), c.removalsBlockedByLease.sum(), c.putsTakenOver.sum(),
                 c.putsReclaimed.sum(), c.partialAllocations.sum(), c.allocationFailures.sum(), c.clientsExpired.sum(),
                 state.clients.count(), c.objectsCommitted.sum(), c.reservationsGranted.sum(), c.reservationsReleased.sum(),
-                reservedBytes());
+                reservedBytes(), new MasterState.Tiering(c.offloadsStarted.sum(), c.offloadsCompleted.sum(),
+                c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
+                c.diskReads.sum(), c.diskEvictedObjects.sum(), state.offloads.inFlightCount(), c.promotionsStarted.sum(),
+                c.promotionsCompleted.sum(), c.scrubDropped.sum()));
     }
 }

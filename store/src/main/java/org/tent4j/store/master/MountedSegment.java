@@ -3,14 +3,22 @@ package org.tent4j.store.master;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.Tier;
 
 /** A segment some client contributed, with the allocator over its bytes. */
 final class MountedSegment {
+    /**
+     * Disk ranges start and end on 4 KiB boundaries: the engine moves an aligned range with O_DIRECT (bypassing the
+     * page cache) where the file system allows, and a record never shares a block with its neighbour.
+     */
+    static final long DISK_ALIGNMENT = 4096;
+
     final int index;
     final SegmentSpec spec;
     final String owner;
     final RangeAllocator allocator;
-    /** Bytes allocated over every mounted segment of the master: one read tells whether eviction is due. */
+    final boolean disk;
+    /** Bytes allocated over every mounted segment of the master's tier: one read tells whether eviction is due. */
     private final AtomicLong allocatedEverywhere;
     /** Guarded by {@code allocator}: once false nothing more is allocated or freed here (the bytes are gone). */
     private boolean mounted = true;
@@ -19,11 +27,18 @@ final class MountedSegment {
         this.index = index;
         this.spec = spec;
         this.owner = owner;
-        this.allocator = new RangeAllocator(spec.size());
+        this.disk = spec.tier() == Tier.DISK;
+        this.allocator = new RangeAllocator(disk ? spec.size() / DISK_ALIGNMENT * DISK_ALIGNMENT : spec.size());
         this.allocatedEverywhere = allocatedEverywhere;
     }
 
-    long allocate(long length) {
+    /** The bytes an object of {@code size} takes here before the allocator's own alignment. */
+    long footprint(long size) {
+        return disk ? (size + DISK_ALIGNMENT - 1) / DISK_ALIGNMENT * DISK_ALIGNMENT : size;
+    }
+
+    long allocate(long size) {
+        long length = footprint(size);
         synchronized (allocator) {
             long off = mounted ? allocator.allocate(length) : -1;
             if (off >= 0) {
@@ -33,7 +48,8 @@ final class MountedSegment {
         }
     }
 
-    void free(long offset, long length) {
+    void free(long offset, long size) {
+        long length = footprint(size);
         synchronized (allocator) {
             if (mounted) {
                 allocator.free(offset, length);

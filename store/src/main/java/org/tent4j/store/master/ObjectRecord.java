@@ -2,8 +2,8 @@ package org.tent4j.store.master;
 
 /**
  * One object's metadata, kept small because a master holds tens of millions of them: primitives only, replicas packed
- * as {@code segment index << 44 | offset} longs, the first inline. About 88 bytes of object plus the key and the map
- * entry. Guarded by its shard's lock.
+ * as {@code segment index << 44 | offset} longs, the first inline. About 104 bytes of object plus the key and the map
+ * entry. Guarded by its shard's lock. {@link #replicas()} are memory replicas; {@link #disk} the disk one.
  */
 final class ObjectRecord {
     static final byte PROCESSING = 0;
@@ -13,6 +13,8 @@ final class ObjectRecord {
     static final byte SOFT_PIN = 2;
     /** A COMPLETE object with an upsert in flight: {@link #pending} holds the new replicas. */
     static final byte UPSERTING = 4;
+    /** An offload of this object failed or expired: the next eviction drops it rather than trying again. */
+    static final byte OFFLOAD_FAILED = 8;
 
     static final int OFFSET_BITS = 44;
     static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
@@ -29,13 +31,21 @@ final class ObjectRecord {
     long pin;
     long putId;
     long replica0;
+    /** The disk replica (packed like a memory one, on a DISK segment), -1 if none. */
+    long disk = -1;
+    /** The offload in flight ({@link Offloads}' task id), 0 if none: at most one per object at a time. */
+    long offloadTask;
     /** Replicas after the first; null for single-replica objects. */
     long[] more;
     /** New replicas of an upsert in flight; null otherwise. */
     long[] pending;
     int owner;
+    /** CRC32C of the bytes of {@link #disk}, reported by the node that made them durable. */
+    int crc;
     byte state;
     byte flags;
+    /** Reads of this object from disk since it was last in memory (promotion counts them). */
+    byte hits;
 
     static long pack(int segment, long offset) {
         return ((long) segment << OFFSET_BITS) | offset;
@@ -72,8 +82,25 @@ final class ObjectRecord {
         }
     }
 
+    /** Whether it has a memory replica. */
     boolean hasReplicas() {
         return replica0 != -1;
+    }
+
+    /** Whether any replica, memory or disk, is left. */
+    boolean readable() {
+        return replica0 != -1 || disk != -1;
+    }
+
+    /** Memory replicas and the disk one, for releasing them all. */
+    long[] allReplicas() {
+        long[] mem = replicas();
+        if (disk == -1) {
+            return mem;
+        }
+        long[] all = java.util.Arrays.copyOf(mem, mem.length + 1);
+        all[mem.length] = disk;
+        return all;
     }
 
     boolean inFlight() {

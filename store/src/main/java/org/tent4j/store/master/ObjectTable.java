@@ -83,12 +83,24 @@ final class ObjectTable {
             if (rec.state != ObjectRecord.COMPLETE) {
                 throw new StoreException(StoreError.REPLICA_IS_NOT_READY, "key '" + key + "' is still being written");
             }
-            List<ReplicaLocation> locs = state.segments.locations(rec.replicas(), rec.size);
+            List<ReplicaLocation> locs = state.segments.locations(rec);
             if (locs.isEmpty()) {
                 throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
             }
+            // the lease covers the disk replica as it covers memory ones: neither range is reused before it ends
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             counters.leasesGranted.increment();
+            if (locs.get(0).onDisk()) {
+                counters.diskReads.increment();
+                int promoteAfter = config.promoteAfterHits();
+                // the read goes on from disk; the copy into memory runs beside it, once
+                if (rec.hits < Byte.MAX_VALUE) {
+                    rec.hits++;
+                }
+                if (promoteAfter > 0 && rec.offloadTask == 0 && rec.hits >= promoteAfter) {
+                    state.offloads.promote(now, key, rec);
+                }
+            }
             // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
             if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
                 readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
@@ -112,7 +124,7 @@ final class ObjectTable {
         Shard shard = shard(key);
         synchronized (shard) {
             ObjectRecord rec = shard.map.get(key);
-            return rec != null && rec.state == ObjectRecord.COMPLETE && !state.segments.locations(rec.replicas(), rec.size).isEmpty();
+            return rec != null && rec.state == ObjectRecord.COMPLETE && !state.segments.locations(rec).isEmpty();
         }
     }
 
@@ -215,10 +227,11 @@ final class ObjectTable {
     void release(ObjectRecord rec, long now) {
         counters.objects.decrement();
         counters.objectBytes.add(-rec.size);
+        state.offloads.cancel(rec);
         if (rec.lease > now) {
-            state.eviction.park(rec.replicas(), rec.size, rec.lease);
+            state.eviction.park(rec.allReplicas(), rec.size, rec.lease);
         } else {
-            state.segments.free(rec.replicas(), rec.size);
+            state.segments.free(rec.allReplicas(), rec.size);
         }
     }
 
@@ -239,6 +252,71 @@ final class ObjectTable {
         }
     }
 
+    // ---------------------------------------------------------------- scrub
+
+    private MountedSegment ownDisk(String clientId, String segmentId) {
+        MountedSegment seg = state.segments.byId(segmentId);
+        if (seg == null || !seg.disk) {
+            throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "no disk segment " + segmentId + " is mounted");
+        }
+        if (!seg.owner.equals(clientId)) {
+            throw new StoreException(StoreError.ILLEGAL_CLIENT, "disk segment " + segmentId + " belongs to " + seg.owner
+                    + ", not " + clientId);
+        }
+        return seg;
+    }
+
+    List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        MountedSegment seg = ownDisk(clientId, segmentId);
+        List<Command.DiskReplica> out = new ArrayList<>();
+        long seen = 0;
+        for (Shard shard : shards) {
+            synchronized (shard) {
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
+                    ObjectRecord rec = e.getValue();
+                    if (rec.disk != -1 && ObjectRecord.segment(rec.disk) == seg.index && seen++ >= from) {
+                        if (out.size() == limit) {
+                            return out;
+                        }
+                        out.add(new Command.DiskReplica(e.getKey(), ObjectRecord.offset(rec.disk), rec.size,
+                                Integer.toUnsignedLong(rec.crc)));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    int dropDiskReplicas(long now, Command.DropDiskReplicas c) {
+        MountedSegment seg = ownDisk(c.clientId(), c.segmentId());
+        int dropped = 0;
+        for (Command.DiskReplica r : c.replicas()) {
+            Shard shard = shard(r.key());
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(r.key());
+                if (rec == null || rec.disk != ObjectRecord.pack(seg.index, r.offset())) {
+                    continue;
+                }
+                dropped++;
+                counters.scrubDropped.increment();
+                state.offloads.cancel(rec); // a promotion from the bad bytes
+                long[] bad = {rec.disk};
+                rec.disk = -1;
+                if (rec.lease > now) {
+                    state.eviction.park(bad, rec.size, rec.lease);
+                } else {
+                    state.segments.free(bad, rec.size);
+                }
+                if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
+                    shard.map.remove(r.key());
+                    counters.objects.decrement();
+                    counters.objectBytes.add(-rec.size);
+                }
+            }
+        }
+        return dropped;
+    }
+
     // ---------------------------------------------------------------- sweeps
 
     /** Forgets replicas on the segments marked in {@code dropped}; erases objects left without one. One pass. */
@@ -251,11 +329,19 @@ final class ObjectTable {
                     if (!touches(rec, dropped)) {
                         continue;
                     }
-                    rec.setReplicas(segments.liveOnly(rec.replicas()));
+                    long[] before = rec.replicas();
+                    rec.setReplicas(segments.liveOnly(before));
                     if (rec.pending != null) {
                         rec.pending = segments.liveOnly(rec.pending);
                     }
-                    if (rec.state == ObjectRecord.COMPLETE && !rec.hasReplicas()) {
+                    if (rec.disk != -1 && dropped[ObjectRecord.segment(rec.disk)]) {
+                        rec.disk = -1;
+                    }
+                    if (rec.offloadTask != 0) {
+                        // its source or its disk may be what went; offload again later if it still can
+                        state.offloads.cancel(rec);
+                    }
+                    if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                         it.remove();
                         counters.objects.decrement();
                         counters.objectBytes.add(-rec.size);
@@ -268,8 +354,11 @@ final class ObjectTable {
         }
     }
 
-    private static boolean touches(ObjectRecord rec, boolean[] dropped) {
+    private boolean touches(ObjectRecord rec, boolean[] dropped) {
         if (rec.replica0 != -1 && dropped[ObjectRecord.segment(rec.replica0)]) {
+            return true;
+        }
+        if ((rec.disk != -1 && dropped[ObjectRecord.segment(rec.disk)]) || state.offloads.touches(rec, dropped)) {
             return true;
         }
         return touches(rec.more, dropped) || touches(rec.pending, dropped);

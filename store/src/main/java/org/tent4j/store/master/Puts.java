@@ -190,8 +190,11 @@ final class Puts {
                     throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for the upsert of key '"
                             + c.key() + "' was unmounted before it ended");
                 }
-                // readers holding a lease may still be copying the old version
-                state.eviction.park(rec.replicas(), rec.size, Math.max(now, rec.lease));
+                // readers holding a lease may still be copying the old version, from memory or disk
+                state.offloads.cancel(rec);
+                state.eviction.park(rec.allReplicas(), rec.size, Math.max(now, rec.lease));
+                rec.disk = -1;
+                rec.flags &= ~ObjectRecord.OFFLOAD_FAILED;
                 counters.objectBytes.add(rec.pendingSize - rec.size);
                 rec.size = rec.pendingSize;
                 rec.setReplicas(rec.pending);

@@ -12,6 +12,7 @@ import org.tent4j.store.PrintableId;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.Tier;
 
 /**
  * Segments and placement: the mounted segments, their allocators, and where a new object's replicas go. Owns the
@@ -25,10 +26,14 @@ final class Segments {
     private final ConcurrentHashMap<String, MountedSegment> byId = new ConcurrentHashMap<>();
     /** Index -> segment, copy-on-write; indexes are never reused, so a stale packed replica never names a new segment. */
     private volatile MountedSegment[] table = new MountedSegment[0];
-    /** Segments open for allocation, copy-on-write. */
+    /** Memory segments open for allocation, copy-on-write. Placement, reservations and the watermark see only these. */
     private volatile MountedSegment[] active = new MountedSegment[0];
-    /** Bytes allocated on the active segments (objects, reservations, parked ranges). */
+    /** Disk segments open for offloads, copy-on-write. */
+    private volatile MountedSegment[] disks = new MountedSegment[0];
+    /** Bytes allocated on the active memory segments (objects, reservations, parked ranges). */
     private final AtomicLong allocated = new AtomicLong();
+    /** Bytes allocated on the active disk segments (disk replicas, offloads in flight, parked ranges). */
+    private final AtomicLong diskAllocated = new AtomicLong();
     /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
     private volatile long evictAbove = Long.MAX_VALUE;
     /**
@@ -62,6 +67,15 @@ final class Segments {
         return active;
     }
 
+    /** The mounted disk segments. */
+    MountedSegment[] disks() {
+        return disks;
+    }
+
+    long diskAllocated() {
+        return diskAllocated.get();
+    }
+
     /** Every segment ever mounted, by index (unmounted ones included). */
     MountedSegment[] table() {
         return table;
@@ -75,18 +89,21 @@ final class Segments {
         return byId.get(id);
     }
 
-    /** The counter every segment of this master adds its allocations to. */
-    AtomicLong allocatedCounter() {
-        return allocated;
+    /** The counter every segment of this tier adds its allocations to. */
+    AtomicLong allocatedCounter(boolean disk) {
+        return disk ? diskAllocated : allocated;
     }
 
     /** Installs a restored segment table (a restore, before the first command); the mounted ones are active. */
     void restore(MountedSegment[] restored) {
         synchronized (lock) {
             table = restored;
-            active = Arrays.stream(restored).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
-            for (MountedSegment seg : active) {
-                byId.put(seg.spec.id(), seg);
+            active = Arrays.stream(restored).filter(s -> s.mounted() && !s.disk).toArray(MountedSegment[]::new);
+            disks = Arrays.stream(restored).filter(s -> s.mounted() && s.disk).toArray(MountedSegment[]::new);
+            for (MountedSegment seg : restored) {
+                if (seg.mounted()) {
+                    byId.put(seg.spec.id(), seg);
+                }
             }
             evictAbove = evictAbove(active);
         }
@@ -98,9 +115,14 @@ final class Segments {
         PrintableId.require("segment id", spec.id());
         PrintableId.require("engine segment name", spec.engineSegment());
         PrintableId.require("host", spec.host());
-        if (spec.size() < RangeAllocator.ALIGNMENT || spec.size() > ObjectRecord.OFFSET_MASK) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " size must be in ["
-                    + RangeAllocator.ALIGNMENT + ", " + ObjectRecord.OFFSET_MASK + "]: " + spec.size());
+        long least = spec.tier() == Tier.DISK ? MountedSegment.DISK_ALIGNMENT : RangeAllocator.ALIGNMENT;
+        if (spec.size() < least || spec.size() > ObjectRecord.OFFSET_MASK) {
+            throw new StoreException(StoreError.INVALID_PARAMS, spec.tier() + " segment " + spec.id() + " size must be in ["
+                    + least + ", " + ObjectRecord.OFFSET_MASK + "]: " + spec.size());
+        }
+        if (spec.file().length() > 4096 || spec.file().chars().anyMatch(Character::isISOControl)) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " names a file of "
+                    + spec.file().length() + " characters or with control characters");
         }
         synchronized (lock) {
             MountedSegment existing = byId.get(spec.id());
@@ -117,15 +139,22 @@ final class Segments {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
                         + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
             }
-            MountedSegment seg = new MountedSegment(index, spec, clientId, allocated);
+            boolean disk = spec.tier() == Tier.DISK;
+            MountedSegment seg = new MountedSegment(index, spec, clientId, allocatedCounter(disk));
             MountedSegment[] t = Arrays.copyOf(table, index + 1);
             t[index] = seg;
             table = t;
             byId.put(spec.id(), seg);
-            MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
-            act[act.length - 1] = seg;
-            active = act;
-            evictAbove = evictAbove(act);
+            if (disk) {
+                MountedSegment[] d = Arrays.copyOf(disks, disks.length + 1);
+                d[d.length - 1] = seg;
+                disks = d;
+            } else {
+                MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
+                act[act.length - 1] = seg;
+                active = act;
+                evictAbove = evictAbove(act);
+            }
             client.segments.add(seg);
         }
     }
@@ -157,6 +186,7 @@ final class Segments {
                 }
             }
             active = Arrays.stream(active).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
+            disks = Arrays.stream(disks).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
             evictAbove = evictAbove(active);
         }
         boolean[] dropped = new boolean[table.length];
@@ -268,6 +298,40 @@ final class Segments {
             }
         }
         return out;
+    }
+
+    /** The object's readable replicas: memory ones first, then its disk replica (with its CRC32C) if it has one. */
+    List<ReplicaLocation> locations(ObjectRecord rec) {
+        List<ReplicaLocation> out = locations(rec.replicas(), rec.size);
+        if (rec.disk != -1) {
+            MountedSegment seg = at(ObjectRecord.segment(rec.disk));
+            if (seg.mounted()) {
+                long off = ObjectRecord.offset(rec.disk);
+                out.add(new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off,
+                        rec.size, Tier.DISK, Integer.toUnsignedLong(rec.crc), seg.spec.file(), off));
+            }
+        }
+        return out;
+    }
+
+    /** A memory segment of {@code owner} (where a promotion from its disk lands), or null. */
+    MountedSegment memoryOf(String owner) {
+        for (MountedSegment m : active) {
+            if (m.owner.equals(owner)) {
+                return m;
+            }
+        }
+        return null;
+    }
+
+    /** The disk segment an offload of a replica on {@code memory} goes to: one of its owner's, with room; else null. */
+    MountedSegment diskOf(String owner) {
+        for (MountedSegment d : disks) {
+            if (d.owner.equals(owner)) {
+                return d;
+            }
+        }
+        return null;
     }
 
     long[] liveOnly(long[] replicas) {

@@ -164,6 +164,27 @@ public final class StoreMaster implements AutoCloseable {
         return apply(new Command.Heartbeat(clientId));
     }
 
+    /** The offloads waiting for {@code clientId}, up to {@code max}; none (and no command) if none wait. */
+    public List<Command.OffloadTask> takeOffloads(String clientId, int max) {
+        return max <= 0 || !state().hasOffloadsFor(clientId) ? List.of() : apply(new Command.TakeOffloads(clientId, max));
+    }
+
+    public void offloadDone(String clientId, List<Command.OffloadResult> results) {
+        if (!results.isEmpty()) {
+            apply(new Command.OffloadDone(clientId, results));
+        }
+    }
+
+    /** The disk replicas on the client's disk segment, for its scrub. */
+    public List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        return state().diskReplicas(clientId, segmentId, from, limit);
+    }
+
+    /** Drops disk replicas the client's scrub found corrupt; how many were still there. */
+    public int dropDiskReplicas(String clientId, String segmentId, List<Command.DiskReplica> bad) {
+        return bad.isEmpty() ? 0 : apply(new Command.DropDiskReplicas(clientId, segmentId, bad));
+    }
+
     public TickReport tick() {
         return apply(new Command.Tick());
     }

@@ -47,6 +47,15 @@ import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
+import org.tent4j.store.proto.CountResponse;
+import org.tent4j.store.proto.DiskReplica;
+import org.tent4j.store.proto.DiskReplicasRequest;
+import org.tent4j.store.proto.DiskReplicasResponse;
+import org.tent4j.store.proto.DropDiskReplicasRequest;
+import org.tent4j.store.proto.OffloadResult;
+import org.tent4j.store.proto.OffloadTask;
+import org.tent4j.store.proto.OffloadsRequest;
+import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
 import org.tent4j.store.proto.PutEndRequest;
@@ -209,9 +218,9 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Whether the master wants this client to mount its segments again. */
-    public boolean ping(String clientId, long leaseExpiredReads) {
+    public boolean ping(String clientId, long leaseExpiredReads, long checksumFailures) {
         PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId)
-                .setLeaseExpiredReads(leaseExpiredReads).build()));
+                .setLeaseExpiredReads(leaseExpiredReads).setChecksumFailures(checksumFailures).build()));
         Wire.check(r.getStatus());
         return r.getNeedRemount();
     }
@@ -222,6 +231,30 @@ public final class MasterClient implements AutoCloseable {
                 .setClientId(clientId).setSegment(Wire.segment(segment)).build()));
         Wire.check(r.getStatus());
         return r.getNonce().toByteArray();
+    }
+
+    /** A page of the disk replicas on the client's disk segment (its scrub). */
+    public List<DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        DiskReplicasResponse r = call("DiskReplicas", () -> stub().diskReplicas(DiskReplicasRequest.newBuilder()
+                .setClientId(clientId).setSegmentId(segmentId).setFrom(from).setLimit(limit).build()));
+        Wire.check(r.getStatus());
+        return r.getReplicasList();
+    }
+
+    /** Drops disk replicas the scrub found corrupt; how many were still there. */
+    public long dropDiskReplicas(String clientId, String segmentId, List<DiskReplica> bad) {
+        CountResponse r = call("DropDiskReplicas", () -> stub().dropDiskReplicas(DropDiskReplicasRequest.newBuilder()
+                .setClientId(clientId).setSegmentId(segmentId).addAllReplicas(bad).build()));
+        Wire.check(r.getStatus());
+        return r.getCount();
+    }
+
+    /** Reports finished offloads and takes up to {@code max} waiting ones. */
+    public List<OffloadTask> offloads(String clientId, List<OffloadResult> results, int max) {
+        OffloadsResponse r = call("Offloads", () -> stub().offloads(OffloadsRequest.newBuilder().setClientId(clientId)
+                .addAllResults(results).setMax(max).build()));
+        Wire.check(r.getStatus());
+        return r.getTasksList();
     }
 
     public void mount(String clientId, SegmentSpec segment) {

@@ -31,6 +31,11 @@ import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.MountChallengeResponse;
 import org.tent4j.store.proto.MountRequest;
+import org.tent4j.store.proto.DiskReplicasRequest;
+import org.tent4j.store.proto.DiskReplicasResponse;
+import org.tent4j.store.proto.DropDiskReplicasRequest;
+import org.tent4j.store.proto.OffloadsRequest;
+import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
 import org.tent4j.store.proto.PutEndRequest;
@@ -139,8 +144,41 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
                 stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
             }
+            if (req.getChecksumFailures() > 0 && req.getChecksumFailures() < Integer.MAX_VALUE) {
+                stats.addClientChecksumFailures(req.getChecksumFailures());
+            }
             return PingResponse.newBuilder().setNeedRemount(master.heartbeat(id) == Command.ClientStatus.NEED_REMOUNT).build();
         }, s -> PingResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void offloads(OffloadsRequest req, StreamObserver<OffloadsResponse> out) {
+        String session = session();
+        one("Offloads", out, () -> {
+            self(session, req.getClientId());
+            return DiskTierCalls.offloads(master, req);
+        }, s -> OffloadsResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void diskReplicas(DiskReplicasRequest req, StreamObserver<DiskReplicasResponse> out) {
+        // a walk over every object: off the event loop
+        String session = session();
+        offload("DiskReplicas", out, () -> {
+            self(session, req.getClientId());
+            return DiskTierCalls.diskReplicas(master, req);
+        },
+                s -> DiskReplicasResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void dropDiskReplicas(DropDiskReplicasRequest req, StreamObserver<CountResponse> out) {
+        String session = session();
+        offload("DropDiskReplicas", out, () -> {
+            self(session, req.getClientId());
+            return DiskTierCalls.dropDiskReplicas(master, req);
+        },
+                s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
     @Override

@@ -25,7 +25,8 @@ import org.tent4j.store.StoreException;
  * reads those bytes back from the named engine segment through an engine of its own. A client naming another
  * engine's memory (so that honest puts would land there) cannot place the nonce, and its mount is refused
  * {@code PERMISSION_DENIED} before anything is mounted. Without an engine the master checks nothing (and hands out
- * empty nonces).
+ * empty nonces). Disk segments are not checked: only their owner's own memory objects are offloaded to them, from
+ * memory this proof covered.
  */
 final class MountProof {
     static final int NONCE_BYTES = 32;
@@ -52,7 +53,7 @@ final class MountProof {
 
     /** The nonce {@code clientId} must write at {@code segment}'s base; empty when mounts are not checked. */
     byte[] challenge(String clientId, SegmentSpec segment) {
-        if (engine == null) {
+        if (engine == null || segment.tier() == org.tent4j.store.Tier.DISK) {
             return new byte[0];
         }
         if (segment.size() < NONCE_BYTES) {
@@ -64,7 +65,7 @@ final class MountProof {
 
     /** Refuses the mount unless the segment's first bytes, read through this master's engine, are the nonce. */
     void check(String clientId, SegmentSpec segment) {
-        if (engine == null) {
+        if (engine == null || segment.tier() == org.tent4j.store.Tier.DISK) {
             return;
         }
         byte[] expected = challenge(clientId, segment);

@@ -54,6 +54,16 @@ public final class RpcStats {
     final LongAdder clientLeaseExpiries = new LongAdder();
     /** Calls closed {@code UNAUTHENTICATED}: no token proof, or a wrong one ({@link AuthInterceptor}). */
     final LongAdder unauthenticated = new LongAdder();
+    final LongAdder clientChecksumFailures = new LongAdder();
+
+    public void addClientChecksumFailures(long n) {
+        clientChecksumFailures.add(n);
+    }
+
+    /** Disk-replica reads clients found not matching their CRC32C (reported with their pings). */
+    public long clientChecksumFailures() {
+        return clientChecksumFailures.sum();
+    }
 
     public void addClientLeaseExpiries(long n) {
         clientLeaseExpiries.add(n);

@@ -40,9 +40,16 @@ public final class SegmentTable {
             if (i == null) {
                 i = segments.size();
                 index.put(r.segmentId(), i);
-                segments.add(Segment.newBuilder().setId(r.segmentId()).setEngineSegment(r.engineSegment()).setHost(r.host()).build());
+                Segment.Builder seg = Segment.newBuilder().setId(r.segmentId()).setEngineSegment(r.engineSegment()).setHost(r.host());
+                if (r.onDisk()) {
+                    seg.setTier(org.tent4j.store.proto.Tier.DISK).setFile(r.file()).setBase(r.address() - r.fileOffset());
+                }
+                segments.add(seg.build());
             }
             item.addReplicaSegment(i).addReplicaAddress(r.address());
+            if (r.onDisk()) {
+                item.setCrc32C((int) r.crc32c());
+            }
         }
         return item;
     }
@@ -83,9 +90,11 @@ public final class SegmentTable {
         }
         // each entry's strings decoded once, shared by every replica in that segment
         String[][] table = new String[tableSize][];
+        long[] diskBase = new long[tableSize];
         for (int s = 0; s < tableSize; s++) {
             Segment seg = answer.getSegments(s);
-            table[s] = new String[]{seg.getId(), seg.getEngineSegment(), seg.getHost()};
+            table[s] = new String[]{seg.getId(), seg.getEngineSegment(), seg.getHost(), seg.getFile()};
+            diskBase[s] = seg.getTier() == org.tent4j.store.proto.Tier.DISK ? seg.getBase() : -1;
         }
         List<List<ReplicaLocation>> replicas = new ArrayList<>(items.size());
         for (int k = 0; k < items.size(); k++) {
@@ -111,7 +120,16 @@ public final class SegmentTable {
                             + " of a table of " + tableSize);
                 }
                 String[] e = table[s];
-                rs.add(new ReplicaLocation(e[0], e[1], e[2], it.getReplicaAddress(j), it.getSize()));
+                long address = it.getReplicaAddress(j);
+                if (diskBase[s] == -1) {
+                    rs.add(new ReplicaLocation(e[0], e[1], e[2], address, it.getSize()));
+                } else if (Long.compareUnsigned(address, diskBase[s]) < 0) {
+                    throw refused(master, "sent replica " + j + " of key '" + keys.get(k) + "' at " + address
+                            + ", below the base " + diskBase[s] + " of its disk segment " + e[0]);
+                } else {
+                    rs.add(new ReplicaLocation(e[0], e[1], e[2], address, it.getSize(), org.tent4j.store.Tier.DISK,
+                            Integer.toUnsignedLong(it.getCrc32C()), e[3], address - diskBase[s]));
+                }
             }
             replicas.add(rs);
         }

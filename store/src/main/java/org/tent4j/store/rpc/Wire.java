@@ -9,6 +9,7 @@ import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.Tier;
 import org.tent4j.store.proto.Replica;
 import org.tent4j.store.proto.Segment;
 import org.tent4j.store.proto.Status;
@@ -35,11 +36,20 @@ public final class Wire {
     }
 
     public static Replica replica(ReplicaLocation r) {
-        return Replica.newBuilder().setSegmentId(r.segmentId()).setEngineSegment(r.engineSegment()).setHost(r.host())
-                .setAddress(r.address()).setLength(r.length()).build();
+        Replica.Builder b = Replica.newBuilder().setSegmentId(r.segmentId()).setEngineSegment(r.engineSegment())
+                .setHost(r.host()).setAddress(r.address()).setLength(r.length());
+        if (r.onDisk()) {
+            b.setTier(org.tent4j.store.proto.Tier.DISK).setCrc32C((int) r.crc32c()).setFile(r.file())
+                    .setFileOffset(r.fileOffset());
+        }
+        return b.build();
     }
 
     public static ReplicaLocation replica(Replica r) {
+        if (r.getTier() == org.tent4j.store.proto.Tier.DISK) {
+            return new ReplicaLocation(r.getSegmentId(), r.getEngineSegment(), r.getHost(), r.getAddress(), r.getLength(),
+                    Tier.DISK, Integer.toUnsignedLong(r.getCrc32C()), r.getFile(), r.getFileOffset());
+        }
         return new ReplicaLocation(r.getSegmentId(), r.getEngineSegment(), r.getHost(), r.getAddress(), r.getLength());
     }
 
@@ -53,11 +63,19 @@ public final class Wire {
 
     public static Segment segment(SegmentSpec s) {
         return Segment.newBuilder().setId(s.id()).setEngineSegment(s.engineSegment()).setHost(s.host())
-                .setBase(s.base()).setSize(s.size()).build();
+                .setBase(s.base()).setSize(s.size())
+                .setTier(s.tier() == Tier.DISK ? org.tent4j.store.proto.Tier.DISK : org.tent4j.store.proto.Tier.MEMORY)
+                .setFile(s.file()).build();
     }
 
     public static SegmentSpec segment(Segment s) {
-        return new SegmentSpec(s.getId(), s.getEngineSegment(), s.getHost(), s.getBase(), s.getSize());
+        Tier tier = switch (s.getTier()) {
+            case MEMORY -> Tier.MEMORY;
+            case DISK -> Tier.DISK;
+            default -> throw new StoreException(StoreError.INVALID_PARAMS, "segment " + s.getId() + " of unknown tier "
+                    + s.getTierValue());
+        };
+        return new SegmentSpec(s.getId(), s.getEngineSegment(), s.getHost(), s.getBase(), s.getSize(), tier, s.getFile());
     }
 
     public static org.tent4j.store.proto.ReplicateConfig config(ReplicateConfig c) {

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.Tier;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.master.Command;
@@ -39,6 +40,8 @@ class AdminServerTest {
         StoreMaster m = server.master();
         m.mount("node-a", new SegmentSpec("seg-a", "10.0.0.1:15000", "10.0.0.1", 1L << 32, 64L << 20));
         m.mount("node-b", new SegmentSpec("seg-b", "10.0.0.2:15000", "10.0.0.2", 1L << 32, 256L << 20));
+        m.mount("node-b", new SegmentSpec("seg-b-disk", "10.0.0.2:15000", "10.0.0.2", 1L << 50, 1L << 30, Tier.DISK,
+                "/data/store/tent4j-store-seg-b-disk.disk"));
         for (int i = 0; i < 40; i++) {
             Command.PutTicket t = m.putStart("writer", "kv/layer" + (i % 8) + "/block" + i, (1 + i % 5) << 20, ReplicateConfig.replicas(2), "10.0.0.9");
             m.putEnd("writer", "kv/layer" + (i % 8) + "/block" + i, t.putId());
@@ -68,18 +71,24 @@ class AdminServerTest {
 
     @Test
     void healthKeysSegmentsAndMetrics() throws Exception {
-        assertEquals("{\"status\":\"ok\",\"objects\":40,\"segments\":2}\n", get("/health").body());
+        assertEquals("{\"status\":\"ok\",\"objects\":40,\"segments\":3}\n", get("/health").body());
         HttpResponse<String> key = get("/key?key=kv/layer1/block1");
         assertEquals(200, key.statusCode());
         assertTrue(key.body().contains("\"state\":\"COMPLETE\"") && key.body().contains("\"segment\":\"seg-a\""), key.body());
         assertEquals(404, get("/key?key=nope").statusCode());
         assertEquals(400, get("/key?key=").statusCode());
         assertTrue(get("/segments").body().contains("\"id\":\"seg-b\""));
+        assertTrue(get("/segments").body().contains("\"id\":\"seg-b-disk\",\"engineSegment\":\"10.0.0.2:15000\",\"host\":\"10.0.0.2\","
+                + "\"owner\":\"node-b\",\"capacity\":1073741824,\"used\":0,\"largestFree\":1073741824,\"tier\":\"disk\"}"),
+                get("/segments").body());
         assertTrue(get("/keys?limit=5").body().split(",").length == 5);
         String metrics = get("/metrics").body();
         for (String m : List.of("store_objects 40", "store_segment_used_bytes{segment=\"seg-a\",host=\"10.0.0.1\"}",
                 "store_evicted_objects_total 0", "store_lease_expired_reads_total 0",
-                "store_rpc_requests_total{method=\"GetReplicaList\"} 64", "store_rpc_latency_seconds_bucket{method=\"Exist\",le=\"+Inf\"} 1")) {
+                "store_rpc_requests_total{method=\"GetReplicaList\"} 64", "store_rpc_latency_seconds_bucket{method=\"Exist\",le=\"+Inf\"} 1",
+                "store_tier_capacity_bytes{tier=\"memory\"} " + (320L << 20), "store_tier_capacity_bytes{tier=\"disk\"} " + (1L << 30),
+                "store_tier_used_bytes{tier=\"disk\"} 0", "store_offloads_completed_total 0", "store_offloads_duplicate_total 0",
+                "store_disk_reads_total 0", "store_checksum_failures_total 0", "store_promotions_completed_total 0")) {
             assertTrue(metrics.contains(m), "metrics lack " + m);
         }
         assertEquals(404, get("/nothing").statusCode());
@@ -94,7 +103,8 @@ class AdminServerTest {
         String url = "http://127.0.0.1:" + admin.port() + "/";
         String dom = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url);
         for (String s : List.of("tent4j store master", "10.0.0.1:15000", "10.0.0.2:15000", "Clients", "node-a", "Hot keys",
-                "kv/layer1/block9", "GetReplicaList", "objects")) {
+                "kv/layer1/block9", "GetReplicaList", "objects", "<th>tier</th>", "<td>disk</td>", "<td>memory</td>",
+                "disk used / capacity", "Disk tier", "offloads completed", "disk reads failing their checksum")) {
             assertTrue(dom.contains(s), "rendered page lacks '" + s + "'");
         }
         run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1100,1250",

@@ -26,7 +26,7 @@ class MetricsEscapingTest {
     void aHostileSegmentIdStaysOneLinePerSeries() {
         String forged = "x\"} 1\nstore_objects 999\n# \\";
         StringBuilder sb = new StringBuilder();
-        Metrics.segmentSeries(sb, List.of(new MasterState.SegmentView(forged, "e", "h\"\n", "c", 4096, 64, 1024)));
+        Metrics.segmentSeries(sb, List.of(new MasterState.SegmentView(forged, "e", "h\"\n", "c", 4096, 64, 1024, org.tent4j.store.Tier.MEMORY)));
         List<String> samples = samples(sb.toString());
         assertEquals(2, samples.size(), sb.toString());
         assertTrue(samples.getFirst().startsWith("store_segment_capacity_bytes{"), samples.getFirst());

@@ -28,6 +28,11 @@ final class LoopbackStore implements AutoCloseable {
         return new LoopbackStore(MasterServer.start(MasterConfig.defaults(), clock, "127.0.0.1", 0, 3_600_000));
     }
 
+    /** As {@link #start(StoreClock)}, with {@code config}. */
+    static LoopbackStore start(StoreClock clock, MasterConfig config) throws IOException {
+        return new LoopbackStore(MasterServer.start(config, clock, "127.0.0.1", 0, 3_600_000));
+    }
+
     MasterServer server() {
         return server;
     }
@@ -38,7 +43,14 @@ final class LoopbackStore implements AutoCloseable {
 
     /** A fresh engine on loopback, closed with the store. */
     TransferEngine engine() {
-        TransferEngine e = TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1").build());
+        return engine(java.util.Map.of());
+    }
+
+    /** A fresh engine on loopback with these settings besides, closed with the store. */
+    TransferEngine engine(java.util.Map<String, String> settings) {
+        EngineConfig.Builder b = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1");
+        settings.forEach(b::set);
+        TransferEngine e = TransferEngine.create(b.build());
         synchronized (engines) {
             engines.add(e);
         }

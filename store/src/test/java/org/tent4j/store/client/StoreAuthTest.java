@@ -139,7 +139,7 @@ class StoreAuthTest {
                     () -> stranger.exists("auth/0"), () -> stranger.getReplicaList("auth/0"), () -> stranger.size("auth/0"),
                     () -> stranger.remove("auth/0", true), () -> stranger.removeAll(true),
                     () -> stranger.removeByRegex(".*", true), () -> stranger.batchRemove(List.of("auth/1"), true),
-                    () -> stranger.ping(node.clientId(), 0), () -> stranger.leave(node.clientId()),
+                    () -> stranger.ping(node.clientId(), 0, 0), () -> stranger.leave(node.clientId()),
                     () -> stranger.unmount(node.clientId(), node.contributions().getFirst().id()),
                     () -> stranger.mount("x", new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20)));
             for (Executable call : calls) {
@@ -187,7 +187,7 @@ class StoreAuthTest {
         Counts before = Counts.of(m);
 
         String other = "a client acts only for itself";
-        refused(StoreError.ILLEGAL_CLIENT, other, () -> as.ping(b, 1_000));
+        refused(StoreError.ILLEGAL_CLIENT, other, () -> as.ping(b, 1_000, 0));
         refused(StoreError.ILLEGAL_CLIENT, other, () -> as.mount(b, new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20)));
         refused(StoreError.ILLEGAL_CLIENT, other, () -> as.unmount(b, victimSeg.id()));
         refused(StoreError.ILLEGAL_CLIENT, "belongs to " + b, () -> as.unmount(a, victimSeg.id()));
@@ -209,7 +209,7 @@ class StoreAuthTest {
         assertEquals(StoreError.ILLEGAL_CLIENT.code(), intoVictims.getItems(0).getCode(), intoVictims.toString());
         // with the token but no credential, or a forged one, no call may name a client
         MasterClient unregistered = raw(m, MEMBER);
-        refused(StoreError.ILLEGAL_CLIENT, "carries no valid client credential", () -> unregistered.ping(b, 0));
+        refused(StoreError.ILLEGAL_CLIENT, "carries no valid client credential", () -> unregistered.ping(b, 0, 0));
         refused(StoreError.ILLEGAL_CLIENT, "carries no valid client credential", () -> unregistered.leave(b));
         ManagedChannel forged = NettyChannelBuilder.forTarget("127.0.0.1:" + m.port()).usePlaintext().build();
         open.add(() -> {
@@ -231,7 +231,7 @@ class StoreAuthTest {
         assertEquals(1, m.master().segments().stream().filter(s -> s.id().equals(victimSeg.id()) && s.owner().equals(b)).count());
         readBack(attacker, "victim/", values);
         // the victim carries on: its ping is its own, its in-flight put ends, its reservation is still its own
-        assertFalse(victim.master().ping(b, 0), "the victim was not made to remount");
+        assertFalse(victim.master().ping(b, 0, 0), "the victim was not made to remount");
         victim.master().putEnd(b, "victim/open", inFlight.getPutId());
         CommitResponse retired = victim.master().commit(CommitRequest.newBuilder().setClientId(b).addRetire(reservation).build());
         assertEquals(0, retired.getRefillStatus().getCode(), retired.toString());

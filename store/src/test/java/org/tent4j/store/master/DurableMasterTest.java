@@ -274,7 +274,12 @@ class DurableMasterTest {
                 new Command.GrantRead("k"), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
                 new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2)),
                 new Command.Unmount("c", "s"), new Command.Heartbeat("c"), new Command.Leave("c"), new Command.Tick(),
-                new Command.Evict());
+                new Command.Evict(),
+                new Command.Mount("c", new SegmentSpec("d", "e", "h", 1L << 50, 4096, org.tent4j.store.Tier.DISK, "/data/x.disk")),
+                new Command.TakeOffloads("c", 64),
+                new Command.OffloadDone("c", List.of(new Command.OffloadResult(3, true, 0xFFFFFFFFL, null),
+                        new Command.OffloadResult(4, false, 0, "disk full"))),
+                new Command.DropDiskReplicas("c", "d", List.of(new Command.DiskReplica("k", 4096, 10, 0xFFFFFFFFL))));
         CommandCodec.Entry back = CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2, all)));
         assertEquals(all, back.commands());
         Command.CommitItem item = new Command.CommitItem("k", 1, new long[] {1, 2}, new long[] {3, 4});

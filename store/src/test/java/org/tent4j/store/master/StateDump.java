@@ -9,7 +9,7 @@ import java.util.TreeMap;
 /**
  * Every piece of a {@link MasterState}, written out in a canonical order: two states are the same state when their
  * dumps are equal. Objects (key, size, state, flags, lease, pin, put start, put id, owner, replicas, an upsert's
- * pending replicas), every segment's allocator (used bytes and free list), clients (index, last heard, segments,
+ * pending replicas, disk replica, CRC and offload), the offloads in flight, every segment's allocator (used bytes and free list), clients (index, last heard, segments,
  * reservations with their marks), parked ranges, the id counters, the log position and the counters.
  */
 final class StateDump {
@@ -31,7 +31,8 @@ final class StateDump {
                     objects.put(e.getKey(), "size " + r.size + " state " + r.state + " flags " + r.flags + " lease " + r.lease
                             + " pin " + r.pin + " putStart " + r.putStart + " putId " + r.putId + " owner " + r.owner
                             + " replicas " + Arrays.toString(r.replicas()) + " pending " + Arrays.toString(r.pending)
-                            + " pendingSize " + r.pendingSize);
+                            + " pendingSize " + r.pendingSize + " disk " + r.disk + " crc " + r.crc
+                            + " offloadTask " + r.offloadTask + " hits " + r.hits);
                 }
             }
         }
@@ -53,6 +54,8 @@ final class StateDump {
                 .map(p -> "parked " + ObjectRecord.segment(p.replica()) + ":" + ObjectRecord.offset(p.replica()) + " size "
                         + p.size() + " until " + p.releaseAt())
                 .sorted().forEach(out::add);
+        s.offloads.snapshot().forEach(e -> out.add("offload " + e.getKey() + " waiting " + e.getValue()));
+        out.add("offloadIds " + s.offloads.lastTaskId() + " offloading " + s.offloads.memoryBytesInFlight());
         MasterState.Stats st = s.stats();
         out.add("stats " + st);
         return out;

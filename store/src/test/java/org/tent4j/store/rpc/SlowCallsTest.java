@@ -89,7 +89,7 @@ class SlowCallsTest {
         // matches under its ordering point answers none of them until the match ends)
         while (!removal.isDone() || served < 10) {
             honest.getReplicaList("honest/" + served % 8);
-            assertFalse(honest.ping(honestId, 0));
+            assertFalse(honest.ping(honestId, 0, 0));
             served++;
         }
         assertEquals(1, removal.get(60, TimeUnit.SECONDS), "only the 25 a's match whole");

@@ -1,0 +1,325 @@
+package org.tent4j.store.master;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.Tier;
+import org.tent4j.store.master.Command.OffloadResult;
+import org.tent4j.store.master.Command.OffloadTask;
+
+/**
+ * Demotion from memory to disk. Eviction starts an offload instead of dropping a victim when its memory replica's
+ * owner has a disk segment with room: a disk range is reserved, the object is marked (one offload per object:
+ * {@link ObjectRecord#offloadTask}), and a task waits for the owner to take it ({@link Command.TakeOffloads}). The
+ * owner copies the bytes through its engine, makes them durable, and reports the CRC32C ({@link Command.OffloadDone});
+ * only then the object switches to its disk replica and its memory is freed. A task that fails, expires or whose
+ * object changed meanwhile gives its disk range back; one the node may still be writing (expired, cancelled) is parked
+ * until the node can no longer write it. Every change here comes from a command and its time, so a replay hands out
+ * and completes the same offloads.
+ */
+final class Offloads {
+    private final MasterState state;
+    private final MasterCounters counters;
+    private final long timeoutNanos;
+
+    /** Offloads in flight by task id, in the order they started (so by deadline: one timeout for all). */
+    private final LinkedHashMap<Long, Task> inFlight = new LinkedHashMap<>();
+    /** Per client, tasks not yet handed out. */
+    private final Map<String, ArrayDeque<Task>> queued = new HashMap<>();
+    private long lastTaskId;
+    /** Memory bytes of the objects being offloaded: freed when they complete, so eviction counts them as freed. */
+    private long memoryBytes;
+
+    /** With {@code promote}, the source is the object's disk replica and the target a memory range on its node. */
+    record Task(long id, String key, String client, long source, long target, long size, long memoryBytes, long deadline,
+                boolean promote) {
+    }
+
+    Offloads(MasterState state) {
+        this.state = state;
+        this.counters = state.counters;
+        this.timeoutNanos = state.config().offloadTimeout().toNanos();
+    }
+
+    /** Whether eviction offloads: asked for, and some disk segment is mounted. */
+    boolean enabled() {
+        return state.config().offloadOnEvict() && state.segments.disks().length > 0;
+    }
+
+    synchronized long memoryBytesInFlight() {
+        return memoryBytes;
+    }
+
+    synchronized int inFlightCount() {
+        return inFlight.size();
+    }
+
+    /** Whether {@code clientId} has tasks waiting to be taken (read off the stream: a poll with nothing to take is no command). */
+    synchronized boolean hasQueued(String clientId) {
+        ArrayDeque<Task> q = queued.get(clientId);
+        return q != null && !q.isEmpty();
+    }
+
+    /** Whether {@code taskId} is in flight and was handed to {@code clientId}. */
+    synchronized boolean isInFlight(long taskId, String clientId) {
+        Task t = inFlight.get(taskId);
+        return t != null && t.client.equals(clientId);
+    }
+
+    /**
+     * Starts an offload of {@code rec} (an eviction victim, its shard lock held): true if one started, false when none
+     * can (no disk segment of a replica's owner with room), so the caller drops it as before.
+     */
+    boolean start(long now, String key, ObjectRecord rec, long memoryFootprint) {
+        if (rec.offloadTask != 0 || rec.disk != -1) {
+            // eviction never picks such an object; if it ever did, this is where a second copy would have started
+            counters.offloadsDuplicate.increment();
+            return false;
+        }
+        for (long r : rec.replicas()) {
+            MountedSegment mem = state.segments.at(ObjectRecord.segment(r));
+            MountedSegment disk = mem.mounted() ? state.segments.diskOf(mem.owner) : null;
+            if (disk == null) {
+                continue;
+            }
+            long off = disk.allocate(rec.size);
+            if (off < 0) {
+                counters.offloadsNoSpace.increment();
+                continue;
+            }
+            synchronized (this) {
+                rec.offloadTask = add(new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off),
+                        rec.size, memoryFootprint, now + timeoutNanos, false));
+            }
+            counters.offloadsStarted.increment();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Starts copying a disk-only object (its shard lock held) back into memory on its disk's node, if that node has a
+     * memory segment with room: the read that asked goes on from disk meanwhile, and later ones find memory first.
+     */
+    void promote(long now, String key, ObjectRecord rec) {
+        MountedSegment disk = state.segments.at(ObjectRecord.segment(rec.disk));
+        MountedSegment mem = disk.mounted() ? state.segments.memoryOf(disk.owner) : null;
+        long off = mem == null ? -1 : mem.allocate(rec.size);
+        if (off < 0) {
+            return; // no room now: a later read tries again
+        }
+        synchronized (this) {
+            rec.offloadTask = add(new Task(++lastTaskId, key, disk.owner, rec.disk, ObjectRecord.pack(mem.index, off),
+                    rec.size, 0, now + timeoutNanos, true));
+        }
+        counters.promotionsStarted.increment();
+        if (state.segments.overHighWatermark()) {
+            state.segments.wantEviction(); // as a put's placement would
+        }
+    }
+
+    private long add(Task t) {
+        inFlight.put(t.id, t);
+        queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
+        memoryBytes += t.memoryBytes;
+        return t.id;
+    }
+
+    /** Hands out up to {@code max} of the client's waiting tasks, each with the time left to do it. */
+    List<OffloadTask> take(long now, String clientId, int max) {
+        List<Task> taken = new ArrayList<>();
+        synchronized (this) {
+            ArrayDeque<Task> q = queued.get(clientId);
+            while (q != null && !q.isEmpty() && taken.size() < max) {
+                Task t = q.poll();
+                if (inFlight.get(t.id) == t && t.deadline > now) {
+                    taken.add(t); // else cancelled or expired meanwhile
+                }
+            }
+            if (q != null && q.isEmpty()) {
+                queued.remove(clientId);
+            }
+        }
+        // outside this part's lock: a promotion's CRC is read under the object's shard lock
+        List<OffloadTask> out = new ArrayList<>(taken.size());
+        for (Task t : taken) {
+            ReplicaLocation src = location(t.source, t.size, t);
+            ReplicaLocation dst = location(t.target, t.size, t);
+            if (src != null && dst != null) { // else its segment went: the sweep cancels it
+                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote));
+            }
+        }
+        return out;
+    }
+
+    /** Where {@code replica} lies (a disk one with the object's CRC32C, for a promotion to check); null if unmounted. */
+    private ReplicaLocation location(long replica, long size, Task t) {
+        MountedSegment seg = state.segments.at(ObjectRecord.segment(replica));
+        if (!seg.mounted()) {
+            return null;
+        }
+        long off = ObjectRecord.offset(replica);
+        if (!seg.disk) {
+            return new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off, size);
+        }
+        long crc = -1;
+        if (t.promote) {
+            ObjectTable.Shard shard = state.objects.shard(t.key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(t.key);
+                crc = rec == null ? -1 : Integer.toUnsignedLong(rec.crc);
+            }
+        }
+        return new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off, size,
+                Tier.DISK, crc, seg.spec.file(), off);
+    }
+
+    /** The node's reports: a durable copy switches the object to its disk replica; a failure gives the range back. */
+    void done(long now, String clientId, List<OffloadResult> results) {
+        for (OffloadResult r : results) {
+            Task t;
+            synchronized (this) {
+                t = inFlight.get(r.taskId());
+                if (t == null || !t.client.equals(clientId)) {
+                    continue; // expired or cancelled before the report, or not this client's: its range is handled
+                }
+                inFlight.remove(t.id);
+                memoryBytes -= t.memoryBytes;
+            }
+            MountedSegment target = state.segments.at(ObjectRecord.segment(t.target));
+            ObjectTable.Shard shard = state.objects.shard(t.key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(t.key);
+                boolean current = rec != null && rec.offloadTask == t.id;
+                if (current) {
+                    rec.offloadTask = 0;
+                }
+                if (!current || !r.ok()) {
+                    // the node stopped writing (it reported): the range can go back now
+                    target.free(ObjectRecord.offset(t.target), t.size);
+                    if (current && !t.promote) {
+                        rec.flags |= ObjectRecord.OFFLOAD_FAILED;
+                        counters.offloadsFailed.increment();
+                    }
+                    continue;
+                }
+                if (t.promote) {
+                    // in memory again beside its disk replica: eviction later only drops the memory copy
+                    rec.setReplicas(new long[]{t.target});
+                    rec.hits = 0;
+                    counters.promotionsCompleted.increment();
+                    continue;
+                }
+                rec.disk = t.target;
+                rec.crc = (int) r.crc32c();
+                long[] memory = rec.replicas();
+                rec.setReplicas(new long[0]);
+                if (rec.lease > now) {
+                    // readers holding a lease may still be copying from memory
+                    state.eviction.park(memory, rec.size, rec.lease);
+                } else {
+                    state.segments.free(memory, rec.size);
+                }
+                // it left memory: counted as evicted, as a victim dropped is
+                counters.offloadsCompleted.increment();
+                counters.evictedObjects.increment();
+                counters.evictedBytes.add(t.memoryBytes);
+            }
+        }
+    }
+
+    /**
+     * Gives up offloads past their deadline: the object stays in memory (the next eviction drops it), the range is
+     * parked for another timeout, since the node may still be writing it.
+     */
+    void expire(long now) {
+        List<Task> due = new ArrayList<>();
+        synchronized (this) {
+            for (Iterator<Task> it = inFlight.values().iterator(); it.hasNext(); ) {
+                Task t = it.next();
+                if (t.deadline > now) {
+                    break;
+                }
+                it.remove();
+                memoryBytes -= t.memoryBytes;
+                due.add(t);
+            }
+        }
+        for (Task t : due) {
+            state.eviction.park(new long[]{t.target}, t.size, now + timeoutNanos);
+            ObjectTable.Shard shard = state.objects.shard(t.key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(t.key);
+                if (rec != null && rec.offloadTask == t.id) {
+                    rec.offloadTask = 0;
+                    if (!t.promote) {
+                        rec.flags |= ObjectRecord.OFFLOAD_FAILED;
+                        counters.offloadsFailed.increment();
+                    }
+                }
+            }
+        }
+    }
+
+    /** Whether the offload in flight of {@code rec} (if any) writes to a segment marked in {@code dropped}. */
+    synchronized boolean touches(ObjectRecord rec, boolean[] dropped) {
+        Task t = rec.offloadTask == 0 ? null : inFlight.get(rec.offloadTask);
+        return t != null && dropped[ObjectRecord.segment(t.target)];
+    }
+
+    /**
+     * The object changed (removed, upserted, a segment of it gone) while an offload of it was in flight (its shard lock
+     * held): the offload is dropped and its range parked until the node can no longer write it.
+     */
+    void cancel(ObjectRecord rec) {
+        if (rec.offloadTask == 0) {
+            return;
+        }
+        Task t;
+        synchronized (this) {
+            t = inFlight.remove(rec.offloadTask);
+            if (t != null) {
+                memoryBytes -= t.memoryBytes;
+            }
+        }
+        rec.offloadTask = 0;
+        if (t != null) {
+            state.eviction.park(new long[]{t.target}, t.size, t.deadline + timeoutNanos);
+            if (!t.promote) {
+                counters.offloadsCancelled.increment();
+            }
+        }
+    }
+
+    /** Every task in flight, for a snapshot, in start order, with whether it is still waiting to be taken. */
+    synchronized List<Map.Entry<Task, Boolean>> snapshot() {
+        List<Map.Entry<Task, Boolean>> out = new ArrayList<>();
+        for (Task t : inFlight.values()) {
+            ArrayDeque<Task> q = queued.get(t.client);
+            out.add(Map.entry(t, q != null && q.contains(t)));
+        }
+        return out;
+    }
+
+    synchronized long lastTaskId() {
+        return lastTaskId;
+    }
+
+    /** Puts back a snapshot's task (a restore, before the first command). */
+    synchronized void restore(Task t, boolean waiting, long lastId) {
+        if (t != null) {
+            inFlight.put(t.id, t);
+            memoryBytes += t.memoryBytes;
+            if (waiting) {
+                queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
+            }
+        }
+        lastTaskId = lastId;
+    }
+}

@@ -1,0 +1,359 @@
+package org.tent4j.store.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.store.ManualClock;
+import org.tent4j.store.ReplicaLocation;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.Tier;
+import org.tent4j.store.master.Command;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.MasterState;
+
+/**
+ * The disk tier end to end: a master, two nodes with memory and disk segments and a writer, each on its own engine
+ * (real tcp between them, nvmeof for a node's own file), in virtual time that only the test moves. Every value is
+ * compared byte for byte.
+ */
+class DiskTierTest {
+    private static final int VALUE = 64 << 10;
+    private static final long MEMORY = 1 << 20;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aFloodOfFourTimesMemoryIsReadableFromMemoryOrDiskAndNoKeyIsOffloadedTwice() throws Exception {
+        ManualClock clock = new ManualClock();
+        // clients never expire here: the test moves virtual time past read leases while real pings lag behind
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
+            StoreClient a = node(store, "a");
+            StoreClient b = node(store, "b");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                long capacity = 2 * MEMORY;
+                Map<String, Long> written = new ConcurrentHashMap<>();
+                for (int round = 0; round < 32; round++) { // 32 x 4 x 64 KiB = 8 MiB into 2 MiB
+                    putRound(writer, state, clock, written, "flood/" + round + "/", round * 100L);
+                    long used = memoryUsed(state);
+                    assertTrue(used <= 0.90 * capacity, "after round " + round + " " + used + " of " + capacity + " bytes used");
+                }
+                MasterState.Tiering t = state.stats().tiering();
+                assertEquals(0, t.offloadsFailed(), t.toString());
+                assertEquals(t.offloadsStarted(), t.offloadsCompleted(), t.toString());
+                assertEquals(t.offloadsCompleted(), a.offloadsCompleted() + b.offloadsCompleted());
+                assertEquals(t.offloadsCompleted(), state.stats().evictedObjects(), "every victim went to disk");
+                assertEquals(written.size(), state.objectCount(), "nothing dropped");
+
+                // every object is held once, in memory or on disk, and each tier's usage is exactly its objects'
+                long memoryBytes = 0;
+                long diskBytes = 0;
+                int onDisk = 0;
+                for (String key : written.keySet()) {
+                    List<ReplicaLocation> rs = state.describe(clock.nanoTime(), key).replicas();
+                    assertEquals(1, rs.size(), key + ": " + rs);
+                    if (rs.get(0).onDisk()) {
+                        onDisk++;
+                        diskBytes += (VALUE + 4095) / 4096 * 4096;
+                    } else {
+                        memoryBytes += VALUE;
+                    }
+                }
+                assertTrue(onDisk >= written.size() / 2, onDisk + " of " + written.size() + " on disk");
+                assertEquals(memoryBytes, memoryUsed(state), "memory used = the objects in memory");
+                assertEquals(diskBytes, state.segments().stream().filter(s -> s.tier() == Tier.DISK)
+                        .mapToLong(MasterState.SegmentView::used).sum(), "disk used = the objects on disk");
+
+                // read back: the writer reads every disk object from another engine's file (tcp file serving), a node
+                // its own (nvmeof) and the other's
+                for (Map.Entry<String, Long> e : written.entrySet()) {
+                    assertArrayEquals(value(e.getValue()), writer.get(e.getKey()), e.getKey());
+                }
+                assertTrue(state.stats().tiering().diskReads() >= onDisk, state.stats().tiering().toString());
+                String ofA = diskKeyOf(state, clock, written, "a");
+                String ofB = diskKeyOf(state, clock, written, "b");
+                assertArrayEquals(value(written.get(ofA)), a.get(ofA), "node a reads its own disk");
+                assertArrayEquals(value(written.get(ofB)), a.get(ofB), "node a reads node b's disk (same host: nvmeof)");
+                // a range inside a disk object (read whole, checked, copied out) and a session's batch
+                RegisteredMemory dst = writer.engine().allocate(2 * VALUE, Location.CPU, Permission.READ_WRITE);
+                try (GetSession s = writer.getSession(List.of(ofA, ofB))) {
+                    MemorySegment part = dst.segment().asSlice(0, 1000);
+                    s.read(0, 5000, part);
+                    assertArrayEquals(Arrays.copyOfRange(value(written.get(ofA)), 5000, 6000), part.toArray(ValueLayout.JAVA_BYTE));
+                    var batch = s.readBatch(0, List.of(dst.segment().asSlice(0, VALUE), dst.segment().asSlice(VALUE, VALUE)));
+                    assertEquals(VALUE, batch.get(0).get());
+                    assertEquals(VALUE, batch.get(1).get());
+                    assertArrayEquals(value(written.get(ofB)), dst.segment().asSlice(VALUE, VALUE).toArray(ValueLayout.JAVA_BYTE));
+                } finally {
+                    writer.engine().unregister(dst);
+                }
+
+                // readers racing evictions and offloads: every value they get is checked, no key is offloaded twice
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicReference<Throwable> readerFailed = new AtomicReference<>();
+                AtomicLong reads = new AtomicLong();
+                List<Thread> readers = new ArrayList<>();
+                for (int r = 0; r < 2; r++) {
+                    long seed = r;
+                    Thread reader = new Thread(() -> {
+                        Random rnd = new Random(seed);
+                        try (StoreClient c = StoreClient.builder(remote(store), store.address()).clock(clock).connect()) {
+                            while (!stop.get()) {
+                                List<String> keys = new ArrayList<>(written.keySet());
+                                String k = keys.get(rnd.nextInt(keys.size()));
+                                assertArrayEquals(value(written.get(k)), c.get(k), k);
+                                reads.incrementAndGet();
+                            }
+                        } catch (Throwable x) {
+                            readerFailed.set(x);
+                        }
+                    });
+                    reader.start();
+                    readers.add(reader);
+                }
+                for (int round = 0; round < 12; round++) {
+                    putRound(writer, state, clock, written, "race/" + round + "/", 10_000 + round * 100L);
+                }
+                stop.set(true);
+                for (Thread r : readers) {
+                    r.join(30_000);
+                }
+                if (readerFailed.get() != null) {
+                    throw new AssertionError("a concurrent reader failed", readerFailed.get());
+                }
+                assertTrue(reads.get() > 0);
+                t = state.stats().tiering();
+                assertEquals(0, t.offloadsDuplicate(), "no key offloaded twice: " + t);
+                assertEquals(0, a.duplicateOffloads() + b.duplicateOffloads());
+                assertEquals(t.offloadsStarted(), t.offloadsCompleted() + t.offloadsCancelled() + t.offloadsFailed(), t.toString());
+                for (Map.Entry<String, Long> e : written.entrySet()) {
+                    assertArrayEquals(value(e.getValue()), writer.get(e.getKey()), e.getKey());
+                }
+                assertEquals(0, writer.checksumFailures() + a.checksumFailures());
+            } finally {
+                writer.close();
+                a.close();
+                b.close();
+            }
+        }
+    }
+
+    /**
+     * Puts four values, moves virtual time past the read leases, and runs a housekeeping round (parked ranges back,
+     * eviction: offloads), waiting until the nodes completed its offloads.
+     */
+    private static void putRound(StoreClient writer, MasterState state, ManualClock clock, Map<String, Long> written,
+                                 String prefix, long seed) throws InterruptedException {
+        putRound(writer, state, clock, written, prefix, seed, 4);
+    }
+
+    private static void putRound(StoreClient writer, MasterState state, ManualClock clock, Map<String, Long> written,
+                                 String prefix, long seed, int values) throws InterruptedException {
+        for (int i = 0; i < values; i++) {
+            writer.put(prefix + i, value(seed + i), ReplicateConfig.defaults());
+            written.put(prefix + i, seed + i);
+        }
+        clock.advance(Duration.ofSeconds(11));
+        state.apply(clock.nanoTime(), new Command.Tick());
+        await(() -> state.stats().tiering().offloadsInFlight() == 0, "offloads of " + prefix);
+    }
+
+    @Test
+    void aByteFlippedInTheDiskFileIsReportedAsChecksumMismatchNamingKeyFileAndOffsetAndScrubDropsIt() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
+            StoreClient a = node(store, "a");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                Map<String, Long> written = new ConcurrentHashMap<>();
+                for (int round = 0; round < 10; round++) { // 1.25 MiB into 1 MiB
+                    putRound(writer, state, clock, written, "k" + round + "/", round * 4L, 2);
+                }
+                String key = diskKeyOf(state, clock, written, "a");
+                ReplicaLocation r = state.describe(clock.nanoTime(), key).replicas().getFirst();
+                Path file = Path.of(r.file());
+                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    ByteBuffer one = ByteBuffer.allocate(1);
+                    ch.read(one, r.fileOffset() + 100);
+                    one.flip();
+                    byte flipped = (byte) (one.get(0) ^ 0x01);
+                    ch.write(ByteBuffer.wrap(new byte[]{flipped}), r.fileOffset() + 100);
+                    ch.force(false);
+                }
+                for (StoreClient c : List.of(writer, a)) { // over tcp, and through the node's own nvmeof
+                    StoreException e = assertThrows(StoreException.class, () -> c.get(key));
+                    assertEquals(StoreError.CHECKSUM_MISMATCH, e.error(), e.getMessage());
+                    assertTrue(e.getMessage().contains("'" + key + "'") && e.getMessage().contains(file.toString())
+                            && e.getMessage().contains("offset " + r.fileOffset()) && e.getMessage().contains(r.segmentId()),
+                            e.getMessage());
+                }
+                var batch = writer.getBatch(List.of(key, "k9/0"));
+                assertEquals(StoreError.CHECKSUM_MISMATCH, batch.get(0).error().error());
+                assertArrayEquals(value(written.get("k9/0")), batch.get(1).get());
+                assertEquals(2, writer.checksumFailures());
+                // the other objects are intact
+                for (Map.Entry<String, Long> e : written.entrySet()) {
+                    if (!e.getKey().equals(key)) {
+                        assertArrayEquals(value(e.getValue()), writer.get(e.getKey()), e.getKey());
+                    }
+                }
+                // a scrub of the node's disk finds exactly that replica, and the master drops it: never read again
+                long onDisk = written.keySet().stream().filter(k -> state.describe(clock.nanoTime(), k).replicas().stream()
+                        .anyMatch(ReplicaLocation::onDisk)).count();
+                clock.advance(Duration.ofSeconds(11)); // past the leases of the reads above
+                ScrubReport report = a.scrubDisk();
+                assertEquals(onDisk, report.checked());
+                assertEquals(List.of(key), report.corrupt());
+                assertEquals(1, report.dropped());
+                assertEquals(1, state.stats().tiering().scrubDropped());
+                StoreException gone = assertThrows(StoreException.class, () -> writer.get(key));
+                assertEquals(StoreError.OBJECT_NOT_FOUND, gone.error(), gone.getMessage());
+                assertEquals(List.of(), a.scrubDisk().corrupt(), "a second scrub finds nothing");
+                assertEquals(StoreError.INVALID_PARAMS, assertThrows(StoreException.class, writer::scrubDisk).error());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
+    @Test
+    void aDiskObjectReadTwiceIsPromotedBackIntoMemoryAndServedFromThere() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1))
+                .withPromoteAfterHits(2))) {
+            StoreClient a = node(store, "a");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                Map<String, Long> written = new ConcurrentHashMap<>();
+                for (int round = 0; round < 10; round++) {
+                    putRound(writer, state, clock, written, "p" + round + "/", round * 4L, 2);
+                }
+                String key = diskKeyOf(state, clock, written, "a");
+                assertArrayEquals(value(written.get(key)), writer.get(key));
+                assertArrayEquals(value(written.get(key)), writer.get(key), "the read that promotes reads from disk");
+                await(() -> state.stats().tiering().promotionsCompleted() == 1, "the promotion");
+                assertEquals(List.of(Tier.MEMORY, Tier.DISK), state.describe(clock.nanoTime(), key).replicas().stream()
+                        .map(ReplicaLocation::tier).toList());
+                long diskReads = state.stats().tiering().diskReads();
+                assertArrayEquals(value(written.get(key)), writer.get(key));
+                assertEquals(diskReads, state.stats().tiering().diskReads(), "served from memory now");
+                assertEquals(1, state.stats().tiering().promotionsStarted());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
+    @Test
+    void aBadDiskDirOrSizeIsRefusedNamingTheDirAndMountsNothing() throws Exception {
+        try (LoopbackStore store = LoopbackStore.start(new ManualClock())) {
+            StoreClient a = StoreClient.builder(store.engine(), store.address()).connect();
+            try {
+                Path missing = dir.resolve("missing");
+                Path plainFile = Files.writeString(dir.resolve("plain"), "x");
+                for (Runnable bad : List.<Runnable>of(() -> a.contributeDisk(missing, 1 << 20),
+                        () -> a.contributeDisk(plainFile, 1 << 20), () -> a.contributeDisk(dir, 0),
+                        () -> a.contributeDisk(dir, -5))) {
+                    StoreException e = assertThrows(StoreException.class, bad::run);
+                    assertEquals(StoreError.INVALID_PARAMS, e.error());
+                    assertTrue(e.getMessage().contains(dir.toString()), e.getMessage());
+                }
+                assertTrue(store.server().master().segments().isEmpty(), "nothing mounted");
+                try (var files = Files.list(dir)) {
+                    assertEquals(List.of(plainFile), files.toList(), "no file left behind");
+                }
+                a.contributeDisk(dir, 1 << 20);
+                StoreException twice = assertThrows(StoreException.class, () -> a.contributeDisk(dir, 1 << 20));
+                assertEquals(StoreError.INVALID_PARAMS, twice.error());
+                assertEquals(1, store.server().master().segments().size());
+            } finally {
+                a.close();
+            }
+            try (var files = Files.list(dir)) {
+                assertEquals(1, files.count(), "the disk file goes with the client");
+            }
+        }
+    }
+
+    private StoreClient node(LoopbackStore store, String name) throws Exception {
+        // nodes on one host open each other's files through nvmeof, under the roots they are allowed
+        StoreClient n = StoreClient.builder(store.engine(Map.of("transports.nvmeof.peer_roots", dir.toString())), store.address())
+                .offloadPollInterval(Duration.ofMillis(5)).stagingBytes(1 << 20).connect();
+        n.contribute(MEMORY);
+        n.contributeDisk(Files.createDirectories(dir.resolve(name)), 8 << 20);
+        return n;
+    }
+
+    /** An engine as on another host: no nvmeof, so a node's file is reached through its tcp file serving. */
+    private static org.tent4j.api.TransferEngine remote(LoopbackStore store) {
+        return store.engine(Map.of("transports.enabled", "tcp"));
+    }
+
+    private static long memoryUsed(MasterState state) {
+        return state.segments().stream().filter(s -> s.tier() == Tier.MEMORY).mapToLong(MasterState.SegmentView::used).sum();
+    }
+
+    /** A key whose only replica is on {@code node}'s disk. */
+    private static String diskKeyOf(MasterState state, ManualClock clock, Map<String, Long> keys, String node) {
+        for (String k : keys.keySet()) {
+            List<ReplicaLocation> rs = state.describe(clock.nanoTime(), k).replicas();
+            if (rs.size() == 1 && rs.get(0).onDisk() && rs.get(0).file().contains("/" + node + "/")) {
+                return k;
+            }
+        }
+        throw new AssertionError("no object on " + node + "'s disk");
+    }
+
+    private static void await(BooleanSupplier done, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(what + " not done within 20 s");
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    private static byte[] value(long seed) {
+        byte[] v = new byte[VALUE];
+        new Random(seed).nextBytes(v);
+        return v;
+    }
+}
