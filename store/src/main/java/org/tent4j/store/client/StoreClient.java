@@ -892,12 +892,7 @@ public final class StoreClient implements AutoCloseable {
                     last = e;
                     continue;
                 }
-                if (clock.nanoTime() >= deadline) {
-                    leaseExpiredReads.increment();
-                    return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
-                            + "' finished after its lease ended; the bytes were discarded");
-                }
-                return null;
+                return leaseEnded(key, deadline);
             }
             Transfers reads = new Transfers(this, parts.size());
             long off = start;
@@ -917,14 +912,19 @@ public final class StoreClient implements AutoCloseable {
                 last = failed;
                 continue;
             }
-            if (clock.nanoTime() >= deadline) {
-                leaseExpiredReads.increment();
-                return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
-                        + "' finished after its lease ended; the bytes were discarded");
-            }
-            return null;
+            return leaseEnded(key, deadline);
         }
         return last != null ? last : noReplica(key);
+    }
+
+    /** A read that finished after its lease: its bytes may be another object's, so it is refused and counted. */
+    private StoreException leaseEnded(String key, long deadline) {
+        if (clock.nanoTime() < deadline) {
+            return null;
+        }
+        leaseExpiredReads.increment();
+        return new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + key
+                + "' finished after its lease ended; the bytes were discarded");
     }
 
     /**

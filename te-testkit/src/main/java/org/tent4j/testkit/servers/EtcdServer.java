@@ -70,14 +70,7 @@ public final class EtcdServer implements AutoCloseable {
         server.clientPort = 2379;
         server.peerPort = 2380;
         server.dataDirName = "data";
-        server.process.runUnder(host.command(List.of()));
-        try {
-            server.startProcess();
-            return server;
-        } catch (RuntimeException e) {
-            server.close();
-            throw e;
-        }
+        return TestNetworkServers.startIn(host, server.process, server, server::startProcess, server::close);
     }
 
     private static EtcdServer launch(Path certificate, Path key) {

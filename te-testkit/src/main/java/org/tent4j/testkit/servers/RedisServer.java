@@ -303,14 +303,7 @@ public final class RedisServer implements AutoCloseable {
             RedisServer server = new RedisServer(ServerProcess.create("redis", "redis-server", APT_PACKAGE), this);
             if (host != null) {
                 server.port = 6379;
-                server.process.runUnder(host.command(List.of()));
-                try {
-                    server.startProcess();
-                    return server;
-                } catch (RuntimeException e) {
-                    server.close();
-                    throw e;
-                }
+                return TestNetworkServers.startIn(host, server.process, server, server::startProcess, server::close);
             }
             try {
                 for (int attempt = 1; ; attempt++) {
