@@ -30,7 +30,12 @@ public enum StoreError {
     /** The master wants a token (or TLS) this caller did not present, or presented a wrong one; nothing was done. */
     UNAUTHENTICATED(-1100),
     /** An admin operation (forced bulk removal) without the master's admin token; nothing was done. */
-    PERMISSION_DENIED(-1101);
+    PERMISSION_DENIED(-1101),
+    /**
+     * This master is a follower of its group (or a leader that lost its term) and applies nothing: the call was not
+     * applied; ask the leader it names ({@link NotLeaderException#leader()}), or another master when it knows none.
+     */
+    NOT_LEADER(-1200);
 
     private final int code;
 
