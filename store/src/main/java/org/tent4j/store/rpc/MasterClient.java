@@ -172,18 +172,15 @@ public final class MasterClient implements AutoCloseable {
         return List.copyOf(list);
     }
 
-    /** How long one call may spend finding a leader (over switches and the masters' answers) before it gives up. */
-    static final Duration FOLLOW_BUDGET = Duration.ofSeconds(15);
-
     /**
      * Runs {@code attempt} against the current master, following the leader: on {@code NOT_LEADER} (nothing was
      * applied) to the leader it names, or the next master when it names none or itself; on a master unreachable, a
      * broken stream or a timeout, to the next master in the list. A call that may have been applied where it broke
      * ({@code repeatable} false: every mutation) is not sent again: it fails, naming the master, and only the next
-     * call goes to the next master. Gives up after {@link #FOLLOW_BUDGET} naming every master tried and its answer.
+     * call goes to the next master. Gives up once the call's timeout has passed, naming every master tried and its answer.
      */
     private <T> T follow(String what, boolean repeatable, Supplier<T> attempt) {
-        long deadline = System.nanoTime() + FOLLOW_BUDGET.toNanos();
+        long deadline = System.nanoTime() + timeout.toNanos();
         java.util.LinkedHashMap<String, String> tried = new java.util.LinkedHashMap<>();
         int round = 0;
         while (true) {
@@ -211,7 +208,7 @@ public final class MasterClient implements AutoCloseable {
             }
             if (System.nanoTime() - deadline > 0) {
                 throw new StoreException(StoreError.NOT_LEADER, what + ": no leader found among the masters "
-                        + masters + " within " + FOLLOW_BUDGET.toSeconds() + " s; last answers: " + tried, last);
+                        + masters + " within " + timeout.toMillis() + " ms; last answers: " + tried, last);
             }
             if (next.equals(at) || (tried.containsKey(next) && round++ >= masters.size())) {
                 // an election in progress: each master said it does not lead (or is not ready yet); wait a little

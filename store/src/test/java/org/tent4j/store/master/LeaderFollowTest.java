@@ -181,6 +181,35 @@ class LeaderFollowTest {
         }
     }
 
+    /**
+     * With no master of the list reachable a call fails within its timeout as {@code NOT_LEADER}, naming every master
+     * and what each answered; a malformed list and a peer's store port are refused or parsed naming the item.
+     */
+    @Test
+    void noLeaderAmongTheMastersIsAnErrorNamingEachOne() throws Exception {
+        String a = "127.0.0.1:" + freePort();
+        String b = "127.0.0.1:" + freePort();
+        try (org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient(a + "," + b,
+                java.time.Duration.ofMillis(800), org.tent4j.store.StoreSecurity.NONE)) {
+            StoreException e = assertThrows(StoreException.class, client::register);
+            assertEquals(StoreError.NOT_LEADER, e.error());
+            assertTrue(e.getMessage().contains(a + "=unreachable") && e.getMessage().contains(b + "=unreachable"),
+                    e.getMessage());
+        }
+        IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                () -> new org.tent4j.store.rpc.MasterClient(a + "," + a, java.time.Duration.ofSeconds(1),
+                        org.tent4j.store.StoreSecurity.NONE));
+        assertTrue(twice.getMessage().contains(a + " is named twice"), twice.getMessage());
+        IllegalArgumentException noPort = assertThrows(IllegalArgumentException.class,
+                () -> new org.tent4j.store.rpc.MasterClient(a + ",host", java.time.Duration.ofSeconds(1),
+                        org.tent4j.store.StoreSecurity.NONE));
+        assertTrue(noPort.getMessage().contains("'host'"), noPort.getMessage());
+        assertEquals(List.of(new DurableLog.Peer("m1", "10.0.0.1:9871", "10.0.0.1:50051"),
+                        new DurableLog.Peer("m2", "10.0.0.2:9871", null)),
+                DurableLog.parsePeers("m1=10.0.0.1:9871/50051,m2=10.0.0.2:9871"));
+        assertThrows(IllegalArgumentException.class, () -> DurableLog.parsePeers("m1=10.0.0.1:9871/x"));
+    }
+
     /** The index of a server whose master leads, other than {@code not}; waits (bounded) for an election. */
     private static int awaitLeader(List<MasterServer> servers, int not) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
