@@ -123,6 +123,8 @@ class LeaderFollowTest {
                 values.add(v);
             }
 
+            String nodeId = node.clientId();
+            String userId = user.clientId();
             servers.get(leader).close();
             admins.get(leader).close();
             long stopped = System.nanoTime();
@@ -157,8 +159,13 @@ class LeaderFollowTest {
                 assertNotNull(got, keys.get(i));
                 assertEquals(crc(values.get(i)), crc(got), keys.get(i));
             }
-            // the node's credential holds on the new leader (the group shares its key): its pings are answered
-            assertTrue(servers.get(newLeader).master().state().clients(System.nanoTime()).size() >= 2);
+            // the group shares its credential key: both keep their ids on the new leader (no re-registration, the
+            // node's segment still its own), and the node's heartbeats reach it
+            assertEquals(nodeId, node.clientId());
+            assertEquals(userId, user.clientId());
+            MasterState s = servers.get(newLeader).master().state();
+            assertTrue(!s.segments().isEmpty() && s.segments().stream().allMatch(seg -> seg.owner().equals(nodeId)),
+                    s.segments().toString());
             user.close();
             node.close();
         } finally {
