@@ -165,6 +165,12 @@ final class CommandCodec {
             }
             case Command.Tick c -> out.writeByte(13);
             case Command.Evict c -> out.writeByte(14);
+            case Command.Once<?> c -> {
+                out.writeByte(15);
+                str(out, c.clientId());
+                out.writeLong(c.seq());
+                write(out, c.command());
+            }
         }
     }
 
@@ -199,6 +205,15 @@ final class CommandCodec {
             case 12 -> new Command.Leave(str(in));
             case 13 -> new Command.Tick();
             case 14 -> new Command.Evict();
+            case 15 -> {
+                String client = str(in);
+                long seq = in.readLong();
+                try {
+                    yield new Command.Once<>(client, seq, read(in));
+                } catch (IllegalArgumentException notCarried) {
+                    throw new IllegalArgumentException("request " + seq + " of client " + client + ": " + notCarried.getMessage());
+                }
+            }
             default -> throw new IllegalArgumentException("unknown command tag " + tag);
         };
     }

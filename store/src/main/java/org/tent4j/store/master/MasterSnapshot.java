@@ -18,11 +18,12 @@ import org.tent4j.store.SegmentSpec;
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
  * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
- * the last index and time, the last reclaim sweep, and the counters. Hot-key samples are a metric and are not kept.
+ * the last index and time, the last reclaim sweep, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
-    private static final int VERSION = 1;
+    /** 2 adds the request-id windows ({@link RequestIds}) at the end; 1 is read as having none. */
+    private static final int VERSION = 2;
 
     private MasterSnapshot() {
     }
@@ -98,6 +99,7 @@ final class MasterSnapshot {
                 out.writeLong(p.size());
                 out.writeLong(p.releaseAt());
             }
+            s.requestIds.write(out);
             out.flush();
             return bytes.toByteArray();
         } catch (IOException e) {
@@ -113,7 +115,7 @@ final class MasterSnapshot {
                 throw new IllegalArgumentException("not a master snapshot (bad magic)");
             }
             int version = in.readInt();
-            if (version != VERSION) {
+            if (version != VERSION && version != 1) {
                 throw new IllegalArgumentException("master snapshot version " + version + ", this master reads " + VERSION);
             }
             Position at = new Position(in.readLong(), in.readLong(), in.readLong());
@@ -173,6 +175,9 @@ final class MasterSnapshot {
             }
             for (int n = in.readInt(); n > 0; n--) {
                 s.eviction.park(new long[] {in.readLong()}, in.readLong(), in.readLong());
+            }
+            if (version >= 2) {
+                s.requestIds.read(in);
             }
             if (in.available() != 0) {
                 throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
