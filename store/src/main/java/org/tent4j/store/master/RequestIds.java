@@ -21,8 +21,10 @@ import org.tent4j.store.StoreException;
  * applied). At most {@link #MAX_CLIENTS} clients are kept, the one least recently heard from dropped first.
  */
 final class RequestIds {
-    static final int WINDOW = 64;
-    static final int MAX_CLIENTS = 65_536;
+    /** Above a client's calls in flight at once ({@code MasterClient} keeps at most 1,024 on its stream). */
+    static final int WINDOW = 2048;
+    /** With {@link #WINDOW}, bounds the windows to about 2 M answers (a put ticket is ~100 bytes). */
+    static final int MAX_CLIENTS = 1024;
     /** {@link #answer} when the request was not seen. */
     static final Object NONE = new Object();
 

@@ -81,6 +81,8 @@ public final class MasterClient implements AutoCloseable {
     static final int MAX_IN_FLIGHT = 1024;
     private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
     private final AtomicLong ids = new AtomicLong();
+    /** Request ids of this client's mutations (with its client id): a resent one is answered, not applied again. */
+    private final AtomicLong requests = new AtomicLong();
     private volatile CallStream stream;
     private final SslContext tls;
     private final String tokenProof;
@@ -177,7 +179,8 @@ public final class MasterClient implements AutoCloseable {
      * applied) to the leader it names, or the next master when it names none or itself; on a master unreachable, a
      * broken stream or a timeout, to the next master in the list. A call that may have been applied where it broke
      * ({@code repeatable} false: every mutation) is not sent again: it fails, naming the master, and only the next
-     * call goes to the next master. Gives up once the call's timeout has passed, naming every master tried and its answer.
+     * call goes to the next master. A mutation carrying a request id is {@code repeatable}: the state answers it again
+     * rather than apply it twice. Gives up once the call's timeout has passed, naming every master tried and its answer.
      */
     private <T> T follow(String what, boolean repeatable, Supplier<T> attempt) {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -347,13 +350,15 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public void mount(String clientId, SegmentSpec segment) {
-        checked("MountSegment", () -> call("MountSegment", () -> stub().mountSegment(MountRequest.newBuilder()
-                .setClientId(clientId).setSegment(Wire.segment(segment)).build())));
+        MountRequest req = MountRequest.newBuilder().setClientId(clientId).setSegment(Wire.segment(segment))
+                .setRequestSeq(requests.incrementAndGet()).build();
+        once("MountSegment", () -> call("MountSegment", () -> stub().mountSegment(req)));
     }
 
     public void unmount(String clientId, String segmentId) {
-        checked("UnmountSegment", () -> call("UnmountSegment", () -> stub().unmountSegment(UnmountRequest.newBuilder()
-                .setClientId(clientId).setSegmentId(segmentId).build())));
+        UnmountRequest req = UnmountRequest.newBuilder().setClientId(clientId).setSegmentId(segmentId)
+                .setRequestSeq(requests.incrementAndGet()).build();
+        once("UnmountSegment", () -> call("UnmountSegment", () -> stub().unmountSegment(req)));
     }
 
     /** Tells the master this client is closing cleanly (it is then never counted as expired). */
@@ -367,6 +372,19 @@ public final class MasterClient implements AutoCloseable {
             Wire.check(rpc.get());
             return null;
         });
+    }
+
+    /** A mutation carrying a request id: sent again to the next master as well, as it is applied at most once. */
+    private void once(String what, Supplier<Status> rpc) {
+        follow(what, true, () -> {
+            Wire.check(rpc.get());
+            return null;
+        });
+    }
+
+    /** {@code req} with a new request id unless it carries one (a caller resending it keeps its id). */
+    private PutStartRequest withId(PutStartRequest req) {
+        return req.getRequestSeq() != 0 ? req : req.toBuilder().setRequestSeq(requests.incrementAndGet()).build();
     }
 
     /**
@@ -385,8 +403,9 @@ public final class MasterClient implements AutoCloseable {
                 .setWriterHost(host).setUpsert(upsert).build();
     }
 
-    public PutStartResponse putStart(PutStartRequest req) {
-        return follow("PutStart", false, () -> {
+    public PutStartResponse putStart(PutStartRequest request) {
+        PutStartRequest req = withId(request);
+        return follow("PutStart", true, () -> {
             PutStartResponse r = exchange("PutStart", Call.newBuilder().setPutStart(req)).getPutStart();
             Wire.check(r.getStatus());
             return r;
@@ -402,11 +421,13 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public void putEnd(String clientId, String key, long putId) {
-        checked("PutEnd", () -> exchange("PutEnd", Call.newBuilder().setPutEnd(endRequest(clientId, key, putId))).getStatus());
+        PutEndRequest req = endRequest(clientId, key, putId).toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        once("PutEnd", () -> exchange("PutEnd", Call.newBuilder().setPutEnd(req)).getStatus());
     }
 
     public void putRevoke(String clientId, String key, long putId) {
-        checked("PutRevoke", () -> exchange("PutRevoke", Call.newBuilder().setPutRevoke(endRequest(clientId, key, putId))).getStatus());
+        PutEndRequest req = endRequest(clientId, key, putId).toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        once("PutRevoke", () -> exchange("PutRevoke", Call.newBuilder().setPutRevoke(req)).getStatus());
     }
 
     public List<Status> batchPutEnd(List<PutEndRequest> reqs) {
@@ -426,8 +447,9 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Commits puts into reservations, retires and refills reservations: one round trip. */
-    public CommitResponse commit(CommitRequest req) {
-        return follow("Commit", false, () -> {
+    public CommitResponse commit(CommitRequest request) {
+        CommitRequest req = request.toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        return follow("Commit", true, () -> {
             CommitResponse r = exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
             return leaderOrThrow(r, r.getItemsList());
         });
@@ -478,7 +500,13 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public void remove(String key, boolean force) {
-        checked("Remove", () -> call("Remove", () -> stub().remove(RemoveRequest.newBuilder().setKey(key).setForce(force).build())));
+        RemoveRequest req = RemoveRequest.newBuilder().setKey(key).setForce(force).setRequestSeq(requests.incrementAndGet()).build();
+        // the master keys a remove's request id by the credential's client: without one it is not deduplicated
+        if (session != null) {
+            once("Remove", () -> call("Remove", () -> stub().remove(req)));
+        } else {
+            checked("Remove", () -> call("Remove", () -> stub().remove(req)));
+        }
     }
 
     public List<Status> batchRemove(List<String> keys, boolean force) {

@@ -83,6 +83,33 @@ class RequestIdTest {
         assertTrue(StateDump.of(live).stream().anyMatch(l -> l.startsWith("request c#3 ")), StateDump.of(live).toString());
     }
 
+    /**
+     * Over the wire: a put start sent again with the request id it carried (as the client does after its master
+     * broke) gets the first answer, allocating nothing more, and the put then ends as usual.
+     */
+    @Test
+    void aPutStartSentAgainOverTheWireIsAnsweredNotApplied() throws Exception {
+        try (org.tent4j.store.rpc.MasterServer server = org.tent4j.store.rpc.MasterServer.start(MasterConfig.defaults(),
+                StoreClock.system(), "127.0.0.1", 0, 0);
+             org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient("127.0.0.1:" + server.port(),
+                     java.time.Duration.ofSeconds(5))) {
+            String id = client.register();
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            var req = org.tent4j.store.rpc.MasterClient.putStartRequest(id, "k", 4096, ReplicateConfig.defaults(), "host",
+                    false).toBuilder().setRequestSeq(1_000_000).build();
+            var first = client.putStart(req);
+            long used = server.master().segments().getFirst().used();
+            // without the window: OBJECT_IN_FLIGHT (the first put of k is in flight)
+            var again = client.putStart(req);
+            assertEquals(first.getPutId(), again.getPutId());
+            assertEquals(first.getReplicasList(), again.getReplicasList());
+            assertEquals(used, server.master().segments().getFirst().used());
+            client.putEnd(id, "k", first.getPutId());
+            assertEquals(4096, client.size("k"));
+            assertEquals(1, server.master().state().objectCount());
+        }
+    }
+
     @Test
     void onlyMutationsCarryARequestIdAndItEncodes() {
         assertThrows(IllegalArgumentException.class, () -> new Command.Once<>("c", 1, new Command.Tick()));
