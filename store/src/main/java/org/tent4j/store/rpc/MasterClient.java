@@ -71,8 +71,9 @@ import org.tent4j.store.rpc.MasterServer;
  */
 public final class MasterClient implements AutoCloseable {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(MasterClient.class);
-    /** The masters named at construction, in order; the one calls go to is {@link #address}. */
-    private final List<String> masters;
+    /** The masters named at construction, in order, and how calls follow the leader among them. */
+    private final LeaderFollowing following;
+    /** The master calls go to now. */
     private volatile String address;
     private volatile ManagedChannel channel;
     private volatile MasterGrpc.MasterBlockingStub stub;
@@ -102,8 +103,8 @@ public final class MasterClient implements AutoCloseable {
      * followed as {@link #follow} says.
      */
     public MasterClient(String addresses, Duration timeout, StoreSecurity security) {
-        this.masters = parseMasters(addresses);
-        this.address = masters.getFirst();
+        this.following = new LeaderFollowing(LeaderFollowing.parse(addresses), timeout, () -> address, this::moveTo);
+        this.address = following.masters().getFirst();
         this.timeout = timeout;
         this.tls = security.tls() ? StoreTls.client(security) : null;
         this.tokenProof = StoreAuth.tokenProof(security.token());
@@ -151,79 +152,9 @@ public final class MasterClient implements AutoCloseable {
         }
     }
 
-    /** {@code h1:p1,h2:p2,...}: each a host:port, none named twice; refused naming what is wrong. */
-    static List<String> parseMasters(String addresses) {
-        List<String> list = new java.util.ArrayList<>();
-        for (String a : addresses.split(",")) {
-            String m = a.trim();
-            int colon = m.lastIndexOf(':');
-            boolean port;
-            try {
-                port = colon > 0 && Integer.parseInt(m.substring(colon + 1)) >= 0;
-            } catch (NumberFormatException e) {
-                port = false;
-            }
-            if (!port) {
-                throw new IllegalArgumentException("master address '" + m + "' (of '" + addresses + "') is not host:port");
-            }
-            if (list.contains(m)) {
-                throw new IllegalArgumentException("master address " + m + " is named twice in '" + addresses + "'");
-            }
-            list.add(m);
-        }
-        return List.copyOf(list);
-    }
-
-    /**
-     * Runs {@code attempt} against the current master, following the leader: on {@code NOT_LEADER} (nothing was
-     * applied) to the leader it names, or the next master when it names none or itself; on a master unreachable, a
-     * broken stream or a timeout, to the next master in the list. A call that may have been applied where it broke
-     * ({@code repeatable} false: every mutation) is not sent again: it fails, naming the master, and only the next
-     * call goes to the next master. A mutation carrying a request id is {@code repeatable}: the state answers it again
-     * rather than apply it twice. Gives up once the call's timeout has passed, naming every master tried and its answer.
-     */
+    /** See {@link LeaderFollowing#follow}. */
     private <T> T follow(String what, boolean repeatable, Supplier<T> attempt) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        java.util.LinkedHashMap<String, String> tried = new java.util.LinkedHashMap<>();
-        int round = 0;
-        while (true) {
-            String at = address;
-            String next;
-            StoreException last;
-            try {
-                return attempt.get();
-            } catch (org.tent4j.store.NotLeaderException e) {
-                last = e;
-                tried.put(at, "not the leader" + (e.leader() == null ? "" : ", named " + e.leader()));
-                next = e.leader() != null && !e.leader().equals(at) ? e.leader() : nextAfter(at);
-            } catch (StoreException e) {
-                boolean broken = e.error() == StoreError.RPC_FAIL || e.error() == StoreError.RPC_TIMEOUT;
-                if (!broken || masters.size() == 1) {
-                    throw e;
-                }
-                tried.put(at, e.error() == StoreError.RPC_TIMEOUT ? "no answer in time" : "unreachable or broke");
-                next = nextAfter(at);
-                if (!repeatable) {
-                    moveTo(at, next);
-                    throw e;
-                }
-                last = e;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new StoreException(StoreError.NOT_LEADER, what + ": no leader found among the masters "
-                        + masters + " within " + timeout.toMillis() + " ms; last answers: " + tried, last);
-            }
-            if (next.equals(at) || (tried.containsKey(next) && round++ >= masters.size())) {
-                // an election in progress: each master said it does not lead (or is not ready yet); wait a little
-                LockSupport.parkNanos(Math.min(200_000_000L, 20_000_000L << Math.min(round, 4)));
-            }
-            moveTo(at, next);
-        }
-    }
-
-    private String nextAfter(String at) {
-        int i = masters.indexOf(at);
-        return masters.get((i + 1) % masters.size());
+        return following.follow(what, repeatable, attempt);
     }
 
     /**
