@@ -158,7 +158,7 @@ public final class MasterCommand implements Callable<Integer> {
                 secured = secured.withAdminToken(StoreSecurity.readToken(adminTokenFile));
             }
             credentials = ClientCredentials.of(master);
-        } catch (IllegalArgumentException | IOException e) {
+        } catch (IllegalArgumentException e) {
             master.close();
             spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
             return 2;
