@@ -1,11 +1,14 @@
 package org.tent4j.store.rpc;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 
+import org.tent4j.store.NotLeaderException;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 
@@ -58,13 +61,14 @@ final class LeaderFollowing {
      * Runs {@code attempt} against the current master, following the leader: on {@code NOT_LEADER} (nothing was
      * applied) to the leader it names, or the next master when it names none or itself; on a master unreachable, a
      * broken stream or a timeout, to the next master in the list. A call that may have been applied where it broke
-     * ({@code repeatable} false: every mutation) is not sent again: it fails, naming the master, and only the next
-     * call goes to the next master. A mutation carrying a request id is {@code repeatable}: the state answers it again
-     * rather than apply it twice. Gives up once the call's timeout has passed, naming every master tried and its answer.
+     * ({@code repeatable} false: a mutation without a request id) is not sent again: it fails, naming the master, and
+     * only the next call goes to the next master. Reads and mutations carrying a request id are {@code repeatable}
+     * (the state answers a repeated request rather than apply it twice). Gives up once the call's timeout has passed,
+     * naming every master tried and its answer.
      */
     <T> T follow(String what, boolean repeatable, Supplier<T> attempt) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        java.util.LinkedHashMap<String, String> tried = new java.util.LinkedHashMap<>();
+        Map<String, String> tried = new LinkedHashMap<>();
         int round = 0;
         while (true) {
             String at = current.get();
@@ -72,7 +76,7 @@ final class LeaderFollowing {
             StoreException last;
             try {
                 return attempt.get();
-            } catch (org.tent4j.store.NotLeaderException e) {
+            } catch (NotLeaderException e) {
                 last = e;
                 tried.put(at, "not the leader" + (e.leader() == null ? "" : ", named " + e.leader()));
                 next = e.leader() != null && !e.leader().equals(at) ? e.leader() : nextAfter(at);
@@ -105,5 +109,4 @@ final class LeaderFollowing {
         int i = masters.indexOf(at);
         return masters.get((i + 1) % masters.size());
     }
-
 }
