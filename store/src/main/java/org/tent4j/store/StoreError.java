@@ -35,7 +35,12 @@ public enum StoreError {
      * A disk replica's bytes do not match the CRC32C recorded when they were offloaded (the file was changed behind
      * the store's back, or the disk returned wrong bytes); the message names key, segment, node, file and offset.
      */
-    CHECKSUM_MISMATCH(-1800);
+    CHECKSUM_MISMATCH(-1800),
+    /**
+     * This master is a follower of its group (or a leader that lost its term) and applies nothing: the call was not
+     * applied; ask the leader it names ({@link NotLeaderException#leader()}), or another master when it knows none.
+     */
+    NOT_LEADER(-1200);
 
     private final int code;
 

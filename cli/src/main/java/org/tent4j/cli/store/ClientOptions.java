@@ -12,8 +12,9 @@ import picocli.CommandLine.Option;
  * token and TLS both use.
  */
 final class ClientOptions {
-    @Option(names = "--master", defaultValue = "127.0.0.1:50051", paramLabel = "HOST:PORT",
-            description = "The store master's RPC address. Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--master", defaultValue = "127.0.0.1:50051", paramLabel = "HOST:PORT[,HOST:PORT...]",
+            description = "The store master's RPC address, or every master of a group separated by commas: calls go "
+                    + "to the leader, followed when it changes. Default: ${DEFAULT-VALUE}.")
     String master;
 
     @Option(names = {"--control-host", "--control_host"}, paramLabel = "ADDRESS",

@@ -118,8 +118,9 @@ public final class MasterCommand implements Callable<Integer> {
             description = "This master's id in its group (with --data-dir). Default: ${DEFAULT-VALUE}.")
     String id;
 
-    @Option(names = "--peers", paramLabel = "ID=HOST:PORT,...",
-            description = "Every master of the group, this one included, with its Raft port (with --data-dir). "
+    @Option(names = "--peers", paramLabel = "ID=HOST:RAFT_PORT[/RPC_PORT],...",
+            description = "Every master of the group, this one included, with its Raft port and, after a slash, its "
+                    + "store RPC port (--port), which followers name to clients as the leader's (with --data-dir). "
                     + "Default: none (a group of one).")
     String peers;
 
@@ -173,7 +174,7 @@ public final class MasterCommand implements Callable<Integer> {
                 secured = secured.withAdminToken(StoreSecurity.readToken(adminTokenFile));
             }
             credentials = ClientCredentials.of(master);
-        } catch (IllegalArgumentException | IOException e) {
+        } catch (IllegalArgumentException e) {
             master.close();
             spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
             return 2;

@@ -84,8 +84,7 @@ public final class AdminServer implements AutoCloseable {
             long now = master.master().clock().nanoTime();
             switch (ex.getRequestURI().getPath()) {
                 case "/" -> send(ex, 200, "text/html; charset=utf-8", StatusPage.render(state, master.stats(), now));
-                case "/health" -> send(ex, 200, "application/json", "{\"status\":\"ok\",\"objects\":" + state.objectCount()
-                        + ",\"segments\":" + state.segments().size() + "}\n");
+                case "/health" -> send(ex, 200, "application/json", health(state));
                 case "/metrics" -> send(ex, 200, "text/plain; version=0.0.4", Metrics.render(state, master.stats()));
                 case "/segments" -> send(ex, 200, "application/json", segmentsJson(state.segments()));
                 case "/clients" -> send(ex, 200, "application/json", clientsJson(state.clients(now)));
@@ -184,6 +183,28 @@ public final class AdminServer implements AutoCloseable {
         try (OutputStream out = ex.getResponseBody()) {
             out.write(b);
         }
+    }
+
+    /**
+     * {@code status}, the role ({@code leader}: this master applies and serves; {@code follower}: it refuses every
+     * store call with {@code NOT_LEADER}; a master in memory always leads), and on a durable master its term and the
+     * leader it knows ({@code null} when none), so operators and scripts tell them apart.
+     */
+    private String health(org.tent4j.store.master.MasterState state) {
+        var log = master.master().log();
+        StringBuilder b = new StringBuilder("{\"status\":\"ok\"");
+        if (log == null) {
+            b.append(",\"role\":\"leader\"");
+        } else {
+            var role = log.role();
+            b.append(",\"role\":\"").append(role.leader() ? "leader" : "follower").append('"')
+                    .append(",\"id\":").append(Json.str(log.id()))
+                    .append(",\"term\":").append(role.term())
+                    .append(",\"leader_id\":").append(role.leaderId() == null ? "null" : Json.str(role.leaderId()))
+                    .append(",\"leader_address\":").append(role.leaderRpc() == null ? "null" : Json.str(role.leaderRpc()));
+        }
+        return b.append(",\"objects\":").append(state.objectCount()).append(",\"segments\":")
+                .append(state.segments().size()).append("}\n").toString();
     }
 
     @Override

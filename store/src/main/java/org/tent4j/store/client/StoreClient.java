@@ -130,6 +130,12 @@ public final class StoreClient implements AutoCloseable {
         this.heartbeatMillis = b.heartbeatInterval.toMillis();
     }
 
+    /** A client of the masters of a group ({@code host:port} each): calls go to its leader, followed on failover. */
+    public static Builder builder(TransferEngine engine, List<String> masters) {
+        return builder(engine, String.join(",", masters));
+    }
+
+    /** {@code masterAddress}: one master's {@code host:port}, or a group's separated by commas. */
     public static Builder builder(TransferEngine engine, String masterAddress) {
         return new Builder(engine, masterAddress);
     }

@@ -162,4 +162,19 @@ public sealed interface Command<R> {
 
     record TickReport(List<String> clientsExpired, int putsReclaimed, long evictedObjects, long evictedBytes) {
     }
+
+    /**
+     * {@code command} sent with a request id (the client's id and its sequence number): applied once, and a request
+     * sent again with the same id answered as the first time ({@link RequestIds}). Only the commands a client may
+     * send again after losing an answer are wrapped: put start, end and revoke, commit, remove, mount, unmount.
+     */
+    record Once<R>(String clientId, long seq, Command<R> command) implements Command<R> {
+        public Once {
+            if (!(command instanceof PutStart || command instanceof PutEnd || command instanceof PutRevoke
+                    || command instanceof Commit || command instanceof Remove || command instanceof Mount
+                    || command instanceof Unmount)) {
+                throw new IllegalArgumentException("a request id is not carried by " + command.getClass().getSimpleName());
+            }
+        }
+    }
 }

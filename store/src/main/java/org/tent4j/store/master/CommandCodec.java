@@ -198,6 +198,12 @@ final class CommandCodec {
             }
             case Command.Tick c -> out.writeByte(13);
             case Command.Evict c -> out.writeByte(14);
+            case Command.Once<?> c -> {
+                out.writeByte(19);
+                str(out, c.clientId());
+                out.writeLong(c.seq());
+                write(out, c.command());
+            }
         }
     }
 
@@ -254,6 +260,15 @@ final class CommandCodec {
             }
             case 17 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong(),
                     Tier.DISK, str(in)));
+            case 19 -> {
+                String client = str(in);
+                long seq = in.readLong();
+                try {
+                    yield new Command.Once<>(client, seq, read(in));
+                } catch (IllegalArgumentException notCarried) {
+                    throw new IllegalArgumentException("request " + seq + " of client " + client + ": " + notCarried.getMessage());
+                }
+            }
             default -> throw new IllegalArgumentException("unknown command tag " + tag);
         };
     }

@@ -28,6 +28,8 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.ChecksumException;
+import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
+import org.apache.ratis.protocol.exceptions.NotLeaderException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
@@ -43,6 +45,7 @@ import org.tent4j.store.StoreException;
  * applied everything its log held, so nothing is served from a state that is behind.
  */
 public final class DurableLog implements AutoCloseable {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(DurableLog.class);
     /** The file that marks a directory as a store master's data dir, and which group and peer it belongs to. */
     public static final String MARKER = "tent4j-store-master.properties";
     private static final RaftGroupId GROUP = RaftGroupId.valueOf(
@@ -58,8 +61,21 @@ public final class DurableLog implements AutoCloseable {
         }
     }
 
-    /** One master of the group: its id and the host:port its Raft server listens on. */
-    public record Peer(String id, String address) {
+    /**
+     * One master of the group: its id, the host:port its Raft server listens on, and the host:port of its store RPC
+     * (null when not named), which a follower names to clients as the leader's.
+     */
+    public record Peer(String id, String address, String rpc) {
+        public Peer(String id, String address) {
+            this(id, address, null);
+        }
+    }
+
+    /**
+     * Where this master stands in its group: whether it leads (and may apply), the Raft term, and the leader's id and
+     * store RPC address as far as it knows them (null when it knows none).
+     */
+    public record Role(boolean leader, long term, String leaderId, String leaderRpc) {
     }
 
     private final RaftServer server;
@@ -71,12 +87,17 @@ public final class DurableLog implements AutoCloseable {
     private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
     private final Path dataDir;
+    /** Peer id to store RPC address, for naming the leader to clients. */
+    private final java.util.Map<String, String> rpcOf;
 
-    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, Path dataDir) {
+    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, Path dataDir, List<Peer> peers) {
         this.server = server;
         this.machine = machine;
         this.self = self;
         this.dataDir = dataDir;
+        java.util.Map<String, String> m = new java.util.HashMap<>();
+        peers.stream().filter(p -> p.rpc() != null).forEach(p -> m.put(p.id(), p.rpc()));
+        this.rpcOf = java.util.Map.copyOf(m);
     }
 
     /** The directory this log (and what else the master keeps, such as its client-credential key) lives in. */
@@ -111,7 +132,7 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(props, 2);
         RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(props, true);
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
-        MasterStateMachine machine = new MasterStateMachine(config);
+        MasterStateMachine machine = new MasterStateMachine(config, dataDir);
         RaftServer server = RaftServer.newBuilder()
                 .setServerId(me.getId())
                 .setGroup(RaftGroup.valueOf(GROUP, group))
@@ -119,6 +140,8 @@ public final class DurableLog implements AutoCloseable {
                 .setProperties(props)
                 .setOption(fresh ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
                 .build();
+        // every leader, once ready, makes sure the group has a client-credential key (a no-op once one is applied)
+        machine.onLeaderReady(() -> proposeKey(server, me.getId()));
         try {
             server.start();
             machine.ready.get(settings.startTimeoutMillis(), TimeUnit.MILLISECONDS);
@@ -148,7 +171,54 @@ public final class DurableLog implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
         }
-        return new DurableLog(server, machine, me.getId(), dataDir);
+        return new DurableLog(server, machine, me.getId(), dataDir, peers);
+    }
+
+    /**
+     * Proposes a fresh client-credential key for the group when none is applied yet. The first key entry in the log
+     * is the group's on every master (later ones are ignored), so credentials issued by one leader hold on the next.
+     */
+    private static void proposeKey(RaftServer server, RaftPeerId self) {
+        try {
+            server.submitClientRequestAsync(RaftClientRequest.newBuilder()
+                    .setClientId(ClientId.randomId()).setServerId(self).setGroupId(GROUP).setCallId(0)
+                    .setMessage(Message.valueOf(ByteString.copyFrom(MasterStateMachine.keyEntry())))
+                    .setType(RaftClientRequest.writeRequestType()).build())
+                    .whenComplete((reply, err) -> {
+                        if (err != null || !reply.isSuccess()) {
+                            // not the leader any more: the next leader proposes one when it is ready
+                            LOG.warn("proposing the group's client-credential key failed: {}",
+                                    err != null ? err.toString() : String.valueOf(reply.getException()));
+                        }
+                    });
+        } catch (IOException e) {
+            LOG.warn("proposing the group's client-credential key failed", e);
+        }
+    }
+
+    /**
+     * The group's client-credential key: completes once applied from the log (on every master alike), or at once from
+     * {@link MasterStateMachine#KEY_FILE} in the data dir where an earlier run applied it.
+     */
+    public CompletableFuture<byte[]> credentialKey() {
+        return machine.credentialKey;
+    }
+
+    /** This master's role now (see {@link Role}); a closed log leads nothing and knows no leader. */
+    public Role role() {
+        try {
+            var info = server.getDivision(GROUP).getInfo();
+            RaftPeerId leader = info.getLeaderId();
+            String id = leader == null ? null : leader.toString();
+            return new Role(info.isLeader(), info.getCurrentTerm(), id, id == null ? null : rpcOf.get(id));
+        } catch (IOException closed) {
+            return new Role(false, 0, null, null);
+        }
+    }
+
+    /** This master's id in its group. */
+    public String id() {
+        return self.toString();
     }
 
     /** The log segment files under {@code dataDir}, for an error naming them. */
@@ -170,11 +240,21 @@ public final class DurableLog implements AutoCloseable {
             }
             String id = item.substring(0, eq).trim();
             String address = item.substring(eq + 1).trim();
+            String rpc = null;
+            int slash = address.indexOf('/');
+            if (slash >= 0) {
+                // id=host:raftPort/rpcPort: the store RPC on the same host
+                String rpcPort = address.substring(slash + 1);
+                address = address.substring(0, slash);
+                rpc = address.substring(0, address.lastIndexOf(':') + 1) + rpcPort;
+                port(rpc);
+            }
             port(address);
-            if (peers.stream().anyMatch(p -> p.id().equals(id) || p.address().equals(address))) {
+            String a = address;
+            if (peers.stream().anyMatch(p -> p.id().equals(id) || p.address().equals(a))) {
                 throw new IllegalArgumentException("--peers names " + id + " (" + address + ") twice");
             }
-            peers.add(new Peer(id, address));
+            peers.add(new Peer(id, address, rpc));
         }
         return peers;
     }
@@ -182,6 +262,9 @@ public final class DurableLog implements AutoCloseable {
     private static int port(String address) {
         int colon = address.lastIndexOf(':');
         try {
+            if (colon <= 0) {
+                throw new IllegalArgumentException(address);
+            }
             return Integer.parseInt(address.substring(colon + 1));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("peer address '" + address + "' is not host:port");
@@ -242,11 +325,7 @@ public final class DurableLog implements AutoCloseable {
 
     /** Whether this master leads its group now (a group of one always does once open). */
     public boolean leads() {
-        try {
-            return server.getDivision(GROUP).getInfo().isLeader();
-        } catch (IOException closed) {
-            return false;
-        }
+        return role().leader();
     }
 
     /**
@@ -296,8 +375,24 @@ public final class DurableLog implements AutoCloseable {
         return (R) r;
     }
 
-    private static StoreException unavailable(Throwable why) {
+    /**
+     * Why an entry was not committed, as the client should see it: {@code NOT_LEADER} naming the leader when Ratis
+     * says this master does not lead (or does not lead yet), else {@code UNAVAILABLE_IN_CURRENT_STATUS}.
+     */
+    private StoreException unavailable(Throwable why) {
         Throwable cause = why instanceof CompletionException && why.getCause() != null ? why.getCause() : why;
+        for (Throwable c = cause; c != null; c = c.getCause()) {
+            if (c instanceof NotLeaderException n) {
+                RaftPeer leader = n.getSuggestedLeader();
+                String id = leader == null ? null : leader.getId().toString();
+                return new org.tent4j.store.NotLeaderException("master " + self + " does not lead its group"
+                        + (id == null ? " and knows no leader" : "; the leader is " + id), id == null ? null : rpcOf.get(id));
+            }
+            if (c instanceof LeaderNotReadyException) {
+                return new org.tent4j.store.NotLeaderException("master " + self + " was just elected and has not "
+                        + "applied its log yet; try again", rpcOf.get(self.toString()));
+            }
+        }
         return new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS,
                 "the master's log did not commit the call: " + cause);
     }

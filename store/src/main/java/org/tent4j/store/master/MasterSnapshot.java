@@ -19,11 +19,12 @@ import org.tent4j.store.Tier;
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
  * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
- * the last index and time, the last reclaim sweep, the offloads in flight, and the counters. Hot-key samples are a metric and are not kept.
+ * the last index and time, the last reclaim sweep, the offloads in flight, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
-    private static final int VERSION = 2;
+    /** 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}). */
+    private static final int VERSION = 3;
 
     private MasterSnapshot() {
     }
@@ -117,6 +118,7 @@ final class MasterSnapshot {
                 out.writeBoolean(t.promote());
                 out.writeBoolean(e.getValue());
             }
+            s.requestIds.write(out);
             out.flush();
             return bytes.toByteArray();
         } catch (IOException e) {
@@ -133,6 +135,7 @@ final class MasterSnapshot {
             }
             int version = in.readInt();
             if (version != VERSION) {
+                // 1 lacked the segments' tiers and the objects' disk replicas, so it cannot be read as 3
                 throw new IllegalArgumentException("master snapshot version " + version + ", this master reads " + VERSION);
             }
             Position at = new Position(in.readLong(), in.readLong(), in.readLong());
@@ -209,6 +212,7 @@ final class MasterSnapshot {
                         in.readLong(), in.readLong(), in.readLong(), in.readBoolean()), in.readBoolean(), lastTask);
             }
             s.offloads.restore(null, false, lastTask);
+            s.requestIds.read(in);
             if (in.available() != 0) {
                 throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
             }

@@ -56,6 +56,7 @@ public final class MasterState {
     final Reservations reservations;
     final Eviction eviction;
     final Offloads offloads;
+    final RequestIds requestIds = new RequestIds();
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
 
@@ -259,8 +260,29 @@ public final class MasterState {
                 yield null;
             }
             case Command.DropDiskReplicas c -> objects.dropDiskReplicas(now, c);
+            case Command.Once<?> c -> once(now, c);
         };
         return (R) result;
+    }
+
+    /** A command with a request id: the recorded answer when the id was seen, else applied and its answer recorded. */
+    private Object once(long now, Command.Once<?> c) {
+        Object seen = requestIds.answer(c.clientId(), c.seq());
+        if (seen != RequestIds.NONE) {
+            if (seen instanceof StoreException refused) {
+                throw refused;
+            }
+            return seen;
+        }
+        Object r;
+        try {
+            r = dispatch(now, c.command());
+        } catch (StoreException refused) {
+            requestIds.record(c.clientId(), c.seq(), refused);
+            throw refused;
+        }
+        requestIds.record(c.clientId(), c.seq(), r);
+        return r;
     }
 
     /** Housekeeping: parked ranges released, dead clients dropped, idle reservations released, abandoned puts reclaimed, eviction. */

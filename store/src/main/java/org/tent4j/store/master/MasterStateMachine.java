@@ -47,8 +47,59 @@ final class MasterStateMachine extends BaseStateMachine {
     /** Completed the first time this server is a ready leader. */
     final CompletableFuture<Void> leaderReady = new CompletableFuture<>();
 
-    MasterStateMachine(MasterConfig config) {
+    /** The group's client-credential key, kept in the data dir once applied: see {@link DurableLog#credentialKey}. */
+    static final String KEY_FILE = "client-credentials.key";
+    static final int KEY_BYTES = 32;
+    /** Marks a key entry ("T4CK"), which is not a command entry ({@link CommandCodec}'s magic is "T4LE"). */
+    private static final int KEY_MAGIC = 0x5434_434B;
+
+    private final Path keyFile;
+    final CompletableFuture<byte[]> credentialKey = new CompletableFuture<>();
+    private volatile Runnable onLeaderReady = () -> { };
+
+    MasterStateMachine(MasterConfig config, Path dataDir) throws IOException {
         this.config = config;
+        this.keyFile = dataDir.resolve(KEY_FILE);
+        if (Files.exists(keyFile)) {
+            byte[] k = Files.readAllBytes(keyFile);
+            if (k.length != KEY_BYTES) {
+                throw new IOException(keyFile + " is corrupt: " + k.length + " bytes, not " + KEY_BYTES);
+            }
+            credentialKey.complete(k);
+        }
+    }
+
+    void onLeaderReady(Runnable r) {
+        onLeaderReady = r;
+    }
+
+    /** A key entry holding a fresh random key. */
+    static byte[] keyEntry() {
+        byte[] k = new byte[KEY_BYTES];
+        new java.security.SecureRandom().nextBytes(k);
+        return ByteBuffer.allocate(4 + KEY_BYTES).putInt(KEY_MAGIC).put(k).array();
+    }
+
+    /**
+     * Applies a key entry: the first one the log holds is the group's key on every master (kept in the data dir,
+     * owner-only, before it is used); any later one is ignored.
+     */
+    private void applyKey(byte[] data) throws IOException {
+        if (credentialKey.isDone()) {
+            return;
+        }
+        if (data.length != 4 + KEY_BYTES) {
+            throw new IOException("key entry of " + data.length + " bytes, not " + (4 + KEY_BYTES));
+        }
+        byte[] k = java.util.Arrays.copyOfRange(data, 4, data.length);
+        Path tmp = Files.createTempFile(keyFile.getParent(), KEY_FILE, ".tmp", java.nio.file.attribute.PosixFilePermissions
+                .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap(k));
+            ch.force(true);
+        }
+        Files.move(tmp, keyFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        credentialKey.complete(k);
     }
 
     MasterState state() {
@@ -107,9 +158,20 @@ final class MasterStateMachine extends BaseStateMachine {
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
         LogEntryProto entry = trx.getLogEntry();
+        byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
+        if (data.length >= 4 && ByteBuffer.wrap(data).getInt() == KEY_MAGIC) {
+            try {
+                applyKey(data);
+            } catch (IOException failed) {
+                return CompletableFuture.failedFuture(new IllegalStateException("store master log entry "
+                        + entry.getIndex() + " (the group's credential key) could not be kept in " + keyFile, failed));
+            }
+            updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
+            return CompletableFuture.completedFuture(Message.EMPTY);
+        }
         CommandCodec.Entry e;
         try {
-            e = CommandCodec.decode(entry.getStateMachineLogEntry().getLogData().toByteArray());
+            e = CommandCodec.decode(data);
         } catch (IllegalArgumentException bad) {
             // applying around it would leave this state different from every other replica's: stop here
             return CompletableFuture.failedFuture(new IllegalStateException("store master log entry " + entry.getIndex()
@@ -154,6 +216,9 @@ final class MasterStateMachine extends BaseStateMachine {
     public void notifyLeaderReady() {
         leaderReady.complete(null);
         ready.complete(null);
+        if (!credentialKey.isDone()) {
+            onLeaderReady.run();
+        }
     }
 
     /**

@@ -209,6 +209,10 @@ public final class StoreMaster implements AutoCloseable {
             return t;
         });
         housekeeping.scheduleWithFixedDelay(() -> {
+            if (log != null && !log.leads()) {
+                // a follower: the leader's ticks reach it through the log, and its own would be refused
+                return;
+            }
             try {
                 TickReport r = tick();
                 if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
@@ -233,6 +237,10 @@ public final class StoreMaster implements AutoCloseable {
                 if (!evictionWanted.getAndSet(false)) {
                     // a wake-up between the flag's check and the park leaves a permit, so the park returns at once
                     LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
+                    continue;
+                }
+                if (log != null && !log.leads()) {
+                    // a follower evicts what the leader's log says, nothing on its own
                     continue;
                 }
                 try {

@@ -1,12 +1,10 @@
 package org.tent4j.store.rpc;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
@@ -16,6 +14,9 @@ import java.util.UUID;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+
 /**
  * Issues client ids with their session credentials and checks them. A credential is
  * {@code HMAC-SHA256(key, "client\0" + client id)} under a key only the master holds, so checking one needs no table: issuing
@@ -23,22 +24,24 @@ import javax.crypto.spec.SecretKeySpec;
  * remount as before, and nobody without the key can make the credential of an id it did not get.
  *
  * <p>In memory the key is random per process (a restarted master's state is empty, and its clients register again).
- * A durable master keeps it in its data dir ({@link #inDir}), so a restart recognizes the clients its log knows.
+ * A durable master takes its group's key from the log ({@link org.tent4j.store.master.DurableLog#credentialKey}): the
+ * first leader proposes one, every master applies the same, and each keeps it in its data dir, so a restart and a
+ * failover to another master both recognize the clients the log knows, with the credentials they hold.
  */
 public final class ClientCredentials {
-    /** The key's file in a durable master's data dir. */
-    public static final String KEY_FILE = "client-credentials.key";
     private static final int KEY_BYTES = 32;
+    /** How long issuing waits for a new group's first key entry to be applied. */
+    private static final long KEY_WAIT_MILLIS = 10_000;
 
-    private final byte[] key;
+    private final CompletableFuture<byte[]> key;
     private final ThreadLocal<Mac> macs;
 
-    private ClientCredentials(byte[] key) {
-        this.key = key.clone();
+    private ClientCredentials(CompletableFuture<byte[]> key) {
+        this.key = key;
         this.macs = ThreadLocal.withInitial(() -> {
             try {
                 Mac m = Mac.getInstance("HmacSHA256");
-                m.init(new SecretKeySpec(this.key, "HmacSHA256"));
+                m.init(new SecretKeySpec(key.join(), "HmacSHA256"));
                 return m;
             } catch (GeneralSecurityException e) {
                 throw new IllegalStateException("HmacSHA256 is unavailable", e);
@@ -50,47 +53,27 @@ public final class ClientCredentials {
     public static ClientCredentials random() {
         byte[] k = new byte[KEY_BYTES];
         new SecureRandom().nextBytes(k);
-        return new ClientCredentials(k);
+        return new ClientCredentials(CompletableFuture.completedFuture(k));
     }
 
-    /**
-     * The key kept in {@code dir} ({@link #KEY_FILE}, owner-only), made there on first use; a file of the wrong
-     * size is refused naming it.
-     */
-    public static ClientCredentials inDir(Path dir) throws IOException {
-        Path file = dir.resolve(KEY_FILE);
-        if (!Files.exists(file)) {
-            byte[] k = new byte[KEY_BYTES];
-            new SecureRandom().nextBytes(k);
-            Path tmp = Files.createTempFile(dir, KEY_FILE, ".tmp",
-                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-            Files.write(tmp, k);
-            try {
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
-            } catch (FileAlreadyExistsException raced) {
-                Files.deleteIfExists(tmp);
-            }
-        }
-        byte[] k = Files.readAllBytes(file);
-        if (k.length != KEY_BYTES) {
-            throw new IOException(file + " is corrupt: " + k.length + " bytes, not " + KEY_BYTES);
-        }
-        return new ClientCredentials(k);
-    }
-
-    /** The credentials {@code master} issues from: its data dir's key when durable, else a random one. */
-    public static ClientCredentials of(org.tent4j.store.master.StoreMaster master) throws IOException {
-        return master.durable() ? inDir(master.log().dataDir()) : random();
+    /** The credentials {@code master} issues from: its group's key when durable, else a random one. */
+    public static ClientCredentials of(org.tent4j.store.master.StoreMaster master) {
+        return master.durable() ? new ClientCredentials(master.log().credentialKey()) : random();
     }
 
     /** A new client id (a random UUID) and its credential. */
     public Issued issue() {
+        awaitKey();
         String id = UUID.randomUUID().toString();
         return new Issued(id, credential(id));
     }
 
     /** Whether {@code credentialHex} is the credential of {@code clientId} (constant-time compare). */
     boolean verify(String clientId, String credentialHex) {
+        if (!key.isDone()) {
+            // a new group before its first key entry is applied has issued nothing
+            return false;
+        }
         byte[] presented;
         try {
             presented = HexFormat.of().parseHex(credentialHex);
@@ -106,8 +89,21 @@ public final class ClientCredentials {
      * {@code mount\0} and a credential's {@code client\0}, so a nonce is never a credential.
      */
     byte[] mountNonce(String clientId, org.tent4j.store.SegmentSpec segment) {
+        awaitKey();
         return macs.get().doFinal(("mount\0" + clientId + "\0" + segment.id() + "\0" + segment.engineSegment() + "\0"
                 + segment.host() + "\0" + segment.base() + "\0" + segment.size()).getBytes(StandardCharsets.UTF_8));
+    }
+
+    private void awaitKey() {
+        try {
+            key.get(KEY_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "the master's group has no client-"
+                    + "credential key applied yet (its leader proposes one when elected); try again");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "interrupted waiting for the key");
+        }
     }
 
     private byte[] credential(String clientId) {

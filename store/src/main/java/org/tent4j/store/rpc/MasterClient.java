@@ -10,6 +10,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 import io.grpc.CallOptions;
@@ -78,7 +79,11 @@ import org.tent4j.store.rpc.MasterServer;
  * types, which the public client API ({@code org.tent4j.store.client}) never shows.
  */
 public final class MasterClient implements AutoCloseable {
-    private final String address;
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(MasterClient.class);
+    /** The masters named at construction, in order, and how calls follow the leader among them. */
+    private final LeaderFollowing following;
+    /** The master calls go to now. */
+    private volatile String address;
     private volatile ManagedChannel channel;
     private volatile MasterGrpc.MasterBlockingStub stub;
     private final Duration timeout;
@@ -86,6 +91,8 @@ public final class MasterClient implements AutoCloseable {
     static final int MAX_IN_FLIGHT = 1024;
     private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
     private final AtomicLong ids = new AtomicLong();
+    /** Request ids of this client's mutations (with its client id): a resent one is answered, not applied again. */
+    private final AtomicLong requests = new AtomicLong();
     private volatile CallStream stream;
     private final SslContext tls;
     private final String tokenProof;
@@ -99,9 +106,14 @@ public final class MasterClient implements AutoCloseable {
         this(address, timeout, StoreSecurity.NONE);
     }
 
-    /** A client proving {@code security}'s tokens on every call (and speaking its TLS). */
-    public MasterClient(String address, Duration timeout, StoreSecurity security) {
-        this.address = address;
+    /**
+     * A client proving {@code security}'s tokens on every call (and speaking its TLS). {@code addresses} is one
+     * master's {@code host:port}, or the masters of a group separated by commas: calls go to the leader, found and
+     * followed as {@link #follow} says.
+     */
+    public MasterClient(String addresses, Duration timeout, StoreSecurity security) {
+        this.following = new LeaderFollowing(LeaderFollowing.parse(addresses), timeout, () -> address, this::moveTo);
+        this.address = following.masters().getFirst();
         this.timeout = timeout;
         this.tls = security.tls() ? StoreTls.client(security) : null;
         this.tokenProof = StoreAuth.tokenProof(security.token());
@@ -149,13 +161,47 @@ public final class MasterClient implements AutoCloseable {
         }
     }
 
+    /** See {@link LeaderFollowing#follow}. */
+    private <T> T follow(String what, boolean repeatable, Supplier<T> attempt) {
+        return following.follow(what, repeatable, attempt);
+    }
+
+    /**
+     * Sends later calls to {@code next} (a fresh channel and stream), unless another thread already moved away from
+     * {@code from}. The credential goes along: a durable group shares its key ({@link ClientCredentials}).
+     */
+    private void moveTo(String from, String next) {
+        ManagedChannel old;
+        CallStream oldStream;
+        synchronized (this) {
+            if (!address.equals(from) || next.equals(from)) {
+                return;
+            }
+            LOG.info("store master {} is not serving this client; following to {}", from, next);
+            address = next;
+            old = channel;
+            oldStream = stream;
+            channel = channel(next);
+            stub = MasterGrpc.newBlockingStub(channel);
+            stream = null;
+        }
+        if (oldStream != null) {
+            oldStream.fail(io.grpc.Status.UNAVAILABLE.withDescription("the client followed the leader to " + next)
+                    .asRuntimeException());
+        }
+        old.shutdownNow();
+    }
+
     /**
      * Asks the master for a client id and its credential, which every later call carries; the id. Calls already on
      * the Calls stream finish there, later ones go on a new stream that carries the new credential.
      */
     public String register() {
-        RegisterResponse r = call("Register", () -> stub().register(Empty.getDefaultInstance()));
-        Wire.check(r.getStatus());
+        RegisterResponse r = follow("Register", true, () -> {
+            RegisterResponse a = call("Register", () -> stub().register(Empty.getDefaultInstance()));
+            Wire.check(a.getStatus());
+            return a;
+        });
         PrintableId.require("client id issued by master " + address, r.getClientId());
         session = r.getClientId() + ":" + HexFormat.of().formatHex(r.getCredential().toByteArray());
         clientId = r.getClientId();
@@ -196,6 +242,12 @@ public final class MasterClient implements AutoCloseable {
     private StoreException translate(String what, StatusRuntimeException e) {
         io.grpc.Status.Code code = e.getStatus().getCode();
         String detail = e.getStatus().getDescription() == null ? code.toString() : e.getStatus().getDescription();
+        if (code == io.grpc.Status.Code.FAILED_PRECONDITION && detail.startsWith(LeaderGate.NOT_LEADER)) {
+            Metadata trailers = e.getTrailers();
+            return new org.tent4j.store.NotLeaderException(what + " refused by master " + address + ": "
+                    + detail.substring(LeaderGate.NOT_LEADER.length() + 2),
+                    trailers == null ? null : trailers.get(LeaderGate.LEADER));
+        }
         if (code == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
             return new StoreException(StoreError.RPC_TIMEOUT, what + " to master " + address + " got no answer within " + timeout.toMillis() + " ms", e);
         }
@@ -214,62 +266,107 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public String serviceReady() {
-        return call("ServiceReady", () -> stub().serviceReady(Empty.getDefaultInstance()).getVersion());
+        return follow("ServiceReady", true, () -> call("ServiceReady", () -> stub().serviceReady(Empty.getDefaultInstance()).getVersion()));
     }
 
     /** Whether the master wants this client to mount its segments again. */
     public boolean ping(String clientId, long leaseExpiredReads, long checksumFailures) {
-        PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId)
-                .setLeaseExpiredReads(leaseExpiredReads).setChecksumFailures(checksumFailures).build()));
-        Wire.check(r.getStatus());
-        return r.getNeedRemount();
+        return follow("Ping", true, () -> {
+            PingResponse r = call("Ping", () -> stub().ping(PingRequest.newBuilder().setClientId(clientId)
+                    .setLeaseExpiredReads(leaseExpiredReads).setChecksumFailures(checksumFailures).build()));
+            Wire.check(r.getStatus());
+            return r.getNeedRemount();
+        });
     }
 
     /** The bytes to write at {@code segment}'s base before {@link #mount}; empty when the master checks no mounts. */
     public byte[] mountChallenge(String clientId, SegmentSpec segment) {
-        MountChallengeResponse r = call("MountChallenge", () -> stub().mountChallenge(MountRequest.newBuilder()
-                .setClientId(clientId).setSegment(Wire.segment(segment)).build()));
-        Wire.check(r.getStatus());
-        return r.getNonce().toByteArray();
+        return follow("MountChallenge", true, () -> {
+            MountChallengeResponse r = call("MountChallenge", () -> stub().mountChallenge(MountRequest.newBuilder()
+                    .setClientId(clientId).setSegment(Wire.segment(segment)).build()));
+            Wire.check(r.getStatus());
+            return r.getNonce().toByteArray();
+        });
     }
 
     /** A page of the disk replicas on the client's disk segment (its scrub). */
     public List<DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
-        DiskReplicasResponse r = call("DiskReplicas", () -> stub().diskReplicas(DiskReplicasRequest.newBuilder()
-                .setClientId(clientId).setSegmentId(segmentId).setFrom(from).setLimit(limit).build()));
-        Wire.check(r.getStatus());
-        return r.getReplicasList();
+        return follow("DiskReplicas", true, () -> {
+            DiskReplicasResponse r = call("DiskReplicas", () -> stub().diskReplicas(DiskReplicasRequest.newBuilder()
+                    .setClientId(clientId).setSegmentId(segmentId).setFrom(from).setLimit(limit).build()));
+            Wire.check(r.getStatus());
+            return r.getReplicasList();
+        });
     }
 
     /** Drops disk replicas the scrub found corrupt; how many were still there. */
     public long dropDiskReplicas(String clientId, String segmentId, List<DiskReplica> bad) {
-        CountResponse r = call("DropDiskReplicas", () -> stub().dropDiskReplicas(DropDiskReplicasRequest.newBuilder()
-                .setClientId(clientId).setSegmentId(segmentId).addAllReplicas(bad).build()));
-        Wire.check(r.getStatus());
-        return r.getCount();
+        return follow("DropDiskReplicas", false, () -> {
+            CountResponse r = call("DropDiskReplicas", () -> stub().dropDiskReplicas(DropDiskReplicasRequest.newBuilder()
+                    .setClientId(clientId).setSegmentId(segmentId).addAllReplicas(bad).build()));
+            Wire.check(r.getStatus());
+            return r.getCount();
+        });
     }
 
     /** Reports finished offloads and takes up to {@code max} waiting ones. */
     public List<OffloadTask> offloads(String clientId, List<OffloadResult> results, int max) {
-        OffloadsResponse r = call("Offloads", () -> stub().offloads(OffloadsRequest.newBuilder().setClientId(clientId)
-                .addAllResults(results).setMax(max).build()));
-        Wire.check(r.getStatus());
-        return r.getTasksList();
+        // not resent after a broken call: tasks it took would be lost (they expire at the master and are handed again)
+        return follow("Offloads", false, () -> {
+            OffloadsResponse r = call("Offloads", () -> stub().offloads(OffloadsRequest.newBuilder().setClientId(clientId)
+                    .addAllResults(results).setMax(max).build()));
+            Wire.check(r.getStatus());
+            return r.getTasksList();
+        });
     }
 
     public void mount(String clientId, SegmentSpec segment) {
-        Wire.check(call("MountSegment", () -> stub().mountSegment(MountRequest.newBuilder().setClientId(clientId)
-                .setSegment(Wire.segment(segment)).build())));
+        MountRequest req = MountRequest.newBuilder().setClientId(clientId).setSegment(Wire.segment(segment))
+                .setRequestSeq(requests.incrementAndGet()).build();
+        once("MountSegment", () -> call("MountSegment", () -> stub().mountSegment(req)));
     }
 
     public void unmount(String clientId, String segmentId) {
-        Wire.check(call("UnmountSegment", () -> stub().unmountSegment(UnmountRequest.newBuilder().setClientId(clientId)
-                .setSegmentId(segmentId).build())));
+        UnmountRequest req = UnmountRequest.newBuilder().setClientId(clientId).setSegmentId(segmentId)
+                .setRequestSeq(requests.incrementAndGet()).build();
+        once("UnmountSegment", () -> call("UnmountSegment", () -> stub().unmountSegment(req)));
     }
 
     /** Tells the master this client is closing cleanly (it is then never counted as expired). */
     public void leave(String clientId) {
-        Wire.check(call("Leave", () -> stub().leave(LeaveRequest.newBuilder().setClientId(clientId).build())));
+        checked("Leave", () -> call("Leave", () -> stub().leave(LeaveRequest.newBuilder().setClientId(clientId).build())));
+    }
+
+    /** A mutation answered by a status: followed on {@code NOT_LEADER}, never sent again once it may have applied. */
+    private void checked(String what, Supplier<Status> rpc) {
+        follow(what, false, () -> {
+            Wire.check(rpc.get());
+            return null;
+        });
+    }
+
+    /** A mutation carrying a request id: sent again to the next master as well, as it is applied at most once. */
+    private void once(String what, Supplier<Status> rpc) {
+        follow(what, true, () -> {
+            Wire.check(rpc.get());
+            return null;
+        });
+    }
+
+    /** {@code req} with a new request id unless it carries one (a caller resending it keeps its id). */
+    private PutStartRequest withId(PutStartRequest req) {
+        return req.getRequestSeq() != 0 ? req : req.toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+    }
+
+    /**
+     * Throws the {@code NOT_LEADER} a batch's items carry when its entry was refused by a master that lost its term
+     * (every item then carries it, and nothing was applied), so {@link #follow} sends the batch to the leader.
+     */
+    private static <T> T leaderOrThrow(T answer, List<Status> items) {
+        if (!items.isEmpty() && items.stream().allMatch(i -> i.getCode() == StoreError.NOT_LEADER.code())) {
+            Wire.check(items.getFirst());
+        }
+        return answer;
     }
 
     public static PutStartRequest putStartRequest(String clientId, String key, long size, ReplicateConfig cfg, String host, boolean upsert) {
@@ -277,38 +374,56 @@ public final class MasterClient implements AutoCloseable {
                 .setWriterHost(host).setUpsert(upsert).build();
     }
 
-    public PutStartResponse putStart(PutStartRequest req) {
-        PutStartResponse r = exchange("PutStart", Call.newBuilder().setPutStart(req)).getPutStart();
-        Wire.check(r.getStatus());
-        return r;
+    public PutStartResponse putStart(PutStartRequest request) {
+        PutStartRequest req = withId(request);
+        return follow("PutStart", true, () -> {
+            PutStartResponse r = exchange("PutStart", Call.newBuilder().setPutStart(req)).getPutStart();
+            Wire.check(r.getStatus());
+            return r;
+        });
     }
 
     public List<PutStartResponse> batchPutStart(List<PutStartRequest> reqs) {
-        return exchange("BatchPutStart", Call.newBuilder().setBatchPutStart(BatchPutStartRequest.newBuilder().addAllItems(reqs)))
-                .getBatchPutStart().getItemsList();
+        return follow("BatchPutStart", false, () -> {
+            List<PutStartResponse> r = exchange("BatchPutStart", Call.newBuilder().setBatchPutStart(
+                    BatchPutStartRequest.newBuilder().addAllItems(reqs))).getBatchPutStart().getItemsList();
+            return leaderOrThrow(r, r.stream().map(PutStartResponse::getStatus).toList());
+        });
     }
 
     public void putEnd(String clientId, String key, long putId) {
-        Wire.check(exchange("PutEnd", Call.newBuilder().setPutEnd(endRequest(clientId, key, putId))).getStatus());
+        PutEndRequest req = endRequest(clientId, key, putId).toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        once("PutEnd", () -> exchange("PutEnd", Call.newBuilder().setPutEnd(req)).getStatus());
     }
 
     public void putRevoke(String clientId, String key, long putId) {
-        Wire.check(exchange("PutRevoke", Call.newBuilder().setPutRevoke(endRequest(clientId, key, putId))).getStatus());
+        PutEndRequest req = endRequest(clientId, key, putId).toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        once("PutRevoke", () -> exchange("PutRevoke", Call.newBuilder().setPutRevoke(req)).getStatus());
     }
 
     public List<Status> batchPutEnd(List<PutEndRequest> reqs) {
-        return exchange("BatchPutEnd", Call.newBuilder().setBatchPutEnd(BatchPutEndRequest.newBuilder().addAllItems(reqs)))
-                .getBatchStatus().getItemsList();
+        return follow("BatchPutEnd", false, () -> {
+            List<Status> r = exchange("BatchPutEnd", Call.newBuilder().setBatchPutEnd(BatchPutEndRequest.newBuilder()
+                    .addAllItems(reqs))).getBatchStatus().getItemsList();
+            return leaderOrThrow(r, r);
+        });
     }
 
     public List<Status> batchPutRevoke(List<PutEndRequest> reqs) {
-        return exchange("BatchPutRevoke", Call.newBuilder().setBatchPutRevoke(BatchPutEndRequest.newBuilder().addAllItems(reqs)))
-                .getBatchStatus().getItemsList();
+        return follow("BatchPutRevoke", false, () -> {
+            List<Status> r = exchange("BatchPutRevoke", Call.newBuilder().setBatchPutRevoke(BatchPutEndRequest.newBuilder()
+                    .addAllItems(reqs))).getBatchStatus().getItemsList();
+            return leaderOrThrow(r, r);
+        });
     }
 
     /** Commits puts into reservations, retires and refills reservations: one round trip. */
-    public CommitResponse commit(CommitRequest req) {
-        return exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
+    public CommitResponse commit(CommitRequest request) {
+        CommitRequest req = request.toBuilder().setRequestSeq(requests.incrementAndGet()).build();
+        return follow("Commit", true, () -> {
+            CommitResponse r = exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
+            return leaderOrThrow(r, r.getItemsList());
+        });
     }
 
     public static PutEndRequest endRequest(String clientId, String key, long putId) {
@@ -316,53 +431,78 @@ public final class MasterClient implements AutoCloseable {
     }
 
     public ReplicaListResponse getReplicaList(String key) {
-        ReplicaListResponse r = exchange("GetReplicaList", Call.newBuilder().setGetReplicaList(KeyRequest.newBuilder().setKey(key)))
-                .getReplicaList();
-        Wire.check(r.getStatus());
-        return r;
+        return follow("GetReplicaList", true, () -> {
+            ReplicaListResponse r = exchange("GetReplicaList", Call.newBuilder().setGetReplicaList(
+                    KeyRequest.newBuilder().setKey(key))).getReplicaList();
+            Wire.check(r.getStatus());
+            return r;
+        });
     }
 
     /** Replica lists of {@code keys}, in order, each segment named once in the answer (checked: {@link SegmentTable#decode}). */
     public SegmentTable.Decoded batchGetReplicaList(List<String> keys) {
-        return SegmentTable.decode(exchange("BatchGetReplicaList", Call.newBuilder().setBatchGetReplicaList(
-                KeysRequest.newBuilder().addAllKeys(keys).setSegmentTable(true))).getBatchReplicaList(), keys, address);
+        return follow("BatchGetReplicaList", true, () -> {
+            var answer = exchange("BatchGetReplicaList", Call.newBuilder().setBatchGetReplicaList(
+                    KeysRequest.newBuilder().addAllKeys(keys).setSegmentTable(true))).getBatchReplicaList();
+            leaderOrThrow(null, answer.getItemsList().stream().map(ReplicaListResponse::getStatus).toList());
+            return SegmentTable.decode(answer, keys, address);
+        });
     }
 
     public boolean exists(String key) {
-        ExistResponse r = exchange("Exist", Call.newBuilder().setExist(KeyRequest.newBuilder().setKey(key))).getExist();
-        Wire.check(r.getStatus());
-        return r.getExists();
+        return follow("Exist", true, () -> {
+            ExistResponse r = exchange("Exist", Call.newBuilder().setExist(KeyRequest.newBuilder().setKey(key))).getExist();
+            Wire.check(r.getStatus());
+            return r.getExists();
+        });
     }
 
     public List<ExistResponse> batchExists(List<String> keys) {
-        return exchange("BatchExist", Call.newBuilder().setBatchExist(KeysRequest.newBuilder().addAllKeys(keys)))
-                .getBatchExist().getItemsList();
+        return follow("BatchExist", true, () -> exchange("BatchExist", Call.newBuilder().setBatchExist(
+                KeysRequest.newBuilder().addAllKeys(keys))).getBatchExist().getItemsList());
     }
 
     public long size(String key) {
-        var r = call("Size", () -> stub().size(KeyRequest.newBuilder().setKey(key).build()));
-        Wire.check(r.getStatus());
-        return r.getSize();
+        return follow("Size", true, () -> {
+            var r = call("Size", () -> stub().size(KeyRequest.newBuilder().setKey(key).build()));
+            Wire.check(r.getStatus());
+            return r.getSize();
+        });
     }
 
     public void remove(String key, boolean force) {
-        Wire.check(call("Remove", () -> stub().remove(RemoveRequest.newBuilder().setKey(key).setForce(force).build())));
+        RemoveRequest req = RemoveRequest.newBuilder().setKey(key).setForce(force).setRequestSeq(requests.incrementAndGet()).build();
+        // the master keys a remove's request id by the credential's client: without one it is not deduplicated
+        if (session != null) {
+            once("Remove", () -> call("Remove", () -> stub().remove(req)));
+        } else {
+            checked("Remove", () -> call("Remove", () -> stub().remove(req)));
+        }
     }
 
     public List<Status> batchRemove(List<String> keys, boolean force) {
-        return call("BatchRemove", () -> stub().batchRemove(BatchRemoveRequest.newBuilder().addAllKeys(keys).setForce(force).build())).getItemsList();
+        return follow("BatchRemove", false, () -> {
+            List<Status> r = call("BatchRemove", () -> stub().batchRemove(BatchRemoveRequest.newBuilder()
+                    .addAllKeys(keys).setForce(force).build())).getItemsList();
+            return leaderOrThrow(r, r);
+        });
     }
 
     public long removeByRegex(String regex, boolean force) {
-        var r = call("RemoveByRegex", () -> stub().removeByRegex(RemoveByRegexRequest.newBuilder().setRegex(regex).setForce(force).build()));
-        Wire.check(r.getStatus());
-        return r.getCount();
+        return follow("RemoveByRegex", false, () -> {
+            var r = call("RemoveByRegex", () -> stub().removeByRegex(RemoveByRegexRequest.newBuilder().setRegex(regex)
+                    .setForce(force).build()));
+            Wire.check(r.getStatus());
+            return r.getCount();
+        });
     }
 
     public long removeAll(boolean force) {
-        var r = call("RemoveAll", () -> stub().removeAll(RemoveAllRequest.newBuilder().setForce(force).build()));
-        Wire.check(r.getStatus());
-        return r.getCount();
+        return follow("RemoveAll", false, () -> {
+            var r = call("RemoveAll", () -> stub().removeAll(RemoveAllRequest.newBuilder().setForce(force).build()));
+            Wire.check(r.getStatus());
+            return r.getCount();
+        });
     }
 
     /** The answer to {@code call} over the Calls stream, which is opened now if none is open or the last one broke. */

@@ -62,7 +62,7 @@ public final class MasterServer implements AutoCloseable {
      */
     public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer) throws IOException {
-        return start(master, host, port, tickMillis, observer, StoreSecurity.NONE, credentials(master));
+        return start(master, host, port, tickMillis, observer, StoreSecurity.NONE, ClientCredentials.of(master));
     }
 
     /**
@@ -95,8 +95,9 @@ public final class MasterServer implements AutoCloseable {
             NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                     .directExecutor()
+                    // interceptors run last-named first: the token check, then the follower's refusal
                     .addService(ServerInterceptors.intercept(new MasterService(master, stats, slowWork, credentials,
-                            new MountProof(mountProofEngine, credentials)), auth));
+                            new MountProof(mountProofEngine, credentials)), new LeaderGate(master.log()), auth));
             if (security.tls()) {
                 b.sslContext(StoreTls.server(security));
             }
@@ -117,15 +118,6 @@ public final class MasterServer implements AutoCloseable {
                     + "--token-file (or TENT4J_SECURITY_TOKEN_FILE), or bind 127.0.0.1", host, server.getPort());
         }
         return self;
-    }
-
-    private static ClientCredentials credentials(StoreMaster master) throws IOException {
-        try {
-            return ClientCredentials.of(master);
-        } catch (IOException e) {
-            master.close();
-            throw e;
-        }
     }
 
     /** Whether {@code host} is a loopback address (a name resolving to one included); unresolvable: not. */

@@ -197,7 +197,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             String id = self(session, req.getClientId());
             SegmentSpec spec = Wire.segment(req.getSegment());
             proof.check(id, spec);
-            master.mount(id, spec);
+            master.apply(once(id, req.getRequestSeq(), new Command.Mount(id, spec)));
             return Wire.OK;
         }, s -> s);
     }
@@ -206,7 +206,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
         String session = session();
         offload("UnmountSegment", out, () -> {
-            master.unmount(self(session, req.getClientId()), req.getSegmentId());
+            String id = self(session, req.getClientId());
+            master.apply(once(id, req.getRequestSeq(), new Command.Unmount(id, req.getSegmentId())));
             return Wire.OK;
         }, s -> s);
     }
@@ -261,8 +262,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     @Override
     public void remove(RemoveRequest req, StreamObserver<Status> out) {
+        String session = session();
         one("Remove", out, () -> {
-            master.remove(req.getKey(), req.getForce());
+            Command.Remove remove = new Command.Remove(req.getKey(), req.getForce());
+            master.apply(session == null ? remove : once(session, req.getRequestSeq(), remove));
             return Wire.OK;
         }, s -> s);
     }
@@ -318,13 +321,22 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         return putStartAnswer(master.apply(putStartCommand(session, req)));
     }
 
-    static Command.PutStart putStartCommand(String session, PutStartRequest req) {
+    /**
+     * {@code command} with the request id {@code seq} of {@code client} (checked by the caller to be the call's own),
+     * so the state answers it again rather than apply it twice; as is without one.
+     */
+    static <R> Command<R> once(String client, long seq, Command<R> command) {
+        return seq == 0 ? command : new Command.Once<>(client, seq, command);
+    }
+
+    static Command<Command.PutTicket> putStartCommand(String session, PutStartRequest req) {
         self(session, req.getClientId());
         if (req.getSize() > Long.MAX_VALUE / 2) {
             throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
         }
-        return new Command.PutStart(req.getClientId(), req.getKey(), req.getSize(), Wire.config(req.getConfig()),
-                req.getWriterHost(), req.getUpsert(), ThreadLocalRandom.current().nextLong());
+        return once(req.getClientId(), req.getRequestSeq(), new Command.PutStart(req.getClientId(), req.getKey(),
+                req.getSize(), Wire.config(req.getConfig()), req.getWriterHost(), req.getUpsert(),
+                ThreadLocalRandom.current().nextLong()));
     }
 
     static PutStartResponse putStartAnswer(Command.PutTicket t) {
@@ -334,12 +346,14 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     }
 
     Status putEnd(String session, PutEndRequest req) {
-        master.putEnd(self(session, req.getClientId()), req.getKey(), req.getPutId());
+        String id = self(session, req.getClientId());
+        master.apply(once(id, req.getRequestSeq(), new Command.PutEnd(id, req.getKey(), req.getPutId())));
         return Wire.OK;
     }
 
     Status putRevoke(String session, PutEndRequest req) {
-        master.putRevoke(self(session, req.getClientId()), req.getKey(), req.getPutId());
+        String id = self(session, req.getClientId());
+        master.apply(once(id, req.getRequestSeq(), new Command.PutRevoke(id, req.getKey(), req.getPutId())));
         return Wire.OK;
     }
 
@@ -360,7 +374,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         }
         Command.Reserve refill = req.hasRefill() ? new Command.Reserve(Math.min(req.getRefill().getBytes(), Long.MAX_VALUE / 2),
                 req.getRefill().getReplicas(), req.getRefill().getWriterHost()) : null;
-        Command.CommitResult r = master.commit(req.getClientId(), items, req.getRetireList(), refill);
+        Command.CommitResult r = master.apply(once(req.getClientId(), req.getRequestSeq(), new Command.Commit(
+                req.getClientId(), items, req.getRetireList(), refill, ThreadLocalRandom.current().nextLong())));
         CommitResponse.Builder b = CommitResponse.newBuilder();
         for (StoreException e : r.failures()) {
             b.addItems(e == null ? Wire.OK : Wire.status(e));

@@ -49,9 +49,11 @@ final class ServedStream implements StreamObserver<Call> {
         this.session = session;
         this.putStartStep = new LoggedBatch.Step<>(svc.master, req -> MasterService.putStartCommand(session, req), (req, t) -> MasterService.putStartAnswer(t));
         this.putEndStep = new LoggedBatch.Step<>(svc.master,
-                req -> new Command.PutEnd(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+                req -> MasterService.once(req.getClientId(), req.getRequestSeq(),
+                        new Command.PutEnd(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
         this.putRevokeStep = new LoggedBatch.Step<>(svc.master,
-                req -> new Command.PutRevoke(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId()), (req, v) -> Wire.OK);
+                req -> MasterService.once(req.getClientId(), req.getRequestSeq(),
+                        new Command.PutRevoke(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
         out.disableAutoRequest();
         out.setOnReadyHandler(this::pump);
         out.setOnCancelHandler(() -> {

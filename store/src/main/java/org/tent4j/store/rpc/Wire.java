@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.tent4j.store.NotLeaderException;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
@@ -22,7 +23,11 @@ public final class Wire {
     }
 
     public static Status status(StoreException e) {
-        return Status.newBuilder().setCode(e.error().code()).setMessage(e.getMessage()).build();
+        Status.Builder b = Status.newBuilder().setCode(e.error().code()).setMessage(e.getMessage());
+        if (e instanceof NotLeaderException n && n.leader() != null) {
+            b.setLeader(n.leader());
+        }
+        return b.build();
     }
 
     /** Throws the error a non-OK status carries. */
@@ -31,7 +36,9 @@ public final class Wire {
             StoreError error = StoreError.ofCode(s.getCode());
             String prefix = error + ": ";
             String msg = s.getMessage().startsWith(prefix) ? s.getMessage().substring(prefix.length()) : s.getMessage();
-            throw new StoreException(error, msg);
+            throw error == StoreError.NOT_LEADER
+                    ? new NotLeaderException(msg, s.getLeader().isEmpty() ? null : s.getLeader())
+                    : new StoreException(error, msg);
         }
     }
 

@@ -240,7 +240,7 @@ class DurableMasterTest {
                     caughtUp.add(done);
                     StoreException refused = assertThrows(StoreException.class,
                             () -> new StoreMaster(f, StoreClock.system()).heartbeat("c0"));
-                    assertEquals(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, refused.error());
+                    assertEquals(StoreError.NOT_LEADER, refused.error());
                 }
             }
             for (java.util.concurrent.CountDownLatch done : caughtUp) {

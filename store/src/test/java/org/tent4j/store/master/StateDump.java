@@ -37,6 +37,7 @@ final class StateDump {
             }
         }
         objects.forEach((k, v) -> out.add("object " + k + " " + v));
+        out.addAll(s.requestIds.describe());
         TreeMap<String, String> clients = new TreeMap<>();
         for (Clients.ClientRecord c : s.clients.all()) {
             List<String> segs = c.segments.stream().map(m -> m.spec.id()).sorted().toList();

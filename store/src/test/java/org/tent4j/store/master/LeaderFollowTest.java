@@ -1,0 +1,263 @@
+package org.tent4j.store.master;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.api.TransferEngine;
+import org.tent4j.store.NotLeaderException;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.admin.AdminServer;
+import org.tent4j.store.client.PutResult;
+import org.tent4j.store.client.StoreClient;
+import org.tent4j.store.proto.KeyRequest;
+import org.tent4j.store.proto.MasterGrpc;
+import org.tent4j.store.rpc.MasterServer;
+
+/**
+ * Three masters (a Ratis group in this JVM, each with its store RPC and admin HTTP on real ports), one node, one
+ * client: followers refuse with {@code NOT_LEADER} naming the leader and say {@code follower} on {@code /health}; the
+ * client, given every master, finds the leader; the leader is stopped, the client and the node follow the new one
+ * within 5 s, and every object acknowledged before or after reads back CRC-equal.
+ */
+class LeaderFollowTest {
+    private static final DurableLog.Settings SETTINGS = new DurableLog.Settings(1_000_000, false, 60_000);
+    private static final Metadata.Key<String> LEADER = Metadata.Key.of("tent4j-store-leader", Metadata.ASCII_STRING_MARSHALLER);
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void clientsAndNodesFollowTheLeaderAcrossAFailover() throws Exception {
+        List<DurableLog.Peer> peers = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + freePort(), "127.0.0.1:" + freePort()));
+        }
+        List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
+        for (DurableLog.Peer p : peers) {
+            opening.add(CompletableFuture.supplyAsync(() -> {
+                try {
+                    return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, SETTINGS);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }));
+        }
+        List<MasterServer> servers = new ArrayList<>();
+        List<AdminServer> admins = new ArrayList<>();
+        List<TransferEngine> engines = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                DurableLog log = opening.get(i).join();
+                MasterServer s = MasterServer.start(new StoreMaster(log, StoreClock.system()), "127.0.0.1",
+                        port(peers.get(i).rpc()), 100, r -> { });
+                servers.add(s);
+                admins.add(AdminServer.start(s, "127.0.0.1", 0));
+            }
+            int leader = awaitLeader(servers, -1);
+            String leaderRpc = peers.get(leader).rpc();
+            int follower = (leader + 1) % 3;
+
+            // a follower refuses a read and a write before touching anything, naming the leader's store address
+            long objectsBefore = servers.get(follower).master().state().objectCount();
+            ManagedChannel raw = NettyChannelBuilder.forTarget(peers.get(follower).rpc()).usePlaintext().build();
+            try {
+                StatusRuntimeException refused = assertThrows(StatusRuntimeException.class, () ->
+                        MasterGrpc.newBlockingStub(raw).size(KeyRequest.newBuilder().setKey("k").build()));
+                assertEquals(io.grpc.Status.Code.FAILED_PRECONDITION, refused.getStatus().getCode());
+                assertTrue(refused.getStatus().getDescription().startsWith("NOT_LEADER"), refused.getStatus().getDescription());
+                assertEquals(leaderRpc, refused.getTrailers().get(LEADER));
+            } finally {
+                raw.shutdownNow();
+            }
+            assertEquals(objectsBefore, servers.get(follower).master().state().objectCount());
+            // the log refuses a follower's write too, naming the leader
+            NotLeaderException logRefused = assertThrows(NotLeaderException.class,
+                    () -> servers.get(follower).master().heartbeat("nobody"));
+            assertEquals(leaderRpc, logRefused.leader());
+
+            assertTrue(health(admins.get(leader)).contains("\"role\":\"leader\""), health(admins.get(leader)));
+            String fh = health(admins.get(follower));
+            assertTrue(fh.contains("\"role\":\"follower\"") && fh.contains("\"leader_address\":\"" + leaderRpc + "\""), fh);
+
+            // followers first in the list: the client and the node find the leader themselves
+            List<String> masters = new ArrayList<>();
+            for (int i = 1; i <= 3; i++) {
+                masters.add(peers.get((leader + i) % 3).rpc());
+            }
+            StoreClient node = StoreClient.builder(DurableValues.engine(engines), masters)
+                    .heartbeatInterval(java.time.Duration.ofMillis(200)).connect();
+            node.contribute(8 << 20);
+            StoreClient user = StoreClient.builder(DurableValues.engine(engines), masters).stagingBytes(1 << 20)
+                    .rpcTimeout(java.time.Duration.ofSeconds(2)).connect();
+            Random rnd = new Random(22);
+            List<String> keys = new ArrayList<>();
+            List<byte[]> values = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                byte[] v = value(rnd);
+                assertEquals(PutResult.STORED, user.put("before/" + i, v, ReplicateConfig.replicas(1)));
+                keys.add("before/" + i);
+                values.add(v);
+            }
+
+            String nodeId = node.clientId();
+            String userId = user.clientId();
+            servers.get(leader).close();
+            admins.get(leader).close();
+            long stopped = System.nanoTime();
+            // the first puts may fail (their stream broke with the leader); one must land within 5 s
+            int attempt = 0;
+            byte[] first = value(rnd);
+            while (true) {
+                String key = "after/try" + attempt++;
+                try {
+                    if (user.put(key, first, ReplicateConfig.replicas(1)) == PutResult.STORED) {
+                        keys.add(key);
+                        values.add(first);
+                        break;
+                    }
+                } catch (StoreException notYet) {
+                    assertTrue(System.nanoTime() - stopped < TimeUnit.SECONDS.toNanos(5),
+                            "no put landed within 5 s of the leader stopping: " + notYet);
+                }
+            }
+            long failoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopped);
+            assertTrue(failoverMillis < 5_000, failoverMillis + " ms to the first put on the new leader");
+            int newLeader = awaitLeader(servers, leader);
+            assertTrue(newLeader != leader);
+            for (int i = 0; i < 10; i++) {
+                byte[] v = value(rnd);
+                assertEquals(PutResult.STORED, user.put("after/" + i, v, ReplicateConfig.replicas(1)));
+                keys.add("after/" + i);
+                values.add(v);
+            }
+            for (int i = 0; i < keys.size(); i++) {
+                byte[] got = user.get(keys.get(i));
+                assertNotNull(got, keys.get(i));
+                assertEquals(crc(values.get(i)), crc(got), keys.get(i));
+            }
+            // the group shares its credential key: both keep their ids on the new leader (no re-registration, the
+            // node's segment still its own), and the node's heartbeats reach it
+            assertEquals(nodeId, node.clientId());
+            assertEquals(userId, user.clientId());
+            MasterState s = servers.get(newLeader).master().state();
+            assertTrue(!s.segments().isEmpty() && s.segments().stream().allMatch(seg -> seg.owner().equals(nodeId)),
+                    s.segments().toString());
+            user.close();
+            node.close();
+        } finally {
+            for (AdminServer a : admins) {
+                a.close();
+            }
+            for (MasterServer s : servers) {
+                s.close();
+            }
+            for (int i = servers.size(); i < opening.size(); i++) {
+                opening.get(i).thenAccept(l -> {
+                    try {
+                        l.close();
+                    } catch (IOException ignored) {
+                        // best effort on a failed start
+                    }
+                });
+            }
+            engines.forEach(TransferEngine::close);
+        }
+    }
+
+    /**
+     * With no master of the list reachable a call fails within its timeout as {@code NOT_LEADER}, naming every master
+     * and what each answered; a malformed list and a peer's store port are refused or parsed naming the item.
+     */
+    @Test
+    void noLeaderAmongTheMastersIsAnErrorNamingEachOne() throws Exception {
+        String a = "127.0.0.1:" + freePort();
+        String b = "127.0.0.1:" + freePort();
+        try (org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient(a + "," + b,
+                java.time.Duration.ofMillis(800), org.tent4j.store.StoreSecurity.NONE)) {
+            StoreException e = assertThrows(StoreException.class, client::register);
+            assertEquals(StoreError.NOT_LEADER, e.error());
+            assertTrue(e.getMessage().contains(a + "=unreachable") && e.getMessage().contains(b + "=unreachable"),
+                    e.getMessage());
+        }
+        IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                () -> new org.tent4j.store.rpc.MasterClient(a + "," + a, java.time.Duration.ofSeconds(1),
+                        org.tent4j.store.StoreSecurity.NONE));
+        assertTrue(twice.getMessage().contains(a + " is named twice"), twice.getMessage());
+        IllegalArgumentException noPort = assertThrows(IllegalArgumentException.class,
+                () -> new org.tent4j.store.rpc.MasterClient(a + ",host", java.time.Duration.ofSeconds(1),
+                        org.tent4j.store.StoreSecurity.NONE));
+        assertTrue(noPort.getMessage().contains("'host'"), noPort.getMessage());
+        assertEquals(List.of(new DurableLog.Peer("m1", "10.0.0.1:9871", "10.0.0.1:50051"),
+                        new DurableLog.Peer("m2", "10.0.0.2:9871", null)),
+                DurableLog.parsePeers("m1=10.0.0.1:9871/50051,m2=10.0.0.2:9871"));
+        assertThrows(IllegalArgumentException.class, () -> DurableLog.parsePeers("m1=10.0.0.1:9871/x"));
+    }
+
+    /** The index of a server whose master leads, other than {@code not}; waits (bounded) for an election. */
+    private static int awaitLeader(List<MasterServer> servers, int not) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            for (int i = 0; i < servers.size(); i++) {
+                if (i != not && servers.get(i).master().log().role().leader()
+                        && servers.get(i).master().log().credentialKey().isDone()) {
+                    return i;
+                }
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("no leader elected within 20 s");
+    }
+
+    private static String health(AdminServer admin) throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + admin.port() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode());
+        return r.body();
+    }
+
+    private static byte[] value(Random rnd) {
+        byte[] v = new byte[1 + rnd.nextInt(64 << 10)];
+        rnd.nextBytes(v);
+        return v;
+    }
+
+    private static long crc(byte[] b) {
+        java.util.zip.CRC32 c = new java.util.zip.CRC32();
+        c.update(b);
+        return c.getValue();
+    }
+
+    private static int port(String address) {
+        return Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+}
