@@ -7,11 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.Deque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -54,6 +52,7 @@ import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.transport.netty.KeepAlive;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
+import org.tent4j.transport.netty.UnprovenConnections;
 
 /**
  * The engine's control plane: one listener for peers' requests and one cached connection per peer for ours.
@@ -173,8 +172,8 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     final Executor workers;
     private final Channel server;
     private final AtomicInteger connections = new AtomicInteger();
-    /** Inbound connections still proving themselves (token handshake, TLS), oldest first. */
-    private final Deque<Channel> unproven = new ConcurrentLinkedDeque<>();
+    /** Inbound connections still proving themselves (token handshake, TLS). */
+    private final UnprovenConnections unproven;
     final AtomicInteger requestsInFlight = new AtomicInteger();
     final LongAdder strayReplies = new LongAdder();
     final LongAdder refusedCallers = new LongAdder();
@@ -191,6 +190,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         this.workers = workers;
         this.settings = settings;
         this.tls = settings.security().tls() ? TlsContexts.of(settings.security()) : null;
+        this.unproven = new UnprovenConnections(settings.maxConnections());
         try {
             ServerBootstrap sb = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
@@ -311,13 +311,12 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 if (inbound && proves) {
                     // counted only once it proved itself: a flood of connections that never do cannot lock out peers
                     // that do; until then it holds one of max_connections pre-authentication slots, oldest evicted
-                    awaitingProof(ch);
-                    ready.whenComplete((v, e) -> ch.eventLoop().execute(() -> {
-                        unproven.remove(ch);
-                        if (e == null && ch.isActive()) {
-                            admit(ch);
-                        }
-                    }));
+                    unproven.await(ch, ready, ControlPlaneNode.this::admit, oldest -> {
+                        refusedConnections.increment();
+                        RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': closing {}: it has not "
+                                + "authenticated and {} newer connections wait to ({})", localSegment, oldest.remoteAddress(),
+                                settings.maxConnections(), CoreKey.CONTROL_MAX_CONNECTIONS);
+                    });
                 }
                 ch.attr(READY).set(ready);
                 RequestLimits limits = new RequestLimits(ControlPlaneNode.this);
@@ -340,25 +339,6 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         }
         ch.closeFuture().addListener(f -> connections.decrementAndGet());
         return true;
-    }
-
-    /**
-     * Holds a connection that has not yet passed the token handshake or TLS in one of {@code control.max_connections}
-     * pre-authentication slots; when they are full, the oldest such connection is closed to make room.
-     */
-    private void awaitingProof(Channel ch) {
-        unproven.add(ch);
-        ch.closeFuture().addListener(f -> unproven.remove(ch));
-        while (unproven.size() > settings.maxConnections()) {
-            Channel oldest = unproven.poll();
-            if (oldest != null && oldest != ch) {
-                refusedConnections.increment();
-                RefusalLog.warnSometimes(log, refusedConnections, "control plane of '{}': closing {}: it has not authenticated and"
-                        + " {} newer connections wait to ({})", localSegment, oldest.remoteAddress(), settings.maxConnections(),
-                        CoreKey.CONTROL_MAX_CONNECTIONS);
-                oldest.close();
-            }
-        }
     }
 
     @Override

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -23,6 +24,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -46,6 +48,7 @@ import org.tent4j.spi.TransportMetrics;
 import org.tent4j.transport.netty.KeepAlive;
 import org.tent4j.transport.netty.TlsContexts;
 import org.tent4j.transport.netty.TokenAuthHandler;
+import org.tent4j.transport.netty.UnprovenConnections;
 
 /**
  * The tcp transport of one engine: a data-port server (the target side) and {@link TcpPeerConnection}s to peers (the
@@ -78,6 +81,8 @@ public final class TcpTransport implements Transport {
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
     private final InboundLimits limits;
+    /** Inbound connections still proving themselves (token handshake, TLS), not yet counted. */
+    private final UnprovenConnections unproven;
     /** remote file segments (issue 12): file request buffers of all inbound connections. */
     private final FileBufferBudget fileBuffers;
     private final SecuritySettings security;
@@ -141,6 +146,7 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
+        this.unproven = new UnprovenConnections(maxConnections);
         long maxFileBuffers = o.getSize("max_file_buffer_bytes");
         if (maxFileBuffers < maxFrame) {
             throw new ConfigException("transports.tcp.max_file_buffer_bytes", "must be >= transports.tcp.max_frame ("
@@ -189,12 +195,10 @@ public final class TcpTransport implements Transport {
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            if (inboundCount.incrementAndGet() > limits.maxConnections) {
-                                inboundCount.decrementAndGet();
-                                refuse(ch);
+                            boolean proves = security.authenticates() || tls != null;
+                            if (!proves && !admit(ch)) {
                                 return;
                             }
-                            ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
                             TargetConnection target = new TargetConnection(context.segmentName(),
                                     context.localMemory(), pins, maxFrame, counters, limits);
                             target.serveFiles(fileServing); // remote file segments (issue 12)
@@ -202,20 +206,30 @@ public final class TcpTransport implements Transport {
                                 ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
                                         TimeUnit.MILLISECONDS));
                             }
+                            CompletableFuture<Void> ready = CompletableFuture.completedFuture(null);
                             if (tls != null) {
                                 // ciphertext must never land in registered memory: TLS reads go to Netty's buffers
                                 // and payloads are copied from the decrypted ones
-                                ch.pipeline().addLast(tls.server().newHandler(ch.alloc()));
+                                SslHandler ssl = tls.server().newHandler(ch.alloc());
+                                ch.pipeline().addLast(ssl);
+                                ready = TlsContexts.handshake(ssl);
                             } else {
                                 ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
                             }
                             if (security.authenticates()) {
-                                ch.pipeline().addLast(new TokenAuthHandler(security.handshake(false), "segment '"
-                                        + context.segmentName() + "' tcp data port", connectTimeout,
-                                        limits.authFailures));
+                                TokenAuthHandler auth = new TokenAuthHandler(security.handshake(false), "segment '"
+                                        + context.segmentName() + "' tcp data port", connectTimeout, limits.authFailures);
+                                ch.pipeline().addLast(auth);
+                                ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
                             }
                             ch.pipeline().addLast(target);
                             inbound.add(ch);
+                            if (proves) {
+                                // counted only once it proved itself; until then it holds one of max_connections
+                                // pre-authentication slots, the oldest evicted, so silent connections cannot lock
+                                // out token holders
+                                unproven.await(ch, ready, TcpTransport.this::admit, TcpTransport.this::refuse);
+                            }
                         }
                     });
             keepAlive.configure(ioMode.keepAliveKeys(), sb::childOption);
@@ -269,8 +283,19 @@ public final class TcpTransport implements Transport {
         throw last;
     }
 
-    /** Closes an inbound connection beyond {@code max_connections} before it is read. */
-    private void refuse(SocketChannel ch) {
+    /** Counts an inbound connection against {@code max_connections}, or closes it; whether it stays. */
+    private boolean admit(Channel ch) {
+        if (inboundCount.incrementAndGet() > limits.maxConnections) {
+            inboundCount.decrementAndGet();
+            refuse(ch);
+            return false;
+        }
+        ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
+        return true;
+    }
+
+    /** Closes an inbound connection beyond {@code max_connections} (or an unproven one making room) before it is read. */
+    private void refuse(Channel ch) {
         limits.refusedConnections.increment();
         long refused = limits.refusedConnections.sum();
         if (Long.bitCount(refused) == 1) { // 1, 2, 4, 8 ...: a flood of connections must not flood the log too

@@ -14,7 +14,9 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.AfterEach;
@@ -70,7 +72,11 @@ class TcpSecurityTest {
     }
 
     private void start(SecuritySettings a, SecuritySettings b) {
-        f = new TcpFixture(Map.of(), Map.of(), Duration.ofSeconds(10), a, b);
+        start(a, b, Map.of());
+    }
+
+    private void start(SecuritySettings a, SecuritySettings b, Map<String, String> optionsB) {
+        f = new TcpFixture(Map.of(), optionsB, Duration.ofSeconds(10), a, b);
         remote = f.registerAtTarget(f.arena.allocate(2 * SIZE, 64), Permission.READ_WRITE);
         local = f.registerAtInitiator(f.arena.allocate(2 * SIZE, 64));
         victim = remote.segment().asSlice(SIZE, SIZE); // honest transfers use the first half only
@@ -105,6 +111,25 @@ class TcpSecurityTest {
     private TcpTransport transport(String name, SecuritySettings security, TestTransportContext[] keep) {
         keep[0] = TcpFixture.context(name, Map.of());
         return (TcpTransport) TcpFixture.PROVIDER.create(new SecuredContext(keep[0], security));
+    }
+
+    @Test
+    void connectionsThatNeverAuthenticateCannotLockOutATokenHolder() throws Exception {
+        start(token(TOKEN), token(TOKEN), Map.of("max_connections", "4"));
+        List<java.net.Socket> silent = new ArrayList<>();
+        try {
+            // five times the limit, each connected and silent: no handshake, no request
+            for (int i = 0; i < 20; i++) {
+                silent.add(new java.net.Socket("127.0.0.1", f.b.port()));
+            }
+            try (PeerConnection good = f.connect(remote)) {
+                assertRoundTrip(good, 5);
+            }
+        } finally {
+            for (java.net.Socket x : silent) {
+                x.close();
+            }
+        }
     }
 
     @Test
