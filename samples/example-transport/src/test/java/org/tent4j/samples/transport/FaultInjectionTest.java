@@ -265,7 +265,9 @@ class FaultInjectionTest {
 
     @Test
     void slowPathHoldsBackOnlyItsOwnCompletions() throws Exception {
-        Link link = link(Map.of("slow_path", "1", "slow_rate", "16m"));
+        // 1 MiB/s: a slice needs 64 ms of link time, far more than uds takes to move it even on a loaded machine (at
+        // 16 MiB/s, 4 ms, a slow write had used up the link time and nothing was held back: a flaky run)
+        Link link = link(Map.of("slow_path", "1", "slow_rate", "1m"));
         assertEquals(2, link.connection.pathCount(), "uds runs two paths by default");
         for (int i = 0; i < 3; i++) {
             assertTrue(link.write(i, 0).result().get(30, TimeUnit.SECONDS).completed());
