@@ -20,7 +20,8 @@ import org.tent4j.testkit.ChildJvm;
 /**
  * A master and three clients, each its own JVM, on loopback: values written by one client are read back by others
  * with matching CRCs, replicas sit on distinct segments, and a client killed with SIGKILL loses its segments after
- * the client TTL while reads go on from the surviving replicas.
+ * the client TTL while reads go on from the surviving replicas. A `store node` stopped by SIGTERM leaves at once and is
+ * never counted among expired clients; one killed beside it is.
  */
 @Timeout(180)
 class StoreProcessesTest {
@@ -147,6 +148,34 @@ class StoreProcessesTest {
             assertTrue(second.call("GET k/" + i).startsWith("ERR OBJECT_NOT_FOUND"), "removed k/" + i);
             assertEquals("OK " + fresh[i] + " " + SIZE, first.call("GET n/" + i));
         }
+    }
+
+    @Test
+    void aNodeStoppedBySigtermLeavesAtOnceAndIsNeverCountedExpired() throws Exception {
+        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
+                "--admin-port", "0", "--client-ttl", "2s", "--tick", "50ms");
+        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
+        String address = "127.0.0.1:" + listening[1];
+        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
+        String clients = "http://127.0.0.1:" + listening[2] + "/clients";
+        ChildJvm stopped = ChildJvm.start(Tent4jCommand.class, "store", "node", "--master", address, "--segment-size", "8m");
+        closeLater.add(stopped);
+        ChildJvm killed = ChildJvm.start(Tent4jCommand.class, "store", "node", "--master", address, "--segment-size", "8m");
+        closeLater.add(killed);
+        String stoppedId = stopped.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
+        String killedId = killed.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
+        assertEquals(16 << 20, metric(metrics, "store_capacity_bytes"));
+
+        stopped.terminate(); // SIGTERM: the node's shutdown hook closes its client
+        assertEquals(143, stopped.process().exitValue(), "the node ends by SIGTERM within 10 s (its shutdown hook ran), not killed");
+        assertEquals(-1, clientReserved(clients, stoppedId), "a node that closed has left: the master lists it no more");
+        assertEquals(8 << 20, metric(metrics, "store_capacity_bytes"), "its segment was unmounted at once, not at its TTL");
+
+        // the killed node expires one TTL after its last ping; had the stopped one not left, it would have expired first
+        killed.kill();
+        assertEquals("EXPIRED " + killedId, master.awaitLine("EXPIRED ", ChildJvm.DEFAULT_TIMEOUT));
+        assertEquals(1, metric(metrics, "store_clients_expired_total"), "only the killed node counts as expired");
+        assertEquals(0, metric(metrics, "store_capacity_bytes"));
     }
 
     private static String okString(String reply) {
