@@ -64,6 +64,12 @@ public final class MasterCommand implements Callable<Integer> {
             description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
     int port;
 
+    @Option(names = {"--max-connections", "--max_connections"}, defaultValue = "1024", paramLabel = "N",
+            description = "Connections the RPC port keeps open; those beyond are closed at accept. With a token or TLS "
+                    + "only connections that authenticated count, and up to 64 others wait in slots of their own "
+                    + "(the oldest closed first), so silent connections cannot lock clients out. Default: ${DEFAULT-VALUE}.")
+    int maxConnections;
+
     @Option(names = {"--admin-port", "--admin_port"}, defaultValue = "9003", paramLabel = "PORT",
             description = "Admin HTTP port (/, /health, /metrics, /segments, /clients, /keys); -1: none. "
                     + "Default: ${DEFAULT-VALUE}.")
@@ -179,6 +185,11 @@ public final class MasterCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("tent4j store master: " + e.getMessage());
             return 2;
         }
+        if (maxConnections < 1) {
+            master.close();
+            spec.commandLine().getErr().println("tent4j store master: --max-connections must be at least 1: " + maxConnections);
+            return 2;
+        }
         TransferEngine proofEngine = null;
         if (mountProof) {
             EngineConfig.Builder cfg = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, host);
@@ -190,7 +201,8 @@ public final class MasterCommand implements Callable<Integer> {
                 // ids are validated at mount; escaped anyway, as scripts read this output line by line
                 System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
-        }, secured, credentials, proofEngine);
+        }, secured, credentials, proofEngine, new MasterServer.Limits(maxConnections,
+                MasterServer.Limits.DEFAULT.unprovenConnections(), MasterServer.Limits.DEFAULT.callsPerConnection()));
         TransferEngine engine = proofEngine;
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -35,9 +35,11 @@ final class AuthInterceptor implements ServerInterceptor {
     private final boolean open;
     private final ClientCredentials credentials;
     private final LongAdder refused;
+    private final ConnectionGate gate;
 
-    AuthInterceptor(StoreSecurity security, ClientCredentials credentials, RpcStats stats) {
+    AuthInterceptor(StoreSecurity security, ClientCredentials credentials, RpcStats stats, ConnectionGate gate) {
         this.refused = stats.unauthenticated;
+        this.gate = gate;
         String t = StoreAuth.tokenProof(security.token());
         String a = StoreAuth.adminProof(security.adminToken());
         this.tokenProof = t == null ? null : t.getBytes(StandardCharsets.US_ASCII);
@@ -69,6 +71,7 @@ final class AuthInterceptor implements ServerInterceptor {
                 return new ServerCall.Listener<>() { };
             }
         }
+        gate.proven(call.getAttributes().get(io.grpc.Grpc.TRANSPORT_ATTR_REMOTE_ADDR));
         boolean admin = adminProof == null ? open : matches(adminProof, headers.get(StoreAuth.ADMIN));
         Context ctx = Context.current().withValues(CLIENT, client(headers.get(StoreAuth.CLIENT)), ADMIN, admin);
         return Contexts.interceptCall(ctx, call, headers, next);

@@ -11,6 +11,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.tent4j.store.StoreClock;
@@ -31,18 +40,43 @@ public final class MasterServer implements AutoCloseable {
     public static final int SLOW_WORK_THREADS = 4;
     public static final int SLOW_WORK_QUEUE = 64;
 
+    /**
+     * What one peer can make the master hold: connections (all of them, or with a token or TLS those that proved
+     * themselves), connections that have not yet carried an authenticated call (their own slots, the oldest closed
+     * when full: see {@link ConnectionGate}), and concurrent calls per connection (HTTP/2 streams; each may buffer up
+     * to {@link #MAX_MESSAGE_BYTES} of a message it has not finished sending, and a client needs one stream for its
+     * calls plus a few unary ones).
+     */
+    public record Limits(int maxConnections, int unprovenConnections, int callsPerConnection) {
+        public static final Limits DEFAULT = new Limits(1024, 64, 16);
+
+        public Limits {
+            if (maxConnections < 1 || unprovenConnections < 1 || callsPerConnection < 1) {
+                throw new IllegalArgumentException("store master limits must be >= 1: " + maxConnections + " connections, "
+                        + unprovenConnections + " unproven, " + callsPerConnection + " calls per connection");
+            }
+        }
+    }
+
     private final StoreMaster master;
     private final Server server;
     private final RpcStats stats;
     private final ExecutorService slowWork;
     private final AuthInterceptor auth;
+    private final ConnectionGate gate;
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
 
-    private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork, AuthInterceptor auth) {
+    private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork, AuthInterceptor auth,
+                         ConnectionGate gate, EventLoopGroup boss, EventLoopGroup workers) {
         this.master = master;
         this.server = server;
         this.stats = stats;
         this.slowWork = slowWork;
         this.auth = auth;
+        this.gate = gate;
+        this.boss = boss;
+        this.workers = workers;
     }
 
     /** Starts a master on {@code host:port} (port 0 picks a free one) with housekeeping every {@code tickMillis}. */
@@ -85,14 +119,38 @@ public final class MasterServer implements AutoCloseable {
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
                                      StoreSecurity security, ClientCredentials credentials,
                                      org.tent4j.api.TransferEngine mountProofEngine) throws IOException {
+        return start(master, host, port, tickMillis, observer, security, credentials, mountProofEngine, Limits.DEFAULT);
+    }
+
+    /** As above, within {@code limits}. */
+    public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
+                                     java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
+                                     StoreSecurity security, ClientCredentials credentials,
+                                     org.tent4j.api.TransferEngine mountProofEngine, Limits limits) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
-        AuthInterceptor auth = new AuthInterceptor(security, credentials, stats);
+        ConnectionGate gate = new ConnectionGate(limits.maxConnections(), limits.unprovenConnections(),
+                security.authenticates() || security.tls(), stats);
+        AuthInterceptor auth = new AuthInterceptor(security, credentials, stats, gate);
+        boolean epoll = Epoll.isAvailable();
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, daemons("store-master-accept"), io);
+        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
+                daemons("store-master-io"), io);
         Server server;
         try {
             // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs
             // two thread hand-offs on the master instead of four
             NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
+                    .bossEventLoopGroup(boss)
+                    .workerEventLoopGroup(workers)
+                    .channelFactory(() -> {
+                        ServerChannel ch = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
+                        // first on the listener: it sees each accepted connection before gRPC's acceptor does
+                        ch.pipeline().addLast(gate);
+                        return ch;
+                    })
+                    .maxConcurrentCallsPerConnection(limits.callsPerConnection())
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
                     .directExecutor()
                     // interceptors run last-named first: the token check, then the follower's refusal
@@ -104,10 +162,12 @@ public final class MasterServer implements AutoCloseable {
             server = b.build().start();
         } catch (IOException | RuntimeException e) {
             slowWork.shutdownNow();
+            boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             master.close();
             throw e;
         }
-        MasterServer self = new MasterServer(master, server, stats, slowWork, auth);
+        MasterServer self = new MasterServer(master, server, stats, slowWork, auth, gate, boss, workers);
         if (tickMillis > 0) {
             master.startHousekeeping(tickMillis, observer);
         }
@@ -133,6 +193,10 @@ public final class MasterServer implements AutoCloseable {
      * At most {@code threads} threads (gone when idle) and {@code queue} waiting tasks; {@code execute} beyond that
      * throws {@link java.util.concurrent.RejectedExecutionException}, which {@link MasterService} answers as a refusal.
      */
+    private static java.util.concurrent.ThreadFactory daemons(String name) {
+        return new io.netty.util.concurrent.DefaultThreadFactory(name, true);
+    }
+
     public static ExecutorService slowWorkPool(int threads, int queue) {
         AtomicInteger made = new AtomicInteger();
         ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS,
@@ -151,6 +215,21 @@ public final class MasterServer implements AutoCloseable {
 
     public RpcStats stats() {
         return stats;
+    }
+
+    /** Connections closed because the limit's worth were open (at accept, or on proving themselves). */
+    public long refusedConnections() {
+        return gate.refused();
+    }
+
+    /** Connections that never authenticated, closed to make room for newer ones. */
+    public long evictedUnprovenConnections() {
+        return gate.evicted();
+    }
+
+    /** Connections counted against the limit now. */
+    public int openConnections() {
+        return gate.open();
     }
 
     /** Calls refused for a missing or wrong token since start. */
@@ -176,5 +255,7 @@ public final class MasterServer implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        boss.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        workers.shutdownGracefully(0, 0, TimeUnit.SECONDS);
     }
 }

@@ -55,6 +55,12 @@ public final class RpcStats {
     /** Calls closed {@code UNAUTHENTICATED}: no token proof, or a wrong one ({@link AuthInterceptor}). */
     final LongAdder unauthenticated = new LongAdder();
     final LongAdder clientChecksumFailures = new LongAdder();
+    /** Connections closed because the limit's worth were open ({@link ConnectionGate}). */
+    final LongAdder connectionsRefused = new LongAdder();
+    /** Connections that never authenticated, closed to make room for newer ones. */
+    final LongAdder unprovenEvicted = new LongAdder();
+    /** Connections counted against the limit now; set by the server that owns the gate. */
+    volatile java.util.function.IntSupplier connections = () -> 0;
 
     public void addClientChecksumFailures(long n) {
         clientChecksumFailures.add(n);
@@ -83,6 +89,12 @@ public final class RpcStats {
                 .append("# TYPE store_lease_expired_reads_total counter\nstore_lease_expired_reads_total ").append(clientLeaseExpiries.sum()).append('\n');
         sb.append("# HELP store_rpc_unauthenticated_total Master RPCs refused before their handler for a missing or wrong token\n")
                 .append("# TYPE store_rpc_unauthenticated_total counter\nstore_rpc_unauthenticated_total ").append(unauthenticated.sum()).append('\n');
+        sb.append("# HELP store_rpc_connections Connections counted against the master's limit (with a token or TLS: those that authenticated)\n")
+                .append("# TYPE store_rpc_connections gauge\nstore_rpc_connections ").append(connections.getAsInt()).append('\n');
+        sb.append("# HELP store_rpc_connections_refused_total Connections closed because the master's connection limit was reached\n")
+                .append("# TYPE store_rpc_connections_refused_total counter\nstore_rpc_connections_refused_total ").append(connectionsRefused.sum()).append('\n');
+        sb.append("# HELP store_rpc_unproven_connections_evicted_total Connections closed before authenticating, to make room for newer ones\n")
+                .append("# TYPE store_rpc_unproven_connections_evicted_total counter\nstore_rpc_unproven_connections_evicted_total ").append(unprovenEvicted.sum()).append('\n');
         sb.append("# HELP store_rpc_requests_total Master RPCs served, by method\n# TYPE store_rpc_requests_total counter\n");
         methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls.sum()).append('\n'));
         sb.append("# HELP store_rpc_failures_total Master RPCs (or batch items) that returned an error\n# TYPE store_rpc_failures_total counter\n");

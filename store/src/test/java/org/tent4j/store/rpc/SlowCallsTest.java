@@ -131,12 +131,16 @@ class SlowCallsTest {
             holder.join();
         });
         assertTrue(held.await(30, TimeUnit.SECONDS));
-        ManagedChannel channel = NettyChannelBuilder.forTarget("127.0.0.1:" + server.port()).usePlaintext().build();
-        open.add(() -> {
-            channel.shutdownNow();
-            channel.awaitTermination(5, TimeUnit.SECONDS);
-        });
-        MasterGrpc.MasterFutureStub stub = MasterGrpc.newFutureStub(channel);
+        // from several connections: one alone may have at most Limits.DEFAULT.callsPerConnection() calls open
+        List<MasterGrpc.MasterFutureStub> stubs = new ArrayList<>();
+        for (int c = 0; c < 8; c++) {
+            ManagedChannel channel = NettyChannelBuilder.forTarget("127.0.0.1:" + server.port()).usePlaintext().build();
+            open.add(() -> {
+                channel.shutdownNow();
+                channel.awaitTermination(5, TimeUnit.SECONDS);
+            });
+            stubs.add(MasterGrpc.newFutureStub(channel));
+        }
 
         int calls = 100;
         int admitted = MasterServer.SLOW_WORK_THREADS + MasterServer.SLOW_WORK_QUEUE;
@@ -145,7 +149,7 @@ class SlowCallsTest {
         AtomicInteger refused = new AtomicInteger();
         List<String> messages = Collections.synchronizedList(new ArrayList<>());
         for (int i = 0; i < calls; i++) {
-            ListenableFuture<CountResponse> f = stub.removeAll(RemoveAllRequest.newBuilder().setForce(false).build());
+            ListenableFuture<CountResponse> f = stubs.get(i % stubs.size()).removeAll(RemoveAllRequest.newBuilder().setForce(false).build());
             Futures.addCallback(f, new FutureCallback<>() {
                 @Override
                 public void onSuccess(CountResponse r) {
