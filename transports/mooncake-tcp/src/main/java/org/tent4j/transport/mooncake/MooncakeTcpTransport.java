@@ -49,6 +49,7 @@ final class MooncakeTcpTransport implements Transport {
 
     private final TransportContext context;
     private final int lanes;
+    private final int pipeline;
     private final boolean forceV1;
     private final boolean v1WriteFence;
     private final Duration connectTimeout;
@@ -86,6 +87,7 @@ final class MooncakeTcpTransport implements Transport {
         this.lanes = lanes;
         this.forceV1 = forceV1;
         this.v1WriteFence = context.options().getBoolean("v1_write_fence");
+        this.pipeline = context.options().getInt("pipeline");
         this.connectTimeout = context.options().getDuration("connect_timeout");
         this.target = new MooncakeTarget(this, context, port, handshakePort, context.options().getInt("max_connections"));
         if (target.handshakePort() >= 0) {
@@ -233,8 +235,8 @@ final class MooncakeTcpTransport implements Transport {
         }
         Endpoint e = endpoint(peer);
         boolean v2 = !forceV1 && e.protoVersion >= 2;
-        MooncakeConnection c = new MooncakeConnection(this, peer.name(), e.address, lanes, v2, v1WriteFence,
-                connectTimeout, context.clock());
+        MooncakeConnection c = new MooncakeConnection(this, peer.name(), e.address, lanes, v2 ? pipeline : 1, v2,
+                v1WriteFence, connectTimeout, context.clock());
         try {
             c.open();
         } catch (IOException ex) {

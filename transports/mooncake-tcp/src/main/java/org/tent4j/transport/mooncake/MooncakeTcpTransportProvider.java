@@ -33,8 +33,12 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
             .maxSliceSize(MAX_SLICE_SIZE).rank(RANK).build();
 
     private static final List<OptionSpec> OPTIONS = List.of(
-            OptionSpec.of("lanes", Type.INT, 4, "connections per peer, each a path with one request outstanding "
+            OptionSpec.of("lanes", Type.INT, 4, "connections per peer, each a path "
                     + "(Mooncake's MC_TCP_LANES_PER_PEER, 4)"),
+            OptionSpec.of("pipeline", Type.INT, 4, "requests a lane has on the wire at once in v2 framing: the next "
+                    + "request goes out before the last one's answer is back (a Mooncake target serves a connection's "
+                    + "requests in order); 1 waits for each answer, as Mooncake's own initiator does; v1 framing is "
+                    + "always 1"),
             OptionSpec.of("port", Type.INT, 0, "data port to listen on (published as Mooncake's tcp_data_port); "
                     + "0 picks a free port"),
             OptionSpec.of("max_connections", Type.INT, 1024, "inbound data and handshake connections at most; more "
@@ -91,6 +95,10 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
         int lanes = context.options().getInt("lanes");
         if (lanes < 1 || lanes > 16) {
             throw new ConfigException("transports.mooncake-tcp.lanes", "must be in [1, 16], got " + lanes);
+        }
+        int pipeline = context.options().getInt("pipeline");
+        if (pipeline < 1 || pipeline > 64) {
+            throw new ConfigException("transports.mooncake-tcp.pipeline", "must be in [1, 64], got " + pipeline);
         }
         int port = context.options().getInt("port");
         if (port < 0 || port > 65535) {

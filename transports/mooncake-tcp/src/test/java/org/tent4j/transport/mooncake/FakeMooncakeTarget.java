@@ -34,7 +34,12 @@ final class FakeMooncakeTarget implements AutoCloseable {
         /** Answers a READ with OK and half the payload, then closes. */
         CLOSE_MID_PAYLOAD,
         /** Reads the header and then says nothing, keeping the connection open. */
-        SILENT
+        SILENT,
+        /**
+         * Answers a v2 WRITE only once it has read the next request (a WRITE too) as well, then answers both: only an
+         * initiator that sends its next request before the last answer is back gets any answer at all.
+         */
+        READ_AHEAD
     }
 
     final byte[] memory;
@@ -123,7 +128,16 @@ final class FakeMooncakeTarget implements AutoCloseable {
                 }
                 int at = Math.toIntExact(addr - BASE);
                 int n = Math.toIntExact(size);
-                if (op == 1) {
+                if (op == 1 && v2 && misbehaviour == Misbehaviour.READ_AHEAD) {
+                    in.readFully(memory, at, n);
+                    in.readFully(h);
+                    headers.add(h.clone());
+                    long next = le64(h, 8);
+                    in.readFully(memory, Math.toIntExact(next - BASE), Math.toIntExact(le64(h, 0)));
+                    out.write(status(0));
+                    out.write(status(0));
+                    out.flush();
+                } else if (op == 1) {
                     in.readFully(memory, at, n);
                     if (v2) {
                         out.write(misbehaviour == Misbehaviour.STATUS_WITHOUT_MAGIC ? new byte[8] : status(0));

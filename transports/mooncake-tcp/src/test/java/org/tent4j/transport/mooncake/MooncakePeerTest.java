@@ -196,6 +196,42 @@ class MooncakePeerTest {
     }
 
     /**
+     * In v2 framing a lane sends its next request before the last answer is back: a target that answers a WRITE only
+     * after reading the next one answers both, and both land; with {@code pipeline=1} the lane waits, so the same
+     * target answers nothing and the first WRITE times out.
+     */
+    @Test
+    void aV2LanePipelinesItsRequestsAndPipelineOneWaitsForEachAnswer() throws Exception {
+        fake = new FakeMooncakeTarget(64 * KIB);
+        fake.misbehaviour = FakeMooncakeTarget.Misbehaviour.READ_AHEAD;
+        SegmentDescriptor peer = mooncakePeer(2);
+        PeerConnection c = tent4j(Map.of("lanes", "1")).connect(peer);
+        LocalBuffer local = allocate(16 * KIB);
+        fill(local.segment(), 5);
+        TestSlice first = slice(Opcode.WRITE, local, 0, peer, BASE, 8 * KIB);
+        TestSlice second = slice(Opcode.WRITE, local, 8 * KIB, peer, BASE + 8 * KIB, 8 * KIB);
+        c.post(first);
+        c.post(second);
+        first.result().get(10, TimeUnit.SECONDS);
+        second.result().get(10, TimeUnit.SECONDS);
+        assertEquals(crc(local.segment().asSlice(0, 16 * KIB)), crc(fake.memory, 0, (int) (16 * KIB)));
+        side.close();
+
+        fake.close();
+        fake = new FakeMooncakeTarget(64 * KIB);
+        fake.misbehaviour = FakeMooncakeTarget.Misbehaviour.READ_AHEAD;
+        peer = mooncakePeer(2);
+        c = tent4j(Map.of("lanes", "1", "pipeline", "1")).connect(peer);
+        local = allocate(16 * KIB);
+        TestSlice waiting = slice(Opcode.WRITE, local, 0, peer.buffers().getFirst(), BASE, 8 * KIB,
+                System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300));
+        c.post(waiting);
+        c.post(slice(Opcode.WRITE, local, 8 * KIB, peer, BASE + 8 * KIB, 8 * KIB));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.result().get(10, TimeUnit.SECONDS));
+        assertFailure((TransferException) e.getCause(), ErrorCode.TIMEOUT, "by the deadline");
+    }
+
+    /**
      * A Mooncake target refuses as soon as it has read the header, answers, and closes without reading the payload;
      * a large WRITE is then still going out, and must end with the refusal, not a reset connection.
      */
