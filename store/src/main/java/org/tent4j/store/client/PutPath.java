@@ -77,7 +77,7 @@ final class PutPath {
             ticket = access.master.putStart(MasterClient.putStartRequest(access.id(), key, size, config, access.host, upsert));
         } catch (StoreException e) {
             if (e.error() == StoreError.OBJECT_ALREADY_EXISTS && !upsert) {
-                return PutResult.ALREADY_EXISTS;
+                return PutResult.alreadyExists(config.replicas());
             }
             throw e;
         }
@@ -87,7 +87,7 @@ final class PutPath {
         StoreException failure = writes.run().firstFailure(key, "writing", 0, writes.size());
         if (failure == null) {
             access.master.putEnd(access.id(), key, ticket.getPutId());
-            return PutResult.STORED;
+            return PutResult.stored(config.replicas(), replicas);
         }
         revokeQuietly(key, ticket.getPutId());
         access.memory.afterFailedWrite(key, parts, failure);
@@ -149,7 +149,7 @@ final class PutPath {
             firstMove[i] = writes.size();
             PutStartResponse t = tickets.get(i);
             if (t.getStatus().getCode() != 0) {
-                out.set(i, ReservedPuts.refused(t.getStatus()));
+                out.set(i, ReservedPuts.refused(t.getStatus(), config.replicas()));
             } else {
                 writes.addWrites(Wire.replicas(t.getReplicasList()), List.of(sources.get(i)));
             }
@@ -184,7 +184,8 @@ final class PutPath {
             List<Status> st = access.master.batchPutEnd(ends);
             for (int j = 0; j < st.size(); j++) {
                 int i = endIdx.get(j);
-                out.set(i, st.get(j).getCode() == 0 ? Outcome.of(PutResult.STORED) : Outcome.failed(ClientErrors.error(st.get(j))));
+                out.set(i, st.get(j).getCode() == 0 ? Outcome.of(PutResult.stored(config.replicas(),
+                        Wire.replicas(tickets.get(i).getReplicasList()))) : Outcome.failed(ClientErrors.error(st.get(j))));
             }
         }
         return out;

@@ -27,6 +27,8 @@ public final class PutSession implements AutoCloseable {
     private final List<PutStartResponse> tickets;
     private final List<List<ReplicaLocation>> replicas = new ArrayList<>();
     private final boolean[] open;
+    /** Replicas each value asked for. */
+    private final int asked;
 
     PutSession(ReplicaAccess client, List<String> keys, List<Long> sizes, ReplicateConfig config) {
         if (keys.size() != sizes.size()) {
@@ -35,6 +37,7 @@ public final class PutSession implements AutoCloseable {
         this.client = client;
         this.keys = List.copyOf(keys);
         this.sizes = List.copyOf(sizes);
+        this.asked = config.replicas();
         List<PutStartRequest> reqs = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             reqs.add(MasterClient.putStartRequest(client.id(), keys.get(i), sizes.get(i), config, client.host, false));
@@ -87,8 +90,8 @@ public final class PutSession implements AutoCloseable {
         List<Outcome<PutResult>> out = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             StoreException e = startError(i);
-            out.add(e == null ? Outcome.of(PutResult.STORED) : e.error() == StoreError.OBJECT_ALREADY_EXISTS
-                    ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+            out.add(e == null ? Outcome.of(PutResult.stored(asked, replicas.get(i))) : e.error() == StoreError.OBJECT_ALREADY_EXISTS
+                    ? Outcome.of(PutResult.alreadyExists(asked)) : Outcome.failed(e));
         }
         for (int j = 0; j < st.size(); j++) {
             int i = idx.get(j);

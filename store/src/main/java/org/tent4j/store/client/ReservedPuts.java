@@ -196,9 +196,9 @@ final class ReservedPuts {
             Status st = r.getItems(j);
             int i = itemIdx.get(j);
             if (st.getCode() == 0) {
-                out.set(i, Outcome.of(PutResult.STORED));
+                out.set(i, Outcome.of(PutResult.stored(config.replicas(), List.of(res.ranges))));
             } else {
-                out.set(i, refused(st));
+                out.set(i, refused(st, config.replicas()));
             }
         }
         Reserved next = done ? granted(r, config.replicas(), asked) : res;
@@ -225,9 +225,9 @@ final class ReservedPuts {
     }
 
     /** A batch item the master refused: the key being there already is an answer, anything else a failure. */
-    static Outcome<PutResult> refused(Status st) {
+    static Outcome<PutResult> refused(Status st, int asked) {
         StoreException e = ClientErrors.error(st);
-        return e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e);
+        return e.error() == StoreError.OBJECT_ALREADY_EXISTS ? Outcome.of(PutResult.alreadyExists(asked)) : Outcome.failed(e);
     }
 
     private static Reserved granted(CommitResponse r, int replicas, long askedAt) {
