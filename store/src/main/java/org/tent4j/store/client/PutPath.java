@@ -100,19 +100,41 @@ final class PutPath {
         return putParts(key, parts, config.withExcludedSegments(failed), upsert);
     }
 
-    /** Puts copies of many values (heap arrays included) through the staging buffer, as {@link #putBatchFrom}. */
-    List<Outcome<PutResult>> putBatch(List<String> keys, List<byte[]> values, ReplicateConfig config) {
-        long total = 0;
-        for (byte[] v : values) {
-            total += v.length;
+    /**
+     * Puts copies of many values (heap memory included), as {@link #putBatchFrom}, staged through the client's
+     * registered staging memory: values are copied in groups that fit it, each group put as one batch, so a batch larger
+     * than the staging memory registers nothing new (a single value larger than it gets memory of its own, as a single
+     * copying put does).
+     */
+    List<Outcome<PutResult>> putBatchCopies(List<String> keys, List<MemorySegment> values, ReplicateConfig config) {
+        if (keys.size() != values.size()) {
+            throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + values.size() + " values");
         }
+        for (int i = 0; i < values.size(); i++) {
+            if (values.get(i) == null) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "value " + i + " (key '" + keys.get(i) + "') is null");
+            }
+        }
+        List<Outcome<PutResult>> out = new ArrayList<>(keys.size());
+        long room = access.stagingBytes();
+        for (int from = 0, to; from < keys.size(); from = to) {
+            long total = values.get(from).byteSize();
+            for (to = from + 1; to < keys.size() && total + values.get(to).byteSize() <= room; to++) {
+                total += values.get(to).byteSize();
+            }
+            out.addAll(putStaged(keys.subList(from, to), values.subList(from, to), total, config));
+        }
+        return out;
+    }
+
+    private List<Outcome<PutResult>> putStaged(List<String> keys, List<MemorySegment> values, long total, ReplicateConfig config) {
         StagingBuffer.Lease lease = access.staging().borrow(Math.max(1, total));
         try {
             List<MemorySegment> copies = new ArrayList<>(values.size());
             long off = 0;
-            for (byte[] v : values) {
-                copies.add(lease.segment().asSlice(off, v.length).copyFrom(MemorySegment.ofArray(v)));
-                off += v.length;
+            for (MemorySegment v : values) {
+                copies.add(lease.segment().asSlice(off, v.byteSize()).copyFrom(v));
+                off += v.byteSize();
             }
             return putBatchFrom(keys, copies, config);
         } finally {

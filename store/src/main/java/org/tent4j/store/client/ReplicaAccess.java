@@ -120,6 +120,11 @@ final class ReplicaAccess {
         return s;
     }
 
+    /** The size of the staging memory (what a copying call stages at once without registering more). */
+    long stagingBytes() {
+        return stagingBytes;
+    }
+
     /** Frees the staging memory if it was ever allocated. */
     void closeStaging() {
         if (staging != null) {

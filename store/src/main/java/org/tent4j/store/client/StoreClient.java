@@ -1,6 +1,7 @@
 package org.tent4j.store.client;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -301,9 +302,20 @@ public final class StoreClient implements AutoCloseable {
         puts.upsert(key, value, config);
     }
 
-    /** Puts copies of many values (heap arrays included) through the staging buffer, as {@link #putBatchFrom}. */
+    /**
+     * Puts copies of many values (heap arrays included) through the staging memory, as {@link #putBatchFrom}; per key
+     * its outcome. Values are staged in groups that fit the staging memory ({@link Builder#stagingBytes}).
+     */
     public List<Outcome<PutResult>> putBatch(List<String> keys, List<byte[]> values, ReplicateConfig config) {
-        return puts.putBatch(keys, values, config);
+        return puts.putBatchCopies(keys, values.stream().map(v -> v == null ? null : MemorySegment.ofArray(v)).toList(), config);
+    }
+
+    /**
+     * As {@link #putBatch}, for buffers (heap or direct, read-only included): each value is its buffer's bytes from
+     * position to limit; the buffers' positions are left as they were.
+     */
+    public List<Outcome<PutResult>> putBatchBuffers(List<String> keys, List<ByteBuffer> values, ReplicateConfig config) {
+        return puts.putBatchCopies(keys, values.stream().map(v -> v == null ? null : MemorySegment.ofBuffer(v)).toList(), config);
     }
 
     /**
