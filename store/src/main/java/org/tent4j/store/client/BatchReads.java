@@ -16,17 +16,19 @@ import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.SegmentTable;
 
 /**
- * {@link StoreClient#getBatchInto}: many values, each into its registered buffer. Replica lists are fetched in waves,
+ * {@code StoreClient.getBatchInto}: many values, each into its registered buffer. Replica lists are fetched in waves,
  * and a wave that ran past leases makes the next one smaller, so a batch of any size completes as long as single reads
  * fit in a lease.
  */
 final class BatchReads {
-    private final StoreClient client;
+    /** Keys whose replica lists a batch read fetches at once, before it adapts to how fast reads go. */
+    static final int FIRST_WAVE = 256;
+    private final ReplicaAccess client;
     private final MasterClient master;
 
-    BatchReads(StoreClient client, MasterClient master) {
+    BatchReads(ReplicaAccess client) {
         this.client = client;
-        this.master = master;
+        this.master = client.master;
     }
 
     List<Outcome<Long>> read(List<String> keys, List<MemorySegment> destinations) {
@@ -40,14 +42,14 @@ final class BatchReads {
         for (int i = 0; i < keys.size(); i++) {
             todo.add(i);
         }
-        int wave = StoreClient.FIRST_WAVE;
+        int wave = FIRST_WAVE;
         while (!todo.isEmpty()) {
             List<Integer> idx = new ArrayList<>(Math.min(wave, todo.size()));
             while (idx.size() < wave && !todo.isEmpty()) {
                 idx.add(todo.poll());
             }
             List<String> waveKeys = idx.size() == keys.size() ? keys : idx.stream().map(keys::get).toList();
-            long t0 = client.clock().nanoTime();
+            long t0 = client.clock.nanoTime();
             SegmentTable.Decoded answer = master.batchGetReplicaList(waveKeys);
             List<ReplicaListResponse> lists = answer.items();
             List<Integer> expired = new ArrayList<>();
@@ -62,17 +64,17 @@ final class BatchReads {
                 ranked.add(null);
                 move[j] = -1;
                 if (l.getStatus().getCode() != 0) {
-                    out.set(i, Outcome.failed(StoreClient.error(l.getStatus())));
+                    out.set(i, Outcome.failed(ClientErrors.error(l.getStatus())));
                     continue;
                 }
                 MemorySegment dst = destinations.get(i);
                 if (l.getSize() > dst.byteSize()) {
-                    out.set(i, Outcome.failed(StoreClient.bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
+                    out.set(i, Outcome.failed(ClientErrors.bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
                     continue;
                 }
                 List<ReplicaLocation> rs = client.nearestFirst(answer.replicas().get(j));
                 if (rs.isEmpty()) {
-                    out.set(i, Outcome.failed(StoreClient.noReplica(keys.get(i))));
+                    out.set(i, Outcome.failed(ClientErrors.noReplica(keys.get(i))));
                     continue;
                 }
                 ranked.set(j, rs);
@@ -92,7 +94,7 @@ final class BatchReads {
                     e = DiskReads.verify(client, keys.get(i), read, List.of(destinations.get(i).asSlice(0, l.getSize())));
                 }
                 if (e == null) {
-                    if (client.clock().nanoTime() >= deadline) {
+                    if (client.clock.nanoTime() >= deadline) {
                         client.leaseExpiredReads.increment();
                         e = new StoreException(StoreError.LEASE_EXPIRED, "read of key '" + keys.get(i)
                                 + "' finished after its lease ended; the bytes were discarded");
@@ -109,7 +111,7 @@ final class BatchReads {
                     if (expired.isEmpty()) {
                         inTime++;
                     }
-                } else if (e.error() == StoreError.LEASE_EXPIRED && ++attempts[i] < StoreClient.READ_ATTEMPTS) {
+                } else if (e.error() == StoreError.LEASE_EXPIRED && ++attempts[i] < ReplicaAccess.READ_ATTEMPTS) {
                     expired.add(i);
                 } else {
                     out.set(i, Outcome.failed(e));

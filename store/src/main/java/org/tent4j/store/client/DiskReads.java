@@ -18,7 +18,7 @@ final class DiskReads {
     }
 
     /** Reads the whole disk replica {@code r} through the staging buffer, checks it, and copies {@code [start, ...)} out. */
-    static StoreException readRange(StoreClient client, String key, ReplicaLocation r, long start, List<MemorySegment> parts) {
+    static StoreException readRange(ReplicaAccess client, String key, ReplicaLocation r, long start, List<MemorySegment> parts) {
         StagingBuffer.Lease lease = client.staging().borrow(Math.max(1, r.length()));
         try {
             MemorySegment whole = lease.segment().asSlice(0, r.length());
@@ -50,7 +50,7 @@ final class DiskReads {
      * Null if the first {@code r.length()} bytes of {@code parts} match the disk replica's CRC32C; else a
      * CHECKSUM_MISMATCH naming the key, segment, node, file and offset (counted, so the master's metrics show it).
      */
-    static StoreException verify(StoreClient client, String key, ReplicaLocation r, List<MemorySegment> parts) {
+    static StoreException verify(ReplicaAccess client, String key, ReplicaLocation r, List<MemorySegment> parts) {
         CRC32C crc = new CRC32C();
         long left = r.length();
         for (MemorySegment p : parts) {

@@ -24,7 +24,7 @@ final class DiskScrub {
     private DiskScrub() {
     }
 
-    static ScrubReport run(StoreClient client, MasterClient master, DiskSegment disk) {
+    static ScrubReport run(ReplicaAccess client, MasterClient master, DiskSegment disk) {
         long checked = 0;
         long dropped = 0;
         List<String> corrupt = new ArrayList<>();
@@ -55,7 +55,7 @@ final class DiskScrub {
     }
 
     /** Null if the replica reads back matching its CRC32C; else why not (a failed read counts as corrupt too). */
-    private static StoreException check(StoreClient client, String key, ReplicaLocation r) {
+    private static StoreException check(ReplicaAccess client, String key, ReplicaLocation r) {
         StagingBuffer.Lease lease = client.staging().borrow(Math.max(1, r.length()));
         try {
             MemorySegment bytes = lease.segment().asSlice(0, r.length());

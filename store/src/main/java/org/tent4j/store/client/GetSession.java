@@ -18,7 +18,7 @@ import org.tent4j.store.rpc.SegmentTable;
  * The master keeps no session state (its leases end on their own); {@link #close} makes every later read fail at once.
  */
 public final class GetSession implements AutoCloseable {
-    private final StoreClient client;
+    private final ReplicaAccess client;
     private final List<String> keys;
     private final List<ReplicaListResponse> lists;
     /** Per key, its replicas nearest first (ranked once, at the fetch). */
@@ -27,7 +27,13 @@ public final class GetSession implements AutoCloseable {
     private final long earliestDeadline;
     private volatile boolean closed;
 
-    GetSession(StoreClient client, List<String> keys, SegmentTable.Decoded answer, long t0) {
+    /** One replica-list fetch for {@code keys}; the leases count from before the master was asked. */
+    static GetSession open(ReplicaAccess client, List<String> keys) {
+        long t0 = client.clock.nanoTime();
+        return new GetSession(client, keys, client.master.batchGetReplicaList(keys), t0);
+    }
+
+    private GetSession(ReplicaAccess client, List<String> keys, SegmentTable.Decoded answer, long t0) {
         this.client = client;
         this.keys = List.copyOf(keys);
         this.lists = answer.items();
@@ -50,12 +56,12 @@ public final class GetSession implements AutoCloseable {
 
     /** Whether some key's lease has ended (its reads are refused): time to {@link #renew}. */
     public boolean leaseEnded() {
-        return client.clock().nanoTime() >= earliestDeadline;
+        return client.clock.nanoTime() >= earliestDeadline;
     }
 
     /** A new session over the same keys: one more replica-list fetch, fresh leases. */
     public GetSession renew() {
-        return client.getSession(keys);
+        return open(client, keys);
     }
 
     /** Value {@code i}'s size; throws the error the master gave for it (e.g. OBJECT_NOT_FOUND). */
@@ -69,7 +75,7 @@ public final class GetSession implements AutoCloseable {
     public long read(int i, MemorySegment destination) {
         long n = valueSize(i);
         if (destination.byteSize() < n) {
-            throw StoreClient.bufferTooSmall(keys.get(i), destination.byteSize(), n);
+            throw ClientErrors.bufferTooSmall(keys.get(i), destination.byteSize(), n);
         }
         read(i, 0, destination.asSlice(0, n));
         return n;
@@ -82,7 +88,7 @@ public final class GetSession implements AutoCloseable {
             throw new StoreException(StoreError.INVALID_PARAMS, "range [" + offset + ", " + (offset + destination.byteSize())
                     + ") is outside key '" + keys.get(i) + "' (" + n + " bytes)");
         }
-        if (client.clock().nanoTime() >= deadlines[i]) {
+        if (client.clock.nanoTime() >= deadlines[i]) {
             throw ended(i);
         }
         client.memory.destinations(keys.get(i), List.of(destination));
@@ -94,7 +100,7 @@ public final class GetSession implements AutoCloseable {
 
     /**
      * Reads values {@code first, first + 1, ...}, one into each registered destination, with every byte move in
-     * flight at once (one engine batch, as {@link StoreClient#getBatchInto}); per value its size or its error. A value
+     * flight at once (one engine batch, as {@code StoreClient.getBatchInto}); per value its size or its error. A value
      * whose lease has ended, or ended while its bytes moved, fails with LEASE_EXPIRED (bytes discarded).
      */
     public List<Outcome<Long>> readBatch(int first, List<MemorySegment> destinations) {
@@ -108,7 +114,7 @@ public final class GetSession implements AutoCloseable {
         List<Outcome<Long>> out = new ArrayList<>(n);
         Transfers moves = new Transfers(client, n);
         int[] move = new int[n];
-        long now = client.clock().nanoTime();
+        long now = client.clock.nanoTime();
         for (int j = 0; j < n; j++) {
             int i = first + j;
             move[j] = -1;
@@ -116,11 +122,11 @@ public final class GetSession implements AutoCloseable {
             ReplicaListResponse l = lists.get(i);
             MemorySegment dst = destinations.get(j);
             if (l.getStatus().getCode() != 0) {
-                out.set(j, Outcome.failed(StoreClient.error(l.getStatus())));
+                out.set(j, Outcome.failed(ClientErrors.error(l.getStatus())));
             } else if (l.getSize() > dst.byteSize()) {
-                out.set(j, Outcome.failed(StoreClient.bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
+                out.set(j, Outcome.failed(ClientErrors.bufferTooSmall(keys.get(i), dst.byteSize(), l.getSize())));
             } else if (replicas.get(i).isEmpty()) {
-                out.set(j, Outcome.failed(StoreClient.noReplica(keys.get(i))));
+                out.set(j, Outcome.failed(ClientErrors.noReplica(keys.get(i))));
             } else if (now >= deadlines[i]) {
                 out.set(j, Outcome.failed(ended(i)));
             } else {
@@ -128,7 +134,7 @@ public final class GetSession implements AutoCloseable {
             }
         }
         moves.run();
-        long done = client.clock().nanoTime();
+        long done = client.clock.nanoTime();
         for (int j = 0; j < n; j++) {
             if (move[j] < 0) {
                 continue;
@@ -175,7 +181,7 @@ public final class GetSession implements AutoCloseable {
     }
 
     private void check(int i) {
-        StoreException e = StoreClient.error(lists.get(i).getStatus());
+        StoreException e = ClientErrors.error(lists.get(i).getStatus());
         if (e != null) {
             throw e;
         }

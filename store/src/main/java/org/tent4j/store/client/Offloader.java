@@ -37,7 +37,7 @@ final class Offloader implements AutoCloseable {
     /** Tasks taken per poll: one engine batch, one fdatasync. */
     static final int TASKS_PER_ROUND = 64;
 
-    private final StoreClient client;
+    private final ReplicaAccess client;
     private final MasterClient master;
     private final DiskSegment disk;
     private final ScheduledExecutorService thread;
@@ -46,7 +46,7 @@ final class Offloader implements AutoCloseable {
     /** Tasks for a key this node was already offloading in the same round: the master must never send them. */
     final LongAdder duplicates = new LongAdder();
 
-    Offloader(StoreClient client, MasterClient master, DiskSegment disk, long pollMillis) {
+    Offloader(ReplicaAccess client, MasterClient master, DiskSegment disk, long pollMillis) {
         this.client = client;
         this.master = master;
         this.disk = disk;
@@ -109,10 +109,10 @@ final class Offloader implements AutoCloseable {
             }
             if (t.getPromote()) {
                 crcs.add(disk.crc32c());
-                moves.add(TransferRequest.read(bytes, client.engine().localSegment(), disk.address()));
+                moves.add(TransferRequest.read(bytes, client.engine.localSegment(), disk.address()));
             } else {
                 crcs.add(DiskSegment.crc32c(bytes));
-                moves.add(TransferRequest.write(bytes, client.engine().localSegment(), disk.address()));
+                moves.add(TransferRequest.write(bytes, client.engine.localSegment(), disk.address()));
                 writes = true;
             }
             moving.add(t);
@@ -122,7 +122,7 @@ final class Offloader implements AutoCloseable {
             return results;
         }
         TransferStatus[] statuses = new TransferStatus[moves.size()];
-        try (Batch b = client.engine().allocateBatch(moves.size())) {
+        try (Batch b = client.engine.allocateBatch(moves.size())) {
             b.submit(moves);
             b.completion().join();
             for (int i = 0; i < statuses.length; i++) {

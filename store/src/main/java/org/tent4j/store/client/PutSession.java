@@ -21,25 +21,28 @@ import org.tent4j.store.rpc.Wire;
  * revoke is lost, the session stays open so the call can be repeated. Closing an open session revokes it.
  */
 public final class PutSession implements AutoCloseable {
-    private final StoreClient client;
+    private final ReplicaAccess client;
     private final List<String> keys;
     private final List<Long> sizes;
     private final List<PutStartResponse> tickets;
     private final List<List<ReplicaLocation>> replicas = new ArrayList<>();
     private final boolean[] open;
+    /** Replicas each value asked for. */
+    private final int asked;
 
-    PutSession(StoreClient client, List<String> keys, List<Long> sizes, ReplicateConfig config) {
+    PutSession(ReplicaAccess client, List<String> keys, List<Long> sizes, ReplicateConfig config) {
         if (keys.size() != sizes.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sizes.size() + " sizes");
         }
         this.client = client;
         this.keys = List.copyOf(keys);
         this.sizes = List.copyOf(sizes);
+        this.asked = config.replicas();
         List<PutStartRequest> reqs = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
-            reqs.add(MasterClient.putStartRequest(client.id(), keys.get(i), sizes.get(i), config, client.host(), false));
+            reqs.add(MasterClient.putStartRequest(client.id(), keys.get(i), sizes.get(i), config, client.host, false));
         }
-        this.tickets = client.master().batchPutStart(reqs);
+        this.tickets = client.master.batchPutStart(reqs);
         this.open = new boolean[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
             open[i] = tickets.get(i).getStatus().getCode() == 0;
@@ -53,7 +56,7 @@ public final class PutSession implements AutoCloseable {
 
     /** Why key {@code i} got no space (null if it did). */
     public StoreException startError(int i) {
-        return StoreClient.error(tickets.get(i).getStatus());
+        return ClientErrors.error(tickets.get(i).getStatus());
     }
 
     /** Writes {@code source} (registered memory) into every replica of value {@code i} at {@code offset}. */
@@ -83,18 +86,18 @@ public final class PutSession implements AutoCloseable {
                 idx.add(i);
             }
         }
-        List<Status> st = reqs.isEmpty() ? List.of() : client.master().batchPutEnd(reqs);
+        List<Status> st = reqs.isEmpty() ? List.of() : client.master.batchPutEnd(reqs);
         List<Outcome<PutResult>> out = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             StoreException e = startError(i);
-            out.add(e == null ? Outcome.of(PutResult.STORED) : e.error() == StoreError.OBJECT_ALREADY_EXISTS
-                    ? Outcome.of(PutResult.ALREADY_EXISTS) : Outcome.failed(e));
+            out.add(e == null ? Outcome.of(PutResult.stored(asked, replicas.get(i))) : e.error() == StoreError.OBJECT_ALREADY_EXISTS
+                    ? Outcome.of(PutResult.alreadyExists(asked)) : Outcome.failed(e));
         }
         for (int j = 0; j < st.size(); j++) {
             int i = idx.get(j);
             open[i] = false;
             if (st.get(j).getCode() != 0) {
-                out.set(i, Outcome.failed(StoreClient.error(st.get(j))));
+                out.set(i, Outcome.failed(ClientErrors.error(st.get(j))));
             }
         }
         return out;
@@ -111,7 +114,7 @@ public final class PutSession implements AutoCloseable {
             }
         }
         if (!reqs.isEmpty()) {
-            client.master().batchPutRevoke(reqs);
+            client.master.batchPutRevoke(reqs);
             idx.forEach(i -> open[i] = false);
         }
     }

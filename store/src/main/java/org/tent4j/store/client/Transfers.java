@@ -20,7 +20,7 @@ import org.tent4j.store.StoreException;
 final class Transfers {
     /** Moves per engine batch: well under any sane {@code batch.max_capacity}. */
     static final int CHUNK = 1024;
-    private final StoreClient client;
+    private final ReplicaAccess client;
     private final List<TransferRequest> requests;
     /** Per move: its task's position in {@link #requests}, or -1 when it was settled when added. */
     private int[] task;
@@ -28,7 +28,7 @@ final class Transfers {
     private int size;
     private boolean ran;
 
-    Transfers(StoreClient client, int expected) {
+    Transfers(ReplicaAccess client, int expected) {
         this.client = client;
         this.requests = new ArrayList<>(expected);
         this.task = new int[Math.max(1, expected)];
@@ -107,7 +107,7 @@ final class Transfers {
         try {
             for (int from = 0; from < n; from += CHUNK) {
                 int to = Math.min(n, from + CHUNK);
-                Batch b = client.engine().allocateBatch(to - from);
+                Batch b = client.engine.allocateBatch(to - from);
                 batches.add(b);
                 b.submit(requests.subList(from, to));
             }

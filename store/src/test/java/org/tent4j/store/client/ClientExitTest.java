@@ -49,7 +49,7 @@ class ClientExitTest {
                     rnd.nextBytes(v);
                     values.add(v);
                     // two replicas: one on each segment
-                    assertEquals(PutResult.STORED, staying.put("exit/" + i, v, ReplicateConfig.replicas(2)));
+                    assertEquals(PutResult.Status.STORED, staying.put("exit/" + i, v, ReplicateConfig.replicas(2)).status());
                 }
                 assertEquals(2, master.state().stats().clients());
                 assertEquals(2, master.segments().size());
@@ -112,7 +112,7 @@ class ClientExitTest {
                     batch.add(b);
                 }
                 List<String> keys = List.of("b/0", "b/1", "b/2", "b/3", "b/4");
-                user.putBatch(keys, batch, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+                user.putBatch(keys, batch, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
                 for (int i = 0; i < keys.size(); i++) {
                     assertEquals(crc(batch.get(i)), crc(user.get(keys.get(i))), keys.get(i));
                 }

@@ -54,7 +54,7 @@ class LocalMemoryTest {
             rnd.nextBytes(v);
             MemorySegment src = registered.segment().asSlice(0, v.length).copyFrom(MemorySegment.ofArray(v));
             String key = "other/" + i;
-            assertEquals(PutResult.STORED, user.putFrom(key, src, ReplicateConfig.defaults()));
+            assertEquals(PutResult.Status.STORED, user.putFrom(key, src, ReplicateConfig.defaults()).status());
             stored.put(key, crc(src));
         }
     }

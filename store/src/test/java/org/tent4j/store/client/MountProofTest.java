@@ -70,7 +70,7 @@ class MountProofTest {
             byte[] v = new byte[8192];
             rnd.nextBytes(v);
             values.add(v);
-            assertEquals(PutResult.STORED, victim.put("proof/" + i, v, ReplicateConfig.replicas(1)));
+            assertEquals(PutResult.Status.STORED, victim.put("proof/" + i, v, ReplicateConfig.replicas(1)).status());
         }
         StoreClient attacker = client(m);
         String a = attacker.clientId();

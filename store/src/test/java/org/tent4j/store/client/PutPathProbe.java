@@ -37,7 +37,7 @@ public final class PutPathProbe {
                     long t0 = System.nanoTime();
                     List<PutStartResponse> tickets = c.master().batchPutStart(reqs);
                     long t1 = System.nanoTime();
-                    Transfers w = new Transfers(c, batch);
+                    Transfers w = new Transfers(c.access(), batch);
                     for (int j = 0; j < batch; j++) {
                         w.add(false, Wire.replicas(tickets.get(j).getReplicasList()).getFirst(), 0,
                                 buf.segment().asSlice((long) j * size, size));

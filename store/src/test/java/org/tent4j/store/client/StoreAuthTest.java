@@ -106,7 +106,7 @@ class StoreAuthTest {
             byte[] v = new byte[4096 + i];
             rnd.nextBytes(v);
             values.add(v);
-            assertEquals(PutResult.STORED, c.put(prefix + i, v, ReplicateConfig.replicas(1)));
+            assertEquals(PutResult.Status.STORED, c.put(prefix + i, v, ReplicateConfig.replicas(1)).status());
         }
         return values;
     }

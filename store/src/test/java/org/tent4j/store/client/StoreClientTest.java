@@ -89,13 +89,13 @@ class StoreClientTest {
     @Test
     void putAndGetAcrossClientsWithTwoReplicasOnDistinctSegments() {
         byte[] v = random(1 << 20, 1);
-        assertEquals(PutResult.STORED, requester.put("t/two", v, ReplicateConfig.replicas(2)));
+        assertEquals(PutResult.Status.STORED, requester.put("t/two", v, ReplicateConfig.replicas(2)).status());
         List<ReplicaLocation> rs = requester.master().getReplicaList("t/two").getReplicasList().stream()
                 .map(org.tent4j.store.rpc.Wire::replica).toList();
         assertEquals(2, rs.stream().map(ReplicaLocation::segmentId).distinct().count());
         assertEquals(crc(v), crc(requester.get("t/two")));
         assertEquals(crc(v), crc(a.get("t/two")), "read from a's own segment by copy");
-        assertEquals(PutResult.ALREADY_EXISTS, b.put("t/two", random(10, 2)));
+        assertEquals(PutResult.Status.ALREADY_EXISTS, b.put("t/two", random(10, 2)).status());
         assertEquals(crc(v), crc(b.get("t/two")));
         assertEquals(1 << 20, requester.size("t/two"));
     }
@@ -142,7 +142,7 @@ class StoreClientTest {
                 srcs.add(src.segment().asSlice(i * 4096L, 4096));
                 dsts.add(dst.segment().asSlice(i * 4096L, 4096));
             }
-            requester.putBatchFrom(keys, srcs, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            requester.putBatchFrom(keys, srcs, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             List<String> withMissing = new ArrayList<>(keys);
             withMissing.add("t/batch/missing");
             List<MemorySegment> dstsPlus = new ArrayList<>(dsts);
@@ -175,14 +175,14 @@ class StoreClientTest {
             long starts = calls("PutStart");
             long ends = calls("PutEnd");
             for (int i = 0; i < 10; i++) {
-                assertEquals(PutResult.STORED, w.put("t/one/small/" + i, random(4000 + i, i)));
+                assertEquals(PutResult.Status.STORED, w.put("t/one/small/" + i, random(4000 + i, i)).status());
             }
             assertEquals(11, calls("Commit") - commits, "a reservation asked for, then one commit per put");
             // 1 MiB values: reservations of 8 MiB, each asked for on the commit that fills the one before
             commits = calls("Commit");
             int big = 20;
             for (int i = 0; i < big; i++) {
-                assertEquals(PutResult.STORED, w.put("t/one/big/" + i, random(1 << 20, 100 + i)));
+                assertEquals(PutResult.Status.STORED, w.put("t/one/big/" + i, random(1 << 20, 100 + i)).status());
             }
             assertEquals(big + 1, calls("Commit") - commits, "the small values' reservation retired and a large one asked for, then one call per put");
             assertEquals(0, calls("PutStart") - starts);
@@ -195,7 +195,7 @@ class StoreClientTest {
             }
             // an existing key says so in its one call; an upsert takes the two-call path
             commits = calls("Commit");
-            assertEquals(PutResult.ALREADY_EXISTS, w.put("t/one/small/0", random(10, 1)));
+            assertEquals(PutResult.Status.ALREADY_EXISTS, w.put("t/one/small/0", random(10, 1)).status());
             assertEquals(1, calls("Commit") - commits);
             w.upsert("t/one/small/0", random(5000, 5), ReplicateConfig.defaults());
             assertEquals(1, calls("PutStart") - starts);
@@ -230,7 +230,7 @@ class StoreClientTest {
                     dsts.add(dst.segment().asSlice(at, 4096 - i));
                 }
                 all.addAll(keys);
-                w.putBatchFrom(keys, srcs, ReplicateConfig.replicas(2)).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+                w.putBatchFrom(keys, srcs, ReplicateConfig.replicas(2)).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             }
             // the first batch asks for a reservation, then one call per batch (refills ride on the commits)
             assertEquals(batches + 1, calls("Commit") - commits);
@@ -247,11 +247,12 @@ class StoreClientTest {
             // a key that exists reports so, the others in its batch are stored
             List<Outcome<PutResult>> again = w.putBatchFrom(List.of("t/res/0/0", "t/res/new"),
                     List.of(src.segment().asSlice(0, 100), src.segment().asSlice(4096, 100)), ReplicateConfig.replicas(2));
-            assertEquals(List.of(PutResult.ALREADY_EXISTS, PutResult.STORED), again.stream().map(Outcome::get).toList());
+            assertEquals(List.of(PutResult.Status.ALREADY_EXISTS, PutResult.Status.STORED),
+                    again.stream().map(o -> o.get().status()).toList());
             // a pinned value takes the two-call path (a commit carries no pins)
             long before = calls("BatchPutStart");
             w.putBatchFrom(List.of("t/res/big"), List.of(src.segment().asSlice(0, 128 << 10)), ReplicateConfig.defaults().withHardPin())
-                    .forEach(o -> assertEquals(PutResult.STORED, o.get()));
+                    .forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             assertEquals(1, calls("BatchPutStart") - before);
             requester.removeByRegex("t/res/.*", true);
         } finally {
@@ -271,13 +272,13 @@ class StoreClientTest {
             long before = state.reservedBytes();
             List<MemorySegment> vals = List.of(src.segment().asSlice(0, 1024), src.segment().asSlice(1024, 1024));
             long commits = calls("Commit");
-            w.putBatchFrom(List.of("t/fresh/a", "t/fresh/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            w.putBatchFrom(List.of("t/fresh/a", "t/fresh/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             assertEquals(2, calls("Commit") - commits, "reserve, then commit");
             long held = state.reservedBytes();
             assertTrue(held > before, "this client holds a reservation");
             // silent for longer than the freshness window: the master may have released it, so it is not written into
             clk.advance(Duration.ofSeconds(4));
-            w.putBatchFrom(List.of("t/fresh/c", "t/fresh/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            w.putBatchFrom(List.of("t/fresh/c", "t/fresh/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             assertEquals(4, calls("Commit") - commits, "retire and reserve again, then commit");
             assertEquals(held, state.reservedBytes(), "the stale reservation was retired, not leaked");
             w.close();
@@ -300,14 +301,14 @@ class StoreClientTest {
         try {
             List<MemorySegment> vals = List.of(src.segment().asSlice(0, 1024), src.segment().asSlice(1024, 1024));
             long commits = calls("Commit");
-            w.putBatchFrom(List.of("t/idle/a", "t/idle/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            w.putBatchFrom(List.of("t/idle/a", "t/idle/b"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             assertEquals(2, calls("Commit") - commits, "reserve, then commit");
             long held = state.reservedBytes();
             for (int i = 0; i < 61; i++) {
                 clk.advance(Duration.ofSeconds(1));
                 w.heartbeat();
             }
-            w.putBatchFrom(List.of("t/idle/c", "t/idle/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            w.putBatchFrom(List.of("t/idle/c", "t/idle/d"), vals, ReplicateConfig.defaults()).forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             assertEquals(4, calls("Commit") - commits, "the idle reservation retired and a fresh one asked for, then commit");
             assertEquals(held, state.reservedBytes(), "the idle reservation was retired, not leaked");
             assertTrue(requester.existsBatch(List.of("t/idle/a", "t/idle/b", "t/idle/c", "t/idle/d")).stream().allMatch(Outcome::get));
@@ -373,7 +374,7 @@ class StoreClientTest {
             assertFalse(b.exists("t/inflight"));
         }
         assertFalse(b.exists("t/inflight"), "closing the session revoked it");
-        assertEquals(PutResult.STORED, b.put("t/inflight", random(100, 6)));
+        assertEquals(PutResult.Status.STORED, b.put("t/inflight", random(100, 6)).status());
     }
 
     @Test
@@ -388,7 +389,7 @@ class StoreClientTest {
             ps.write(0, 0, buf.segment().asSlice(0, 1 << 14));
             ps.write(1, 0, buf.segment().asSlice(0, 10));
             assertError(StoreError.INVALID_PARAMS, "outside key 't/s2'", () -> ps.write(1, 5, buf.segment().asSlice(0, 10)));
-            ps.end().forEach(o -> assertEquals(PutResult.STORED, o.get()));
+            ps.end().forEach(o -> assertEquals(PutResult.Status.STORED, o.get().status()));
             GetSession gs = b.getSession(List.of("t/s1", "t/nope"));
             assertEquals(v.length, gs.valueSize(0));
             assertError(StoreError.OBJECT_NOT_FOUND, "'t/nope'", () -> gs.valueSize(1));

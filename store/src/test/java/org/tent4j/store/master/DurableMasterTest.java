@@ -82,7 +82,7 @@ class DurableMasterTest {
                 long entries = log.entriesApplied() - entriesBefore;
                 assertTrue(entries >= 1 && entries < 10, entries + " log entries for a batch of 40 reads: "
                         + during.stream().map(e -> e.command().getClass().getSimpleName()).toList());
-                assertEquals(PutResult.STORED, user.put("durable/after", values.get(0), ReplicateConfig.replicas(1)));
+                assertEquals(PutResult.Status.STORED, user.put("durable/after", values.get(0), ReplicateConfig.replicas(1)).status());
                 assertArrayEquals(values.get(0), user.get("durable/after"));
                 user.close();
                 node.close();

@@ -34,7 +34,7 @@ final class DurableValues {
             byte[] v = new byte[1 + rnd.nextInt(32 << 10)];
             rnd.nextBytes(v);
             values.add(v);
-            assertEquals(PutResult.STORED, user.put(prefix + i, v, ReplicateConfig.replicas(1)));
+            assertEquals(PutResult.Status.STORED, user.put(prefix + i, v, ReplicateConfig.replicas(1)).status());
         }
         return values;
     }

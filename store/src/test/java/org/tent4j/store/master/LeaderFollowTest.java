@@ -118,7 +118,7 @@ class LeaderFollowTest {
             List<byte[]> values = new ArrayList<>();
             for (int i = 0; i < 20; i++) {
                 byte[] v = value(rnd);
-                assertEquals(PutResult.STORED, user.put("before/" + i, v, ReplicateConfig.replicas(1)));
+                assertEquals(PutResult.Status.STORED, user.put("before/" + i, v, ReplicateConfig.replicas(1)).status());
                 keys.add("before/" + i);
                 values.add(v);
             }
@@ -134,7 +134,7 @@ class LeaderFollowTest {
             while (true) {
                 String key = "after/try" + attempt++;
                 try {
-                    if (user.put(key, first, ReplicateConfig.replicas(1)) == PutResult.STORED) {
+                    if (user.put(key, first, ReplicateConfig.replicas(1)).status() == PutResult.Status.STORED) {
                         keys.add(key);
                         values.add(first);
                         break;
@@ -150,7 +150,7 @@ class LeaderFollowTest {
             assertTrue(newLeader != leader);
             for (int i = 0; i < 10; i++) {
                 byte[] v = value(rnd);
-                assertEquals(PutResult.STORED, user.put("after/" + i, v, ReplicateConfig.replicas(1)));
+                assertEquals(PutResult.Status.STORED, user.put("after/" + i, v, ReplicateConfig.replicas(1)).status());
                 keys.add("after/" + i);
                 values.add(v);
             }

@@ -1,0 +1,184 @@
+package org.tent4j.store.client;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
+import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.StoreException;
+import org.tent4j.store.rpc.MasterClient;
+
+/**
+ * The storage-node role: memory and the disk segment this client mounts on the master for everyone's replicas, the
+ * thread offloading to that disk, and mounting them again when the master forgot them.
+ */
+final class Contributions {
+    private static final Logger LOG = LoggerFactory.getLogger(Contributions.class);
+    private final ReplicaAccess access;
+    private final MasterClient master;
+    private final long offloadPollMillis;
+    /** This node's disk segment and the thread offloading to it, once {@link #contributeDisk} ran. */
+    private volatile DiskSegment disk;
+    private volatile Offloader offloader;
+
+    Contributions(ReplicaAccess access, long offloadPollMillis) {
+        this.access = access;
+        this.master = access.master;
+        this.offloadPollMillis = offloadPollMillis;
+    }
+
+    SegmentSpec contribute(long bytes) {
+        RegisteredMemory mem = access.engine.allocate(bytes, Location.CPU, Permission.READ_WRITE);
+        try {
+            return mount(mem, true);
+        } catch (RuntimeException e) {
+            access.engine.unregister(mem);
+            throw e;
+        }
+    }
+
+    SegmentSpec contribute(RegisteredMemory memory) {
+        return mount(memory, false);
+    }
+
+    private SegmentSpec mount(RegisteredMemory mem, boolean allocatedHere) {
+        SegmentSpec spec = new SegmentSpec(UUID.randomUUID().toString(), access.engine.segmentName(), access.host,
+                mem.address(), mem.length());
+        mountProved(spec, mem);
+        access.addContribution(new ReplicaAccess.Contribution(spec, mem, allocatedHere));
+        return spec;
+    }
+
+    /**
+     * Mounts {@code spec}, first writing the master's nonce at its base when the master asks for a mount proof (it
+     * reads the nonce back through its own engine before mounting). The segment holds no object of the master's yet
+     * (a first mount, or a remount after the master dropped it), so those bytes are free.
+     */
+    private void mountProved(SegmentSpec spec, RegisteredMemory mem) {
+        byte[] nonce = master.mountChallenge(access.id(), spec);
+        if (nonce.length > 0) {
+            MemorySegment.copy(nonce, 0, mem.segment(), ValueLayout.JAVA_BYTE, 0, nonce.length);
+        }
+        master.mount(access.id(), spec);
+    }
+
+    synchronized SegmentSpec contributeDisk(Path dir, long bytes) {
+        if (disk != null) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + access.id() + " already contributes disk segment "
+                    + disk.spec.id() + " (" + disk.spec.file() + ")");
+        }
+        DiskSegment d = DiskSegment.open(access.engine, dir, bytes, access.host);
+        try {
+            master.mount(access.id(), d.spec);
+        } catch (RuntimeException e) {
+            d.close();
+            throw e;
+        }
+        disk = d;
+        offloader = new Offloader(access, master, d, offloadPollMillis);
+        return d.spec;
+    }
+
+    ScrubReport scrubDisk() {
+        DiskSegment d = disk;
+        if (d == null) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + access.id() + " contributes no disk segment to scrub");
+        }
+        return DiskScrub.run(access, master, d);
+    }
+
+    Optional<SegmentSpec> diskSegment() {
+        DiskSegment d = disk;
+        return d == null ? Optional.empty() : Optional.of(d.spec);
+    }
+
+    long offloadsCompleted() {
+        Offloader o = offloader;
+        return o == null ? 0 : o.completed.sum();
+    }
+
+    long duplicateOffloads() {
+        Offloader o = offloader;
+        return o == null ? 0 : o.duplicates.sum();
+    }
+
+    synchronized void withdrawDisk() {
+        DiskSegment d = disk;
+        if (d == null) {
+            return;
+        }
+        offloader.close();
+        disk = null;
+        offloader = null;
+        try {
+            master.unmount(access.id(), d.spec.id());
+        } finally {
+            d.close();
+        }
+    }
+
+    void withdraw(String segmentId) {
+        DiskSegment d = disk;
+        if (d != null && d.spec.id().equals(segmentId)) {
+            withdrawDisk();
+            return;
+        }
+        ReplicaAccess.Contribution c = access.removeContribution(segmentId);
+        if (c == null) {
+            throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "segment " + segmentId + " was not contributed by this client");
+        }
+        master.unmount(access.id(), segmentId);
+        if (c.allocatedHere()) {
+            access.engine.unregister(c.memory());
+        }
+    }
+
+    List<SegmentSpec> specs() {
+        return access.contributions().stream().map(ReplicaAccess.Contribution::spec).toList();
+    }
+
+    /** Mounts everything again on a master that dropped this client (its segments with it). */
+    void remount() {
+        List<ReplicaAccess.Contribution> mine = access.contributions();
+        if (!mine.isEmpty()) {
+            for (ReplicaAccess.Contribution c : mine) {
+                mountProved(c.spec(), c.memory());
+            }
+            LOG.warn("master {} had dropped client {}; remounted {} segments", master.address(), access.id(), mine.size());
+        }
+        DiskSegment d = disk;
+        if (d != null) {
+            // the master forgot what the file held; offloads fill it afresh
+            master.mount(access.id(), d.spec);
+        }
+    }
+
+    /** Unmounts the disk segment, logging (not throwing) a failure: for close. */
+    void closeDisk() {
+        try {
+            withdrawDisk();
+        } catch (StoreException e) {
+            LOG.warn("unmounting the disk segment on close failed: {}", e.getMessage());
+        }
+    }
+
+    /** Unmounts every memory segment, logging (not throwing) what fails: for close. */
+    void closeMemory() {
+        for (SegmentSpec spec : specs()) {
+            try {
+                withdraw(spec.id());
+            } catch (StoreException e) {
+                LOG.warn("unmounting segment {} on close failed: {}", spec.id(), e.getMessage());
+            }
+        }
+    }
+}
