@@ -105,6 +105,7 @@ public final class StoreClient implements AutoCloseable {
     private volatile DiskSegment disk;
     private volatile Offloader offloader;
     private final long offloadPollMillis;
+    private final RoomWait roomWait;
 
     private record Contribution(SegmentSpec spec, RegisteredMemory memory, boolean allocatedHere) {
     }
@@ -118,6 +119,7 @@ public final class StoreClient implements AutoCloseable {
         this.stagingBytes = b.stagingBytes;
         this.reservationBytes = b.reservationBytes;
         this.offloadPollMillis = Math.max(1, b.offloadPollInterval.toMillis());
+        this.roomWait = new RoomWait(b.rpcTimeout);
         if (b.heartbeatInterval.isZero()) {
             heartbeats = null;
         } else {
@@ -520,7 +522,7 @@ public final class StoreClient implements AutoCloseable {
         long size = totalSize(parts);
         PutStartResponse ticket;
         try {
-            ticket = master.putStart(MasterClient.putStartRequest(clientId, key, size, config, host, upsert));
+            ticket = roomWait.call(key, () -> master.putStart(MasterClient.putStartRequest(clientId, key, size, config, host, upsert)));
         } catch (StoreException e) {
             if (e.error() == StoreError.OBJECT_ALREADY_EXISTS && !upsert) {
                 return PutResult.ALREADY_EXISTS;
