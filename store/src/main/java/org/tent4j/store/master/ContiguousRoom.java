@@ -226,9 +226,9 @@ final class ContiguousRoom {
     }
 
     /**
-     * One pass over the objects (O(N)) sorting the bytes of the usable segments by why they are held: in flight,
-     * being offloaded, hard-pinned, leased, evictable (soft-pinned included); parked ranges counted apart; the rest of
-     * what is allocated is reservations.
+     * One pass over the objects (O(N)) sorting the bytes of the usable segments by why they are held: in flight (an
+     * upsert's both versions), being offloaded, hard-pinned, leased, evictable (soft-pinned included); parked ranges
+     * counted apart; the rest of what is allocated is reservations.
      */
     Diagnosis diagnose(long now, boolean[] usable) {
         int segments = 0;
@@ -252,11 +252,12 @@ final class ContiguousRoom {
             synchronized (shard) {
                 for (ObjectRecord rec : shard.map.values()) {
                     long bytes = RangeAllocator.aligned(rec.size) * count(rec.replicas(), usable);
-                    if ((rec.flags & ObjectRecord.UPSERTING) != 0 && rec.pending != null) {
-                        inFlight += RangeAllocator.aligned(rec.pendingSize) * count(rec.pending, usable);
-                    }
-                    if (rec.state == ObjectRecord.PROCESSING) {
+                    if (rec.inFlight()) {
+                        // an upsert in flight keeps its readable version from eviction too
                         inFlight += bytes;
+                        if (rec.pending != null) {
+                            inFlight += RangeAllocator.aligned(rec.pendingSize) * count(rec.pending, usable);
+                        }
                     } else if (rec.offloadTask != 0) {
                         offloading += bytes;
                     } else if ((rec.flags & ObjectRecord.HARD_PIN) != 0) {
