@@ -29,7 +29,7 @@ class MixedSizeFloodTest {
     private static final int SMALL = 4096;
     private static final int SMALL_COUNT = 512;
     private static final int LARGE = 1 << 20;
-    private static final long SEGMENT = 6L << 20;
+    private static final long SEGMENT = 4L << 20;
     private static final int WRITERS = 2;
     /** Three times the capacity of the three segments, split between the writers. */
     private static final int LARGE_PER_WRITER = (int) (3 * 3 * SEGMENT / LARGE / WRITERS);
