@@ -25,10 +25,13 @@ import org.tent4j.store.rpc.Wire;
  */
 final class PutPath {
     private static final Logger LOG = LoggerFactory.getLogger(PutPath.class);
+    /** Waits out a refusal for room that frees by itself (leases ending, puts in flight). */
+    private final RoomWait roomWait;
     private final ReplicaAccess access;
     private final ReservedPuts reserved;
 
-    PutPath(ReplicaAccess access, ReservedPuts reserved) {
+    PutPath(ReplicaAccess access, ReservedPuts reserved, RoomWait roomWait) {
+        this.roomWait = roomWait;
         this.access = access;
         this.reserved = reserved;
     }
@@ -74,7 +77,8 @@ final class PutPath {
         long size = ReplicaAccess.totalSize(parts);
         PutStartResponse ticket;
         try {
-            ticket = access.master.putStart(MasterClient.putStartRequest(access.id(), key, size, config, access.host, upsert));
+            ticket = roomWait.call(key, () -> access.master.putStart(MasterClient.putStartRequest(access.id(), key, size,
+                    config, access.host, upsert)));
         } catch (StoreException e) {
             if (e.error() == StoreError.OBJECT_ALREADY_EXISTS && !upsert) {
                 return PutResult.alreadyExists(config.replicas());

@@ -54,7 +54,7 @@ public final class StoreClient implements AutoCloseable {
         this.access = new ReplicaAccess(b.engine, master, b.host != null ? b.host : ReplicaAccess.hostOf(b.engine.segmentName()), b.clock,
                 b.stagingBytes);
         this.reserved = new ReservedPuts(access, b.reservationBytes);
-        this.puts = new PutPath(access, reserved);
+        this.puts = new PutPath(access, reserved, new RoomWait(b.rpcTimeout));
         this.gets = new GetPath(access);
         this.contributions = new Contributions(access, Math.max(1, b.offloadPollInterval.toMillis()));
         this.heartbeats = new Heartbeats(access, contributions, reserved, b.heartbeatInterval);

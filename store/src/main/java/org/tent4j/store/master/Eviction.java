@@ -229,76 +229,82 @@ final class Eviction {
     }
 
     /**
-     * Evicts the least recently leased of up to {@link MasterState#EVICTION_SAMPLES} evictable objects, found walking
-     * the shards from a random one (soft-pinned only if no other is within reach of a bounded walk). False if none was
-     * found; true also when the one found was taken meanwhile (space came free either way). With offloading, the one
-     * found is offloaded (its memory comes free later) unless it cannot be.
+     * A put's cheap first step when no segment has {@code need} contiguous bytes: evicts the least recently leased of
+     * up to {@link MasterState#EVICTION_SAMPLES} unpinned evictable objects whose own range is large enough for the
+     * put ({@code need}, aligned, or more) and lies on a segment it may use ({@code usable}, by segment index), found
+     * walking the shards from a random one (at most 64 records looked at per sample). Freeing such a range makes room
+     * by itself, so a small object never dies for nothing here. False if none was found within reach; true when one
+     * was evicted or its offload started (its memory comes free when the offload completes).
      */
-    boolean evictOne(long now, SplittableRandom rnd) {
+    boolean evictLargeEnough(long now, long need, boolean[] usable, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
         int samples = MasterState.EVICTION_SAMPLES;
         int start = rnd.nextInt(shards.length);
         int sampled = 0;
         int looked = 0;
-        int bestShard = -1;
+        ObjectTable.Shard bestShard = null;
+        String bestKey = null;
         long bestLease = Long.MAX_VALUE;
-        int softShard = -1;
-        long softLease = Long.MAX_VALUE;
         for (int i = 0; i < shards.length && sampled < samples && looked < 64 * samples; i++) {
-            int si = (start + i) & (shards.length - 1);
-            ObjectTable.Shard shard = shards[si];
+            ObjectTable.Shard shard = shards[(start + i) & (shards.length - 1)];
             synchronized (shard) {
-                for (ObjectRecord rec : shard.map.values()) {
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
                     if (sampled >= samples || ++looked > 64 * samples) {
                         break;
                     }
-                    if (evictable(rec, now, false, false)) {
+                    ObjectRecord rec = e.getValue();
+                    if (RangeAllocator.aligned(rec.size) >= need && evictable(rec, now, false, false) && onUsable(rec, usable)) {
                         sampled++;
                         if (rec.lease < bestLease) {
                             bestLease = rec.lease;
-                            bestShard = si;
+                            bestShard = shard;
+                            bestKey = e.getKey();
                         }
-                    } else if (softShard < 0 && evictable(rec, now, true, false)) {
-                        softShard = si;
-                        softLease = rec.lease;
                     }
                 }
             }
         }
-        int si = bestShard >= 0 ? bestShard : softShard;
-        if (si < 0) {
+        if (bestShard == null) {
             return false;
         }
-        long lease = bestShard >= 0 ? bestLease : softLease;
-        boolean soft = bestShard < 0;
-        boolean offload = state.offloads.enabled();
-        ObjectTable.Shard shard = shards[si];
-        synchronized (shard) {
-            for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<String, ObjectRecord> e = it.next();
-                ObjectRecord rec = e.getValue();
-                // the victim, or another as old, if a call changed it while no lock was held
-                if (rec.lease <= lease && evictable(rec, now, soft, false)) {
-                    long bytes = footprint(rec, false);
-                    if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
-                            && state.offloads.start(now, e.getKey(), rec, bytes)) {
-                        return true;
-                    }
-                    counters.evictedObjects.increment();
-                    counters.evictedBytes.add(bytes);
-                    if (rec.disk != -1) {
-                        state.segments.free(rec.replicas(), rec.size);
-                        rec.setReplicas(new long[0]);
-                    } else {
-                        it.remove();
-                        state.objects.release(rec, now);
-                    }
-                    return true;
-                }
+        // every change is applied under the ordering point, so the victim is as it was when sampled
+        synchronized (bestShard) {
+            evictRecord(now, bestShard, bestKey, bestShard.map.get(bestKey));
+        }
+        return true;
+    }
+
+    private static boolean onUsable(ObjectRecord rec, boolean[] usable) {
+        for (long r : rec.replicas()) {
+            int seg = ObjectRecord.segment(r);
+            if (seg < usable.length && usable[seg]) {
+                return true;
             }
         }
-        // another call or the evictor took it first: space was freed all the same, so the caller tries again
-        return true;
+        return false;
+    }
+
+    /**
+     * Evicts one evictable object from memory, its shard's lock held: offloaded where offloading is on and it can be
+     * (true: its memory comes free when the offload completes), else demoted to its disk replica or dropped (false:
+     * its memory is free now).
+     */
+    boolean evictRecord(long now, ObjectTable.Shard shard, String key, ObjectRecord rec) {
+        long bytes = footprint(rec, false);
+        if (state.offloads.enabled() && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
+                && state.offloads.start(now, key, rec, bytes)) {
+            return true;
+        }
+        counters.evictedObjects.increment();
+        counters.evictedBytes.add(bytes);
+        if (rec.disk != -1) {
+            state.segments.free(rec.replicas(), rec.size);
+            rec.setReplicas(new long[0]);
+        } else {
+            shard.map.remove(key);
+            state.objects.release(rec, now);
+        }
+        return false;
     }
 
     /**
@@ -328,7 +334,7 @@ final class Eviction {
     }
 
     /** Bytes of the tier the object holds: its memory replicas, or its disk replica. */
-    private long footprint(ObjectRecord rec, boolean disk) {
+    long footprint(ObjectRecord rec, boolean disk) {
         if (disk) {
             return rec.disk == -1 ? 0 : RangeAllocator.aligned(state.segments.at(ObjectRecord.segment(rec.disk)).footprint(rec.size));
         }
@@ -339,7 +345,7 @@ final class Eviction {
      * Whether eviction from memory ({@code disk} false: it has a memory replica and no offload in flight) or from disk
      * (its only replica is on disk) may take it now.
      */
-    private static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo, boolean disk) {
+    static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo, boolean disk) {
         if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0 || rec.offloadTask != 0) {
             return false;
         }

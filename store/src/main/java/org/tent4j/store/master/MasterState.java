@@ -38,10 +38,11 @@ public final class MasterState {
     /** Most items in one commit: it is served on the stream's event loop. */
     public static final int MAX_COMMIT_ITEMS = 1024;
     /**
-     * Most objects a put that found no room evicts itself (one sample of {@link #EVICTION_SAMPLES} each) before it
-     * is refused: it runs on an event loop, so it is bounded; the evictor thread does the rest.
+     * Most objects, each large enough for the put alone (one sample of {@link #EVICTION_SAMPLES} each), a put that
+     * found no room evicts before it looks for a window of smaller ones ({@link ContiguousRoom}): more than one only
+     * when the first were offloaded (their memory comes free later).
      */
-    static final int MAX_INLINE_EVICTIONS = 64;
+    static final int MAX_INLINE_EVICTIONS = 4;
     /** Evictable objects looked at to choose one victim (Redis's {@code maxmemory-samples} is 5; more is closer to LRU). */
     static final int EVICTION_SAMPLES = 16;
     /** Leases sampled per eviction round to find the age below which objects go. */

@@ -70,20 +70,54 @@ final class Puts {
         }
         PutTicket ticket = tryStart(now, c, client);
         if (ticket == null) {
-            state.segments.wantEviction();
-            // a few sampled victims, not a pass over every object: this runs on an event loop. Eviction takes other
-            // shards' locks, so it runs with none held
-            SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
-            for (int i = 0; i < MasterState.MAX_INLINE_EVICTIONS && ticket == null && state.eviction.evictOne(now, rnd); i++) {
+            ticket = startAfterEviction(now, c, client);
+        }
+        return ticket;
+    }
+
+    /**
+     * No segment has the contiguous bytes the put asks for. First the cheap step: up to
+     * {@link MasterState#MAX_INLINE_EVICTIONS} objects each large enough alone (sampled, bounded); then the cheapest
+     * window of free and evictable bytes on a segment the put may use ({@link ContiguousRoom}, a pass over the
+     * objects). Refused only when neither finds room, with where the bytes are.
+     */
+    private PutTicket startAfterEviction(long now, Command.PutStart c, Clients.ClientRecord client) {
+        state.segments.wantEviction();
+        long need = RangeAllocator.aligned(c.size());
+        boolean[] usable = usableSegments(c);
+        SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
+        PutTicket ticket = null;
+        for (int i = 0; i < MasterState.MAX_INLINE_EVICTIONS && ticket == null
+                && state.eviction.evictLargeEnough(now, need, usable, rnd); i++) {
+            ticket = tryStart(now, c, client);
+        }
+        ContiguousRoom room = new ContiguousRoom(state);
+        ContiguousRoom.Outcome made = ContiguousRoom.Outcome.NONE;
+        if (ticket == null) {
+            made = room.makeRoom(now, need, usable);
+            if (made != ContiguousRoom.Outcome.NONE) {
                 ticket = tryStart(now, c, client);
             }
         }
         if (ticket == null) {
             counters.allocationFailures.increment();
-            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + c.size()
-                    + " free bytes for key '" + c.key() + "' even after eviction (leased, pinned and in-flight objects are kept)");
+            ContiguousRoom.Diagnosis why = room.diagnose(now, usable);
+            String retry = made == ContiguousRoom.Outcome.OFFLOADING || why.transientShortage()
+                    ? "; " + StoreException.TRANSIENT + " leased, in-flight, offloading and parked bytes free by themselves"
+                    : "";
+            throw new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + need
+                    + " contiguous free bytes for key '" + c.key() + "' even after eviction: " + why + retry);
         }
         return ticket;
+    }
+
+    /** By segment index: the memory segments this put may be placed on (mounted, not excluded). */
+    private boolean[] usableSegments(Command.PutStart c) {
+        boolean[] usable = new boolean[state.segments.table().length];
+        for (MountedSegment s : state.segments.active()) {
+            usable[s.index] = !c.config().excludedSegments().contains(s.spec.id());
+        }
+        return usable;
     }
 
     /** The reservation, or null when no segment had room. */

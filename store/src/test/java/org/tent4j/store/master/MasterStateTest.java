@@ -105,7 +105,7 @@ class MasterStateTest {
         master.getReplicas("k");
         master.remove("k", true);
         assertFalse(master.exists("k"));
-        assertError(StoreError.NO_AVAILABLE_HANDLE, "1024 free bytes", () -> master.putStart("w", "k2", 1024, ReplicateConfig.defaults(), "h"));
+        assertError(StoreError.NO_AVAILABLE_HANDLE, "1024 contiguous free bytes", () -> master.putStart("w", "k2", 1024, ReplicateConfig.defaults(), "h"));
         clock.advance(Duration.ofSeconds(10));
         master.tick();
         put("w", "k2", 1024, ReplicateConfig.defaults());
