@@ -83,9 +83,17 @@ public final class AdminServer implements AutoCloseable {
             MasterState state = master.master().state();
             long now = master.master().clock().nanoTime();
             switch (ex.getRequestURI().getPath()) {
-                case "/" -> send(ex, 200, "text/html; charset=utf-8", StatusPage.render(state, master.stats(), now));
+                case "/" -> {
+                    var log = master.master().log();
+                    send(ex, 200, "text/html; charset=utf-8", StatusPage.render(state, master.stats(), now,
+                            log == null ? null : log.id(), log == null ? null : log.role()));
+                }
                 case "/health" -> send(ex, 200, "application/json", health(state));
-                case "/metrics" -> send(ex, 200, "text/plain; version=0.0.4", Metrics.render(state, master.stats()));
+                case "/metrics" -> {
+                    var log = master.master().log();
+                    send(ex, 200, "text/plain; version=0.0.4", Metrics.render(state, master.stats(),
+                            log == null ? null : log.role()));
+                }
                 case "/segments" -> send(ex, 200, "application/json", segmentsJson(state.segments()));
                 case "/clients" -> send(ex, 200, "application/json", clientsJson(state.clients(now)));
                 case "/keys" -> {

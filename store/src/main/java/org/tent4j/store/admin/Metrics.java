@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Locale;
 
 import org.tent4j.store.Tier;
+import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -12,9 +13,18 @@ final class Metrics {
     private Metrics() {
     }
 
-    static String render(MasterState state, RpcStats rpc) {
+    /** {@code role}: where a durable master stands in its group; null for a master in memory (which always leads). */
+    static String render(MasterState state, RpcStats rpc, DurableLog.Role role) {
         StringBuilder sb = new StringBuilder(4096);
         MasterState.Stats s = state.stats();
+        gauge(sb, "store_master_is_leader", "1 when this master leads its group (serves and applies), 0 for a follower",
+                role == null || role.leader() ? 1 : 0);
+        gauge(sb, "store_master_term", "The Raft term this master is in (0 in memory)", role == null ? 0 : role.term());
+        if (role != null) {
+            gauge(sb, "store_raft_commit_index", "Ratis's last log index committed on a majority, as this master knows it",
+                    role.commitIndex());
+            gauge(sb, "store_raft_applied_index", "Ratis's last log index applied to this master's state", role.appliedIndex());
+        }
         gauge(sb, "store_objects", "Objects held (readable or being written)", s.objects());
         gauge(sb, "store_object_bytes", "Bytes of readable objects (one replica each)", s.objectBytes());
         gauge(sb, "store_clients", "Clients the master considers alive", s.clients());

@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.function.ToLongFunction;
 
 import org.tent4j.store.Tier;
+import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -17,7 +18,8 @@ final class StatusPage {
         return segs.stream().filter(v -> v.tier() == tier).mapToLong(f).sum();
     }
 
-    static String render(MasterState state, RpcStats rpc, long now) {
+    /** {@code role}: where a durable master stands in its group; null for a master in memory. */
+    static String render(MasterState state, RpcStats rpc, long now, String self, DurableLog.Role role) {
         MasterState.Stats s = state.stats();
         List<MasterState.SegmentView> segs = state.segments();
         List<MasterState.ClientView> clients = state.clients(now);
@@ -47,6 +49,7 @@ final class StatusPage {
                 """);
         h.append("<h1>tent4j store master</h1><div class=\"sub\">").append(segs.size()).append(" segments · ")
                 .append(clients.size()).append(" clients alive · eviction above ").append(pct(hwm)).append(" (red mark)</div>");
+        role(h, self, role);
         h.append("<div class=\"cards\">");
         card(h, Long.toString(s.objects()), "objects");
         card(h, bytes(s.objectBytes()), "object bytes");
@@ -125,6 +128,21 @@ final class StatusPage {
         });
         h.append("</table></body></html>\n");
         return h.toString();
+    }
+
+    /** This master's role, term and log position: a follower's page shows its (possibly lagging) copy of the state. */
+    private static void role(StringBuilder h, String self, DurableLog.Role role) {
+        if (role == null) {
+            h.append("<div class=\"sub\" id=\"role\"><span class=\"ok\">leader</span> · in memory (no log, no term)</div>");
+            return;
+        }
+        h.append("<div class=\"sub\" id=\"role\">master ").append(esc(self)).append(": ")
+                .append(role.leader() ? "<span class=\"ok\">leader</span>" : "<span class=\"warn\">follower</span>")
+                .append(" · term <b id=\"term\">").append(role.term()).append("</b> · leader ")
+                .append(role.leaderId() == null ? "unknown (election running)" : esc(role.leaderId())
+                        + (role.leaderRpc() == null ? "" : " at " + esc(role.leaderRpc())))
+                .append(" · log committed ").append(role.commitIndex()).append(", applied ").append(role.appliedIndex())
+                .append("</div>");
     }
 
     private static void card(StringBuilder h, String value, String label) {

@@ -166,13 +166,15 @@ public sealed interface Command<R> {
     /**
      * {@code command} sent with a request id (the client's id and its sequence number): applied once, and a request
      * sent again with the same id answered as the first time ({@link RequestIds}). Only the commands a client may
-     * send again after losing an answer are wrapped: put start, end and revoke, commit, remove, mount, unmount.
+     * send again after losing an answer are wrapped: put start, end and revoke (single or a batch's items), commit,
+     * remove (single or a batch's items), removal of keys (what a regex matched) or of all, mount, unmount, leave.
      */
     record Once<R>(String clientId, long seq, Command<R> command) implements Command<R> {
         public Once {
             if (!(command instanceof PutStart || command instanceof PutEnd || command instanceof PutRevoke
-                    || command instanceof Commit || command instanceof Remove || command instanceof Mount
-                    || command instanceof Unmount)) {
+                    || command instanceof Commit || command instanceof Remove || command instanceof RemoveKeys
+                    || command instanceof RemoveAll || command instanceof Mount || command instanceof Unmount
+                    || command instanceof Leave)) {
                 throw new IllegalArgumentException("a request id is not carried by " + command.getClass().getSimpleName());
             }
         }

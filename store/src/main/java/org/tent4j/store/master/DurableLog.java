@@ -73,9 +73,11 @@ public final class DurableLog implements AutoCloseable {
 
     /**
      * Where this master stands in its group: whether it leads (and may apply), the Raft term, and the leader's id and
-     * store RPC address as far as it knows them (null when it knows none).
+     * store RPC address as far as it knows them (null when it knows none), and Ratis's log indexes: the last
+     * committed (on a majority) as far as this master knows, and the last applied to its state (Ratis's own indexes,
+     * configuration entries included: not the state's command count).
      */
-    public record Role(boolean leader, long term, String leaderId, String leaderRpc) {
+    public record Role(boolean leader, long term, String leaderId, String leaderRpc, long commitIndex, long appliedIndex) {
     }
 
     private final RaftServer server;
@@ -207,12 +209,14 @@ public final class DurableLog implements AutoCloseable {
     /** This master's role now (see {@link Role}); a closed log leads nothing and knows no leader. */
     public Role role() {
         try {
-            var info = server.getDivision(GROUP).getInfo();
+            var division = server.getDivision(GROUP);
+            var info = division.getInfo();
             RaftPeerId leader = info.getLeaderId();
             String id = leader == null ? null : leader.toString();
-            return new Role(info.isLeader(), info.getCurrentTerm(), id, id == null ? null : rpcOf.get(id));
+            return new Role(info.isLeader(), info.getCurrentTerm(), id, id == null ? null : rpcOf.get(id),
+                    division.getRaftLog().getLastCommittedIndex(), info.getLastAppliedIndex());
         } catch (IOException closed) {
-            return new Role(false, 0, null, null);
+            return new Role(false, 0, null, null, -1, -1);
         }
     }
 

@@ -23,8 +23,11 @@ import org.tent4j.store.Tier;
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
-    /** 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}). */
-    private static final int VERSION = 3;
+    /**
+     * 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}); 4: a window
+     * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read.
+     */
+    private static final int VERSION = 4;
 
     private MasterSnapshot() {
     }
@@ -135,8 +138,10 @@ final class MasterSnapshot {
             }
             int version = in.readInt();
             if (version != VERSION) {
-                // 1 lacked the segments' tiers and the objects' disk replicas, so it cannot be read as 3
-                throw new IllegalArgumentException("master snapshot version " + version + ", this master reads " + VERSION);
+                // each version added what an older one lacks (see VERSION): none is read as another
+                throw new IllegalArgumentException("master snapshot version " + version + ", this master reads only "
+                        + "version " + VERSION + " (a snapshot of " + (version < VERSION ? "an older" : "a newer")
+                        + " release: start the master of that release, or remove the data dir to start empty)");
             }
             Position at = new Position(in.readLong(), in.readLong(), in.readLong());
             s.puts.restoreLastPutId(in.readLong());

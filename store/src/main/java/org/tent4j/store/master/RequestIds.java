@@ -21,7 +21,10 @@ import org.tent4j.store.StoreException;
  * applied). At most {@link #MAX_CLIENTS} clients are kept, the one least recently heard from dropped first.
  */
 final class RequestIds {
-    /** Above a client's calls in flight at once ({@code MasterClient} keeps at most 1,024 on its stream). */
+    /**
+     * Above a client's calls in flight at once ({@code MasterConnection} keeps at most 1,024 on its stream); a batch's
+     * items take one each, so a batch of more items than this, sent again, finds its first items refused as too old.
+     */
     static final int WINDOW = 2048;
     /** With {@link #WINDOW}, bounds the windows to about 2 M answers (a put ticket is ~100 bytes). */
     static final int MAX_CLIENTS = 1024;
@@ -88,6 +91,7 @@ final class RequestIds {
                     .map(f -> f == null ? "-" : f.getMessage()).toList() + " granted " + r.granted() + " refill "
                     + (r.refillFailure() == null ? "-" : r.refillFailure().getMessage());
             case StoreException e -> "refused " + e.getMessage();
+            case Integer removed -> "removed " + removed;
             default -> a.toString();
         };
     }
@@ -142,6 +146,10 @@ final class RequestIds {
                 out.writeByte(3);
                 failure(out, e);
             }
+            case Integer removed -> {
+                out.writeByte(4);
+                out.writeInt(removed);
+            }
             default -> throw new IllegalStateException("no request-id answer encoding for " + a.getClass().getName());
         }
     }
@@ -163,6 +171,7 @@ final class RequestIds {
                 yield new Command.CommitResult(failures, granted, failure(in));
             }
             case 3 -> failure(in);
+            case 4 -> in.readInt();
             default -> throw new IOException("unknown request-id answer tag " + tag);
         };
     }

@@ -140,7 +140,12 @@ public final class StoreMaster implements AutoCloseable {
      * and the log carries the keys. A key put after the match is not removed; one gone or in flight by then is skipped.
      */
     public int removeByRegex(String regex, boolean force) {
-        return apply(new Command.RemoveKeys(state.keysMatching(regex), force));
+        return apply(removalByRegex(regex, force));
+    }
+
+    /** The command {@link #removeByRegex} applies: the keys matching now, matched on the calling thread. */
+    public Command.RemoveKeys removalByRegex(String regex, boolean force) {
+        return new Command.RemoveKeys(state.keysMatching(regex), force);
     }
 
     public int removeAll(boolean force) {

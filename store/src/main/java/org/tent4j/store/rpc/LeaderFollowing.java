@@ -94,6 +94,9 @@ final class LeaderFollowing {
                 last = e;
             }
             if (System.nanoTime() - deadline > 0) {
+                // the next call starts elsewhere: a master that kept this one waiting (stopped, partitioned) would
+                // otherwise hold every later call until it timed out too, and the client would never fail over
+                moveTo.accept(at, next);
                 throw new StoreException(StoreError.NOT_LEADER, what + ": no leader found among the masters "
                         + masters + " within " + timeout.toMillis() + " ms; last answers: " + tried, last);
             }

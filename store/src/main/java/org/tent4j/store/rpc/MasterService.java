@@ -217,7 +217,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         String session = session();
         // a segment still mounted is dropped with a sweep over all objects
         offload("Leave", out, () -> {
-            master.leave(self(session, req.getClientId()));
+            String id = self(session, req.getClientId());
+            master.apply(once(id, req.getRequestSeq(), new Command.Leave(id)));
             return Wire.OK;
         }, s -> s);
     }
@@ -264,8 +265,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void remove(RemoveRequest req, StreamObserver<Status> out) {
         String session = session();
         one("Remove", out, () -> {
-            Command.Remove remove = new Command.Remove(req.getKey(), req.getForce());
-            master.apply(session == null ? remove : once(session, req.getRequestSeq(), remove));
+            master.apply(once(session, req.getRequestSeq(), new Command.Remove(req.getKey(), req.getForce())));
             return Wire.OK;
         }, s -> s);
     }
@@ -275,10 +275,14 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         if (req.getForce() && !admin("BatchRemove with force", out)) {
             return;
         }
-        batch("BatchRemove", out, req.getKeysList(), k -> {
-            master.remove(k, req.getForce());
-            return Wire.OK;
-        }, s -> s, items -> BatchStatus.newBuilder().addAllItems(items).build());
+        // items by index: the i-th key's request id is the first one plus i
+        String session = session();
+        long first = req.getFirstRequestSeq();
+        List<String> keys = req.getKeysList();
+        batch("BatchRemove", out, java.util.stream.IntStream.range(0, keys.size()).boxed().toList(),
+                new LoggedBatch.Step<>(master, i -> once(session, first == 0 ? 0 : first + i,
+                        new Command.Remove(keys.get(i), req.getForce())), (i, v) -> Wire.OK),
+                s -> s, items -> BatchStatus.newBuilder().addAllItems(items).build());
     }
 
     @Override
@@ -286,8 +290,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         if (req.getForce() && !admin("RemoveByRegex with force", out)) {
             return;
         }
-        offload("RemoveByRegex", out, () -> CountResponse.newBuilder()
-                        .setCount(master.removeByRegex(req.getRegex(), req.getForce())).build(),
+        String session = session();
+        offload("RemoveByRegex", out, () -> CountResponse.newBuilder().setCount(master.apply(once(session,
+                        req.getRequestSeq(), master.removalByRegex(req.getRegex(), req.getForce())))).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
@@ -296,7 +301,9 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         if (!admin("RemoveAll", out)) {
             return;
         }
-        offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.removeAll(req.getForce())).build(),
+        String session = session();
+        offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.apply(once(session,
+                        req.getRequestSeq(), new Command.RemoveAll(req.getForce())))).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
 
@@ -323,10 +330,11 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
 
     /**
      * {@code command} with the request id {@code seq} of {@code client} (checked by the caller to be the call's own),
-     * so the state answers it again rather than apply it twice; as is without one.
+     * so the state answers it again rather than apply it twice; as is without one (or without a client: a call
+     * with no credential is not deduplicated).
      */
     static <R> Command<R> once(String client, long seq, Command<R> command) {
-        return seq == 0 ? command : new Command.Once<>(client, seq, command);
+        return seq == 0 || client == null ? command : new Command.Once<>(client, seq, command);
     }
 
     static Command<Command.PutTicket> putStartCommand(String session, PutStartRequest req) {

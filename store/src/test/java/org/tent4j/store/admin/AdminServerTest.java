@@ -89,9 +89,12 @@ class AdminServerTest {
                 "store_rpc_requests_total{method=\"GetReplicaList\"} 64", "store_rpc_latency_seconds_bucket{method=\"Exist\",le=\"+Inf\"} 1",
                 "store_tier_capacity_bytes{tier=\"memory\"} " + (320L << 20), "store_tier_capacity_bytes{tier=\"disk\"} " + (1L << 30),
                 "store_tier_used_bytes{tier=\"disk\"} 0", "store_offloads_completed_total 0", "store_offloads_duplicate_total 0",
-                "store_disk_reads_total 0", "store_checksum_failures_total 0", "store_promotions_completed_total 0")) {
+                "store_disk_reads_total 0", "store_checksum_failures_total 0", "store_promotions_completed_total 0",
+                // a master in memory always leads, and has no term
+                "\nstore_master_is_leader 1\n", "\nstore_master_term 0\n")) {
             assertTrue(metrics.contains(m), "metrics lack " + m);
         }
+        assertTrue(!metrics.contains("store_raft_"), "a master in memory has no log to report");
         assertEquals(404, get("/nothing").statusCode());
     }
 

@@ -102,6 +102,11 @@ class LeaderFollowTest {
             assertTrue(health(admins.get(leader)).contains("\"role\":\"leader\""), health(admins.get(leader)));
             String fh = health(admins.get(follower));
             assertTrue(fh.contains("\"role\":\"follower\"") && fh.contains("\"leader_address\":\"" + leaderRpc + "\""), fh);
+            // the term and role on /metrics and the status page, as /health says them
+            long term = term(health(admins.get(leader)));
+            assertTrue(term > 0, health(admins.get(leader)));
+            assertTermAndRole(admins.get(leader), term, true);
+            assertTermAndRole(admins.get(follower), term, false);
 
             // followers first in the list: the client and the node find the leader themselves
             List<String> masters = new ArrayList<>();
@@ -148,6 +153,9 @@ class LeaderFollowTest {
             assertTrue(failoverMillis < 5_000, failoverMillis + " ms to the first put on the new leader");
             int newLeader = awaitLeader(servers, leader);
             assertTrue(newLeader != leader);
+            long newTerm = term(health(admins.get(newLeader)));
+            assertTrue(newTerm > term, "the new leader's term " + newTerm + " is after " + term);
+            assertTermAndRole(admins.get(newLeader), newTerm, true);
             for (int i = 0; i < 10; i++) {
                 byte[] v = value(rnd);
                 assertEquals(PutResult.Status.STORED, user.put("after/" + i, v, ReplicateConfig.replicas(1)).status());
@@ -233,10 +241,37 @@ class LeaderFollowTest {
     }
 
     private static String health(AdminServer admin) throws Exception {
+        return get(admin, "/health");
+    }
+
+    private static String get(AdminServer admin, String path) throws Exception {
         HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + admin.port() + "/health")).build(), HttpResponse.BodyHandlers.ofString());
+                URI.create("http://127.0.0.1:" + admin.port() + path)).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode());
         return r.body();
+    }
+
+    private static long term(String health) {
+        var m = java.util.regex.Pattern.compile("\"term\":(\\d+)").matcher(health);
+        assertTrue(m.find(), health);
+        return Long.parseLong(m.group(1));
+    }
+
+    /**
+     * {@code /metrics} says this master's role and term (and Ratis's commit and applied indexes), and the status page
+     * says them to a person.
+     */
+    private static void assertTermAndRole(AdminServer admin, long term, boolean leads) throws Exception {
+        String metrics = get(admin, "/metrics");
+        assertTrue(metrics.contains("\nstore_master_is_leader " + (leads ? 1 : 0) + "\n"), metrics);
+        assertTrue(metrics.contains("\nstore_master_term " + term + "\n"), metrics);
+        var commit = java.util.regex.Pattern.compile("\nstore_raft_commit_index (\\d+)\n").matcher(metrics);
+        var applied = java.util.regex.Pattern.compile("\nstore_raft_applied_index (\\d+)\n").matcher(metrics);
+        assertTrue(commit.find() && applied.find(), metrics);
+        assertTrue(Long.parseLong(commit.group(1)) > 0, metrics);
+        String page = get(admin, "/");
+        assertTrue(page.contains("<b id=\"term\">" + term + "</b>"), page);
+        assertTrue(page.contains(leads ? "<span class=\"ok\">leader</span>" : "<span class=\"warn\">follower</span>"), page);
     }
 
     private static byte[] value(Random rnd) {

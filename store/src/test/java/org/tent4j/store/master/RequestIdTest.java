@@ -52,6 +52,35 @@ class RequestIdTest {
         }
     }
 
+    /** Leave and the bulk removals, each sent twice with one request id, are applied once and answered alike. */
+    @Test
+    void leaveAndBulkRemovalsAreAppliedOnce() {
+        try (StoreMaster m = new StoreMaster(MasterConfig.defaults(), StoreClock.system())) {
+            m.apply(once(1, new Command.Leave("c")));
+            m.apply(once(2, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20))));
+            m.apply(once(1, new Command.Leave("c")));
+            // without the window the repeated leave unmounts the segment mounted after the first
+            assertEquals(List.of("s"), m.segments().stream().map(MasterState.SegmentView::id).toList());
+            put(m, 3, "a/1");
+            put(m, 5, "a/2");
+            assertEquals(2, m.apply(once(7, new Command.RemoveKeys(List.of("a/1", "a/2"), false))));
+            put(m, 8, "a/1");
+            // answered the first count, and the key put since is still there (without the window: removed)
+            assertEquals(2, m.apply(once(7, new Command.RemoveKeys(List.of("a/1"), false))));
+            assertTrue(m.exists("a/1"));
+            assertEquals(1, m.apply(once(10, new Command.RemoveAll(false))));
+            put(m, 11, "b");
+            assertEquals(1, m.apply(once(10, new Command.RemoveAll(false))));
+            assertTrue(m.exists("b"), "the repeated removal of all did not remove what was put since");
+        }
+    }
+
+    /** A put of {@code key} as requests {@code seq} (start) and {@code seq + 1} (end). */
+    private static void put(StoreMaster m, long seq, String key) {
+        Command.PutTicket t = m.apply(once(seq, new Command.PutStart("c", key, 4096, ReplicateConfig.defaults(), "h", false, seq)));
+        m.apply(once(seq + 1, new Command.PutEnd("c", key, t.putId())));
+    }
+
     @Test
     void aRequestOlderThanTheWindowIsRefusedNamingIt() {
         try (StoreMaster m = new StoreMaster(MasterConfig.defaults(), StoreClock.system())) {
@@ -74,13 +103,27 @@ class RequestIdTest {
         Command.PutStart start = new Command.PutStart("c", "k", 4096, ReplicateConfig.defaults(), "h", false, 7);
         Command.PutTicket t = live.apply(2, once(2, start));
         live.apply(3, once(3, new Command.Commit("c", List.of(), List.of(), new Command.Reserve(64 << 10, 1, "h"), 9)));
+        live.apply(4, once(4, new Command.RemoveAll(false)));
         MasterState restored = MasterState.restore(MasterConfig.defaults(), live.snapshot());
         assertEquals(StateDump.of(live), StateDump.of(restored));
-        assertEquals(t, restored.apply(4, once(2, start)), "the restored window answers the repeated put start");
+        assertEquals(t, restored.apply(5, once(2, start)), "the restored window answers the repeated put start");
+        assertEquals(0, restored.apply(5, once(4, new Command.RemoveAll(false))), "and the removal's count");
         MasterState replayed = new MasterState(MasterConfig.defaults());
         journal.forEach(replayed::replay);
         assertEquals(StateDump.of(live), StateDump.of(replayed));
         assertTrue(StateDump.of(live).stream().anyMatch(l -> l.startsWith("request c#3 ")), StateDump.of(live).toString());
+        assertTrue(StateDump.of(live).stream().anyMatch(l -> l.startsWith("request c#4 ") && l.endsWith("removed 0")),
+                StateDump.of(live).toString());
+    }
+
+    /** Version 3 snapshots cannot hold a count in a window: one is refused naming both versions, never misread. */
+    @Test
+    void anOlderSnapshotIsRefusedNamingItsVersion() {
+        byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
+        java.nio.ByteBuffer.wrap(snapshot).putInt(4, 3);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> MasterState.restore(MasterConfig.defaults(), snapshot));
+        assertTrue(e.getMessage().contains("master snapshot version 3, this master reads only version 4"), e.getMessage());
     }
 
     /**
@@ -108,6 +151,164 @@ class RequestIdTest {
             assertEquals(4096, client.size("k"));
             assertEquals(1, server.master().state().objectCount());
         }
+    }
+
+    /**
+     * Over the wire, each batch call and bulk removal sent again with the request ids it carried (as the client does
+     * after its master broke) gets its first answer and changes nothing more: batch put start, end and revoke, batch
+     * remove, removal by regex and of all, leave.
+     */
+    @Test
+    void batchCallsSentAgainOverTheWireAreAnsweredNotApplied() throws Exception {
+        try (org.tent4j.store.rpc.MasterServer server = org.tent4j.store.rpc.MasterServer.start(MasterConfig.defaults(),
+                StoreClock.system(), "127.0.0.1", 0, 0);
+             org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient("127.0.0.1:" + server.port(),
+                     java.time.Duration.ofSeconds(5))) {
+            String id = client.register();
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            List<org.tent4j.store.proto.PutStartRequest> starts = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                starts.add(org.tent4j.store.rpc.MasterClient.putStartRequest(id, "b/" + i, 4096, ReplicateConfig.defaults(),
+                        "host", false).toBuilder().setRequestSeq(1_000 + i).build());
+            }
+            var first = client.batchPutStart(starts);
+            long used = server.master().segments().getFirst().used();
+            // without the window every item is refused OBJECT_IN_FLIGHT
+            assertEquals(first, client.batchPutStart(starts));
+            assertEquals(used, server.master().segments().getFirst().used(), "the repeated batch allocated nothing");
+            List<org.tent4j.store.proto.PutEndRequest> ends = new java.util.ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                ends.add(org.tent4j.store.rpc.MasterClient.endRequest(id, "b/" + i, first.get(i).getPutId()).toBuilder()
+                        .setRequestSeq(2_000 + i).build());
+            }
+            var revoke = List.of(org.tent4j.store.rpc.MasterClient.endRequest(id, "b/3", first.get(3).getPutId())
+                    .toBuilder().setRequestSeq(2_003).build());
+            for (int round = 0; round < 2; round++) {
+                // the second round: without the window each item is refused (the put is no longer in flight)
+                client.batchPutEnd(ends).forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+                client.batchPutRevoke(revoke).forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+            }
+            assertEquals(3, server.master().state().objectCount());
+            assertEquals(3 * 4096, server.master().segments().getFirst().used(), "the revoked put's space came back once");
+
+            io.grpc.ManagedChannel channel = io.grpc.ManagedChannelBuilder.forAddress("127.0.0.1", server.port())
+                    .usePlaintext().build();
+            try {
+                var bare = org.tent4j.store.proto.MasterGrpc.newBlockingStub(channel);
+                var reg = bare.register(org.tent4j.store.proto.Empty.getDefaultInstance());
+                io.grpc.Metadata credential = new io.grpc.Metadata();
+                credential.put(io.grpc.Metadata.Key.of("tent4j-store-client", io.grpc.Metadata.ASCII_STRING_MARSHALLER),
+                        reg.getClientId() + ":" + java.util.HexFormat.of().formatHex(reg.getCredential().toByteArray()));
+                var raw = bare.withInterceptors(io.grpc.stub.MetadataUtils.newAttachHeadersInterceptor(credential));
+                var batchRemove = org.tent4j.store.proto.BatchRemoveRequest.newBuilder().addAllKeys(List.of("b/0", "b/1"))
+                        .setFirstRequestSeq(10).build();
+                for (int round = 0; round < 2; round++) {
+                    // without the window the second round's items are refused OBJECT_NOT_FOUND
+                    raw.batchRemove(batchRemove).getItemsList().forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+                }
+                var byRegex = org.tent4j.store.proto.RemoveByRegexRequest.newBuilder().setRegex("b/.*").setRequestSeq(20).build();
+                assertEquals(1, raw.removeByRegex(byRegex).getCount());
+                wirePut(client, id, "b/4");
+                // answered the first count, and what was put since stays (without the window: 1, b/4 removed)
+                assertEquals(1, raw.removeByRegex(byRegex).getCount());
+                var all = org.tent4j.store.proto.RemoveAllRequest.newBuilder().setRequestSeq(21).build();
+                assertEquals(1, raw.removeAll(all).getCount());
+                wirePut(client, id, "b/5");
+                assertEquals(1, raw.removeAll(all).getCount());
+                assertTrue(client.exists("b/5"), "the repeated removal of all did not remove what was put since");
+
+                var leave = org.tent4j.store.proto.LeaveRequest.newBuilder().setClientId(reg.getClientId()).setRequestSeq(30).build();
+                assertEquals(0, raw.leave(leave).getCode());
+                assertEquals(0, raw.mountSegment(org.tent4j.store.proto.MountRequest.newBuilder().setClientId(reg.getClientId())
+                        .setSegment(org.tent4j.store.rpc.Wire.segment(new SegmentSpec("seg2", "engine2", "host", 0, 1 << 20)))
+                        .setRequestSeq(31).build()).getCode());
+                assertEquals(0, raw.leave(leave).getCode());
+                // without the window the repeated leave unmounted seg2
+                assertEquals(List.of("seg", "seg2"), server.master().segments().stream().map(MasterState.SegmentView::id).sorted().toList());
+            } finally {
+                channel.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * The client's side: each batch call and bulk removal whose answer was lost after the master applied it (its
+     * stream then broke) is sent again by the client to the next master with the same request ids and gets the first
+     * answer; the state changed once. Both addresses lead to one master, as a new leader holds what the old one
+     * committed.
+     */
+    @Test
+    void theClientSendsAgainWhatBrokeAfterItWasAppliedAndItIsAppliedOnce() throws Exception {
+        try (org.tent4j.store.rpc.MasterServer server = org.tent4j.store.rpc.MasterServer.start(MasterConfig.defaults(),
+                StoreClock.system(), "127.0.0.1", 0, 0);
+             AnswerLosingProxy a = new AnswerLosingProxy(server.port());
+             AnswerLosingProxy b = new AnswerLosingProxy(server.port());
+             org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient(a.address() + "," + b.address(),
+                     java.time.Duration.ofSeconds(10))) {
+            List<LogEntry> journal = new java.util.concurrent.CopyOnWriteArrayList<>();
+            server.master().state().journal(journal::add);
+            java.util.Map<String, AnswerLosingProxy> proxies = java.util.Map.of(a.address(), a, b.address(), b);
+            String id = client.register();
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            List<org.tent4j.store.proto.PutStartRequest> starts = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                starts.add(org.tent4j.store.rpc.MasterClient.putStartRequest(id, "b/" + i, 4096, ReplicateConfig.defaults(),
+                        "host", false));
+            }
+            // without the request ids the resent items are refused OBJECT_IN_FLIGHT (and without the resend, RPC_FAIL)
+            var tickets = lost(client, proxies, journal, Command.PutStart.class, () -> client.batchPutStart(starts));
+            tickets.forEach(t -> assertEquals(0, t.getStatus().getCode(), t.getStatus().getMessage()));
+            assertEquals(4 * 4096, server.master().segments().getFirst().used(), "each put start allocated once");
+            List<org.tent4j.store.proto.PutEndRequest> ends = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                ends.add(org.tent4j.store.rpc.MasterClient.endRequest(id, "b/" + i, tickets.get(i).getPutId()));
+            }
+            lost(client, proxies, journal, Command.PutEnd.class, () -> client.batchPutEnd(ends.subList(0, 3)))
+                    .forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+            lost(client, proxies, journal, Command.PutRevoke.class, () -> client.batchPutRevoke(ends.subList(3, 4)))
+                    .forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+            assertEquals(3, server.master().state().objectCount());
+            assertEquals(3 * 4096, server.master().segments().getFirst().used());
+            lost(client, proxies, journal, Command.Remove.class, () -> client.batchRemove(List.of("b/0"), false))
+                    .forEach(st -> assertEquals(0, st.getCode(), st.getMessage()));
+            assertEquals(1L, lost(client, proxies, journal, Command.RemoveKeys.class, () -> client.removeByRegex("b/1", false)));
+            assertEquals(1L, lost(client, proxies, journal, Command.RemoveAll.class, () -> client.removeAll(false)));
+            assertEquals(0, server.master().state().objectCount());
+            assertEquals(0, server.master().segments().getFirst().used());
+            lost(client, proxies, journal, Command.Leave.class, () -> {
+                client.leave(id);
+                return null;
+            });
+            assertTrue(server.master().segments().isEmpty(), "the leave unmounted the client's segment");
+        }
+    }
+
+    /**
+     * {@code call}'s answer lost: the proxy the client talks to drops the master's bytes from the moment the call is
+     * sent until the master journaled a {@code kind} request, then cuts the connection; the call's answer.
+     */
+    private static <T> T lost(org.tent4j.store.rpc.MasterClient client, java.util.Map<String, AnswerLosingProxy> proxies,
+                              List<LogEntry> journal, Class<?> kind, java.util.function.Supplier<T> call) throws Exception {
+        client.serviceReady();
+        client.exists("warm");
+        AnswerLosingProxy proxy = proxies.get(client.address());
+        int from = journal.size();
+        proxy.loseAnswers();
+        var answer = java.util.concurrent.CompletableFuture.supplyAsync(call);
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (journal.subList(from, journal.size()).stream().noneMatch(e -> e.command() instanceof Command.Once<?> o
+                && kind.isInstance(o.command()))) {
+            assertTrue(System.nanoTime() < deadline, "the master applied no " + kind.getSimpleName() + " within 5 s");
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        proxy.cut();
+        return answer.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    private static void wirePut(org.tent4j.store.rpc.MasterClient client, String id, String key) {
+        var t = client.putStart(org.tent4j.store.rpc.MasterClient.putStartRequest(id, key, 4096, ReplicateConfig.defaults(),
+                "host", false));
+        client.putEnd(id, key, t.getPutId());
     }
 
     @Test
