@@ -112,7 +112,7 @@ class DeposedLeaderTest {
                 byte[] v = new byte[1 + rnd.nextInt(32 << 10)];
                 rnd.nextBytes(v);
                 try {
-                    assertEquals(PutResult.STORED, user.put("after/" + after.size(), v, ReplicateConfig.replicas(1)));
+                    assertEquals(PutResult.Status.STORED, user.put("after/" + after.size(), v, ReplicateConfig.replicas(1)).status());
                     after.add(v);
                 } catch (StoreException notYet) {
                     assertTrue(System.nanoTime() < deadline, "no put landed on the new leader within 15 s: " + notYet);
