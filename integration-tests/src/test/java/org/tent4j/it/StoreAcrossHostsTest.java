@@ -43,8 +43,9 @@ class StoreAcrossHostsTest {
             Link lan = net.addLink("lan", all.toArray(Host[]::new));
             String master = m.address() + ":50051";
             String admin = "http://" + m.address() + ":9003";
-            try (ChildJvm mp = m.jvm(Tent4jCommand.class).args("store", "master", "--host", m.address(), "--port", "50051",
-                    "--admin-port", "9003", "--client-ttl", "3s", "--tick", "100ms").start()) {
+            ChildJvm mp = m.jvm(Tent4jCommand.class).args("store", "master", "--host", m.address(), "--port", "50051",
+                    "--admin-port", "9003", "--client-ttl", "3s", "--tick", "100ms").start();
+            try {
                 mp.awaitLine("LISTENING ", WAIT);
                 List<ChildJvm> nodes = new ArrayList<>();
                 try {
@@ -52,16 +53,17 @@ class StoreAcrossHostsTest {
                         nodes.add(h.jvm(Tent4jCommand.class).args("store", "node", "--master", master,
                                 "--control-host", h.address(), "--segment-size", "8m").start());
                     }
-                    List<String[]> ready = new ArrayList<>();
-                    for (ChildJvm node : nodes) {
-                        ready.add(node.awaitLine("READY ", WAIT).split(" "));
-                    }
-                    String victimClient = ready.get(2)[1];
-                    String victim = ready.get(2)[2];
+                    // the client starts while the nodes do; it puts once they are all mounted
                     try (StoreDriver.Child client = new StoreDriver.Child(c.jvm(StoreDriver.class)
                             .stderr(Path.of("target", "StoreAcrossHosts-client.log"))
                             .args(master, "control.host=" + c.address(), "transports.enabled=tcp",
                                     "transfer.timeout=" + TRANSFER_TIMEOUT_MS + "ms"))) {
+                        List<String[]> ready = new ArrayList<>();
+                        for (ChildJvm node : nodes) {
+                            ready.add(node.awaitLine("READY ", WAIT).split(" "));
+                        }
+                        String victimClient = ready.get(2)[1];
+                        String victim = ready.get(2)[2];
                         long[] shared = new long[SHARED];
                         for (int i = 0; i < SHARED; i++) {
                             shared[i] = ok(client.ask("PUT s" + i + " " + SIZE + " " + i + " 2 " + victim + "," + ready.get(i % 2)[2]));
@@ -121,6 +123,8 @@ class StoreAcrossHostsTest {
                         node.kill();
                     }
                 }
+            } finally {
+                mp.terminate(); // SIGTERM: the master reads no commands, so close()'s EXIT would wait 10 s
             }
         }
     }

@@ -21,7 +21,7 @@ import org.tent4j.testkit.ChildJvm;
 /**
  * A store client in its own JVM that contributes no memory, driven over stdin/stdout by {@link Child}: {@code PUT key
  * size seed replicas [segment,...]} answers {@code OK <crc>}; {@code GET key} answers {@code OK <crc> <size> <ms>};
- * failures answer {@code ERR <error> <ms> <message>}. Arguments: the master's address, then engine settings
+ * failures answer {@code ERR <error> <ms> <message>}; {@code EXIT} ends it. Arguments: the master's address, then engine settings
  * ({@code key=value}).
  */
 public final class StoreDriver {
@@ -53,6 +53,9 @@ public final class StoreDriver {
                         case "GET" -> {
                             byte[] v = client.get(w[1]);
                             out.println("OK " + crc(v) + " " + v.length + " " + millisSince(start));
+                        }
+                        case "EXIT" -> {
+                            return;
                         }
                         default -> out.println("ERR INVALID_PARAMS 0 unknown command " + w[0]);
                     }
