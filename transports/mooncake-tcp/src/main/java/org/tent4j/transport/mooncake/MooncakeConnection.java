@@ -57,7 +57,7 @@ final class MooncakeConnection implements PeerConnection {
     private volatile boolean closed;
 
     MooncakeConnection(MooncakeTcpTransport transport, String peer, InetSocketAddress address, int lanes, int window,
-                       boolean v2, boolean v1WriteFence, Duration connectTimeout, TimeSource clock) {
+                       boolean v2, boolean v1WriteFence, Duration connectTimeout, KeepAlive keepAlive, TimeSource clock) {
         if (window < 1 || (!v2 && window != 1)) {
             throw new IllegalArgumentException("window must be >= 1, and 1 in v1 framing: " + window);
         }
@@ -71,7 +71,7 @@ final class MooncakeConnection implements PeerConnection {
         this.clock = clock;
         this.lanes = new MooncakeLane[lanes];
         for (int i = 0; i < lanes; i++) {
-            this.lanes[i] = new MooncakeLane(this, i, window, v2, v1WriteFence, connectTimeout, address, clock);
+            this.lanes[i] = new MooncakeLane(this, i, window, v2, v1WriteFence, connectTimeout, keepAlive, address, clock);
         }
     }
 

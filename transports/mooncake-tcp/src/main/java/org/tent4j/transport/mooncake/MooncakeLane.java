@@ -49,10 +49,12 @@ final class MooncakeLane implements Runnable {
     private final boolean v1WriteFence;
     private final int window;
     private final Duration connectTimeout;
+    private final KeepAlive keepAlive;
     private final InetSocketAddress address;
 
     MooncakeLane(MooncakeConnection conn, int index, int window, boolean v2, boolean v1WriteFence,
-                 Duration connectTimeout, InetSocketAddress address, TimeSource clock) {
+                 Duration connectTimeout, KeepAlive keepAlive, InetSocketAddress address, TimeSource clock) {
+        this.keepAlive = keepAlive;
         this.conn = conn;
         this.index = index;
         this.window = window;
@@ -422,6 +424,7 @@ final class MooncakeLane implements Runnable {
         try {
             ch.configureBlocking(false);
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            keepAlive.apply(ch);
             InetSocketAddress resolved = address.isUnresolved()
                     ? new InetSocketAddress(address.getHostString(), address.getPort()) : address;
             if (resolved.isUnresolved()) {

@@ -235,6 +235,7 @@ final class MooncakeTarget {
             String peer;
             try {
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                transport.keepAlive().apply(ch);
                 SocketAddress remote = ch.getRemoteAddress();
                 peer = String.valueOf(remote);
             } catch (IOException e) {

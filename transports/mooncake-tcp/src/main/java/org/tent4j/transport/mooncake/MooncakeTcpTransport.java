@@ -50,6 +50,7 @@ final class MooncakeTcpTransport implements Transport {
     private final TransportContext context;
     private final int lanes;
     private final int pipeline;
+    private final KeepAlive keepAlive;
     private final boolean forceV1;
     private final boolean v1WriteFence;
     private final Duration connectTimeout;
@@ -78,6 +79,10 @@ final class MooncakeTcpTransport implements Transport {
         }
     }
 
+    KeepAlive keepAlive() {
+        return keepAlive;
+    }
+
     MooncakeTcpTransport(TransportContext context, int port, int handshakePort, int lanes, boolean forceV1,
                          MooncakeMetadata metadata, String metadataName, boolean p2p) throws ListenException {
         this.context = context;
@@ -88,6 +93,7 @@ final class MooncakeTcpTransport implements Transport {
         this.forceV1 = forceV1;
         this.v1WriteFence = context.options().getBoolean("v1_write_fence");
         this.pipeline = context.options().getInt("pipeline");
+        this.keepAlive = KeepAlive.of(context.options());
         this.connectTimeout = context.options().getDuration("connect_timeout");
         this.target = new MooncakeTarget(this, context, port, handshakePort, context.options().getInt("max_connections"));
         if (target.handshakePort() >= 0) {
@@ -236,7 +242,7 @@ final class MooncakeTcpTransport implements Transport {
         Endpoint e = endpoint(peer);
         boolean v2 = !forceV1 && e.protoVersion >= 2;
         MooncakeConnection c = new MooncakeConnection(this, peer.name(), e.address, lanes, v2 ? pipeline : 1, v2,
-                v1WriteFence, connectTimeout, context.clock());
+                v1WriteFence, connectTimeout, keepAlive, context.clock());
         try {
             c.open();
         } catch (IOException ex) {

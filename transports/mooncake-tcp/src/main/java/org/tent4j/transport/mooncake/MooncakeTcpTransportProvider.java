@@ -44,6 +44,10 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
             OptionSpec.of("max_connections", Type.INT, 1024, "inbound data and handshake connections at most; more "
                     + "are closed at once (a Mooncake initiator without its connection pool opens one per request)"),
             OptionSpec.of("connect_timeout", Type.DURATION, "5s", "how long connecting to a peer may take"),
+            OptionSpec.of("keepalive_idle", Type.DURATION, "15s", "TCP keep-alive of the wire's connections, both "
+                    + "sides: idle time before the first probe, whole seconds"),
+            OptionSpec.of("keepalive_interval", Type.DURATION, "5s", "time between keep-alive probes; whole seconds"),
+            OptionSpec.of("keepalive_count", Type.INT, 3, "unanswered probes after which the connection closes"),
             OptionSpec.of("proto", Type.INT, 0, "0: acknowledged v2 framing when the peer publishes "
                     + "tcp_proto_version >= 2, else v1; 1: always v1 (Mooncake's MC_TCP_PROTO=1)"),
             OptionSpec.of("v1_write_fence", Type.BOOLEAN, true, "after a WRITE in v1 framing, read its last byte back "
@@ -100,6 +104,7 @@ public final class MooncakeTcpTransportProvider implements TransportProvider {
         if (pipeline < 1 || pipeline > 64) {
             throw new ConfigException("transports.mooncake-tcp.pipeline", "must be in [1, 64], got " + pipeline);
         }
+        KeepAlive.of(context.options()); // refused here, by key, before anything listens
         int port = context.options().getInt("port");
         if (port < 0 || port > 65535) {
             throw new ConfigException("transports.mooncake-tcp.port", "must be in [0, 65535], got " + port);

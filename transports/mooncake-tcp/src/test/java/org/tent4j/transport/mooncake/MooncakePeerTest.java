@@ -8,6 +8,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -283,6 +284,54 @@ class MooncakePeerTest {
                 System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300))), ErrorCode.TIMEOUT, "by the deadline");
         // the lane gave up its socket, so the target sees the connection end
         assertTrue(fake.closedConnections.await(5, TimeUnit.SECONDS));
+    }
+
+    /** The kernel's view of the established TCP sockets matching {@code filter} ({@code ss -tno}), waited for. */
+    private static String ss(String filter, String expected) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (;;) {
+            Process p;
+            try {
+                p = new ProcessBuilder("ss", "-tnoH", "state", "established", "( " + filter + " )").redirectErrorStream(true).start();
+            } catch (java.io.IOException e) {
+                org.junit.jupiter.api.Assumptions.abort("ss (iproute2) is not installed: " + e.getMessage());
+                throw e;
+            }
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor();
+            if (out.contains(expected) || System.nanoTime() > deadline) {
+                return out;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+    }
+
+    /**
+     * Keep-alive reaches the sockets of both sides with the configured idle time: the kernel runs a keep-alive timer
+     * of about 77 s (the default is 15 s, and without keep-alive there is no timer) on the lane's connection and on a
+     * connection this engine's target accepted.
+     */
+    @Test
+    void keepAliveTimersRunOnTheLanesAndOnAcceptedConnections() throws Exception {
+        fake = new FakeMooncakeTarget(64 * KIB);
+        tent4j(Map.of("lanes", "1", "keepalive_idle", "77s", "keepalive_interval", "3s", "keepalive_count", "4"))
+                .connect(mooncakePeer(2));
+        String lane = ss("dport = :" + fake.port(), "timer:(keepalive,1min1");
+        assertTrue(lane.contains("timer:(keepalive,1min1"), "the lane's socket: " + lane);
+        try (Socket s = mooncakeInitiator()) {
+            String accepted = ss("sport = :" + port(), "timer:(keepalive,1min1");
+            assertTrue(accepted.contains("timer:(keepalive,1min1"), "the accepted socket: " + accepted);
+        }
+    }
+
+    @Test
+    void keepAliveSettingsOutsideWhatTheKernelTakesAreRefusedByKey() {
+        for (Map<String, String> bad : List.of(Map.of("keepalive_idle", "1500ms"), Map.of("keepalive_interval", "0s"),
+                Map.of("keepalive_count", "0"))) {
+            String key = bad.keySet().iterator().next();
+            org.tent4j.api.ConfigException e = assertThrows(org.tent4j.api.ConfigException.class, () -> tent4j(bad));
+            assertTrue(e.getMessage().contains("transports.mooncake-tcp." + key), e.getMessage());
+        }
     }
 
     // ----------------------------------------------------------------------------- Mooncake initiates, tent4j serves
