@@ -34,8 +34,9 @@ import org.tent4j.spi.TransportProvider;
  * Binary compatibility of the SPI: a transport plugin compiled against te-api 0.1 (commit 68b5e3a, when
  * {@link TransportCapabilities} and {@code MemoryAllocator.Allocation} were records built positionally) is loaded from
  * its committed jar through a {@link URLClassLoader} and {@link ServiceLoader}, and moves CRC-checked bytes between two
- * current engines, in memory its own allocator made. The jar and its source: src/test/compat (rebuild with
- * build-old-shape-transport.sh there).
+ * current engines, in memory its own allocator made. A second plugin, compiled against te-api as of a2dd85c (the SPI's
+ * values built through builders and factories), builds the descriptor of a foreign name and moves bytes through it.
+ * The jars and their source: src/test/compat (rebuild with build-old-shape-transport.sh there).
  */
 class CompatibilityTest {
     private static final String PLUGIN_CLASS = "org.tent4j.compat.oldshape.OldShapeTransportProvider";
@@ -53,9 +54,13 @@ class CompatibilityTest {
     }
 
     private static URLClassLoader pluginLoader() {
-        URL jar = CompatibilityTest.class.getResource("/compat/old-shape-transport.jar");
-        assertNotNull(jar, "compat/old-shape-transport.jar is missing from the test resources");
-        return new URLClassLoader("old-shape-plugin", new URL[] {jar}, CompatibilityTest.class.getClassLoader());
+        return pluginLoader("old-shape-transport");
+    }
+
+    private static URLClassLoader pluginLoader(String name) {
+        URL jar = CompatibilityTest.class.getResource("/compat/" + name + ".jar");
+        assertNotNull(jar, "compat/" + name + ".jar is missing from the test resources");
+        return new URLClassLoader(name, new URL[] {jar}, CompatibilityTest.class.getClassLoader());
     }
 
     @Test
@@ -105,6 +110,44 @@ class CompatibilityTest {
                     .require(ID).build());
             assertEquals(TransferState.COMPLETED, r.state(), r.message());
             assertEquals(TargetProcess.crc(remote.segment().asSlice(17, n)), TargetProcess.crc(dst), "READ of " + n);
+        }
+    }
+
+    @Test
+    void aPluginBuiltAgainstTheBuildersDescribesAForeignNameAndMovesCrcCheckedBytes() throws Exception {
+        String id = "buildershape";
+        assertThrows(ClassNotFoundException.class, () -> Class.forName("org.tent4j.compat.buildershape.BuilderShapeTransportProvider"),
+                "the builder-shape plugin must come only from its jar, never from the test class path");
+        URLClassLoader loader = open(pluginLoader("builder-shape-transport"));
+        TransportProvider provider = ServiceLoader.load(TransportProvider.class, loader).stream()
+                .map(ServiceLoader.Provider::get).filter(p -> p.id().equals(id)).findFirst().orElseThrow();
+        TransportCapabilities caps = provider.capabilities(); // TransportCapabilities.builder(), from a2dd85c's bytecode
+        assertEquals(32 << 10, caps.maxSliceSize());
+        assertEquals(45, caps.rank());
+
+        TransferEngine target = open(withContextLoader(loader, () -> TransferEngine.create(
+                TransferEndToEndTest.cfg().set("transports.enabled", id).build())));
+        TransferEngine initiator = open(withContextLoader(loader, () -> TransferEngine.create(
+                TransferEndToEndTest.cfg().set("transports.enabled", id).build())));
+        long size = (1L << 20) + 64;
+        RegisteredMemory remote = target.allocate(size, Location.CPU, Permission.READ_WRITE);
+        RegisteredMemory local = initiator.allocate(size, Location.CPU, Permission.READ_WRITE);
+        TargetProcess.pattern(local.segment(), 31);
+        TargetProcess.pattern(remote.segment(), 32);
+        // not a name the runtime's directory knows: the plugin resolves it, building the descriptor and its buffers
+        SegmentHandle segment = initiator.openSegment("alias:" + target.segmentName());
+        for (long n : SIZES) {
+            MemorySegment src = local.segment().asSlice(3, n);
+            TransferStatus w = initiator.transfer(TransferRequest.builder(Opcode.WRITE, src, segment, remote.address() + 11)
+                    .require(id).build());
+            assertEquals(TransferState.COMPLETED, w.state(), w.message());
+            assertEquals(TargetProcess.crc(src), TargetProcess.crc(remote.segment().asSlice(11, n)), "WRITE of " + n);
+
+            MemorySegment dst = local.segment().asSlice(size - n - 1, n);
+            TransferStatus r = initiator.transfer(TransferRequest.builder(Opcode.READ, dst, segment, remote.address() + 7)
+                    .require(id).build());
+            assertEquals(TransferState.COMPLETED, r.state(), r.message());
+            assertEquals(TargetProcess.crc(remote.segment().asSlice(7, n)), TargetProcess.crc(dst), "READ of " + n);
         }
     }
 
