@@ -35,6 +35,11 @@ final class Segments {
     /** Bytes allocated on the active disk segments (disk replicas, offloads in flight, parked ranges). */
     private final AtomicLong diskAllocated = new AtomicLong();
     /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
+    /**
+     * Segments one client may have mounted at once (memory and disk): a node mounts one or two, and a client that
+     * mounts in a loop fills the master's segment table for everyone else.
+     */
+    static final int MAX_SEGMENTS_PER_CLIENT = 64;
     private volatile long evictAbove = Long.MAX_VALUE;
     /**
      * Told, on the applying thread, that usage passed the high watermark or an allocation failed; so it takes no lock
@@ -134,6 +139,11 @@ final class Segments {
                         + existing.owner);
             }
             Clients.ClientRecord client = state.clients.seen(clientId, now);
+            if (client.segments.size() >= MAX_SEGMENTS_PER_CLIENT) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " already mounts "
+                        + client.segments.size() + " segments, the limit per client; segment " + spec.id()
+                        + " is refused (unmount one first)");
+            }
             int index = table.length;
             if (index >= ObjectRecord.MAX_SEGMENTS) {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "

@@ -231,6 +231,19 @@ class MasterStateTest {
     }
 
     @Test
+    void aClientMountsAtMostItsLimitOfSegmentsAndMayMountAgainAfterAnUnmount() {
+        for (int i = 0; i < Segments.MAX_SEGMENTS_PER_CLIENT; i++) {
+            mount("greedy", "g" + i, 4096);
+        }
+        assertError(StoreError.INVALID_PARAMS, "already mounts 64 segments, the limit per client; segment g64",
+                () -> master.mount("greedy", new SegmentSpec("g64", "e", "h", 0, 4096)));
+        assertEquals(Segments.MAX_SEGMENTS_PER_CLIENT, master.state().segments().size(), "the refused one is not mounted");
+        mount("other", "o0", 4096); // the limit is per client
+        master.unmount("greedy", "g0");
+        mount("greedy", "g64", 4096);
+    }
+
+    @Test
     void removeByRegexAndRemoveAllSkipLeasedAndInFlight() {
         mount("c1", "s1", 1 << 20);
         for (int i = 0; i < 10; i++) {
