@@ -97,17 +97,23 @@ class CompatibilityTest {
         assertTrue(remote.engineAllocated() && local.engineAllocated());
         TargetProcess.pattern(local.segment(), 21);
         TargetProcess.pattern(remote.segment(), 22);
-        SegmentHandle segment = initiator.openSegment(target.segmentName());
+        movesIntactBytes(initiator, initiator.openSegment(target.segmentName()), ID, local, remote);
+    }
+
+    /** WRITEs and READs of every size in {@link #SIZES} through {@code transport}, each checked by CRC. */
+    private static void movesIntactBytes(TransferEngine initiator, SegmentHandle segment, String transport,
+                                         RegisteredMemory local, RegisteredMemory remote) {
+        long size = local.segment().byteSize();
         for (long n : SIZES) {
             MemorySegment src = local.segment().asSlice(5, n);
             TransferStatus w = initiator.transfer(TransferRequest.builder(Opcode.WRITE, src, segment, remote.address() + 9)
-                    .require(ID).build());
+                    .require(transport).build());
             assertEquals(TransferState.COMPLETED, w.state(), w.message());
             assertEquals(TargetProcess.crc(src), TargetProcess.crc(remote.segment().asSlice(9, n)), "WRITE of " + n);
 
             MemorySegment dst = local.segment().asSlice(size - n - 1, n);
             TransferStatus r = initiator.transfer(TransferRequest.builder(Opcode.READ, dst, segment, remote.address() + 17)
-                    .require(ID).build());
+                    .require(transport).build());
             assertEquals(TransferState.COMPLETED, r.state(), r.message());
             assertEquals(TargetProcess.crc(remote.segment().asSlice(17, n)), TargetProcess.crc(dst), "READ of " + n);
         }
@@ -135,20 +141,7 @@ class CompatibilityTest {
         TargetProcess.pattern(local.segment(), 31);
         TargetProcess.pattern(remote.segment(), 32);
         // not a name the runtime's directory knows: the plugin resolves it, building the descriptor and its buffers
-        SegmentHandle segment = initiator.openSegment("alias:" + target.segmentName());
-        for (long n : SIZES) {
-            MemorySegment src = local.segment().asSlice(3, n);
-            TransferStatus w = initiator.transfer(TransferRequest.builder(Opcode.WRITE, src, segment, remote.address() + 11)
-                    .require(id).build());
-            assertEquals(TransferState.COMPLETED, w.state(), w.message());
-            assertEquals(TargetProcess.crc(src), TargetProcess.crc(remote.segment().asSlice(11, n)), "WRITE of " + n);
-
-            MemorySegment dst = local.segment().asSlice(size - n - 1, n);
-            TransferStatus r = initiator.transfer(TransferRequest.builder(Opcode.READ, dst, segment, remote.address() + 7)
-                    .require(id).build());
-            assertEquals(TransferState.COMPLETED, r.state(), r.message());
-            assertEquals(TargetProcess.crc(remote.segment().asSlice(7, n)), TargetProcess.crc(dst), "READ of " + n);
-        }
+        movesIntactBytes(initiator, initiator.openSegment("alias:" + target.segmentName()), id, local, remote);
     }
 
     private <T extends AutoCloseable> T open(T c) {

@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.zip.CRC32C;
 
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
@@ -77,9 +76,7 @@ public final class StoreDriver {
     }
 
     static long crc(byte[] v) {
-        CRC32C c = new CRC32C();
-        c.update(v);
-        return c.getValue();
+        return TargetProcess.crc(java.lang.foreign.MemorySegment.ofArray(v));
     }
 
     /** The test's handle on a running {@link StoreDriver}. */
