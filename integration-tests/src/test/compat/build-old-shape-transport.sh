@@ -2,8 +2,8 @@
 # Rebuilds the jars CompatibilityTest (and japicmp in integration-tests/pom.xml) use, from source:
 #   src/test/resources/compat/te-api-0.1.jar              te-api as of commit 68b5e3a, the last before the SPI changed
 #   src/test/resources/compat/old-shape-transport.jar     old-shape-transport/ compiled against that jar only
-#   src/test/resources/compat/builder-shape-transport.jar builder-shape-transport/ compiled against te-api as of
-#                                                         a2dd85c, when the SPI's values got their builders
+#   src/test/resources/compat/te-api-builders.jar         te-api as of a2dd85c, when the SPI's values got builders
+#   src/test/resources/compat/builder-shape-transport.jar builder-shape-transport/ compiled against that jar only
 # te-api needs nothing but the JDK, so plain javac builds it; no Maven, no ~/.m2. Run from anywhere:
 #   integration-tests/src/test/compat/build-old-shape-transport.sh
 set -eu
@@ -32,8 +32,9 @@ mkdir -p "$WORK/b"
 git -C "$ROOT" archive "$BUILDER_API_COMMIT" te-api/src/main/java | tar -x -C "$WORK/b"
 find "$WORK/b/te-api/src/main/java" -name '*.java' > "$WORK/b-api-sources"
 "$JAVA_HOME/bin/javac" --release 25 -nowarn -d "$WORK/b-api" @"$WORK/b-api-sources"
+"$JAVA_HOME/bin/jar" --create --date="$DATE" --file "$OUT/te-api-builders.jar" -C "$WORK/b-api" .
 find "$HERE/builder-shape-transport" -name '*.java' > "$WORK/b-plugin-sources"
-"$JAVA_HOME/bin/javac" --release 25 -Xlint:-options -cp "$WORK/b-api" -d "$WORK/b-plugin" @"$WORK/b-plugin-sources"
+"$JAVA_HOME/bin/javac" --release 25 -Xlint:-options -cp "$OUT/te-api-builders.jar" -d "$WORK/b-plugin" @"$WORK/b-plugin-sources"
 cp -R "$HERE/builder-shape-transport/META-INF" "$WORK/b-plugin/"
 "$JAVA_HOME/bin/jar" --create --date="$DATE" --file "$OUT/builder-shape-transport.jar" -C "$WORK/b-plugin" .
-ls -l "$OUT/te-api-0.1.jar" "$OUT/old-shape-transport.jar" "$OUT/builder-shape-transport.jar"
+ls -l "$OUT/te-api-0.1.jar" "$OUT/old-shape-transport.jar" "$OUT/te-api-builders.jar" "$OUT/builder-shape-transport.jar"
