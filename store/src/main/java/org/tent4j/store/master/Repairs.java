@@ -201,6 +201,8 @@ final class Repairs {
         after[before.length] = t.target();
         rec.setReplicas(after);
         counters.repairsCompleted.increment();
+        // memory replicas carry no CRC at the master (a put's bytes are never seen here): the node's is for diagnosis
+        LOG.debug("repaired key '{}' onto segment {} (CRC32C {})", t.key(), target.spec.id(), Long.toHexString(r.crc32c()));
         mark(t.key(), rec);
     }
 
