@@ -110,6 +110,15 @@ public final class MasterCommand implements Callable<Integer> {
                     + "Default: ${DEFAULT-VALUE}.")
     int promoteAfterHits;
 
+    @Option(names = {"--repairs-in-flight", "--repairs_in_flight"}, defaultValue = "64", paramLabel = "N",
+            description = "Most under-replicated objects being copied back to their asked replica count at once "
+                    + "(0: no repair). Default: ${DEFAULT-VALUE}.")
+    int repairsInFlight;
+
+    @Option(names = {"--repairs-per-node", "--repairs_per_node"}, defaultValue = "8", paramLabel = "N",
+            description = "Most of those copying to one node at once. Default: ${DEFAULT-VALUE}.")
+    int repairsPerNode;
+
     @Option(names = "--tick", defaultValue = "100ms", converter = DurationConverter.class, paramLabel = "DURATION",
             description = "Housekeeping period (lease, put and client expiry). Default: ${DEFAULT-VALUE}.")
     Duration tick;
@@ -142,7 +151,7 @@ public final class MasterCommand implements Callable<Integer> {
         return new MasterConfig(leaseTtl == null ? d.leaseTtl() : leaseTtl, d.defaultSoftPinTtl(), d.maxSoftPinTtl(),
                 highWatermark, evictionRatio, clientTtl == null ? d.clientTtl() : clientTtl, d.putDiscardTimeout(),
                 d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards(), offloadOnEvict, offloadTimeout,
-                promoteAfterHits);
+                promoteAfterHits, repairsInFlight, repairsPerNode);
     }
 
     @Override

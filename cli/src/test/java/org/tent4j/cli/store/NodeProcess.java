@@ -102,7 +102,33 @@ public final class NodeProcess {
         final String segmentId;
 
         Node(String master, long segmentBytes) throws IOException, InterruptedException {
-            jvm = ChildJvm.start(NodeProcess.class, master, Long.toString(segmentBytes));
+            this(ChildJvm.start(NodeProcess.class, master, Long.toString(segmentBytes)));
+        }
+
+        /** {@code n} nodes, their JVMs started together (each start is mostly waiting on a loaded box). */
+        static Node[] start(String master, long segmentBytes, int n) throws IOException, InterruptedException {
+            ChildJvm[] jvms = new ChildJvm[n];
+            Node[] nodes = new Node[n];
+            try {
+                for (int i = 0; i < n; i++) {
+                    jvms[i] = ChildJvm.start(NodeProcess.class, master, Long.toString(segmentBytes));
+                }
+                for (int i = 0; i < n; i++) {
+                    nodes[i] = new Node(jvms[i]);
+                }
+                return nodes;
+            } catch (IOException | RuntimeException e) {
+                for (ChildJvm j : jvms) {
+                    if (j != null) {
+                        j.kill();
+                    }
+                }
+                throw e;
+            }
+        }
+
+        private Node(ChildJvm started) throws IOException, InterruptedException {
+            jvm = started;
             try {
                 String[] w = jvm.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
                 clientId = w[1];

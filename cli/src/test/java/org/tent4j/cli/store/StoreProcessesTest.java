@@ -42,7 +42,8 @@ class StoreProcessesTest {
     @Test
     void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
         master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "4s", "--tick", "50ms"); // 4 s: live clients on a loaded box never miss it
+                "--admin-port", "0", "--client-ttl", "4s", "--tick", "50ms", // 4 s: live clients on a loaded box never miss it
+                "--repairs-in-flight", "0"); // what a death leaves, before repair (ReplicaRepairProcessesTest) adds to it
         String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
         String address = "127.0.0.1:" + listening[1];
         String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";

@@ -153,7 +153,8 @@ public final class AdminServer implements AutoCloseable {
     private static String keyJson(KeyView v) {
         StringBuilder sb = new StringBuilder("{\"key\":").append(Json.str(v.key())).append(",\"size\":").append(v.size())
                 .append(",\"state\":").append(Json.str(v.state())).append(",\"leaseRemainingMillis\":").append(v.leaseRemainingNanos() / 1_000_000)
-                .append(",\"hardPin\":").append(v.hardPin()).append(",\"softPin\":").append(v.softPin()).append(",\"replicas\":[");
+                .append(",\"hardPin\":").append(v.hardPin()).append(",\"softPin\":").append(v.softPin())
+                .append(",\"askedReplicas\":").append(v.askedReplicas()).append(",\"replicas\":[");
         for (int i = 0; i < v.replicas().size(); i++) {
             var r = v.replicas().get(i);
             sb.append(i > 0 ? "," : "").append("{\"segment\":").append(Json.str(r.segmentId())).append(",\"engineSegment\":")

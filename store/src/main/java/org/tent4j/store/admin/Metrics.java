@@ -66,6 +66,17 @@ final class Metrics {
         counter(sb, "store_scrub_dropped_total", "Disk replicas a node's scrub found not matching their CRC32C, dropped", t.scrubDropped());
         counter(sb, "store_disk_reads_total", "Read leases granted on objects whose only replica is on disk", t.diskReads());
         counter(sb, "store_disk_evicted_objects_total", "Objects dropped from disk to keep it under its watermark", t.diskEvictedObjects());
+        MasterState.Repair r = s.repair();
+        gauge(sb, "store_objects_under_replicated", "Readable objects with fewer memory replicas than their put asked for "
+                + "and no disk replica", r.underReplicated());
+        gauge(sb, "store_repairs_in_flight", "Repairs handed to a node and not yet reported", r.inFlight());
+        sb.append("# HELP store_repairs_total Repairs that ended, by result (completed: the replica was added)\n"
+                + "# TYPE store_repairs_total counter\n");
+        long[] ended = {r.completed(), r.failed(), r.expired(), r.cancelled()};
+        String[] results = {"completed", "failed", "expired", "cancelled"};
+        for (int i = 0; i < ended.length; i++) {
+            sb.append("store_repairs_total{result=\"").append(results[i]).append("\"} ").append(ended[i]).append('\n');
+        }
         counter(sb, "store_checksum_failures_total", "Disk-replica reads whose bytes did not match their CRC32C (reported by clients)", rpc.clientChecksumFailures());
         rpc.appendPrometheus(sb);
         return sb.toString();

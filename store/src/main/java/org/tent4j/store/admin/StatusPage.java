@@ -59,6 +59,9 @@ final class StatusPage {
         card(h, Long.toString(s.leasesGranted()), "read leases granted");
         card(h, Long.toString(rpc.clientLeaseExpiries()), "reads discarded on lease expiry");
         card(h, Long.toString(s.clientsExpired()), "clients expired");
+        MasterState.Repair repair = s.repair();
+        card(h, Long.toString(repair.underReplicated()), "under-replicated objects (" + repair.inFlight() + " repairing; "
+                + repair.completed() + " repaired, " + (repair.failed() + repair.expired()) + " failed or expired)");
         h.append("</div>");
 
         h.append("<h2>Segments</h2><table><tr><th>segment</th><th>tier</th><th>host</th><th>owner</th><th class=\"n\">capacity</th><th class=\"n\">used</th><th>use</th><th class=\"n\">largest free</th></tr>");

@@ -19,15 +19,17 @@ import org.tent4j.store.rpc.MasterClient;
 
 /**
  * The storage-node role: memory and the disk segment this client mounts on the master for everyone's replicas, the
- * thread offloading to that disk, and mounting them again when the master forgot them.
+ * thread running the master's tasks (offloads to that disk; repairs into that memory), and mounting them again when
+ * the master forgot them.
  */
 final class Contributions {
     private static final Logger LOG = LoggerFactory.getLogger(Contributions.class);
     private final ReplicaAccess access;
     private final MasterClient master;
     private final long offloadPollMillis;
-    /** This node's disk segment and the thread offloading to it, once {@link #contributeDisk} ran. */
+    /** This node's disk segment, once {@link #contributeDisk} ran. */
     private volatile DiskSegment disk;
+    /** The thread running the master's tasks, while this node contributes a segment; null otherwise. */
     private volatile Offloader offloader;
 
     Contributions(ReplicaAccess access, long offloadPollMillis) {
@@ -55,7 +57,21 @@ final class Contributions {
                 mem.address(), mem.length());
         mountProved(spec, mem);
         access.addContribution(new ReplicaAccess.Contribution(spec, mem, allocatedHere));
+        synchronized (this) {
+            if (offloader == null) {
+                offloader = new Offloader(access, master, disk, offloadPollMillis);
+            }
+        }
         return spec;
+    }
+
+    /** Runs the master's tasks with {@code d} (null: memory only), or stops running them when nothing is contributed. */
+    private void restartOffloader(DiskSegment d) {
+        Offloader o = offloader;
+        if (o != null) {
+            o.close();
+        }
+        offloader = d != null || !access.contributions().isEmpty() ? new Offloader(access, master, d, offloadPollMillis) : null;
     }
 
     /**
@@ -84,7 +100,7 @@ final class Contributions {
             throw e;
         }
         disk = d;
-        offloader = new Offloader(access, master, d, offloadPollMillis);
+        restartOffloader(d);
         return d.spec;
     }
 
@@ -116,9 +132,8 @@ final class Contributions {
         if (d == null) {
             return;
         }
-        offloader.close();
         disk = null;
-        offloader = null;
+        restartOffloader(null);
         try {
             master.unmount(access.id(), d.spec.id());
         } finally {
@@ -173,6 +188,13 @@ final class Contributions {
 
     /** Unmounts every memory segment, logging (not throwing) what fails: for close. */
     void closeMemory() {
+        synchronized (this) {
+            Offloader o = offloader;
+            offloader = null;
+            if (o != null) {
+                o.close();
+            }
+        }
         for (SegmentSpec spec : specs()) {
             try {
                 withdraw(spec.id());

@@ -24,13 +24,15 @@ import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /**
- * Runs the offloads (and promotions: disk back to memory, each checked against its CRC32C) the master hands this
- * node: polls the master ({@code Offloads}: results of the last round in,
+ * Runs the offloads (and promotions: disk back to memory, each checked against its CRC32C) and the repairs the master
+ * hands this node: polls the master ({@code Offloads}: results of the last round in,
  * waiting tasks out), copies each object's bytes from this node's memory segment to its disk segment through the
  * engine (one batch; the engine's nvmeof transport writes the file), makes them durable with one fdatasync for the
  * batch, and reports each task's CRC32C, computed over the memory it copied (which the master keeps from reuse while
- * the offload is in flight). A task that names memory or disk this node does not hold, or that the engine failed,
- * is reported failed; a task whose time ran out is not started.
+ * the offload is in flight). A repair reads a live replica (on any node) through the engine into a range of this
+ * node's memory and reports the CRC32C of what it read; the master adds the range as a replica on that report. A node
+ * without a disk segment runs repairs only. A task that names memory or disk this node does not hold, or that the
+ * engine failed, is reported failed; a task whose time ran out is not started.
  */
 final class Offloader implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Offloader.class);
@@ -39,10 +41,13 @@ final class Offloader implements AutoCloseable {
 
     private final ReplicaAccess client;
     private final MasterClient master;
+    /** Null on a node without a disk segment: it is handed repairs only. */
     private final DiskSegment disk;
     private final ScheduledExecutorService thread;
     final LongAdder completed = new LongAdder();
     final LongAdder failed = new LongAdder();
+    /** Repairs this node copied and reported done. */
+    final LongAdder repairs = new LongAdder();
     /** Tasks for a key this node was already offloading in the same round: the master must never send them. */
     final LongAdder duplicates = new LongAdder();
 
@@ -77,9 +82,17 @@ final class Offloader implements AutoCloseable {
         }
     }
 
-    private List<OffloadResult> run(List<OffloadTask> tasks) {
+    private List<OffloadResult> run(List<OffloadTask> all) {
         long received = System.nanoTime();
-        List<OffloadResult> results = new ArrayList<>(tasks.size());
+        List<OffloadResult> results = new ArrayList<>(all.size());
+        List<OffloadTask> tasks = new ArrayList<>(all.size());
+        List<OffloadTask> repairing = new ArrayList<>();
+        for (OffloadTask t : all) {
+            (t.getRepair() ? repairing : tasks).add(t);
+        }
+        if (!repairing.isEmpty()) {
+            results.addAll(repair(repairing, received));
+        }
         List<TransferRequest> moves = new ArrayList<>(tasks.size());
         List<OffloadTask> moving = new ArrayList<>(tasks.size());
         List<MemorySegment> memory = new ArrayList<>(tasks.size());
@@ -101,7 +114,8 @@ final class Offloader implements AutoCloseable {
             } catch (IndexOutOfBoundsException e) {
                 bytes = null;
             }
-            if (bytes == null || !disk.segmentId().equals(this.disk.spec.id()) || !this.disk.holds(disk.address(), t.getSize())) {
+            if (bytes == null || this.disk == null || !disk.segmentId().equals(this.disk.spec.id())
+                    || !this.disk.holds(disk.address(), t.getSize())) {
                 results.add(failure(t, "task for key '" + t.getKey() + "' names memory " + mem.segmentId() + " at "
                         + mem.address() + " or disk " + disk.segmentId() + " at " + disk.address() + " (" + t.getSize()
                         + " bytes) that this node does not hold"));
@@ -165,6 +179,75 @@ final class Offloader implements AutoCloseable {
             }
         }
         return results;
+    }
+
+    /**
+     * Copies each repair's source replica into its target, a range of this node's memory, in one engine batch (a
+     * source in this process is copied directly), and reports the CRC32C of the bytes copied.
+     */
+    private List<OffloadResult> repair(List<OffloadTask> tasks, long received) {
+        List<OffloadResult> results = new ArrayList<>(tasks.size());
+        List<TransferRequest> reads = new ArrayList<>(tasks.size());
+        List<OffloadTask> reading = new ArrayList<>(tasks.size());
+        List<MemorySegment> landed = new ArrayList<>(tasks.size());
+        for (OffloadTask t : tasks) {
+            ReplicaLocation src = Wire.replica(t.getSource());
+            ReplicaLocation dst = Wire.replica(t.getTarget());
+            MemorySegment into;
+            MemorySegment local;
+            try {
+                into = t.getSize() == dst.length() && t.getSize() == src.length() ? client.contributedRange(dst, 0, t.getSize()) : null;
+                local = into == null ? null : client.contributedRange(src, 0, t.getSize());
+            } catch (IndexOutOfBoundsException e) {
+                into = null;
+                local = null;
+            }
+            if (into == null || src.onDisk()) {
+                results.add(failure(t, "repair of key '" + t.getKey() + "' names memory " + dst.segmentId() + " at "
+                        + dst.address() + " (" + t.getSize() + " bytes) that this node does not hold, or a source on disk"));
+                continue;
+            }
+            if (local != null) {
+                MemorySegment.copy(local, 0, into, 0, t.getSize());
+                results.add(repaired(t, into, received));
+                continue;
+            }
+            try {
+                reads.add(TransferRequest.read(into, client.segment(src), src.address()));
+            } catch (RuntimeException e) {
+                results.add(failure(t, "repair of key '" + t.getKey() + "': opening segment " + src.engineSegment() + ": " + e.getMessage()));
+                continue;
+            }
+            reading.add(t);
+            landed.add(into);
+        }
+        if (reads.isEmpty()) {
+            return results;
+        }
+        try (Batch b = client.engine.allocateBatch(reads.size())) {
+            b.submit(reads);
+            b.completion().join();
+            for (int i = 0; i < reading.size(); i++) {
+                TransferStatus s = b.status(i);
+                OffloadTask t = reading.get(i);
+                results.add(s.isCompleted() ? repaired(t, landed.get(i), received) : failure(t, "repair of key '"
+                        + t.getKey() + "' from " + Wire.replica(t.getSource()).segmentId() + ": " + s.state() + " "
+                        + s.error() + (s.message() == null ? "" : ": " + s.message())));
+            }
+        } catch (RuntimeException e) {
+            for (OffloadTask t : reading) {
+                results.add(failure(t, "repair of key '" + t.getKey() + "': " + e.getMessage()));
+            }
+        }
+        return results;
+    }
+
+    private OffloadResult repaired(OffloadTask t, MemorySegment bytes, long received) {
+        if (System.nanoTime() - received > t.getTtlMs() * 1_000_000L) {
+            return failure(t, "repair of key '" + t.getKey() + "' finished after its " + t.getTtlMs() + " ms");
+        }
+        repairs.increment();
+        return OffloadResult.newBuilder().setTaskId(t.getTaskId()).setOk(true).setCrc32C((int) DiskSegment.crc32c(bytes)).build();
     }
 
     private OffloadResult failure(OffloadTask t, String why) {

@@ -125,10 +125,11 @@ public sealed interface Command<R> {
     /**
      * Copy {@code size} bytes of {@code key} from {@code source} (the node's memory) to {@code target} (its disk), make
      * them durable and report their CRC32C, within {@code ttlNanos} of receiving this; with {@code promote}, the other
-     * way (source its disk, with the CRC32C to check, target its memory).
+     * way (source its disk, with the CRC32C to check, target its memory); with {@code repair}, from a live memory
+     * replica on any node ({@code source}) into the node's own memory ({@code target}), reporting the CRC32C copied.
      */
     record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos,
-                       boolean promote) {
+                       boolean promote, boolean repair) {
     }
 
     /**

@@ -195,6 +195,7 @@ final class Eviction {
                     if (disk) {
                         gone = new long[]{rec.disk};
                         it.remove();
+                        state.repairs.forget(e.getKey(), rec);
                         counters.objects.decrement();
                         counters.objectBytes.add(-rec.size);
                         counters.diskEvictedObjects.increment();
@@ -209,6 +210,7 @@ final class Eviction {
                             rec.setReplicas(new long[0]); // demoted: its disk replica stays readable
                         } else {
                             it.remove();
+                            state.repairs.forget(e.getKey(), rec);
                             counters.objects.decrement();
                             counters.objectBytes.add(-rec.size);
                         }
@@ -302,7 +304,7 @@ final class Eviction {
             rec.setReplicas(new long[0]);
         } else {
             shard.map.remove(key);
-            state.objects.release(rec, now);
+            state.objects.release(key, rec, now);
         }
         return false;
     }

@@ -13,15 +13,21 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
                            double highWatermark, double evictionRatio, Duration clientTtl,
                            Duration putDiscardTimeout, Duration putReleaseTimeout, Placement placement,
                            int maxKeyBytes, int maxReplicas, int shards, boolean offloadOnEvict,
-                           Duration offloadTimeout, int promoteAfterHits) {
+                           Duration offloadTimeout, int promoteAfterHits, int repairsInFlight, int repairsPerNode) {
 
     /** With the disk tier's defaults: offload on eviction, 30 s offload timeout. */
     public MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl, double highWatermark,
                         double evictionRatio, Duration clientTtl, Duration putDiscardTimeout, Duration putReleaseTimeout,
                         Placement placement, int maxKeyBytes, int maxReplicas, int shards) {
         this(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl, putDiscardTimeout,
-                putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, true, Duration.ofSeconds(30), 0);
+                putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, true, Duration.ofSeconds(30), 0,
+                DEFAULT_REPAIRS_IN_FLIGHT, DEFAULT_REPAIRS_PER_NODE);
     }
+
+    /** Repairs in flight at once over the whole store, and per destination node: a dead node's objects are copied
+     *  back at a bounded rate, so the copies do not crowd out the puts and gets the nodes serve meanwhile. */
+    public static final int DEFAULT_REPAIRS_IN_FLIGHT = 64;
+    public static final int DEFAULT_REPAIRS_PER_NODE = 8;
 
     public MasterConfig {
         if (!(highWatermark > 0 && highWatermark <= 1)) {
@@ -36,6 +42,10 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
         if (promoteAfterHits < 0 || promoteAfterHits > 100) {
             throw new IllegalArgumentException("promoteAfterHits must be in [0, 100]: " + promoteAfterHits);
         }
+        if (repairsInFlight < 0 || repairsPerNode < 0) {
+            throw new IllegalArgumentException("repairsInFlight and repairsPerNode must be >= 0 (0: no repair): "
+                    + repairsInFlight + ", " + repairsPerNode);
+        }
         if (Integer.bitCount(shards) != 1) {
             throw new IllegalArgumentException("shards must be a power of two: " + shards);
         }
@@ -49,33 +59,40 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
     /** Whether eviction from memory offloads to a disk tier (when one is mounted) instead of dropping. */
     public MasterConfig withOffloadOnEvict(boolean on) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, on, offloadTimeout, promoteAfterHits);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, on, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
     }
 
     public MasterConfig withOffloadTimeout(Duration timeout) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, timeout, promoteAfterHits);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, timeout, promoteAfterHits, repairsInFlight, repairsPerNode);
     }
 
     /** Copies an object back into memory after this many reads from disk (0: never). */
     public MasterConfig withPromoteAfterHits(int hits) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
                 putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
-                offloadTimeout, hits);
+                offloadTimeout, hits, repairsInFlight, repairsPerNode);
     }
 
     public MasterConfig withPlacement(Placement p) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
+                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
     }
 
     public MasterConfig withLeaseTtl(Duration ttl) {
         return new MasterConfig(ttl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
     }
 
     public MasterConfig withClientTtl(Duration ttl) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, ttl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+    }
+
+    /** At most {@code inFlight} repairs at once, at most {@code perNode} of them copying to one node (0: no repair). */
+    public MasterConfig withRepairLimits(int inFlight, int perNode) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
+                offloadTimeout, promoteAfterHits, inFlight, perNode);
     }
 }

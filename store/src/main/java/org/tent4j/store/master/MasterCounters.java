@@ -40,13 +40,24 @@ final class MasterCounters {
     final LongAdder diskReads = new LongAdder();
     /** Disk-only objects dropped to keep the disk tier under its watermark. */
     final LongAdder diskEvictedObjects = new LongAdder();
+    /** Repairs handed to a node (a memory range reserved for the new replica). */
+    final LongAdder repairsStarted = new LongAdder();
+    /** Repairs whose node reported the copy done: the object gained the replica. */
+    final LongAdder repairsCompleted = new LongAdder();
+    /** Repairs the node reported failed: the range went back, the object stays a candidate. */
+    final LongAdder repairsFailed = new LongAdder();
+    /** Repairs not reported within the offload timeout: the range is parked, the object stays a candidate. */
+    final LongAdder repairsExpired = new LongAdder();
+    /** Repairs given up because the object changed meanwhile (removed, upserted, its source or target segment gone). */
+    final LongAdder repairsCancelled = new LongAdder();
 
     private LongAdder[] all() {
         return new LongAdder[] {objects, objectBytes, evictedObjects, evictedBytes, evictionRounds, leasesGranted,
                 removalsBlockedByLease, putsTakenOver, putsReclaimed, partialAllocations, allocationFailures,
                 clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
                 offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
-                diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped};
+                diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped, repairsStarted, repairsCompleted,
+                repairsFailed, repairsExpired, repairsCancelled};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

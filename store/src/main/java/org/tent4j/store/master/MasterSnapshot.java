@@ -19,15 +19,17 @@ import org.tent4j.store.Tier;
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
  * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
- * the last index and time, the last reclaim sweep, the offloads in flight, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
+ * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
     /**
      * 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}); 4: a window
-     * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read.
+     * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read; 5: each
+     * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
+     * the repair counters.
      */
-    private static final int VERSION = 4;
+    private static final int VERSION = 5;
 
     private MasterSnapshot() {
     }
@@ -118,8 +120,13 @@ final class MasterSnapshot {
                 out.writeLong(t.size());
                 out.writeLong(t.memoryBytes());
                 out.writeLong(t.deadline());
-                out.writeBoolean(t.promote());
+                out.writeByte(t.kind());
                 out.writeBoolean(e.getValue());
+            }
+            String cursor = s.repairs.cursor();
+            out.writeBoolean(cursor != null);
+            if (cursor != null) {
+                out.writeUTF(cursor);
             }
             s.requestIds.write(out);
             out.flush();
@@ -195,6 +202,7 @@ final class MasterSnapshot {
             s.reservations.restore(null, lastReservation);
             s.clients.restore(null, lastClient);
             int shards = in.readInt();
+            List<String> flagged = new ArrayList<>();
             if (shards != s.objects.shards().length) {
                 throw new IllegalArgumentException("snapshot of a master with " + shards + " shards, this one has "
                         + s.objects.shards().length);
@@ -204,7 +212,12 @@ final class MasterSnapshot {
                 ObjectTable.Shard shard = new ObjectTable.Shard(16, peak);
                 shard = new ObjectTable.Shard(shard.capacity(), peak);
                 for (int n = in.readInt(); n > 0; n--) {
-                    shard.map.put(in.readUTF(), object(in));
+                    String key = in.readUTF();
+                    ObjectRecord rec = object(in);
+                    shard.map.put(key, rec);
+                    if ((rec.flags & ObjectRecord.UNDER_REPLICATED) != 0) {
+                        flagged.add(key);
+                    }
                 }
                 s.objects.restoreShard(i, shard);
             }
@@ -214,9 +227,10 @@ final class MasterSnapshot {
             long lastTask = in.readLong();
             for (int n = in.readInt(); n > 0; n--) {
                 s.offloads.restore(new Offloads.Task(in.readLong(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong(),
-                        in.readLong(), in.readLong(), in.readLong(), in.readBoolean()), in.readBoolean(), lastTask);
+                        in.readLong(), in.readLong(), in.readLong(), kind(in)), in.readBoolean(), lastTask);
             }
             s.offloads.restore(null, false, lastTask);
+            s.repairs.restore(in.readBoolean() ? in.readUTF() : null, flagged);
             s.requestIds.read(in);
             if (in.available() != 0) {
                 throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
@@ -244,6 +258,8 @@ final class MasterSnapshot {
         out.writeLong(r.offloadTask);
         out.writeInt(r.crc);
         out.writeByte(r.hits);
+        out.writeByte(r.asked);
+        out.writeByte(r.pendingAsked);
     }
 
     private static ObjectRecord object(DataInputStream in) throws IOException {
@@ -264,7 +280,17 @@ final class MasterSnapshot {
         r.offloadTask = in.readLong();
         r.crc = in.readInt();
         r.hits = in.readByte();
+        r.asked = in.readByte();
+        r.pendingAsked = in.readByte();
         return r;
+    }
+
+    private static byte kind(DataInputStream in) throws IOException {
+        byte kind = in.readByte();
+        if (kind != Offloads.OFFLOAD && kind != Offloads.PROMOTE && kind != Offloads.REPAIR) {
+            throw new IOException("offload task of kind " + kind);
+        }
+        return kind;
     }
 
     /** An array as its length (-1: null) and values. */

@@ -14,7 +14,8 @@ import org.tent4j.store.master.Command.TickReport;
  * {@code QuorumController} hands records to its control managers): {@link Segments} (segments, allocators,
  * placement), {@link Clients} (clients and their liveness), {@link ObjectTable} (objects, leases, removal),
  * {@link Puts} (put start, end, revoke, take-over), {@link Reservations} (reservations and commits), {@link Eviction}
- * (eviction rounds and parked ranges), and {@link MasterViews} (read-only views for the admin page). Nothing here
+ * (eviction rounds and parked ranges), {@link Offloads} (tasks nodes run: offloads, promotions, repairs),
+ * {@link Repairs} (under-replicated objects), and {@link MasterViews} (read-only views for the admin page). Nothing here
  * reads a clock; {@link #apply} is told the time.
  *
  * <p>One ordering point: every change goes through {@link #apply} (or {@link #replay}), which takes one lock, gives
@@ -57,6 +58,7 @@ public final class MasterState {
     final Reservations reservations;
     final Eviction eviction;
     final Offloads offloads;
+    final Repairs repairs;
     final RequestIds requestIds = new RequestIds();
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
@@ -77,6 +79,7 @@ public final class MasterState {
         this.reservations = new Reservations(this);
         this.eviction = new Eviction(this);
         this.offloads = new Offloads(this);
+        this.repairs = new Repairs(this);
         this.views = new MasterViews(this);
     }
 
@@ -295,6 +298,7 @@ public final class MasterState {
             // a reservation untouched as long as an abandoned put's space is held: its writer is gone
             reservations.releaseAll(client, now - config.putReleaseTimeout().toNanos(), Long.MIN_VALUE);
         }
+        repairs.start(now); // after the expiry above: a dead client's replicas are gone, not copied from
         int reclaimed = 0;
         long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
         if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
@@ -347,8 +351,9 @@ public final class MasterState {
     public record ClientView(String id, int segments, long silentNanos, long reservedBytes) {
     }
 
+    /** {@code askedReplicas}: the memory replicas its put asked for (repair brings it back to that many). */
     public record KeyView(String key, long size, String state, long leaseRemainingNanos, boolean hardPin,
-                          boolean softPin, List<ReplicaLocation> replicas) {
+                          boolean softPin, List<ReplicaLocation> replicas, int askedReplicas) {
     }
 
     public List<SegmentView> segments() {
@@ -387,7 +392,15 @@ public final class MasterState {
                         long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
                         long partialAllocations, long allocationFailures, long clientsExpired, int clients,
                         long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes,
-                        Tiering tiering) {
+                        Tiering tiering, Repair repair) {
+    }
+
+    /**
+     * Replica repair: objects with fewer memory replicas than their put asked (and no disk replica) now, repairs in
+     * flight now, and repairs by outcome since start.
+     */
+    public record Repair(int underReplicated, int inFlight, long started, long completed, long failed, long expired,
+                         long cancelled) {
     }
 
     /** The disk tier: offloads by outcome, disk reads and evictions, and the offloads in flight now. */

@@ -50,7 +50,7 @@ final class MasterViews {
             return new KeyView(key, rec.size, rec.state == ObjectRecord.COMPLETE ? "COMPLETE" : "PROCESSING",
                     Math.max(0, rec.lease - now), (rec.flags & ObjectRecord.HARD_PIN) != 0,
                     (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now,
-                    state.segments.locations(rec));
+                    state.segments.locations(rec), rec.asked);
         }
     }
 
@@ -85,7 +85,11 @@ final class MasterViews {
                 state.clients.count(), c.objectsCommitted.sum(), c.reservationsGranted.sum(), c.reservationsReleased.sum(),
                 reservedBytes(), new MasterState.Tiering(c.offloadsStarted.sum(), c.offloadsCompleted.sum(),
                 c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
-                c.diskReads.sum(), c.diskEvictedObjects.sum(), state.offloads.inFlightCount(), c.promotionsStarted.sum(),
-                c.promotionsCompleted.sum(), c.scrubDropped.sum()));
+                c.diskReads.sum(), c.diskEvictedObjects.sum(),
+                state.offloads.inFlightCount() - state.offloads.repairsInFlight(), c.promotionsStarted.sum(),
+                c.promotionsCompleted.sum(), c.scrubDropped.sum()),
+                new MasterState.Repair(state.repairs.underReplicated(), state.offloads.repairsInFlight(),
+                        c.repairsStarted.sum(), c.repairsCompleted.sum(), c.repairsFailed.sum(), c.repairsExpired.sum(),
+                        c.repairsCancelled.sum()));
     }
 }

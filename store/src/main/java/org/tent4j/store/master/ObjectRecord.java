@@ -15,6 +15,8 @@ final class ObjectRecord {
     static final byte UPSERTING = 4;
     /** An offload of this object failed or expired: the next eviction drops it rather than trying again. */
     static final byte OFFLOAD_FAILED = 8;
+    /** Fewer memory replicas than {@link #asked} and no disk one: its key is among {@link Repairs}' candidates. */
+    static final byte UNDER_REPLICATED = 16;
 
     static final int OFFSET_BITS = 44;
     static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
@@ -46,6 +48,10 @@ final class ObjectRecord {
     byte flags;
     /** Reads of this object from disk since it was last in memory (promotion counts them). */
     byte hits;
+    /** Memory replicas the put asked for ({@link Repairs} brings the object back to it); 0 before the put ends. */
+    byte asked;
+    /** Replicas the upsert in flight asked for. */
+    byte pendingAsked;
 
     static long pack(int segment, long offset) {
         return ((long) segment << OFFSET_BITS) | offset;
@@ -101,6 +107,11 @@ final class ObjectRecord {
         long[] all = java.util.Arrays.copyOf(mem, mem.length + 1);
         all[mem.length] = disk;
         return all;
+    }
+
+    /** How many memory replicas it has. */
+    int replicaCount() {
+        return replica0 == -1 ? 0 : more == null ? 1 : more.length + 1;
     }
 
     boolean inFlight() {

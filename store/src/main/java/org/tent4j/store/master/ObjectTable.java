@@ -157,7 +157,7 @@ final class ObjectTable {
                         + (rec.lease - now) / 1_000_000 + " ms more");
             }
             shard.map.remove(key);
-            release(rec, now);
+            release(key, rec, now);
         }
     }
 
@@ -172,7 +172,7 @@ final class ObjectTable {
                         continue;
                     }
                     it.remove();
-                    release(rec, now);
+                    release(e.getKey(), rec, now);
                     removed++;
                 }
             }
@@ -195,7 +195,7 @@ final class ObjectTable {
                     continue;
                 }
                 shard.map.remove(key);
-                release(rec, now);
+                release(key, rec, now);
                 removed++;
             }
         }
@@ -224,7 +224,8 @@ final class ObjectTable {
     }
 
     /** Frees a removed record's space, or parks it while a lease may still cover it. */
-    void release(ObjectRecord rec, long now) {
+    void release(String key, ObjectRecord rec, long now) {
+        state.repairs.forget(key, rec);
         counters.objects.decrement();
         counters.objectBytes.add(-rec.size);
         state.offloads.cancel(rec);
@@ -309,8 +310,11 @@ final class ObjectTable {
                 }
                 if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                     shard.map.remove(r.key());
+                    state.repairs.forget(r.key(), rec);
                     counters.objects.decrement();
                     counters.objectBytes.add(-rec.size);
+                } else {
+                    state.repairs.mark(r.key(), rec); // memory replicas fewer than asked count again without the disk one
                 }
             }
         }
@@ -324,8 +328,9 @@ final class ObjectTable {
         Segments segments = state.segments;
         for (Shard shard : shards) {
             synchronized (shard) {
-                for (Iterator<ObjectRecord> it = shard.map.values().iterator(); it.hasNext(); ) {
-                    ObjectRecord rec = it.next();
+                for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
+                    Map.Entry<String, ObjectRecord> e = it.next();
+                    ObjectRecord rec = e.getValue();
                     if (!touches(rec, dropped)) {
                         continue;
                     }
@@ -343,11 +348,14 @@ final class ObjectTable {
                     }
                     if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                         it.remove();
+                        state.repairs.forget(e.getKey(), rec);
                         counters.objects.decrement();
                         counters.objectBytes.add(-rec.size);
                         if (rec.pending != null) {
                             segments.free(rec.pending, rec.pendingSize);
                         }
+                    } else {
+                        state.repairs.mark(e.getKey(), rec);
                     }
                 }
             }

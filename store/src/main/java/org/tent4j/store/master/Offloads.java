@@ -21,7 +21,8 @@ import org.tent4j.store.master.Command.OffloadTask;
  * only then the object switches to its disk replica and its memory is freed. A task that fails, expires or whose
  * object changed meanwhile gives its disk range back; one the node may still be writing (expired, cancelled) is parked
  * until the node can no longer write it. Every change here comes from a command and its time, so a replay hands out
- * and completes the same offloads.
+ * and completes the same offloads. {@link Repairs} hands tasks out the same way: a repair copies a live memory replica
+ * (on any node) into a range of the node that takes the task, and its report adds that range as a replica.
  */
 final class Offloads {
     private final MasterState state;
@@ -35,10 +36,25 @@ final class Offloads {
     private long lastTaskId;
     /** Memory bytes of the objects being offloaded: freed when they complete, so eviction counts them as freed. */
     private long memoryBytes;
+    /** Repairs in flight, in all and per client copying (the per-node bound). */
+    private int repairs;
+    private final Map<String, Integer> repairsByClient = new HashMap<>();
 
-    /** With {@code promote}, the source is the object's disk replica and the target a memory range on its node. */
+    static final byte OFFLOAD = 0;
+    /** The source is the object's disk replica and the target a memory range on its node. */
+    static final byte PROMOTE = 1;
+    /** The source is a live memory replica on any node, the target a memory range of the node taking the task. */
+    static final byte REPAIR = 2;
+
     record Task(long id, String key, String client, long source, long target, long size, long memoryBytes, long deadline,
-                boolean promote) {
+                byte kind) {
+        boolean promote() {
+            return kind == PROMOTE;
+        }
+
+        boolean repair() {
+            return kind == REPAIR;
+        }
     }
 
     Offloads(MasterState state) {
@@ -95,7 +111,7 @@ final class Offloads {
             }
             synchronized (this) {
                 rec.offloadTask = add(new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off),
-                        rec.size, memoryFootprint, now + timeoutNanos, false));
+                        rec.size, memoryFootprint, now + timeoutNanos, OFFLOAD));
             }
             counters.offloadsStarted.increment();
             return true;
@@ -116,7 +132,7 @@ final class Offloads {
         }
         synchronized (this) {
             rec.offloadTask = add(new Task(++lastTaskId, key, disk.owner, rec.disk, ObjectRecord.pack(mem.index, off),
-                    rec.size, 0, now + timeoutNanos, true));
+                    rec.size, 0, now + timeoutNanos, PROMOTE));
         }
         counters.promotionsStarted.increment();
         if (state.segments.overHighWatermark()) {
@@ -124,11 +140,43 @@ final class Offloads {
         }
     }
 
+    /**
+     * Starts a repair of {@code rec} (its shard lock held): {@code target} (a range allocated on a memory segment of
+     * {@code client}) is filled from {@code source}, one of its live memory replicas.
+     */
+    void repair(long now, String key, ObjectRecord rec, String client, long source, long target) {
+        synchronized (this) {
+            rec.offloadTask = add(new Task(++lastTaskId, key, client, source, target, rec.size, 0, now + timeoutNanos, REPAIR));
+        }
+        counters.repairsStarted.increment();
+    }
+
+    synchronized int repairsInFlight() {
+        return repairs;
+    }
+
+    synchronized int repairsInFlight(String client) {
+        return repairsByClient.getOrDefault(client, 0);
+    }
+
     private long add(Task t) {
         inFlight.put(t.id, t);
         queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
         memoryBytes += t.memoryBytes;
+        if (t.repair()) {
+            repairs++;
+            repairsByClient.merge(t.client, 1, Integer::sum);
+        }
         return t.id;
+    }
+
+    /** Accounts for {@code t} leaving {@link #inFlight} (this part's lock held). */
+    private void left(Task t) {
+        memoryBytes -= t.memoryBytes;
+        if (t.repair()) {
+            repairs--;
+            repairsByClient.merge(t.client, -1, (a, b) -> a + b == 0 ? null : a + b);
+        }
     }
 
     /** Hands out up to {@code max} of the client's waiting tasks, each with the time left to do it. */
@@ -152,7 +200,7 @@ final class Offloads {
             ReplicaLocation src = location(t.source, t.size, t);
             ReplicaLocation dst = location(t.target, t.size, t);
             if (src != null && dst != null) { // else its segment went: the sweep cancels it
-                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote));
+                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote(), t.repair()));
             }
         }
         return out;
@@ -169,7 +217,7 @@ final class Offloads {
             return new ReplicaLocation(seg.spec.id(), seg.spec.engineSegment(), seg.spec.host(), seg.spec.base() + off, size);
         }
         long crc = -1;
-        if (t.promote) {
+        if (t.promote()) {
             ObjectTable.Shard shard = state.objects.shard(t.key);
             synchronized (shard) {
                 ObjectRecord rec = shard.map.get(t.key);
@@ -190,7 +238,7 @@ final class Offloads {
                     continue; // expired or cancelled before the report, or not this client's: its range is handled
                 }
                 inFlight.remove(t.id);
-                memoryBytes -= t.memoryBytes;
+                left(t);
             }
             MountedSegment target = state.segments.at(ObjectRecord.segment(t.target));
             ObjectTable.Shard shard = state.objects.shard(t.key);
@@ -200,16 +248,20 @@ final class Offloads {
                 if (current) {
                     rec.offloadTask = 0;
                 }
+                if (t.repair()) {
+                    state.repairs.done(now, t, rec, current, r);
+                    continue;
+                }
                 if (!current || !r.ok()) {
                     // the node stopped writing (it reported): the range can go back now
                     target.free(ObjectRecord.offset(t.target), t.size);
-                    if (current && !t.promote) {
+                    if (current && !t.promote()) {
                         rec.flags |= ObjectRecord.OFFLOAD_FAILED;
                         counters.offloadsFailed.increment();
                     }
                     continue;
                 }
-                if (t.promote) {
+                if (t.promote()) {
                     // in memory again beside its disk replica: eviction later only drops the memory copy
                     rec.setReplicas(new long[]{t.target});
                     rec.hits = 0;
@@ -220,6 +272,7 @@ final class Offloads {
                 rec.crc = (int) r.crc32c();
                 long[] memory = rec.replicas();
                 rec.setReplicas(new long[0]);
+                state.repairs.mark(t.key, rec); // its disk replica stands for the memory ones now
                 if (rec.lease > now) {
                     // readers holding a lease may still be copying from memory
                     state.eviction.park(memory, rec.size, rec.lease);
@@ -247,7 +300,7 @@ final class Offloads {
                     break;
                 }
                 it.remove();
-                memoryBytes -= t.memoryBytes;
+                left(t);
                 due.add(t);
             }
         }
@@ -258,10 +311,13 @@ final class Offloads {
                 ObjectRecord rec = shard.map.get(t.key);
                 if (rec != null && rec.offloadTask == t.id) {
                     rec.offloadTask = 0;
-                    if (!t.promote) {
+                    if (t.kind == OFFLOAD) {
                         rec.flags |= ObjectRecord.OFFLOAD_FAILED;
                         counters.offloadsFailed.increment();
                     }
+                }
+                if (t.repair()) {
+                    counters.repairsExpired.increment(); // the object stays a candidate: a later tick tries again
                 }
             }
         }
@@ -285,13 +341,15 @@ final class Offloads {
         synchronized (this) {
             t = inFlight.remove(rec.offloadTask);
             if (t != null) {
-                memoryBytes -= t.memoryBytes;
+                left(t);
             }
         }
         rec.offloadTask = 0;
         if (t != null) {
             state.eviction.park(new long[]{t.target}, t.size, t.deadline + timeoutNanos);
-            if (!t.promote) {
+            if (t.repair()) {
+                counters.repairsCancelled.increment();
+            } else if (!t.promote()) {
                 counters.offloadsCancelled.increment();
             }
         }
@@ -316,6 +374,10 @@ final class Offloads {
         if (t != null) {
             inFlight.put(t.id, t);
             memoryBytes += t.memoryBytes;
+            if (t.repair()) {
+                repairs++;
+                repairsByClient.merge(t.client, 1, Integer::sum);
+            }
             if (waiting) {
                 queued.computeIfAbsent(t.client, c -> new ArrayDeque<>()).add(t);
             }

@@ -144,12 +144,14 @@ final class Puts {
                 rec.state = ObjectRecord.PROCESSING;
                 rec.size = c.size();
                 rec.setReplicas(placed);
+                rec.asked = (byte) c.config().replicas();
                 shard.put(c.key(), rec);
                 counters.objects.increment();
             } else {
                 // upsert of a readable object: readers keep the old version until the new one is complete
                 rec.pending = placed;
                 rec.pendingSize = c.size();
+                rec.pendingAsked = (byte) c.config().replicas();
                 rec.flags |= ObjectRecord.UPSERTING;
             }
             rec.putStart = now;
@@ -232,9 +234,12 @@ final class Puts {
                 counters.objectBytes.add(rec.pendingSize - rec.size);
                 rec.size = rec.pendingSize;
                 rec.setReplicas(rec.pending);
+                rec.asked = rec.pendingAsked;
                 rec.pending = null;
                 rec.flags &= ~ObjectRecord.UPSERTING;
             }
+            // a put placed where it found room: fewer replicas than asked are repaired once room is found
+            state.repairs.mark(c.key(), rec);
             rec.lease = now;
             if (rec.pin > 0) {
                 rec.flags |= ObjectRecord.SOFT_PIN;

@@ -162,6 +162,7 @@ final class Reservations {
             rec.state = ObjectRecord.COMPLETE;
             rec.size = item.size();
             rec.setReplicas(placed);
+            rec.asked = (byte) n; // every replica was written: a commit is never short of what it asked
             rec.putStart = now;
             rec.putId = state.puts.nextPutId();
             rec.owner = client.index;

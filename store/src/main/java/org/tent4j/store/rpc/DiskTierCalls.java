@@ -43,7 +43,7 @@ final class DiskTierCalls {
         for (Command.OffloadTask t : master.takeOffloads(req.getClientId(), req.getMax())) {
             b.addTasks(OffloadTask.newBuilder().setTaskId(t.taskId()).setKey(t.key()).setSize(t.size())
                     .setSource(Wire.replica(t.source())).setTarget(Wire.replica(t.target()))
-                    .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()));
+                    .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()).setRepair(t.repair()));
         }
         return b.build();
     }

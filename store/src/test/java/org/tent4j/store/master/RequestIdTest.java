@@ -120,10 +120,11 @@ class RequestIdTest {
     @Test
     void anOlderSnapshotIsRefusedNamingItsVersion() {
         byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
-        java.nio.ByteBuffer.wrap(snapshot).putInt(4, 3);
+        // 4: the last format without asked replica counts and repair tasks
+        java.nio.ByteBuffer.wrap(snapshot).putInt(4, 4);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-        assertTrue(e.getMessage().contains("master snapshot version 3, this master reads only version 4"), e.getMessage());
+        assertTrue(e.getMessage().contains("master snapshot version 4, this master reads only version 5"), e.getMessage());
     }
 
     /**

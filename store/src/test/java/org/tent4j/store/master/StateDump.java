@@ -9,7 +9,7 @@ import java.util.TreeMap;
 /**
  * Every piece of a {@link MasterState}, written out in a canonical order: two states are the same state when their
  * dumps are equal. Objects (key, size, state, flags, lease, pin, put start, put id, owner, replicas, an upsert's
- * pending replicas, disk replica, CRC and offload), the offloads in flight, every segment's allocator (used bytes and free list), clients (index, last heard, segments,
+ * pending replicas, disk replica, CRC, offload and asked replicas), the offloads and repairs in flight, the repair walk's position, every segment's allocator (used bytes and free list), clients (index, last heard, segments,
  * reservations with their marks), parked ranges, the id counters, the log position and the counters.
  */
 final class StateDump {
@@ -32,7 +32,7 @@ final class StateDump {
                             + " pin " + r.pin + " putStart " + r.putStart + " putId " + r.putId + " owner " + r.owner
                             + " replicas " + Arrays.toString(r.replicas()) + " pending " + Arrays.toString(r.pending)
                             + " pendingSize " + r.pendingSize + " disk " + r.disk + " crc " + r.crc
-                            + " offloadTask " + r.offloadTask + " hits " + r.hits);
+                            + " offloadTask " + r.offloadTask + " hits " + r.hits + " asked " + r.asked + "/" + r.pendingAsked);
                 }
             }
         }
@@ -57,6 +57,8 @@ final class StateDump {
                 .sorted().forEach(out::add);
         s.offloads.snapshot().forEach(e -> out.add("offload " + e.getKey() + " waiting " + e.getValue()));
         out.add("offloadIds " + s.offloads.lastTaskId() + " offloading " + s.offloads.memoryBytesInFlight());
+        out.add("repairs cursor " + s.repairs.cursor() + " under " + s.repairs.underReplicated() + " in flight "
+                + s.offloads.repairsInFlight());
         MasterState.Stats st = s.stats();
         out.add("stats " + st);
         return out;
