@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.Task;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -170,7 +172,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     @Override
     public void taskEnded(Task task, TransferStatus status) {
         launcher.recordTask(task, status);
-        NotificationHook hook = task.hook();
+        Task.EndHook hook = task.hook();
         if (hook != null) {
             hook.taskEnded(status);
         }
@@ -203,7 +205,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     }
 
     /** Sends a notification to every distinct target once every task of one submit has completed. */
-    final class NotificationHook {
+    final class NotificationHook implements Task.EndHook {
         private final String message;
         private final Set<RemoteSegment> targets = new LinkedHashSet<>();
         private final AtomicInteger remaining;
@@ -219,7 +221,8 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
             this.remaining = new AtomicInteger(count);
         }
 
-        void taskEnded(TransferStatus status) {
+        @Override
+        public void taskEnded(TransferStatus status) {
             if (status.state() != TransferState.COMPLETED) {
                 failed = true;
             }

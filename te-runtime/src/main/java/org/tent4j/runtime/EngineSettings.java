@@ -1,5 +1,8 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.PathLimits;
+import org.tent4j.runtime.schedule.PathState;
+
 import java.time.Duration;
 
 import org.tent4j.api.ConfigException;

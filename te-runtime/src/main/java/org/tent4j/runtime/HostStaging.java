@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.Task;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -26,7 +26,7 @@ import org.tent4j.api.TransferRequest;
  * Every field but {@code name} and {@code transports} is optional. A request naming a policy uses that rule whatever it
  * matches. {@code transports} is the ordered list of transports the rule allows; {@code devices} restricts the paths.
  */
-record Policy(String name, MemoryKind localMemory, MemoryKind remoteMemory, Priority priority, long minSize,
+public record Policy(String name, MemoryKind localMemory, MemoryKind remoteMemory, Priority priority, long minSize,
               long maxSize, Boolean sameHost, List<String> transports, Set<String> devices, int[] order) {
     static final String KEY = "policy";
     private static final Set<String> FIELDS = Set.of("name", "segment_type", "local_memory", "remote_memory", "priority",

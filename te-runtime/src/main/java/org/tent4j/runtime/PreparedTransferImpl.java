@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.Task;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;

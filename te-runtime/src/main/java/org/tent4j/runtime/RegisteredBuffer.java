@@ -10,7 +10,7 @@ import org.tent4j.api.RegisteredMemory;
 import org.tent4j.spi.LocalBuffer;
 
 /** One registration: what the application holds ({@link RegisteredMemory}) and what transports see ({@link LocalBuffer}). */
-final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
+public final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     private final int id;
     private final MemorySegment segment;
     private final long address;
@@ -70,7 +70,7 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
      * Marks a slice about to be handed to a transport; false if the buffer is being unregistered (then nothing was
      * pinned). Pin first, then check: unregister retires first, then counts, so one of them sees the other.
      */
-    boolean pin() {
+    public boolean pin() {
         pins.increment();
         if (retired) {
             unpin();
@@ -85,7 +85,7 @@ final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     }
 
     /** A slice on this buffer settled: its transport no longer touches it. */
-    void unpin() {
+    public void unpin() {
         pins.decrement();
         if (retired) {
             synchronized (this) {

@@ -10,6 +10,6 @@ import org.tent4j.spi.SegmentDescriptor;
  * A request that passed validation, with everything selection and slicing need: the local registration holding it,
  * the target segment with the descriptor it was checked against, and the target buffer.
  */
-record ResolvedRequest(TransferRequest request, RegisteredBuffer local, RemoteSegment segment, SegmentDescriptor descriptor,
+public record ResolvedRequest(TransferRequest request, RegisteredBuffer local, RemoteSegment segment, SegmentDescriptor descriptor,
                        BufferDescriptor remote, MemoryKind localKind, MemoryKind remoteKind, boolean sameHost) {
 }

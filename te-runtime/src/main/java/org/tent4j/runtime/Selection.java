@@ -18,7 +18,7 @@ import org.tent4j.api.TransferPlan;
  * @param fallbackFrom the preferred (or hinted) transport passed over, or {@code null}
  * @param fallbackWhy  why it was passed over
  */
-record Selection(Policy policy, TransportSlot transport, List<TransferPlan.Candidate> trace, TransferException rejection,
+public record Selection(Policy policy, TransportSlot transport, List<TransferPlan.Candidate> trace, TransferException rejection,
                  String fallbackFrom, String fallbackWhy) {
     /** The chosen transport, or the rejection thrown. */
     TransportSlot orThrow() {

@@ -1,5 +1,11 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.PathGroup;
+import org.tent4j.runtime.schedule.RuntimeSlice;
+import org.tent4j.runtime.schedule.SlicePool;
+import org.tent4j.runtime.schedule.SliceRouter;
+import org.tent4j.runtime.schedule.Task;
+
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;

@@ -1,5 +1,10 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.PathGroup;
+import org.tent4j.runtime.schedule.SlicePool;
+import org.tent4j.runtime.schedule.SliceRouter;
+import org.tent4j.runtime.schedule.Task;
+
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.file.Path;

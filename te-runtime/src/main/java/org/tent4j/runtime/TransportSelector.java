@@ -28,7 +28,7 @@ import org.tent4j.runtime.metrics.EngineMetrics;
  * {@code submit} cannot disagree. Only {@link #recordFallback} has side effects (a counter and one WARN line per
  * (segment, from, to, reason)), and only submit calls it.
  */
-final class TransportSelector {
+public final class TransportSelector {
     private static final Logger log = LoggerFactory.getLogger(TransportSelector.class);
 
     private final TransportRegistry transports;
@@ -75,7 +75,7 @@ final class TransportSelector {
      * @param traced      whether to record every candidate (explain) or stop at the decision (submit): the decision
      *                    is the same either way, only the record differs
      */
-    Selection select(ResolvedRequest rr, Policy policy, long excluded, long sliceLength, boolean failover, boolean traced) {
+    public Selection select(ResolvedRequest rr, Policy policy, long excluded, long sliceLength, boolean failover, boolean traced) {
         TransferRequest r = rr.request();
         TransportSlot[] slots = transports.slots();
         int[] order = policy == null ? transports.preference() : policy.order();

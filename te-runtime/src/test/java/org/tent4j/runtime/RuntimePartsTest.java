@@ -1,5 +1,14 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.schedule.PathGroup;
+import org.tent4j.runtime.schedule.PathLimits;
+import org.tent4j.runtime.schedule.PathState;
+import org.tent4j.runtime.schedule.RuntimeSlice;
+import org.tent4j.runtime.schedule.SlicePool;
+import org.tent4j.runtime.schedule.SliceRing;
+import org.tent4j.runtime.schedule.SliceRouter;
+import org.tent4j.runtime.schedule.Task;
+
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -30,6 +39,8 @@ class RuntimePartsTest {
             "PathLimits"};
     /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
+    /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
+    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule");
     private static JavaClasses classes;
 
     @BeforeAll
@@ -50,7 +61,7 @@ class RuntimePartsTest {
         return DescribedPredicate.describe(String.join(", ", binaryNames), c -> inRuntimeOrBelow(c) && names.contains(binaryName(c)));
     }
 
-    /** Anything outside the runtime's own package except {@code excluded}, or one of {@code allowed} in it. */
+    /** Anything outside the runtime's own packages ({@link #PARTS}) except {@code excluded}, or one of {@code allowed} in it. */
     private static DescribedPredicate<JavaClass> outsideTheRuntimeOr(Set<String> excluded, String... allowed) {
         DescribedPredicate<JavaClass> inside = exactly(allowed);
         return DescribedPredicate.describe("outside " + RUNTIME + " (but not " + excluded + ") or " + String.join(", ", allowed),
@@ -58,7 +69,7 @@ class RuntimePartsTest {
     }
 
     private static boolean inRuntime(JavaClass c) {
-        return c.getBaseComponentType().getPackageName().equals(RUNTIME);
+        return PARTS.contains(c.getBaseComponentType().getPackageName());
     }
 
     private static boolean inRuntimeOrBelow(JavaClass c) {
@@ -78,7 +89,18 @@ class RuntimePartsTest {
                 .should().dependOnClassesThat(named("TransferEngineImpl"))
                 .because("TransferEngineImpl only wires the parts and delegates to them; a part that calls it back makes"
                         + " the flow circular (ARCHITECTURE.md: no part calls back into the facade)")
-                .check(classes);
+                .allowEmptyShould(false).check(classes);
+    }
+
+    /** The packages, not only the classes named above: a class added to a part is held to its part's rules. */
+    @Test
+    void theSchedulePackageDependsNeitherOnTheLaunchPackageNorOnTheFacade() {
+        noClasses().that().resideInAPackage(RUNTIME + ".schedule..")
+                .should().dependOnClassesThat().resideInAPackage(RUNTIME + ".launch..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("the launcher hands slices to the router; what flows back up goes to Task, which the schedule"
+                        + " package owns (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
     }
 
     @Test

@@ -1,4 +1,7 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
+
+import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.TransportSlot;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -24,7 +27,7 @@ import org.tent4j.spi.Slice;
  * idle slice, never one re-armed for another task; a later one is still detected whenever the slice is idle.
  * Canceling checks the generation, so it never touches a slice recycled meanwhile.
  */
-final class RuntimeSlice implements Slice {
+public final class RuntimeSlice implements Slice {
     private static final Logger log = LoggerFactory.getLogger(RuntimeSlice.class);
     private static final VarHandle STATE;
     private static final long IDLE = 0;
@@ -78,7 +81,7 @@ final class RuntimeSlice implements Slice {
         this.stripe = stripe;
     }
 
-    void init(Task task, Opcode opcode, RegisteredBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
+    public void init(Task task, Opcode opcode, RegisteredBuffer localBuffer, long localOffset, BufferDescriptor remoteBuffer,
               long remoteAddress, long length, long deadlineNanos, int priority) {
         this.task = task;
         this.opcode = opcode;
@@ -103,16 +106,16 @@ final class RuntimeSlice implements Slice {
     }
 
     /** The group that queues, posts and settles it; the router moves it to another when rerouting. */
-    void sendTo(PathGroup g) {
+    public void sendTo(PathGroup g) {
         group = g;
     }
 
     /** Its submitting thread's number, which picks that thread's own path in every group. */
-    void home(int h) {
+    public void home(int h) {
         home = h;
     }
 
-    int home() {
+    public int home() {
         return home;
     }
 

@@ -1,4 +1,9 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
+
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.Selection;
+import org.tent4j.runtime.TransportSelector;
+import org.tent4j.runtime.TransportSlot;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -33,7 +38,7 @@ import org.tent4j.spi.TimeSource;
  * slices still queued in a closed one move to its replacement. Groups report to the router through
  * {@link PathGroup.Router}; they never look up another group themselves.
  */
-final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
+public final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     private static final Logger log = LoggerFactory.getLogger(SliceRouter.class);
     /** How often the sweep runs: revives cooled-down paths, moves queues off dead groups. */
     private static final long SWEEP_MILLIS = 50;
@@ -56,7 +61,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     private final Map<String, long[]> failoverLog = new ConcurrentHashMap<>();
     private volatile ScheduledFuture<?> sweeper;
 
-    SliceRouter(EngineState state, TransportSelector selector, Executor workers, Executor connector, EngineMetrics metrics,
+    public SliceRouter(EngineState state, TransportSelector selector, Executor workers, Executor connector, EngineMetrics metrics,
                 TimeSource clock, PathLimits limits, int maxAttempts, int transports) {
         this.state = state;
         this.selector = selector;
@@ -70,7 +75,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     }
 
     /** The usable group of (segment, transport), started (and connecting) if there is none. */
-    PathGroup groupFor(RemoteSegment seg, TransportSlot slot) {
+    public PathGroup groupFor(RemoteSegment seg, TransportSlot slot) {
         AtomicReferenceArray<PathGroup> row = groups.get(seg);
         if (row == null) {
             row = groups.computeIfAbsent(seg, s -> new AtomicReferenceArray<>(transports));
@@ -103,7 +108,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     }
 
     /** The segment's current group over the transport named {@code transportId}, or {@code null} (tests look at its paths). */
-    PathGroup group(RemoteSegment seg, String transportId) {
+    public PathGroup group(RemoteSegment seg, String transportId) {
         AtomicReferenceArray<PathGroup> row = groups.get(seg);
         for (int i = 0; row != null && i < row.length(); i++) {
             PathGroup g = row.get(i);
@@ -119,7 +124,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
      * paths over {@code slot} that {@code devices} allows (all where it names none of them); before a connection is
      * open, {@code devices} itself, or {@code null} (all).
      */
-    java.util.List<String> pathNames(RemoteSegment seg, TransportSlot slot, java.util.Set<String> devices) {
+    public java.util.List<String> pathNames(RemoteSegment seg, TransportSlot slot, java.util.Set<String> devices) {
         AtomicReferenceArray<PathGroup> row = groups.get(seg);
         PathGroup g = row == null ? null : row.get(slot.index());
         if (g == null || !g.isOpen()) {
@@ -127,7 +132,7 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
         }
         java.util.List<String> all = new java.util.ArrayList<>();
         for (int i = 0; i < g.pathCount(); i++) {
-            all.add(g.path(i).name);
+            all.add(g.path(i).name());
         }
         java.util.List<String> allowed = devices == null ? all : all.stream().filter(devices::contains).toList();
         return allowed.isEmpty() ? all : allowed;
@@ -247,11 +252,11 @@ final class SliceRouter implements PathGroup.Router, SegmentTable.Connections {
     }
 
     /** Runs {@link #sweep} every {@value #SWEEP_MILLIS} ms on {@code timer} until {@link #stopSweeping}. */
-    void startSweeping(ScheduledExecutorService timer) {
+    public void startSweeping(ScheduledExecutorService timer) {
         sweeper = timer.scheduleWithFixedDelay(this::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
     }
 
-    void stopSweeping() {
+    public void stopSweeping() {
         ScheduledFuture<?> f = sweeper;
         if (f != null) {
             f.cancel(false);

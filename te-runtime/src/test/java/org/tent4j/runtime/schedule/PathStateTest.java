@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
 
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;

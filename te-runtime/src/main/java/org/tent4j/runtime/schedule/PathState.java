@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.LongAdder;
  * in flight on it, and its health. A path that fails {@link #PAUSE_AFTER} times in a row is paused with exponential
  * cooldown; it is tried again when the cooldown ends and re-admitted on its first success.
  */
-final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathView {
+public final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathView {
     static final int PAUSE_AFTER = 3;
     private static final double ALPHA = 0.2;
     /** Assumed speed before the first measurement: 1 byte/ns = 1 GB/s. */
@@ -21,20 +21,20 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     /** Slices in flight take the low bits of {@link #inflight}; {@code paths.max_inflight} is at most {@link #MAX_SLICES}. */
     static final int SLICE_BITS = 20;
     private static final long SLICE_MASK = (1L << SLICE_BITS) - 1;
-    static final int MAX_SLICES = (int) SLICE_MASK - 1;
+    public static final int MAX_SLICES = (int) SLICE_MASK - 1;
     /** The bytes above the slice count stay below this: {@code paths.max_inflight_bytes} and a slice are each at most half. */
-    static final long MAX_BYTES = 1L << (63 - SLICE_BITS);
+    public static final long MAX_BYTES = 1L << (63 - SLICE_BITS);
 
-    final int index;
-    final String name;
+    private final int index;
+    private final String name;
     /**
      * Bytes in flight &lt;&lt; {@link #SLICE_BITS} | slices in flight: one word, so posting and settling a slice are one
      * atomic operation each on the one line every submitter and I/O thread of the path writes.
      */
     private final AtomicLong inflight = new AtomicLong();
     /** Bumped per settled slice by many threads, read only when scraped. */
-    final LongAdder completedSlices = new LongAdder();
-    final LongAdder failedSlices = new LongAdder();
+    private final LongAdder completedSlices = new LongAdder();
+    private final LongAdder failedSlices = new LongAdder();
     private final long baseCooldownNanos;
     private final long maxCooldownNanos;
     private double bandwidth = INITIAL_BANDWIDTH;
@@ -71,6 +71,11 @@ final class PathState implements org.tent4j.runtime.metrics.EngineMetrics.PathVi
     @Override
     public boolean paused() {
         return paused;
+    }
+
+    /** Its position in the group (what a slice that avoids a path names). */
+    int index() {
+        return index;
     }
 
     @Override

@@ -1,4 +1,7 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
+
+import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.TransportSlot;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,7 +47,7 @@ import org.tent4j.spi.TimeSource;
  * slice, a failed connect, a closed connection) is not its decision: it hands such slices up to its {@link Router},
  * and a slice tells only its group, never the router.
  */
-final class PathGroup {
+public final class PathGroup {
     private static final Logger log = LoggerFactory.getLogger(PathGroup.class);
     private static final int CONNECTING = 0;
     private static final int OPEN = 1;
@@ -187,23 +190,23 @@ final class PathGroup {
     }
 
     /** Path {@code i} of the connection (tests read its counts). */
-    PathState path(int i) {
+    public PathState path(int i) {
         return paths[i];
     }
 
     /** How many paths the connection has (0 until connected). */
-    int pathCount() {
+    public int pathCount() {
         PathState[] ps = paths;
         return ps == null ? 0 : ps.length;
     }
 
     String describe(int path) {
         PathState[] ps = paths;
-        return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name : path < 0 ? "connect" : "?");
+        return transport.id() + "/" + (ps != null && path >= 0 && path < ps.length ? ps[path].name() : path < 0 ? "connect" : "?");
     }
 
     /** A new slice from its submitter at {@code now} (the engine's clock): posted on this thread when the transport allows it and nothing waits, else queued. */
-    void submit(RuntimeSlice s, long now) {
+    public void submit(RuntimeSlice s, long now) {
         if (directPosts && queued == 0 && state == OPEN) {
             PathState[] ps = paths;
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
@@ -475,17 +478,17 @@ final class PathGroup {
             return -1;
         }
         PathState p = ps[s.home() % ps.length];
-        if (p.index == s.avoidedPath() || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+        if (p.index() == s.avoidedPath() || !p.eligible(now) || (allowed != null && !allowed.contains(p.name()))) {
             return -1;
         }
         long both = p.inflight();
         return PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap
-                ? -1 : p.index;
+                ? -1 : p.index();
     }
 
     private static boolean eligibleBesides(PathState[] ps, int avoid, long now, java.util.Set<String> allowed) {
         for (PathState p : ps) {
-            if (p.index != avoid && p.eligible(now) && (allowed == null || allowed.contains(p.name))) {
+            if (p.index() != avoid && p.eligible(now) && (allowed == null || allowed.contains(p.name()))) {
                 return true;
             }
         }
@@ -495,7 +498,7 @@ final class PathGroup {
     /** Whether a policy's device list names any path of this group (if none, the restriction cannot apply here). */
     private static boolean anyAllowed(PathState[] ps, java.util.Set<String> devices) {
         for (PathState p : ps) {
-            if (devices.contains(p.name)) {
+            if (devices.contains(p.name())) {
                 return true;
             }
         }
@@ -514,7 +517,7 @@ final class PathGroup {
         double backlogBytes = queuedBytes;
         double bandwidth = 0;
         for (PathState p : ps) {
-            if (p.index == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name))) {
+            if (p.index() == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name()))) {
                 continue;
             }
             // one read of each, so the backlog, the room check and the prediction agree
@@ -531,7 +534,7 @@ final class PathGroup {
             double t = (inflight + (double) s.length()) / bw;
             if (t < bestTime) {
                 bestTime = t;
-                best = p.index;
+                best = p.index();
             }
         }
         return best < 0 || bestTime <= bestFullTime || bestTime <= backlogBytes / bandwidth ? best : -1;

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
 
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -17,9 +17,9 @@ import org.tent4j.spi.TimeSource;
  * settles it: a thread that posts and settles inline (shm) touches only its own stripe, and a transport's I/O thread
  * gives back to its submitters' stripes.
  */
-final class SlicePool {
+public final class SlicePool {
     /** Long enough for a transport's callback to return after settling; short enough to keep the ring small. */
-    static final long QUARANTINE_NANOS = 1_000_000;
+    public static final long QUARANTINE_NANOS = 1_000_000;
     /** A power of two; threads created one after another (a bench's, an application's workers) get distinct stripes. */
     static final int STRIPES = 8;
 
@@ -28,7 +28,7 @@ final class SlicePool {
     private final long quarantineNanos;
     private final AtomicLong stale = new AtomicLong();
 
-    SlicePool(int max, TimeSource clock, long quarantineNanos) {
+    public SlicePool(int max, TimeSource clock, long quarantineNanos) {
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new Stripe(max);
         }
@@ -37,7 +37,7 @@ final class SlicePool {
     }
 
     /** A slice for a post at {@code now} (the engine's clock). */
-    RuntimeSlice take(long now) {
+    public RuntimeSlice take(long now) {
         Stripe stripe = stripes[stripeOf(Thread.currentThread())];
         RuntimeSlice s = stripe.take(now - quarantineNanos);
         return s != null ? s : new RuntimeSlice(this, stripe);
@@ -63,7 +63,7 @@ final class SlicePool {
     }
 
     /** Settlements that found their slice not in flight (a transport's bug), since the engine started. */
-    AtomicLong staleSettlements() {
+    public AtomicLong staleSettlements() {
         return stale;
     }
 
@@ -78,7 +78,7 @@ final class SlicePool {
         }
 
         /** The oldest idle slice if it went idle at or before {@code idleBefore}, else {@code null}. */
-        synchronized RuntimeSlice take(long idleBefore) {
+        public synchronized RuntimeSlice take(long idleBefore) {
             if (size > 0 && idleBefore - ring[head].idleSince() >= 0) {
                 RuntimeSlice s = ring[head];
                 ring[head] = null;

@@ -1,4 +1,8 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
+
+import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.ResolvedRequest;
+import org.tent4j.runtime.TransportSlot;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -15,13 +19,18 @@ import org.tent4j.runtime.peers.RemoteSegment;
  * wins the compare-and-set on {@link #terminal}; later slice completions only return their slices to the pool. The
  * end is reported only when no slice of the task is in a transport (see {@link #finish}).
  */
-final class Task {
+public final class Task {
     /** Where a task reports its end: the batch that holds it, or the prepared transfer that reuses it. */
-    interface Owner {
+    public interface Owner {
         void taskEnded(Task task, TransferStatus status);
 
         /** Completes the future of one of its tasks, off the transport's thread, so callbacks cannot stall an I/O loop. */
         void complete(CompletableFuture<TransferStatus> future, TransferStatus status);
+    }
+
+    /** What the owner runs once this task ended (a batch's notification); the task only carries it for the owner. */
+    public interface EndHook {
+        void taskEnded(TransferStatus status);
     }
 
     // Plain fields behind VarHandles rather than Atomic* objects: a task is created per request, and five atomics
@@ -80,7 +89,7 @@ final class Task {
     private volatile TransferStatus reported;
     private volatile CompletableFuture<TransferStatus> future;
     private volatile TransportSlot transport;
-    private BatchImpl.NotificationHook hook;
+    private EndHook hook;
     /** What rerouting a failed slice needs: set once the request passed validation. */
     private ResolvedRequest resolved;
     /** The policy rule that orders this task's transports, or {@code null} for the default order. */
@@ -88,7 +97,7 @@ final class Task {
     /** Transports this task gave up on (bit = transport index). */
     private volatile long excluded;
 
-    Task(Owner owner, int id, Opcode opcode, long length, boolean explicitDeadline, String target,
+    public Task(Owner owner, int id, Opcode opcode, long length, boolean explicitDeadline, String target,
          long submitNanos, boolean pooled) {
         this.owner = owner;
         this.completedStatus = pooled ? TransferStatus.completed(length) : null;
@@ -100,19 +109,19 @@ final class Task {
         this.target = target;
     }
 
-    int id() { return id; }
-    Opcode opcode() { return opcode; }
-    long length() { return length; }
-    long submitNanos() { return submitNanos; }
+    public int id() { return id; }
+    public Opcode opcode() { return opcode; }
+    public long length() { return length; }
+    public long submitNanos() { return submitNanos; }
     /** The request named its own deadline: a TIMEOUT ends it, and is not retried on another path. */
     boolean explicitDeadline() { return explicitDeadline; }
     /** The transport it was last sent over ({@code null} before it passed validation). */
-    TransportSlot transport() { return transport; }
+    public TransportSlot transport() { return transport; }
     ResolvedRequest resolved() { return resolved; }
     Policy policy() { return policy; }
-    BatchImpl.NotificationHook hook() { return hook; }
+    public EndHook hook() { return hook; }
 
-    void hook(BatchImpl.NotificationHook h) {
+    public void hook(EndHook h) {
         hook = h;
     }
 
@@ -120,14 +129,14 @@ final class Task {
      * The request passed validation: resolved as {@code rr}, ordered by {@code policy} (may be {@code null}), carried
      * by {@code transport} (for a staged task, the transport of its chunks).
      */
-    void routed(ResolvedRequest rr, Policy policy, TransportSlot transport) {
+    public void routed(ResolvedRequest rr, Policy policy, TransportSlot transport) {
         this.resolved = rr;
         this.policy = policy;
         this.transport = transport;
     }
 
     /** Whether a prepared transfer may re-arm this task: its use was reported and none of its slices is left anywhere. */
-    boolean quiescent() {
+    public boolean quiescent() {
         return reported != null && liveSlices == 0;
     }
 
@@ -136,7 +145,7 @@ final class Task {
      * else refers to the task until it posts again). The generation goes first: a {@link #finish} of the previous use
      * still canceling its posted slices sees it and leaves the new use's slices alone.
      */
-    void rearm(long post, long now) {
+    public void rearm(long post, long now) {
         this.generation = (int) post;
         this.submitNanos = now;
         this.bytes = 0;
@@ -157,7 +166,7 @@ final class Task {
         EXCLUDED.getAndBitwiseOr(this, 1L << transportIndex);
     }
 
-    void expectSlices(int n) {
+    public void expectSlices(int n) {
         remainingSlices = n;
         liveSlices = n;
     }
@@ -218,7 +227,7 @@ final class Task {
     }
 
     /** Whether the outcome is decided (no more slices should start), though it may not be reported yet. */
-    boolean isTerminal() {
+    public boolean isTerminal() {
         return terminal != null;
     }
 
@@ -242,7 +251,7 @@ final class Task {
         }
     }
 
-    TransferStatus status() {
+    public TransferStatus status() {
         TransferStatus t = reported;
         if (t != null) {
             return t;
@@ -251,7 +260,7 @@ final class Task {
         return b == 0 ? TransferStatus.PENDING : new TransferStatus(TransferState.PENDING, b, null, null);
     }
 
-    void sliceCompleted(long len) {
+    public void sliceCompleted(long len) {
         BYTES.getAndAdd(this, len);
         if ((int) REMAINING_SLICES.getAndAdd(this, -1) == 1) {
             TransferStatus done = completedStatus;
@@ -259,7 +268,7 @@ final class Task {
         }
     }
 
-    void sliceFailed(TransportSlot tr, ErrorCode code, String message) {
+    public void sliceFailed(TransportSlot tr, ErrorCode code, String message) {
         TransferState state = code == ErrorCode.TIMEOUT && explicitDeadline ? TransferState.TIMEOUT
                 : code == ErrorCode.CANCELED ? TransferState.CANCELED : TransferState.FAILED;
         String m = "task " + id + " (" + opcode + " of " + length + " bytes to " + target + " over "
@@ -272,7 +281,7 @@ final class Task {
      * reported (status, future, batch) only once no slice of the task is in a transport any more: a READ slice still
      * streaming in after a sibling failed would otherwise write into memory the application believes is free.
      */
-    boolean finish(TransferStatus status) {
+    public boolean finish(TransferStatus status) {
         int use = generation;
         if (!TERMINAL.compareAndSet(this, (TransferStatus) null, status)) {
             return false;
@@ -297,7 +306,7 @@ final class Task {
         }
     }
 
-    CompletableFuture<TransferStatus> future() {
+    public CompletableFuture<TransferStatus> future() {
         CompletableFuture<TransferStatus> f = future;
         if (f == null) {
             synchronized (this) {

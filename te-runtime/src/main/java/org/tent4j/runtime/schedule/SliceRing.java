@@ -1,7 +1,7 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.schedule;
 
 /** A growable ring of slices (FIFO with push-front for retries). Not thread-safe: its {@link PathGroup} locks it. */
-final class SliceRing {
+public final class SliceRing {
     private RuntimeSlice[] items = new RuntimeSlice[64];
     private int head;
     private int size;
