@@ -27,7 +27,7 @@ import org.tent4j.spi.MemoryAllocator;
  * transport (each says what peers need to reach it, or that it cannot serve it), and republishes the descriptor.
  * Unregistering withdraws it from the transports before its memory may be released.
  */
-final class BufferRegistrar {
+public final class BufferRegistrar {
     private static final Logger log = LoggerFactory.getLogger(BufferRegistrar.class);
 
     private final EngineState state;
@@ -48,7 +48,7 @@ final class BufferRegistrar {
         this.publisher = publisher;
     }
 
-    RegisteredMemory register(MemorySegment memory, Location location, Permission permission, Map<String, String> backing,
+    public RegisteredMemory register(MemorySegment memory, Location location, Permission permission, Map<String, String> backing,
                               Runnable release) {
         state.ensureOpen();
         if (!memory.isNative()) {
@@ -118,7 +118,7 @@ final class BufferRegistrar {
      * guaranteed, the call fails naming what still holds the memory, the memory stays allocated, and calling
      * unregister again retries.
      */
-    void unregister(RegisteredMemory memory) {
+    public void unregister(RegisteredMemory memory) {
         if (!(memory instanceof RegisteredBuffer b) || !(registrations.remove(b) || unreleased.contains(b))) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "memory " + memory + " is not registered with engine '"
                     + state.segmentName() + "'");

@@ -18,14 +18,14 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
  * engine that never touches device memory never probes one) and closed with the engine. One per memory kind: the
  * first available provider, in {@code order()} then id order, wins.
  */
-final class DevicePlatforms implements AutoCloseable {
+public final class DevicePlatforms implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DevicePlatforms.class);
 
     private volatile List<DevicePlatform> opened;
     private boolean closed;
 
     /** The available platforms, opened now if this is the first call. */
-    List<DevicePlatform> get() {
+    public List<DevicePlatform> get() {
         List<DevicePlatform> p = opened;
         if (p == null) {
             synchronized (this) {

@@ -80,7 +80,7 @@ public final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     }
 
     /** Whether unregister has begun: no slice may be posted on it any more. */
-    boolean retired() {
+    public boolean retired() {
         return retired;
     }
 

@@ -14,7 +14,7 @@ import org.tent4j.spi.LocalMemory;
  * The engine's registered buffers, sorted by address so a lookup is a binary search over an immutable array:
  * readers (every request, every peer access) never lock or allocate; writers copy the array.
  */
-final class Registrations implements LocalMemory {
+public final class Registrations implements LocalMemory {
     private volatile RegisteredBuffer[] sorted = new RegisteredBuffer[0];
 
     synchronized void add(RegisteredBuffer b) {
@@ -74,7 +74,7 @@ final class Registrations implements LocalMemory {
     }
 
     /** The registered buffer that starts at or contains {@code address}, ignoring length; for error messages. */
-    LocalBuffer containing(long address) {
+    public LocalBuffer containing(long address) {
         return find(address, 0);
     }
 }

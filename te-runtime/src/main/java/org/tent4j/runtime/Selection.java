@@ -21,7 +21,7 @@ import org.tent4j.api.TransferPlan;
 public record Selection(Policy policy, TransportSlot transport, List<TransferPlan.Candidate> trace, TransferException rejection,
                  String fallbackFrom, String fallbackWhy) {
     /** The chosen transport, or the rejection thrown. */
-    TransportSlot orThrow() {
+    public TransportSlot orThrow() {
         if (transport == null) {
             throw rejection;
         }

@@ -1,5 +1,11 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.launch.AwaitSpin;
+import org.tent4j.runtime.launch.BatchImpl;
+import org.tent4j.runtime.launch.PreparedTransferImpl;
+import org.tent4j.runtime.launch.RequestResolver;
+import org.tent4j.runtime.launch.TaskLauncher;
+
 import org.tent4j.runtime.schedule.PathGroup;
 import org.tent4j.runtime.schedule.SlicePool;
 import org.tent4j.runtime.schedule.SliceRouter;

@@ -47,7 +47,7 @@ public final class TransportSelector {
     }
 
     /** The policy deciding a request's transport order: the one it names, else the first rule that matches, else none. */
-    Policy policyFor(ResolvedRequest rr) {
+    public Policy policyFor(ResolvedRequest rr) {
         TransferRequest r = rr.request();
         if (r.policy() != null) {
             Policy p = policiesByName.get(r.policy());
@@ -163,7 +163,7 @@ public final class TransportSelector {
      * {@code select} decides and says why. Same checks, same answer; it only spares building a {@link Selection} per
      * request on the common path.
      */
-    TransportSlot firstChoice(ResolvedRequest rr, Policy policy) {
+    public TransportSlot firstChoice(ResolvedRequest rr, Policy policy) {
         String hint = rr.request().transport();
         int idx;
         if (hint != null) {
@@ -209,7 +209,7 @@ public final class TransportSelector {
     }
 
     /** Counts a fallback from the preferred transport and logs it once per (segment, from, to, reason). */
-    void recordFallback(ResolvedRequest rr, Selection s) {
+    public void recordFallback(ResolvedRequest rr, Selection s) {
         if (s.fallbackFrom() == null) {
             return;
         }

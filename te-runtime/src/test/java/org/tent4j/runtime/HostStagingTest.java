@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.launch.HostStaging;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;

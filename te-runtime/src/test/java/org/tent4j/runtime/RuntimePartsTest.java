@@ -1,5 +1,10 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.launch.BatchImpl;
+import org.tent4j.runtime.launch.HostStaging;
+import org.tent4j.runtime.launch.PreparedTransferImpl;
+import org.tent4j.runtime.launch.TaskLauncher;
+
 import org.tent4j.runtime.schedule.PathGroup;
 import org.tent4j.runtime.schedule.PathLimits;
 import org.tent4j.runtime.schedule.PathState;
@@ -34,13 +39,13 @@ class RuntimePartsTest {
     private static final String[] FACADE = {"TransferEngineImpl", "DefaultEngineFactory"};
     /** Starting tasks: resolve, select, cut; batches and prepared transfers; staging. */
     private static final String[] LAUNCH = {"TaskLauncher", "BatchImpl", "PreparedTransferImpl", "HostStaging"};
-    /** Where a slice goes once cut: the router, its path groups and their paths, the slices. */
-    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool",
+    /** Where a slice goes once cut: the router, its path groups and their paths, the slices, and the tasks they end. */
+    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool", "Task",
             "PathLimits"};
     /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
-    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule");
+    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch");
     private static JavaClasses classes;
 
     @BeforeAll

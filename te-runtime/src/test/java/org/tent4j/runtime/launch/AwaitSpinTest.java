@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

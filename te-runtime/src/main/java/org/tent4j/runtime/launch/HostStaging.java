@@ -1,4 +1,11 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
+
+import org.tent4j.runtime.BufferRegistrar;
+import org.tent4j.runtime.DevicePlatforms;
+import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.ResolvedRequest;
+import org.tent4j.runtime.Selection;
+import org.tent4j.runtime.TransportSelector;
 
 import org.tent4j.runtime.schedule.Task;
 
@@ -41,9 +48,9 @@ import org.tent4j.spi.platform.DevicePlatform;
  * <p>The staging buffers are allocated by the platform ({@link DevicePlatform#allocateHost}, page-locked) on first use,
  * registered LOCAL_ONLY with every transport, and freed with the engine.
  */
-final class HostStaging {
+public final class HostStaging {
     private static final Logger log = LoggerFactory.getLogger(HostStaging.class);
-    static final long CHUNK = 4L << 20;
+    public static final long CHUNK = 4L << 20;
     static final int DEPTH = 4;
 
     private final BufferRegistrar buffers;

@@ -1,4 +1,15 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
+
+import org.tent4j.runtime.BufferRegistrar;
+import org.tent4j.runtime.DevicePlatforms;
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.Notifications;
+import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.ResolvedRequest;
+import org.tent4j.runtime.Selection;
+import org.tent4j.runtime.TransportSelector;
+import org.tent4j.runtime.TransportSlot;
 
 import org.tent4j.runtime.schedule.PathGroup;
 import org.tent4j.runtime.schedule.RuntimeSlice;
@@ -36,7 +47,7 @@ import org.tent4j.spi.TimeSource;
  * reaches back into the engine's facade. Also what batches need around a task: its creation, metrics when it ends,
  * completing its future off the transport's thread, notifications.
  */
-final class TaskLauncher {
+public final class TaskLauncher {
     private static final Logger log = LoggerFactory.getLogger(TaskLauncher.class);
 
     private final EngineState state;
@@ -60,7 +71,7 @@ final class TaskLauncher {
     /** staging (issue 12): the route through host memory when no transport connects two memory kinds directly. */
     private final HostStaging staging;
 
-    TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, SliceRouter router, SlicePool slicePool,
+    public TaskLauncher(EngineState state, RequestResolver resolver, TransportSelector selector, SliceRouter router, SlicePool slicePool,
                  Notifications notifications, EngineMetrics metrics, Executor workers, TimeSource clock, long sliceSize,
                  long transferTimeoutNanos, AwaitSpin awaitSpin, BufferRegistrar buffers, DevicePlatforms platforms) {
         this.state = state;
@@ -97,7 +108,7 @@ final class TaskLauncher {
     }
 
     /** Resolves and selects exactly as {@link #start} does, and reports the decision. */
-    TransferPlan explain(TransferRequest r) {
+    public TransferPlan explain(TransferRequest r) {
         ResolvedRequest rr;
         Selection sel;
         try {
@@ -129,7 +140,7 @@ final class TaskLauncher {
     }
 
     /** One request in a batch of its own: the engine's {@code submit}, and how host staging carries each chunk. */
-    CompletableFuture<TransferStatus> submit(TransferRequest r) {
+    public CompletableFuture<TransferStatus> submit(TransferRequest r) {
         BatchImpl b = new BatchImpl(this, 1);
         b.submit(List.of(r));
         return b.completion(0);

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
 
 import org.tent4j.spi.TimeSource;
 
@@ -10,7 +10,7 @@ import org.tent4j.spi.TimeSource;
  * (a thread waiting for large or many requests), the thread stops spinning and tries once more every {@link #PROBE_EVERY}
  * waits; a spin that sees the end makes it spin again.
  */
-final class AwaitSpin {
+public final class AwaitSpin {
     static final int MISSES = 4;
     static final int PROBE_EVERY = 64;
 
@@ -22,7 +22,7 @@ final class AwaitSpin {
      * @param clock real time in an engine ({@link TimeSource#SYSTEM}, not the engine's injectable clock: the budget
      *              bounds CPU spent, and a clock that stands still would make a spin endless)
      */
-    AwaitSpin(long budgetNanos, TimeSource clock) {
+    public AwaitSpin(long budgetNanos, TimeSource clock) {
         this.budgetNanos = budgetNanos;
         this.clock = clock;
     }

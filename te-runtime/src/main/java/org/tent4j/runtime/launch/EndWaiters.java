@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -8,7 +8,7 @@ import java.util.concurrent.TimeUnit;
  * {@code notifyAll} while nobody waits. Shared by {@link BatchImpl} and {@link PreparedTransferImpl}, which wait on
  * themselves.
  */
-abstract class EndWaiters {
+public abstract class EndWaiters {
     /** Threads in {@link #awaitEnd}; guarded by this. */
     private int waiters;
 

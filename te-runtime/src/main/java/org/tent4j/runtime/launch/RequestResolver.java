@@ -1,4 +1,9 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
+
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.Registrations;
+import org.tent4j.runtime.ResolvedRequest;
 
 import java.lang.foreign.MemorySegment;
 
@@ -16,13 +21,13 @@ import org.tent4j.spi.SegmentDescriptor;
  * target segment open (and not gone), target range inside one published buffer (the cached descriptor is refetched
  * once on a miss), the buffer's permission allows the opcode. Any failure throws naming what was wrong.
  */
-final class RequestResolver {
+public final class RequestResolver {
     private final EngineState state;
     private final Registrations registrations;
     private final SegmentTable segments;
     private final String machineId;
 
-    RequestResolver(EngineState state, Registrations registrations, SegmentTable segments, String machineId) {
+    public RequestResolver(EngineState state, Registrations registrations, SegmentTable segments, String machineId) {
         this.state = state;
         this.registrations = registrations;
         this.segments = segments;

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
 
 import org.tent4j.runtime.schedule.Task;
 
@@ -19,7 +19,7 @@ import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
-final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
+public final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     /** What closing the batch makes of its unfinished tasks; one object, as most are finished already (it was one per task). */
     private static final TransferStatus CLOSED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED, "batch closed");
     private final TaskLauncher launcher;
@@ -29,7 +29,7 @@ final class BatchImpl extends EndWaiters implements Batch, Task.Owner {
     private CompletableFuture<TransferStatus> completion;
     private volatile boolean closed;
 
-    BatchImpl(TaskLauncher launcher, int capacity) {
+    public BatchImpl(TaskLauncher launcher, int capacity) {
         this.launcher = launcher;
         this.tasks = new Task[capacity];
     }

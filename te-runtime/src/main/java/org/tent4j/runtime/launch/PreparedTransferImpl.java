@@ -1,4 +1,6 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.launch;
+
+import org.tent4j.runtime.EngineState;
 
 import org.tent4j.runtime.schedule.Task;
 
@@ -25,7 +27,7 @@ import org.tent4j.api.TransferStatus;
  * slices still waited) that request gets a fresh task and the old one is dropped, still terminal, so a slice left over
  * can only fail its compare-and-set there. The post number is each task's generation.
  */
-final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer, Task.Owner {
+public final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer, Task.Owner {
     private static final VarHandle OPEN;
     private static final VarHandle IN_FLIGHT;
     private static final TransferStatus CANCELED = new TransferStatus(TransferState.CANCELED, 0, ErrorCode.CANCELED,
@@ -54,7 +56,7 @@ final class PreparedTransferImpl extends EndWaiters implements PreparedTransfer,
     private volatile boolean inFlight;
     private volatile boolean closed;
 
-    PreparedTransferImpl(TaskLauncher launcher, EngineState engine, List<TransferRequest> requests) {
+    public PreparedTransferImpl(TaskLauncher launcher, EngineState engine, List<TransferRequest> requests) {
         if (requests.isEmpty()) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "prepare needs at least one request");
         }
