@@ -62,7 +62,7 @@ public final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
         withdrawnMask |= 1L << transportIndex;
     }
 
-    boolean registeredWith(int transportIndex) {
+    public boolean registeredWith(int transportIndex) {
         return (transportMask & (1L << transportIndex)) != 0;
     }
 

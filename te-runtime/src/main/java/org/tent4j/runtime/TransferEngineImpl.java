@@ -1,5 +1,8 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.TransportSelector;
+
 import org.tent4j.runtime.launch.AwaitSpin;
 import org.tent4j.runtime.launch.BatchImpl;
 import org.tent4j.runtime.launch.PreparedTransferImpl;

@@ -33,7 +33,7 @@ import org.tent4j.spi.TransportProvider;
  * without probing; only the enabled ones are probed ({@code availability}) and only the available ones are asked
  * for capabilities, whose rank breaks ties of order. A slot's index is its bit in buffer masks.
  */
-final class TransportRegistry implements AutoCloseable {
+public final class TransportRegistry implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TransportRegistry.class);
 
     private final List<TransportProvider> providers;
@@ -173,7 +173,7 @@ final class TransportRegistry implements AutoCloseable {
         return providers;
     }
 
-    TransportSlot[] slots() {
+    public TransportSlot[] slots() {
         return slots;
     }
 
@@ -186,7 +186,7 @@ final class TransportRegistry implements AutoCloseable {
     }
 
     /** Ids of the running transports, in slot order (published in every descriptor). */
-    List<String> ids() {
+    public List<String> ids() {
         return ids;
     }
 
@@ -210,12 +210,12 @@ final class TransportRegistry implements AutoCloseable {
     }
 
     /** Slot indexes in the default order: {@code transports.preference}, then the rest in slot order. */
-    int[] preference() {
+    public int[] preference() {
         return preference;
     }
 
     /** Whether {@code transports.preference} names any transport (then falling back from its head is a fallback). */
-    boolean explicitPreference() {
+    public boolean explicitPreference() {
         return explicitPreference;
     }
 
@@ -248,7 +248,7 @@ final class TransportRegistry implements AutoCloseable {
         return Optional.empty();
     }
 
-    int indexOf(String transportId) {
+    public int indexOf(String transportId) {
         for (TransportSlot s : slots) {
             if (s.id().equals(transportId)) {
                 return s.index();

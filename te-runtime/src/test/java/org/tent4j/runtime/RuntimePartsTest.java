@@ -1,18 +1,7 @@
 package org.tent4j.runtime;
 
-import org.tent4j.runtime.launch.BatchImpl;
-import org.tent4j.runtime.launch.HostStaging;
-import org.tent4j.runtime.launch.PreparedTransferImpl;
-import org.tent4j.runtime.launch.TaskLauncher;
 
-import org.tent4j.runtime.schedule.PathGroup;
-import org.tent4j.runtime.schedule.PathLimits;
-import org.tent4j.runtime.schedule.PathState;
-import org.tent4j.runtime.schedule.RuntimeSlice;
-import org.tent4j.runtime.schedule.SlicePool;
-import org.tent4j.runtime.schedule.SliceRing;
-import org.tent4j.runtime.schedule.SliceRouter;
-import org.tent4j.runtime.schedule.Task;
+
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
@@ -45,7 +34,8 @@ class RuntimePartsTest {
     /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
-    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch");
+    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch",
+            RUNTIME + ".select");
     private static JavaClasses classes;
 
     @BeforeAll
@@ -105,6 +95,16 @@ class RuntimePartsTest {
                 .orShould().dependOnClassesThat(named(FACADE))
                 .because("the launcher hands slices to the router; what flows back up goes to Task, which the schedule"
                         + " package owns (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void selectionDependsOnNoPartThatActsOnIt() {
+        noClasses().that().resideInAPackage(RUNTIME + ".select..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".schedule..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("a Selection is decided from the resolved request, the policy and the transports alone; the"
+                        + " launcher acts on it, and the router asks again on failover (ARCHITECTURE.md, data flow)")
                 .allowEmptyShould(false).check(classes);
     }
 

@@ -3,7 +3,7 @@ package org.tent4j.runtime.launch;
 import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.RegisteredBuffer;
 import org.tent4j.runtime.Registrations;
-import org.tent4j.runtime.ResolvedRequest;
+import org.tent4j.runtime.select.ResolvedRequest;
 
 import java.lang.foreign.MemorySegment;
 

@@ -4,11 +4,11 @@ import org.tent4j.runtime.BufferRegistrar;
 import org.tent4j.runtime.DevicePlatforms;
 import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.Notifications;
-import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.RegisteredBuffer;
-import org.tent4j.runtime.ResolvedRequest;
-import org.tent4j.runtime.Selection;
-import org.tent4j.runtime.TransportSelector;
+import org.tent4j.runtime.select.ResolvedRequest;
+import org.tent4j.runtime.select.Selection;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.runtime.TransportSlot;
 
 import org.tent4j.runtime.schedule.PathGroup;

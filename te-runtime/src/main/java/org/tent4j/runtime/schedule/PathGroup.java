@@ -1,6 +1,6 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.Policy;
+import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.TransportSlot;
 
 import java.util.List;

@@ -1,8 +1,8 @@
 package org.tent4j.runtime.schedule;
 
 import org.tent4j.runtime.EngineState;
-import org.tent4j.runtime.Selection;
-import org.tent4j.runtime.TransportSelector;
+import org.tent4j.runtime.select.Selection;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.runtime.TransportSlot;
 
 import java.util.Map;

@@ -1,7 +1,7 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.Policy;
-import org.tent4j.runtime.ResolvedRequest;
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.ResolvedRequest;
 import org.tent4j.runtime.TransportSlot;
 
 import java.lang.invoke.MethodHandles;

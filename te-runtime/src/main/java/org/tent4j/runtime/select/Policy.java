@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.select;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -28,7 +28,7 @@ import org.tent4j.api.TransferRequest;
  */
 public record Policy(String name, MemoryKind localMemory, MemoryKind remoteMemory, Priority priority, long minSize,
               long maxSize, Boolean sameHost, List<String> transports, Set<String> devices, int[] order) {
-    static final String KEY = "policy";
+    public static final String KEY = "policy";
     private static final Set<String> FIELDS = Set.of("name", "segment_type", "local_memory", "remote_memory", "priority",
             "min_size", "max_size", "same_host", "transports", "devices");
 
@@ -42,7 +42,7 @@ public record Policy(String name, MemoryKind localMemory, MemoryKind remoteMemor
      * @param known   every transport id on the class path (a rule may name one this engine does not run)
      * @param indexOf index of a running transport, or -1
      */
-    static List<Policy> parse(String json, Set<String> known, ToIntFunction<String> indexOf) {
+    public static List<Policy> parse(String json, Set<String> known, ToIntFunction<String> indexOf) {
         if (json == null || json.isBlank()) {
             return List.of();
         }

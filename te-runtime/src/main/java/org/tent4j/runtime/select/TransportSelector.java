@@ -1,4 +1,7 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.select;
+
+import org.tent4j.runtime.TransportRegistry;
+import org.tent4j.runtime.TransportSlot;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -38,7 +41,7 @@ public final class TransportSelector {
     private final EngineMetrics metrics;
     private final Set<String> warnedFallbacks = ConcurrentHashMap.newKeySet();
 
-    TransportSelector(TransportRegistry transports, List<Policy> policies, boolean fallback, EngineMetrics metrics) {
+    public TransportSelector(TransportRegistry transports, List<Policy> policies, boolean fallback, EngineMetrics metrics) {
         this.transports = transports;
         this.policies = policies;
         this.policiesByName = Policy.byName(policies);

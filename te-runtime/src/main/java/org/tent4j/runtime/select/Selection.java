@@ -1,4 +1,6 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.select;
+
+import org.tent4j.runtime.TransportSlot;
 
 import java.util.List;
 
