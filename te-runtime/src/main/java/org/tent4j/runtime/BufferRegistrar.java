@@ -1,5 +1,8 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

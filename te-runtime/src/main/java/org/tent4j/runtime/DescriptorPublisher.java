@@ -1,5 +1,8 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

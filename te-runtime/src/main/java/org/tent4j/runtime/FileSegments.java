@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.plugins.TransportSlot;
+
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.channels.FileChannel;

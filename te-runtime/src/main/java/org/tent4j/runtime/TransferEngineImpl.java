@@ -1,5 +1,9 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.plugins.DevicePlatforms;
+import org.tent4j.runtime.plugins.PluginLoader;
+import org.tent4j.runtime.plugins.TransportRegistry;
+
 import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.select.TransportSelector;
 

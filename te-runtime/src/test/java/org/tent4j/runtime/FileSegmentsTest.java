@@ -1,5 +1,7 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.plugins.TransportSlot;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

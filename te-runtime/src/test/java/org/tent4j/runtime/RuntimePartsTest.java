@@ -3,6 +3,7 @@ package org.tent4j.runtime;
 
 
 
+
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -35,7 +36,7 @@ class RuntimePartsTest {
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
     private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch",
-            RUNTIME + ".select");
+            RUNTIME + ".select", RUNTIME + ".plugins");
     private static JavaClasses classes;
 
     @BeforeAll

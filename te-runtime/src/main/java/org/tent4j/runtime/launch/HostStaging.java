@@ -1,7 +1,7 @@
 package org.tent4j.runtime.launch;
 
 import org.tent4j.runtime.BufferRegistrar;
-import org.tent4j.runtime.DevicePlatforms;
+import org.tent4j.runtime.plugins.DevicePlatforms;
 import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.select.ResolvedRequest;
 import org.tent4j.runtime.select.Selection;

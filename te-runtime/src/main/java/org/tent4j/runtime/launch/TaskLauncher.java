@@ -1,7 +1,7 @@
 package org.tent4j.runtime.launch;
 
 import org.tent4j.runtime.BufferRegistrar;
-import org.tent4j.runtime.DevicePlatforms;
+import org.tent4j.runtime.plugins.DevicePlatforms;
 import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.Notifications;
 import org.tent4j.runtime.select.Policy;
@@ -9,7 +9,7 @@ import org.tent4j.runtime.RegisteredBuffer;
 import org.tent4j.runtime.select.ResolvedRequest;
 import org.tent4j.runtime.select.Selection;
 import org.tent4j.runtime.select.TransportSelector;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import org.tent4j.runtime.schedule.PathGroup;
 import org.tent4j.runtime.schedule.RuntimeSlice;

@@ -1,7 +1,7 @@
 package org.tent4j.runtime.schedule;
 
 import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;

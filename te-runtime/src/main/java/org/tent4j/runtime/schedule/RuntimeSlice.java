@@ -1,7 +1,7 @@
 package org.tent4j.runtime.schedule;
 
 import org.tent4j.runtime.RegisteredBuffer;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

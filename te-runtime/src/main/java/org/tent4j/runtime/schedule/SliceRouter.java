@@ -3,7 +3,7 @@ package org.tent4j.runtime.schedule;
 import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.select.Selection;
 import org.tent4j.runtime.select.TransportSelector;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

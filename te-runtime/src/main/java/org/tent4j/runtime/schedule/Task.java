@@ -2,7 +2,7 @@ package org.tent4j.runtime.schedule;
 
 import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.select.ResolvedRequest;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

@@ -1,6 +1,6 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.util.List;
 

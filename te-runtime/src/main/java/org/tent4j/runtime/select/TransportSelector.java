@@ -1,7 +1,7 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.TransportRegistry;
-import org.tent4j.runtime.TransportSlot;
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.util.ArrayList;
 import java.util.List;

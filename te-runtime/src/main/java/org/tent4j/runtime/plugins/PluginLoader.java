@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.plugins;
 
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -22,20 +22,20 @@ import org.tent4j.spi.platform.DevicePlatformProvider;
  * them by its order; the one place that logs what was loaded, what was skipped and why. Whether an admitted provider
  * can run here (its availability) is the caller's to ask, later and only if needed: probing loads native libraries.
  */
-final class PluginLoader {
+public final class PluginLoader {
     private static final Logger log = LoggerFactory.getLogger(PluginLoader.class);
 
     /** How the loader reads one SPI's providers. */
-    record Spi<P>(Class<P> type, String name, int runtimeVersion, ToIntFunction<P> version, ToIntFunction<P> order,
+    public record Spi<P>(Class<P> type, String name, int runtimeVersion, ToIntFunction<P> version, ToIntFunction<P> order,
                   Function<P, String> id) {
     }
 
-    static final Spi<TransportProvider> TRANSPORTS = new Spi<>(TransportProvider.class, "transport",
+    public static final Spi<TransportProvider> TRANSPORTS = new Spi<>(TransportProvider.class, "transport",
             TransportProvider.SPI_VERSION, TransportProvider::spiVersion, TransportProvider::order, TransportProvider::id);
-    static final Spi<DevicePlatformProvider> DEVICE_PLATFORMS = new Spi<>(DevicePlatformProvider.class, "device platform",
+    public static final Spi<DevicePlatformProvider> DEVICE_PLATFORMS = new Spi<>(DevicePlatformProvider.class, "device platform",
             DevicePlatformProvider.SPI_VERSION, DevicePlatformProvider::spiVersion, DevicePlatformProvider::order,
             DevicePlatformProvider::id);
-    static final Spi<MetadataStoreProvider> METADATA_STORES = new Spi<>(MetadataStoreProvider.class, "metadata store",
+    public static final Spi<MetadataStoreProvider> METADATA_STORES = new Spi<>(MetadataStoreProvider.class, "metadata store",
             MetadataStoreProvider.SPI_VERSION, MetadataStoreProvider::spiVersion, MetadataStoreProvider::order,
             p -> String.join(",", p.schemes()));
 
@@ -43,7 +43,7 @@ final class PluginLoader {
     }
 
     /** The admitted providers on the class path, in order. */
-    static <P> List<P> load(Spi<P> spi) {
+    public static <P> List<P> load(Spi<P> spi) {
         List<P> found = new ArrayList<>();
         Iterator<P> it = ServiceLoader.load(spi.type()).iterator();
         // a provider whose class or constructor fails makes one step throw; ServiceLoader goes on with the next one
@@ -62,7 +62,7 @@ final class PluginLoader {
     }
 
     /** The providers of {@code found} that the version rule admits, in order. */
-    static <P> List<P> admit(Spi<P> spi, List<? extends P> found) {
+    public static <P> List<P> admit(Spi<P> spi, List<? extends P> found) {
         List<P> admitted = new ArrayList<>();
         for (P p : found) {
             Optional<String> refusal = PluginAdmission.refusal(spi.name(), spi.version().applyAsInt(p), spi.runtimeVersion());

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.plugins;
 
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -47,12 +47,12 @@ public final class TransportRegistry implements AutoCloseable {
     private final boolean explicitPreference;
 
     /** The compatible providers on the class path, in {@code order()} then id order. */
-    static List<TransportProvider> discover() {
+    public static List<TransportProvider> discover() {
         return PluginLoader.load(PluginLoader.TRANSPORTS);
     }
 
     /** The option prefixes of every provider, for config validation. */
-    static Map<String, List<OptionSpec>> options(List<TransportProvider> providers) {
+    public static Map<String, List<OptionSpec>> options(List<TransportProvider> providers) {
         Map<String, List<OptionSpec>> out = new LinkedHashMap<>();
         for (TransportProvider p : providers) {
             out.put("transports." + p.id() + ".", p.options());
@@ -65,7 +65,7 @@ public final class TransportRegistry implements AutoCloseable {
      *
      * @param contexts the context a transport is created with, given its options and id
      */
-    TransportRegistry(List<TransportProvider> providers, ResolvedConfig config,
+    public TransportRegistry(List<TransportProvider> providers, ResolvedConfig config,
                       BiFunction<String, OptionValues, TransportContext> contexts) {
         this.providers = providers;
         OptionValues core = config.core();
@@ -158,7 +158,7 @@ public final class TransportRegistry implements AutoCloseable {
         }
     }
 
-    static Set<String> parseList(String s) {
+    public static Set<String> parseList(String s) {
         Set<String> out = new LinkedHashSet<>();
         for (String p : s.split(",")) {
             if (!p.isBlank()) {
@@ -177,11 +177,11 @@ public final class TransportRegistry implements AutoCloseable {
         return slots;
     }
 
-    TransportSlot slot(int index) {
+    public TransportSlot slot(int index) {
         return slots[index];
     }
 
-    int size() {
+    public int size() {
         return slots.length;
     }
 
@@ -191,7 +191,7 @@ public final class TransportRegistry implements AutoCloseable {
     }
 
     /** Every provider: whether it can run here and whether this engine runs it. Probes the disabled ones once. */
-    List<TransportInfo> infos() {
+    public List<TransportInfo> infos() {
         List<TransportInfo> i = infos;
         if (i == null) {
             synchronized (this) {
@@ -224,7 +224,7 @@ public final class TransportRegistry implements AutoCloseable {
      * ({@link Transport#resolveSegment}); the first that answers wins, and a transport's refusal (a name of its own
      * whose metadata is wrong) is thrown once no transport answered.
      */
-    Optional<SegmentDescriptor> resolveSegment(String segmentName) {
+    public Optional<SegmentDescriptor> resolveSegment(String segmentName) {
         TransferException refused = null;
         for (int i : preference) {
             TransportSlot s = slots[i];
@@ -263,7 +263,7 @@ public final class TransportRegistry implements AutoCloseable {
     }
 
     /** Closes every transport; returns the slots (bit = index) that failed to, whose memory may still be touched. */
-    long closeAll() {
+    public long closeAll() {
         long failed = 0;
         for (TransportSlot s : slots) {
             try {

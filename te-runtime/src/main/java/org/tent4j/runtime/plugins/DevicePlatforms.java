@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.plugins;
 
 import java.util.ArrayList;
 import java.util.LinkedHashSet;

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.plugins;
 
 import org.tent4j.spi.Transport;
 import org.tent4j.spi.TransportCapabilities;
