@@ -1,5 +1,10 @@
 package org.tent4j.runtime;
 
+import org.tent4j.runtime.memory.BufferRegistrar;
+import org.tent4j.runtime.memory.DescriptorPublisher;
+import org.tent4j.runtime.memory.FileSegments;
+import org.tent4j.runtime.memory.Registrations;
+
 import org.tent4j.runtime.plugins.DevicePlatforms;
 import org.tent4j.runtime.plugins.PluginLoader;
 import org.tent4j.runtime.plugins.TransportRegistry;

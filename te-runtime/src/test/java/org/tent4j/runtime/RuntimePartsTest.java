@@ -4,6 +4,7 @@ package org.tent4j.runtime;
 
 
 
+
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -36,7 +37,7 @@ class RuntimePartsTest {
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
     private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch",
-            RUNTIME + ".select", RUNTIME + ".plugins");
+            RUNTIME + ".select", RUNTIME + ".plugins", RUNTIME + ".memory");
     private static JavaClasses classes;
 
     @BeforeAll
@@ -106,6 +107,27 @@ class RuntimePartsTest {
                 .orShould().dependOnClassesThat(named(FACADE))
                 .because("a Selection is decided from the resolved request, the policy and the transports alone; the"
                         + " launcher acts on it, and the router asks again on failover (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void registrationsKnowNothingOfRequests() {
+        noClasses().that().resideInAPackage(RUNTIME + ".memory..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".select..",
+                        RUNTIME + ".schedule..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("what is registered and published is decided when the application registers it; requests only"
+                        + " read it (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void pluginLoadingKnowsNoOtherPart() {
+        noClasses().that().resideInAPackage(RUNTIME + ".plugins..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".select..",
+                        RUNTIME + ".schedule..", RUNTIME + ".memory..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("plugins are loaded before any other part exists, and every part reads the loaded transports")
                 .allowEmptyShould(false).check(classes);
     }
 

@@ -1,6 +1,6 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.BufferRegistrar;
+import org.tent4j.runtime.memory.BufferRegistrar;
 import org.tent4j.runtime.plugins.DevicePlatforms;
 import org.tent4j.runtime.select.Policy;
 import org.tent4j.runtime.select.ResolvedRequest;

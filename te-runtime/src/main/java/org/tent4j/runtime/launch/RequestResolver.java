@@ -1,8 +1,8 @@
 package org.tent4j.runtime.launch;
 
 import org.tent4j.runtime.EngineState;
-import org.tent4j.runtime.RegisteredBuffer;
-import org.tent4j.runtime.Registrations;
+import org.tent4j.runtime.memory.RegisteredBuffer;
+import org.tent4j.runtime.memory.Registrations;
 import org.tent4j.runtime.select.ResolvedRequest;
 
 import java.lang.foreign.MemorySegment;

@@ -1,11 +1,11 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.BufferRegistrar;
+import org.tent4j.runtime.memory.BufferRegistrar;
 import org.tent4j.runtime.plugins.DevicePlatforms;
 import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.Notifications;
 import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.memory.RegisteredBuffer;
 import org.tent4j.runtime.select.ResolvedRequest;
 import org.tent4j.runtime.select.Selection;
 import org.tent4j.runtime.select.TransportSelector;

@@ -1,6 +1,6 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.memory.RegisteredBuffer;
 import org.tent4j.runtime.plugins.TransportSlot;
 
 import java.lang.invoke.MethodHandles;

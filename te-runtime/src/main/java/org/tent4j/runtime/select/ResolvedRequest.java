@@ -1,6 +1,6 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.RegisteredBuffer;
+import org.tent4j.runtime.memory.RegisteredBuffer;
 
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferRequest;

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -20,9 +20,9 @@ public final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
     private final Map<String, String> backing;
     private final Runnable release;
     /** Bit i set: transport with index i registered this buffer. Written once before the buffer is published. */
-    long transportMask;
+    private long transportMask;
     /** What each transport published for this buffer, by transport id. */
-    Map<String, Map<String, String>> transportAttributes = Map.of();
+    private Map<String, Map<String, String>> transportAttributes = Map.of();
     /**
      * Slices of this engine's tasks posted on this buffer and not yet settled: a transport may be touching it. An
      * adder, since every submitting and completing thread updates it and only unregister reads it.
@@ -60,6 +60,20 @@ public final class RegisteredBuffer implements RegisteredMemory, LocalBuffer {
 
     synchronized void markWithdrawn(int transportIndex) {
         withdrawnMask |= 1L << transportIndex;
+    }
+
+    /** Records which transports registered this buffer and what they published; called once, before it is published. */
+    void registered(long mask, Map<String, Map<String, String>> attributes) {
+        this.transportMask = mask;
+        this.transportAttributes = attributes;
+    }
+
+    long transportMask() {
+        return transportMask;
+    }
+
+    Map<String, Map<String, String>> transportAttributes() {
+        return transportAttributes;
     }
 
     public boolean registeredWith(int transportIndex) {

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import org.tent4j.runtime.plugins.TransportSlot;
 
@@ -35,7 +35,7 @@ import org.tent4j.spi.BufferDescriptor;
  * <p>Files are kept out of {@code Registrations} (the transports' {@code LocalMemory}): a transport that moves memory
  * checks peer accesses there and so never mistakes a file's range for memory it could touch.
  */
-final class FileSegments {
+public final class FileSegments {
     private static final Logger log = LoggerFactory.getLogger(FileSegments.class);
     static final long BASE = org.tent4j.spi.LocalFiles.FILE_SPACE;
     static final long LIMIT = 1L << 62;
@@ -51,7 +51,7 @@ final class FileSegments {
     private int ids;
 
     /** Validates, creates or extends the file, and registers it with every transport that serves files. */
-    synchronized RegisteredFileBuffer register(Path path, long size, Permission permission, TransportSlot[] transports) {
+    public synchronized RegisteredFileBuffer register(Path path, long size, Permission permission, TransportSlot[] transports) {
         if (path == null) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "file path must not be null");
         }
@@ -95,8 +95,7 @@ final class FileSegments {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "file " + p + ": no running transport serves files"
                     + (why.isEmpty() ? " (enable one, e.g. transports.enabled=...,nvmeof)" : " (" + String.join("; ", why) + ")"));
         }
-        f.transportMask = mask;
-        f.transportAttributes = Map.copyOf(attrs);
+        f.registered(mask, Map.copyOf(attrs));
         next = base + span;
         RegisteredFileBuffer[] cur = files;
         RegisteredFileBuffer[] grown = Arrays.copyOf(cur, cur.length + 1);
@@ -158,7 +157,7 @@ final class FileSegments {
     }
 
     /** Removes a registration and tells the transports that served it. */
-    void unregister(RegisteredFile file, String engine, TransportSlot[] transports) {
+    public void unregister(RegisteredFile file, String engine, TransportSlot[] transports) {
         RegisteredFileBuffer f;
         synchronized (this) {
             RegisteredFileBuffer[] cur = files;
@@ -198,7 +197,7 @@ final class FileSegments {
     }
 
     /** What transports get as {@code TransportContext.localFiles()}. */
-    FileAccess access() {
+    public FileAccess access() {
         return access;
     }
 
@@ -212,7 +211,7 @@ final class FileSegments {
                 }
             }
             buffers.add(BufferDescriptor.builder().address(f.address()).length(f.length()).location(Location.FILE)
-                    .permission(f.permission()).transports(ts).attributes(f.transportAttributes).build());
+                    .permission(f.permission()).transports(ts).attributes(f.transportAttributes()).build());
         }
     }
 }

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import org.tent4j.runtime.plugins.TransportRegistry;
 import org.tent4j.runtime.plugins.TransportSlot;
@@ -26,11 +26,11 @@ import org.tent4j.spi.SegmentDescriptor;
  * ({@link #republish}) and, for stores with a TTL, periodically. The local segment's cached descriptor is the
  * published one.
  */
-final class DescriptorPublisher implements AutoCloseable {
+public final class DescriptorPublisher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DescriptorPublisher.class);
 
     /** Who publishes: the segment and the process behind it. */
-    record Identity(String segmentName, String machineId, String host, int controlPort, long pid, String instanceId) {
+    public record Identity(String segmentName, String machineId, String host, int controlPort, long pid, String instanceId) {
     }
 
     private final Identity identity;
@@ -42,7 +42,7 @@ final class DescriptorPublisher implements AutoCloseable {
     private long version;
     private ScheduledFuture<?> keepAlive;
 
-    DescriptorPublisher(Identity identity, TransportRegistry transports, Registrations registrations, FileSegments files,
+    public DescriptorPublisher(Identity identity, TransportRegistry transports, Registrations registrations, FileSegments files,
                         SegmentDirectory directory) {
         this.identity = identity;
         this.transports = transports;
@@ -53,16 +53,16 @@ final class DescriptorPublisher implements AutoCloseable {
     }
 
     /** The local segment, whose descriptor is always the last one built. */
-    RemoteSegment localSegment() {
+    public RemoteSegment localSegment() {
         return localSegment;
     }
 
-    SegmentDescriptor current() {
+    public SegmentDescriptor current() {
         return localSegment.descriptor();
     }
 
     /** Publishes the first descriptor and, if the directory forgets unrefreshed entries, keeps it alive. */
-    void start(ScheduledExecutorService scheduler, long refreshMillis) {
+    public void start(ScheduledExecutorService scheduler, long refreshMillis) {
         directory.publish(current());
         if (refreshMillis > 0) {
             keepAlive = scheduler.scheduleAtFixedRate(this::refresh, refreshMillis, refreshMillis, TimeUnit.MILLISECONDS);
@@ -82,7 +82,7 @@ final class DescriptorPublisher implements AutoCloseable {
                 }
             }
             buffers.add(BufferDescriptor.builder().address(b.address()).length(b.length()).location(b.location())
-                    .permission(b.permission()).transports(ts).attributes(b.transportAttributes).build());
+                    .permission(b.permission()).transports(ts).attributes(b.transportAttributes()).build());
         }
         files.describe(buffers, transports.slots());
         Map<String, Map<String, String>> attrs = new LinkedHashMap<>();
@@ -96,7 +96,7 @@ final class DescriptorPublisher implements AutoCloseable {
     }
 
     /** Registrations changed: build and publish a new version. */
-    synchronized void republish() {
+    public synchronized void republish() {
         SegmentDescriptor d = build();
         localSegment.republished(d);
         try {

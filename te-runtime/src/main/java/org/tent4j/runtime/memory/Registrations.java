@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,7 +46,7 @@ public final class Registrations implements LocalMemory {
      * Slices in transports now, counted by the buffers they pin: 0 whenever nothing is in flight, so a count that stays
      * above 0 after every task ended is a leak (the {@code tent4j_buffer_pins} gauge).
      */
-    long pins() {
+    public long pins() {
         long n = 0;
         for (RegisteredBuffer b : sorted) {
             n += b.pins();

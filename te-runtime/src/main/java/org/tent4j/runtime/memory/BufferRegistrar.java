@@ -1,4 +1,6 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
+
+import org.tent4j.runtime.EngineState;
 
 import org.tent4j.runtime.plugins.TransportRegistry;
 import org.tent4j.runtime.plugins.TransportSlot;
@@ -42,7 +44,7 @@ public final class BufferRegistrar {
     private final Set<RegisteredBuffer> unreleased = ConcurrentHashMap.newKeySet();
     private final long fenceTimeoutNanos;
 
-    BufferRegistrar(EngineState state, Registrations registrations, TransportRegistry transports, DescriptorPublisher publisher,
+    public BufferRegistrar(EngineState state, Registrations registrations, TransportRegistry transports, DescriptorPublisher publisher,
                     long fenceTimeoutNanos) {
         this.fenceTimeoutNanos = fenceTimeoutNanos;
         this.state = state;
@@ -76,14 +78,13 @@ public final class BufferRegistrar {
                 log.warn("transport '{}' could not register {}: {}", s.id(), b, e.getMessage());
             }
         }
-        b.transportMask = mask;
-        b.transportAttributes = Map.copyOf(attrs);
+        b.registered(mask, Map.copyOf(attrs));
         publisher.republish();
         return b;
     }
 
     /** Memory from the first transport (in preference order) that can allocate at {@code location}, else the JVM's. */
-    RegisteredMemory allocate(long size, Location location, Permission permission) {
+    public RegisteredMemory allocate(long size, Location location, Permission permission) {
         state.ensureOpen();
         if (size <= 0) {
             throw new TransferException(ErrorCode.INVALID_ARGUMENT, "allocation size must be > 0, got " + size);
@@ -171,13 +172,13 @@ public final class BufferRegistrar {
      * every registration, except one a transport that failed to close may still touch, or one a slice is still
      * posted on. Those are left allocated (a leak, logged) rather than freed under a transport's feet.
      */
-    void releaseAll(long transportsNotClosedMask) {
+    public void releaseAll(long transportsNotClosedMask) {
         List<RegisteredBuffer> all = new ArrayList<>(List.of(registrations.all()));
         all.addAll(unreleased);
         for (RegisteredBuffer b : all) {
             registrations.remove(b);
             unreleased.remove(b);
-            if ((b.transportMask & transportsNotClosedMask) != 0 || b.pins() > 0) {
+            if ((b.transportMask() & transportsNotClosedMask) != 0 || b.pins() > 0) {
                 log.error("{} left allocated at close: {}", b, b.pins() > 0 ? b.pins() + " slice(s) still posted on it"
                         : "a transport serving it failed to close");
                 continue;

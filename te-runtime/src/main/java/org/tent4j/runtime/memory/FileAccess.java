@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -24,7 +24,7 @@ import org.tent4j.spi.LocalFiles;
  * One channel per file, opened on first use (read-only for a READ_ONLY file) and closed when the file is
  * unregistered; I/O racing the close fails with the file named, never touches another file.
  */
-final class FileAccess implements LocalFiles {
+public final class FileAccess implements LocalFiles {
     private static final Logger log = LoggerFactory.getLogger(FileAccess.class);
 
     private final FileSegments files;
@@ -110,7 +110,7 @@ final class FileAccess implements LocalFiles {
         }
     }
 
-    void closeAll() {
+    public void closeAll() {
         for (LocalFile f : channels.keySet()) {
             close(f);
         }

@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import org.tent4j.runtime.plugins.TransportSlot;
 

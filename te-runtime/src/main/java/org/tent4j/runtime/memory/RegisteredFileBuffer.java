@@ -1,4 +1,4 @@
-package org.tent4j.runtime;
+package org.tent4j.runtime.memory;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -8,16 +8,16 @@ import org.tent4j.api.RegisteredFile;
 import org.tent4j.spi.LocalFile;
 
 /** One file registration: what the application holds ({@link RegisteredFile}) and what transports see ({@link LocalFile}). */
-final class RegisteredFileBuffer implements RegisteredFile, LocalFile {
+public final class RegisteredFileBuffer implements RegisteredFile, LocalFile {
     private final int id;
     private final Path path;
     private final long address;
     private final long length;
     private final Permission permission;
     /** Bit i set: transport with index i serves this file. Written once before the file is published. */
-    long transportMask;
+    private long transportMask;
     /** What each transport published for this file, by transport id. */
-    Map<String, Map<String, String>> transportAttributes = Map.of();
+    private Map<String, Map<String, String>> transportAttributes = Map.of();
 
     RegisteredFileBuffer(int id, Path path, long address, long length, Permission permission) {
         this.id = id;
@@ -32,6 +32,16 @@ final class RegisteredFileBuffer implements RegisteredFile, LocalFile {
     @Override public long address() { return address; }
     @Override public long length() { return length; }
     @Override public Permission permission() { return permission; }
+
+    /** Records which transports registered this file and what they published; called once, before it is published. */
+    void registered(long mask, Map<String, Map<String, String>> attributes) {
+        this.transportMask = mask;
+        this.transportAttributes = attributes;
+    }
+
+    Map<String, Map<String, String>> transportAttributes() {
+        return transportAttributes;
+    }
 
     boolean registeredWith(int transportIndex) {
         return (transportMask & (1L << transportIndex)) != 0;
