@@ -1,28 +1,5 @@
 package org.tent4j.runtime;
 
-import org.tent4j.runtime.memory.BufferRegistrar;
-import org.tent4j.runtime.memory.DescriptorPublisher;
-import org.tent4j.runtime.memory.FileSegments;
-import org.tent4j.runtime.memory.Registrations;
-
-import org.tent4j.runtime.plugins.DevicePlatforms;
-import org.tent4j.runtime.plugins.PluginLoader;
-import org.tent4j.runtime.plugins.TransportRegistry;
-
-import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.select.TransportSelector;
-
-import org.tent4j.runtime.launch.AwaitSpin;
-import org.tent4j.runtime.launch.BatchImpl;
-import org.tent4j.runtime.launch.PreparedTransferImpl;
-import org.tent4j.runtime.launch.RequestResolver;
-import org.tent4j.runtime.launch.TaskLauncher;
-
-import org.tent4j.runtime.schedule.PathGroup;
-import org.tent4j.runtime.schedule.SlicePool;
-import org.tent4j.runtime.schedule.SliceRouter;
-import org.tent4j.runtime.schedule.Task;
-
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.nio.file.Path;
@@ -62,6 +39,15 @@ import org.tent4j.api.TransportInfo;
 import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.runtime.config.ResolvedConfig;
 import org.tent4j.runtime.control.ControlPlaneNode;
+import org.tent4j.runtime.launch.AwaitSpin;
+import org.tent4j.runtime.launch.BatchImpl;
+import org.tent4j.runtime.launch.PreparedTransferImpl;
+import org.tent4j.runtime.launch.RequestResolver;
+import org.tent4j.runtime.launch.TaskLauncher;
+import org.tent4j.runtime.memory.BufferRegistrar;
+import org.tent4j.runtime.memory.DescriptorPublisher;
+import org.tent4j.runtime.memory.FileSegments;
+import org.tent4j.runtime.memory.Registrations;
 import org.tent4j.runtime.metadata.DescriptorCodec;
 import org.tent4j.runtime.metadata.ForeignSegments;
 import org.tent4j.runtime.metadata.MetadataStores;
@@ -70,6 +56,15 @@ import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.metadata.StoreDirectory;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.SegmentTable;
+import org.tent4j.runtime.plugins.DevicePlatforms;
+import org.tent4j.runtime.plugins.PluginLoader;
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.schedule.PathGroup;
+import org.tent4j.runtime.schedule.SlicePool;
+import org.tent4j.runtime.schedule.SliceRouter;
+import org.tent4j.runtime.schedule.Task;
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.spi.ControlPlane;
 import org.tent4j.spi.LocalFiles;
 import org.tent4j.spi.LocalMemory;

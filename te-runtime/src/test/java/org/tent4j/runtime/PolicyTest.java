@@ -1,7 +1,5 @@
 package org.tent4j.runtime;
 
-import org.tent4j.runtime.schedule.PathGroup;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -30,6 +28,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.schedule.PathGroup;
 
 class PolicyTest {
     private static final String RULES = """

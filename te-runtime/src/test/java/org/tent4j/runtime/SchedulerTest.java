@@ -1,7 +1,5 @@
 package org.tent4j.runtime;
 
-import org.tent4j.runtime.schedule.PathGroup;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -29,6 +27,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.schedule.PathGroup;
 
 /** Spraying over paths, path health, failover between paths and transports, priorities, cancel and deadlines. */
 class SchedulerTest {

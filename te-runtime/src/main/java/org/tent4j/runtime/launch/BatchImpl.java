@@ -1,7 +1,5 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.schedule.Task;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -17,6 +15,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.schedule.Task;
 
 /** A batch: a fixed array of tasks, filled by submits, with a count of those not yet ended. */
 public final class BatchImpl extends EndWaiters implements Batch, Task.Owner {

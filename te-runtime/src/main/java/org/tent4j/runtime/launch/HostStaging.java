@@ -1,14 +1,5 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.memory.BufferRegistrar;
-import org.tent4j.runtime.plugins.DevicePlatforms;
-import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.select.ResolvedRequest;
-import org.tent4j.runtime.select.Selection;
-import org.tent4j.runtime.select.TransportSelector;
-
-import org.tent4j.runtime.schedule.Task;
-
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -35,6 +26,13 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.memory.BufferRegistrar;
+import org.tent4j.runtime.plugins.DevicePlatforms;
+import org.tent4j.runtime.schedule.Task;
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.ResolvedRequest;
+import org.tent4j.runtime.select.Selection;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.spi.platform.DevicePlatform;
 
 /**

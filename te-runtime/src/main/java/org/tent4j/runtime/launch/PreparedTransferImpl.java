@@ -1,9 +1,5 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.EngineState;
-
-import org.tent4j.runtime.schedule.Task;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
@@ -16,6 +12,8 @@ import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.schedule.Task;
 
 /**
  * The engine's {@link PreparedTransfer}: each request resolved and routed once ({@link TaskLauncher.Route}), one pooled

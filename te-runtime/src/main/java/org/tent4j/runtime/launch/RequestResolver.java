@@ -1,18 +1,17 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.EngineState;
-import org.tent4j.runtime.memory.RegisteredBuffer;
-import org.tent4j.runtime.memory.Registrations;
-import org.tent4j.runtime.select.ResolvedRequest;
-
 import java.lang.foreign.MemorySegment;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferRequest;
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.memory.RegisteredBuffer;
+import org.tent4j.runtime.memory.Registrations;
 import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.runtime.peers.SegmentTable;
+import org.tent4j.runtime.select.ResolvedRequest;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 

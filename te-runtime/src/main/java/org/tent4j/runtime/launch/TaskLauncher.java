@@ -1,22 +1,5 @@
 package org.tent4j.runtime.launch;
 
-import org.tent4j.runtime.memory.BufferRegistrar;
-import org.tent4j.runtime.plugins.DevicePlatforms;
-import org.tent4j.runtime.EngineState;
-import org.tent4j.runtime.Notifications;
-import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.memory.RegisteredBuffer;
-import org.tent4j.runtime.select.ResolvedRequest;
-import org.tent4j.runtime.select.Selection;
-import org.tent4j.runtime.select.TransportSelector;
-import org.tent4j.runtime.plugins.TransportSlot;
-
-import org.tent4j.runtime.schedule.PathGroup;
-import org.tent4j.runtime.schedule.RuntimeSlice;
-import org.tent4j.runtime.schedule.SlicePool;
-import org.tent4j.runtime.schedule.SliceRouter;
-import org.tent4j.runtime.schedule.Task;
-
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -33,8 +16,23 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.Notifications;
+import org.tent4j.runtime.memory.BufferRegistrar;
+import org.tent4j.runtime.memory.RegisteredBuffer;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.plugins.DevicePlatforms;
+import org.tent4j.runtime.plugins.TransportSlot;
+import org.tent4j.runtime.schedule.PathGroup;
+import org.tent4j.runtime.schedule.RuntimeSlice;
+import org.tent4j.runtime.schedule.SlicePool;
+import org.tent4j.runtime.schedule.SliceRouter;
+import org.tent4j.runtime.schedule.Task;
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.ResolvedRequest;
+import org.tent4j.runtime.select.Selection;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;

@@ -1,10 +1,5 @@
 package org.tent4j.runtime.memory;
 
-import org.tent4j.runtime.EngineState;
-
-import org.tent4j.runtime.plugins.TransportRegistry;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -25,6 +20,9 @@ import org.tent4j.api.MemoryKind;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.EngineState;
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
 import org.tent4j.spi.MemoryAllocator;
 
 /**

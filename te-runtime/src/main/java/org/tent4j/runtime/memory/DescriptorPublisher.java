@@ -1,8 +1,5 @@
 package org.tent4j.runtime.memory;
 
-import org.tent4j.runtime.plugins.TransportRegistry;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -18,6 +15,8 @@ import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metadata.SegmentDirectory;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;
 

@@ -1,7 +1,5 @@
 package org.tent4j.runtime.memory;
 
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.channels.FileChannel;
@@ -24,6 +22,7 @@ import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredFile;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.plugins.TransportSlot;
 import org.tent4j.spi.BufferDescriptor;
 
 /**

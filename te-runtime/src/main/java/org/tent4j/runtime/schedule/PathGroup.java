@@ -1,8 +1,5 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -13,6 +10,8 @@ import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.plugins.TransportSlot;
+import org.tent4j.runtime.select.Policy;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;

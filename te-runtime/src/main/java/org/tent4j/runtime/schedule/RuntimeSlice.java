@@ -1,8 +1,5 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.memory.RegisteredBuffer;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -11,6 +8,8 @@ import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.Opcode;
+import org.tent4j.runtime.memory.RegisteredBuffer;
+import org.tent4j.runtime.plugins.TransportSlot;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalBuffer;
 import org.tent4j.spi.Slice;

@@ -1,10 +1,5 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.EngineState;
-import org.tent4j.runtime.select.Selection;
-import org.tent4j.runtime.select.TransportSelector;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -19,9 +14,13 @@ import org.slf4j.LoggerFactory;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.EngineState;
 import org.tent4j.runtime.metrics.EngineMetrics;
 import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.runtime.peers.SegmentTable;
+import org.tent4j.runtime.plugins.TransportSlot;
+import org.tent4j.runtime.select.Selection;
+import org.tent4j.runtime.select.TransportSelector;
 import org.tent4j.spi.SegmentDescriptor;
 import org.tent4j.spi.TimeSource;
 

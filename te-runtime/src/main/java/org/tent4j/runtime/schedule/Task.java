@@ -1,9 +1,5 @@
 package org.tent4j.runtime.schedule;
 
-import org.tent4j.runtime.select.Policy;
-import org.tent4j.runtime.select.ResolvedRequest;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
@@ -13,6 +9,9 @@ import org.tent4j.api.Opcode;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.plugins.TransportSlot;
+import org.tent4j.runtime.select.Policy;
+import org.tent4j.runtime.select.ResolvedRequest;
 
 /**
  * One request's progress. It ends exactly once: the first of (last slice done, a slice failed, canceled, invalid)

@@ -1,9 +1,8 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.memory.RegisteredBuffer;
-
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferRequest;
+import org.tent4j.runtime.memory.RegisteredBuffer;
 import org.tent4j.runtime.peers.RemoteSegment;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.SegmentDescriptor;

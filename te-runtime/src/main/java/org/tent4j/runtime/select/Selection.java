@@ -1,12 +1,11 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.util.List;
 
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.TransferException;
 import org.tent4j.api.TransferPlan;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 /**
  * What {@link TransportSelector#select} decided for one request, with the reasoning behind it: either a transport

@@ -1,8 +1,5 @@
 package org.tent4j.runtime.select;
 
-import org.tent4j.runtime.plugins.TransportRegistry;
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +16,8 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransportMode;
 import org.tent4j.runtime.metrics.EngineMetrics;
+import org.tent4j.runtime.plugins.TransportRegistry;
+import org.tent4j.runtime.plugins.TransportSlot;
 
 /**
  * Decides which transport carries a request. Order: the policy the request names, else the first matching rule,

@@ -1,7 +1,5 @@
 package org.tent4j.runtime.memory;
 
-import org.tent4j.runtime.plugins.TransportSlot;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -16,6 +14,7 @@ import org.tent4j.api.Location;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.Permission;
 import org.tent4j.api.TransferException;
+import org.tent4j.runtime.plugins.TransportSlot;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.LocalFile;
 import org.tent4j.spi.PeerConnection;
