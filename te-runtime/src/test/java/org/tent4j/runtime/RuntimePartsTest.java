@@ -21,8 +21,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Which part of the runtime may call which (docs/ARCHITECTURE.md, data flow): data flows one way, from the facade
- * through the launcher to the slice router, its path groups and the transports; nothing calls back up. Classes are
- * named, not referenced, so each rule also reads (and fails) on code that predates the classes it names.
+ * through the launcher to the slice router, its path groups and the transports; nothing calls back up. Each part is a
+ * package (launch, select, schedule, memory, plugins); the package rules hold every class added to a part, the named
+ * rules single classes. Classes are named, not referenced, so each rule also reads (and fails) on code that predates
+ * the classes it names.
  */
 class RuntimePartsTest {
     private static final String RUNTIME = "org.tent4j.runtime";
