@@ -5,6 +5,8 @@ import java.time.Duration;
 import org.tent4j.api.ConfigException;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.runtime.config.CoreKey;
+import org.tent4j.runtime.schedule.PathLimits;
+import org.tent4j.runtime.schedule.PathState;
 import org.tent4j.spi.OptionValues;
 
 /** The core settings the parts are built with, read and range-checked once (each bad value names its key). */

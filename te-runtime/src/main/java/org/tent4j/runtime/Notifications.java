@@ -32,7 +32,7 @@ import org.tent4j.spi.SegmentDescriptor;
  * Short messages between engines over the control plane ({@code engine.notify}): sent on their own or once every task
  * of a submit completed; received ones go to listeners first, then to a queue the application drains.
  */
-final class Notifications {
+public final class Notifications {
     static final String SERVICE = "engine.notify";
     private static final Logger log = LoggerFactory.getLogger(Notifications.class);
 
@@ -89,7 +89,7 @@ final class Notifications {
     }
 
     /** Sends a batch's notification; failures are logged, since no caller waits for it. */
-    void sendQuietly(RemoteSegment s, String message) {
+    public void sendQuietly(RemoteSegment s, String message) {
         try {
             send(s, message).whenComplete((v, e) -> {
                 if (e != null) {

@@ -24,9 +24,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.tent4j.api.ConfigException;
-import org.tent4j.runtime.config.CoreKey;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.runtime.config.CoreKey;
+import org.tent4j.runtime.schedule.PathState;
 
 class ConfigTest {
 

@@ -28,6 +28,7 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.runtime.launch.HostStaging;
 
 /**
  * Staging (issue 12): npu memory (a test platform whose copies are real) that the only transport, inproc (cpu->cpu),

@@ -27,6 +27,7 @@ import org.tent4j.api.ConfigException;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.MemoryKind;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.runtime.plugins.PluginLoader;
 import org.tent4j.spi.Availability;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;

@@ -28,6 +28,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.schedule.PathGroup;
 
 class PolicyTest {
     private static final String RULES = """
@@ -70,8 +71,8 @@ class PolicyTest {
         TransferStatus s = initiator.transfer(pinned);
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         PathGroup g = ((TransferEngineImpl) initiator).router().group((RemoteSegment) seg, "inproc");
-        assertEquals(64, g.path(2).completedSlices.sum(), "the policy's devices did not restrict the paths");
-        assertEquals(0, g.path(0).completedSlices.sum() + g.path(1).completedSlices.sum() + g.path(3).completedSlices.sum());
+        assertEquals(64, (long) g.path(2).completedSlices(), "the policy's devices did not restrict the paths");
+        assertEquals(0, (long) g.path(0).completedSlices() + (long) g.path(1).completedSlices() + (long) g.path(3).completedSlices());
         // once connected, explain lists the connection's paths (tcp: its rails and lanes), within what the policy allows
         TransferRequest small4k = TransferRequest.write(local.segment().asSlice(0, 4096), seg, remote.address());
         assertEquals(List.of("p0", "p1", "p2", "p3"), initiator.explain(small4k).paths(), initiator.explain(small4k).toString());

@@ -1,5 +1,10 @@
 package org.tent4j.runtime;
 
+
+
+
+
+
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -16,8 +21,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Which part of the runtime may call which (docs/ARCHITECTURE.md, data flow): data flows one way, from the facade
- * through the launcher to the slice router, its path groups and the transports; nothing calls back up. Classes are
- * named, not referenced, so each rule also reads (and fails) on code that predates the classes it names.
+ * through the launcher to the slice router, its path groups and the transports; nothing calls back up. Each part is a
+ * package (launch, select, schedule, memory, plugins); the package rules hold every class added to a part, the named
+ * rules single classes. Classes are named, not referenced, so each rule also reads (and fails) on code that predates
+ * the classes it names.
  */
 class RuntimePartsTest {
     private static final String RUNTIME = "org.tent4j.runtime";
@@ -25,11 +32,14 @@ class RuntimePartsTest {
     private static final String[] FACADE = {"TransferEngineImpl", "DefaultEngineFactory"};
     /** Starting tasks: resolve, select, cut; batches and prepared transfers; staging. */
     private static final String[] LAUNCH = {"TaskLauncher", "BatchImpl", "PreparedTransferImpl", "HostStaging"};
-    /** Where a slice goes once cut: the router, its path groups and their paths, the slices. */
-    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool",
+    /** Where a slice goes once cut: the router, its path groups and their paths, the slices, and the tasks they end. */
+    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool", "Task",
             "PathLimits"};
     /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
+    /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
+    private static final Set<String> PARTS = Set.of(RUNTIME, RUNTIME + ".schedule", RUNTIME + ".launch",
+            RUNTIME + ".select", RUNTIME + ".plugins", RUNTIME + ".memory");
     private static JavaClasses classes;
 
     @BeforeAll
@@ -50,7 +60,7 @@ class RuntimePartsTest {
         return DescribedPredicate.describe(String.join(", ", binaryNames), c -> inRuntimeOrBelow(c) && names.contains(binaryName(c)));
     }
 
-    /** Anything outside the runtime's own package except {@code excluded}, or one of {@code allowed} in it. */
+    /** Anything outside the runtime's own packages ({@link #PARTS}) except {@code excluded}, or one of {@code allowed} in it. */
     private static DescribedPredicate<JavaClass> outsideTheRuntimeOr(Set<String> excluded, String... allowed) {
         DescribedPredicate<JavaClass> inside = exactly(allowed);
         return DescribedPredicate.describe("outside " + RUNTIME + " (but not " + excluded + ") or " + String.join(", ", allowed),
@@ -58,7 +68,7 @@ class RuntimePartsTest {
     }
 
     private static boolean inRuntime(JavaClass c) {
-        return c.getBaseComponentType().getPackageName().equals(RUNTIME);
+        return PARTS.contains(c.getBaseComponentType().getPackageName());
     }
 
     private static boolean inRuntimeOrBelow(JavaClass c) {
@@ -78,7 +88,49 @@ class RuntimePartsTest {
                 .should().dependOnClassesThat(named("TransferEngineImpl"))
                 .because("TransferEngineImpl only wires the parts and delegates to them; a part that calls it back makes"
                         + " the flow circular (ARCHITECTURE.md: no part calls back into the facade)")
-                .check(classes);
+                .allowEmptyShould(false).check(classes);
+    }
+
+    /** The packages, not only the classes named above: a class added to a part is held to its part's rules. */
+    @Test
+    void theSchedulePackageDependsNeitherOnTheLaunchPackageNorOnTheFacade() {
+        noClasses().that().resideInAPackage(RUNTIME + ".schedule..")
+                .should().dependOnClassesThat().resideInAPackage(RUNTIME + ".launch..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("the launcher hands slices to the router; what flows back up goes to Task, which the schedule"
+                        + " package owns (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void selectionDependsOnNoPartThatActsOnIt() {
+        noClasses().that().resideInAPackage(RUNTIME + ".select..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".schedule..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("a Selection is decided from the resolved request, the policy and the transports alone; the"
+                        + " launcher acts on it, and the router asks again on failover (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void registrationsKnowNothingOfRequests() {
+        noClasses().that().resideInAPackage(RUNTIME + ".memory..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".select..",
+                        RUNTIME + ".schedule..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("what is registered and published is decided when the application registers it; requests only"
+                        + " read it (ARCHITECTURE.md, data flow)")
+                .allowEmptyShould(false).check(classes);
+    }
+
+    @Test
+    void pluginLoadingKnowsNoOtherPart() {
+        noClasses().that().resideInAPackage(RUNTIME + ".plugins..")
+                .should().dependOnClassesThat().resideInAnyPackage(RUNTIME + ".launch..", RUNTIME + ".select..",
+                        RUNTIME + ".schedule..", RUNTIME + ".memory..")
+                .orShould().dependOnClassesThat(named(FACADE))
+                .because("plugins are loaded before any other part exists, and every part reads the loaded transports")
+                .allowEmptyShould(false).check(classes);
     }
 
     @Test

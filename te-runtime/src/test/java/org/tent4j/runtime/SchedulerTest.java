@@ -27,6 +27,7 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.runtime.peers.RemoteSegment;
+import org.tent4j.runtime.schedule.PathGroup;
 
 /** Spraying over paths, path health, failover between paths and transports, priorities, cancel and deadlines. */
 class SchedulerTest {
@@ -80,8 +81,8 @@ class SchedulerTest {
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
         PathGroup g = group(p, "inproc");
         assertTrue(g.path(1).paused(), "the failing path was not paused");
-        assertEquals(0, g.path(1).completedSlices.sum());
-        assertEquals(128, g.path(0).completedSlices.sum() + g.path(2).completedSlices.sum(), "a slice was counted twice or lost");
+        assertEquals(0, (long) g.path(1).completedSlices());
+        assertEquals(128, (long) g.path(0).completedSlices() + (long) g.path(2).completedSlices(), "a slice was counted twice or lost");
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_path_paused{path=\"p1\""), scrape);
     }
@@ -95,8 +96,8 @@ class SchedulerTest {
             assertEquals(TransferState.COMPLETED, s.state(), s.message());
         }
         PathGroup g = group(p, "inproc");
-        long fast = g.path(0).completedSlices.sum();
-        long slow = g.path(1).completedSlices.sum();
+        long fast = (long) g.path(0).completedSlices();
+        long slow = (long) g.path(1).completedSlices();
         assertEquals(4 * 256, fast + slow); // 16 MiB in 64 KiB slices, four times
         assertTrue(slow * 4 < fast, "slow path got " + slow + " slices, fast path " + fast);
     }
@@ -108,15 +109,15 @@ class SchedulerTest {
                 "transports.inproc.slow_delay", "100ms", "paths.max_inflight", 1));
         writeAll(p);
         PathGroup g = group(p, "inproc");
-        for (int i = 0; i < 10 && g.path(1).completedSlices.sum() == 0; i++) {
+        for (int i = 0; i < 10 && (long) g.path(1).completedSlices() == 0; i++) {
             writeAll(p); // until the slow path has been measured once (its first estimate is a guess)
         }
-        long slow = g.path(1).completedSlices.sum();
+        long slow = (long) g.path(1).completedSlices();
         assertTrue(slow > 0, "the unmeasured path was never tried");
         for (int i = 0; i < 5; i++) {
             writeAll(p);
         }
-        assertEquals(slow, g.path(1).completedSlices.sum(), "a path 100 ms per slice slow got slices that the fast "
+        assertEquals(slow, (long) g.path(1).completedSlices(), "a path 100 ms per slice slow got slices that the fast "
                 + "path would have finished sooner, holding back the end of the transfer");
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
     }
@@ -133,7 +134,7 @@ class SchedulerTest {
         assertEquals(TransferState.COMPLETED, s.state(), s.message());
         assertEquals(4 << 20, s.bytesTransferred());
         assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
-        assertEquals(64, group(p, "inproc-b").path(0).completedSlices.sum());
+        assertEquals(64, (long) group(p, "inproc-b").path(0).completedSlices());
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_transport_failovers_total{from=\"inproc\""), scrape);
     }
@@ -221,7 +222,7 @@ class SchedulerTest {
     private static long[] completedPerPath(Pair p) {
         PathGroup g = findGroup(p, "inproc");
         return g == null || g.pathCount() == 0 ? new long[2]
-                : new long[] {g.path(0).completedSlices.sum(), g.path(1).completedSlices.sum()};
+                : new long[] {(long) g.path(0).completedSlices(), (long) g.path(1).completedSlices()};
     }
 
     private static <T> T onNewThread(java.util.concurrent.Callable<T> work) throws Exception {

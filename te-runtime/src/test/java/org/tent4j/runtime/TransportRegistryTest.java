@@ -14,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.api.TransportInfo;
+import org.tent4j.runtime.plugins.PluginLoader;
 import org.tent4j.spi.TransportProvider;
 
 class TransportRegistryTest {

@@ -19,7 +19,7 @@ import org.tent4j.spi.SegmentDescriptor;
  * is adopted and told to the peer's {@link Connections}; a removal marks the segment gone), plus the local segment.
  */
 public final class SegmentTable implements AutoCloseable {
-    /** Whoever holds connections to peers (the {@link SliceRouter}): told what changes about a peer. */
+    /** Whoever holds connections to peers (the slice router, {@code org.tent4j.runtime.schedule.SliceRouter}): told what changes about a peer. */
     public interface Connections {
         /** The peer republished its descriptor; open connections may need it. */
         void descriptorChanged(RemoteSegment segment, SegmentDescriptor descriptor);
