@@ -16,8 +16,14 @@ WARM=${WARM:-3}; DUR=${DUR:-8}
 command -v ip >/dev/null && command -v tc >/dev/null || { echo "rails.sh: needs iproute2 (ip, tc)" >&2; exit 2; }
 run=$$; A=t4jp-$run-a; B=t4jp-$run-b
 out=$(mktemp -d)
+stop_all() { # every process still in the namespaces: killing the bin/te-bench script leaves its JVM running
+  for ns in "$A" "$B"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  done
+  wait 2>/dev/null || true
+}
 cleanup() {
-  if [ -n "${TPID:-}" ]; then kill "$TPID" 2>/dev/null || true; fi
+  stop_all
   ip netns del "$A" 2>/dev/null || true; ip netns del "$B" 2>/dev/null || true
   rm -rf "$out"
 }
@@ -49,7 +55,6 @@ case_() { # name, interfaces ("" = the control.host link only), expected rate in
   local name=$1 ifs=$2 expect=$3 set=() seg js gbps load
   [ -n "$ifs" ] && set=(--set "transports.tcp.interfaces=$ifs")
   inB bin/te-bench --mode=target --buffer_size=512m --set control.host=198.51.100.2 "${set[@]}" > "$out/target.log" 2>&1 &
-  TPID=$!
   seg=""
   for _ in $(seq 1 300); do
     seg=$(grep -o -- '--segment_id=[^ ]*' "$out/target.log" | head -n1 || true)
@@ -59,7 +64,7 @@ case_() { # name, interfaces ("" = the control.host link only), expected rate in
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   js=$(inA bin/te-bench --mode=initiator "$seg" --buffer_size=512m --set control.host=198.51.100.1 "${set[@]}" \
       --operation=write --block_size=1m --batch_size=32 --threads=2 --warmup="$WARM" --duration="$DUR" --json 2>"$out/$name.err" | tail -1)
-  kill "$TPID"; wait "$TPID" 2>/dev/null || true; TPID=""
+  stop_all
   gbps=$(sed -n 's/.*"gbps":\([0-9.eE+-]*\).*/\1/p' <<< "$js")
   [ -n "$gbps" ] || { echo "$name: no result"; cat "$out/$name.err" >&2; return; }
   python3 -c "g=$gbps; e=$expect; print(f'$name  {g*8:.3f} Gbit/s = {g*8e9/e:.2f}x of {e/1e9:.2f} Gbit/s  (load $load)')"
