@@ -49,11 +49,9 @@ final class MooncakeConnection implements PeerConnection {
     private final String peer;
     private final InetSocketAddress address;
     private final boolean v2;
-    private final boolean v1WriteFence;
     private final Duration connectTimeout;
     private final TimeSource clock;
     private final MooncakeLane[] lanes;
-    private final int window;
     private volatile boolean closed;
 
     MooncakeConnection(MooncakeTcpTransport transport, String peer, InetSocketAddress address, int lanes, int window,
@@ -61,12 +59,10 @@ final class MooncakeConnection implements PeerConnection {
         if (window < 1 || (!v2 && window != 1)) {
             throw new IllegalArgumentException("window must be >= 1, and 1 in v1 framing: " + window);
         }
-        this.window = window;
         this.transport = transport;
         this.peer = peer;
         this.address = address;
         this.v2 = v2;
-        this.v1WriteFence = v1WriteFence;
         this.connectTimeout = connectTimeout;
         this.clock = clock;
         this.lanes = new MooncakeLane[lanes];
