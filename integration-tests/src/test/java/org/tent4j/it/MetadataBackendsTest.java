@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -35,6 +34,7 @@ import org.tent4j.api.TransferStatus;
 import org.tent4j.metadata.http.HttpMetadataServer;
 import org.tent4j.spi.MetadataStore;
 import org.tent4j.spi.MetadataStoreProvider;
+import org.tent4j.testkit.Poll;
 import org.tent4j.testkit.servers.EtcdServer;
 import org.tent4j.testkit.servers.RedisServer;
 
@@ -83,16 +83,6 @@ class MetadataBackendsTest {
             }
         }
         throw new AssertionError("no provider for " + uri);
-    }
-
-    private static void await(String what, Duration limit, BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + limit.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out after " + limit.toSeconds() + " s waiting until " + what);
-            }
-            Thread.sleep(100);
-        }
     }
 
     private static void roundTrip(TransferEngine initiator, SegmentHandle seg, TargetProcess.Child child, RegisteredMemory local) throws Exception {
@@ -147,7 +137,7 @@ class MetadataBackendsTest {
             redis.restart(); // comes back empty
         }
         try (MetadataStore store = raw(uri)) {
-            await("both engines re-published their descriptors", Duration.ofSeconds(20),
+            Poll.until("both engines re-published their descriptors", Duration.ofSeconds(20), Duration.ofMillis(100),
                     () -> store.get("tent4j/default/segments/target").isPresent() && store.get("tent4j/default/segments/initiator").isPresent());
         }
         TransferEngine late = keep(TransferEngine.create(cfg(uri, "late").build()));
@@ -169,7 +159,7 @@ class MetadataBackendsTest {
 
         etcd.restart();
         try (MetadataStore store = raw(etcd.uri())) {
-            await("the restarted first store is used again", Duration.ofSeconds(20),
+            Poll.until("the restarted first store is used again", Duration.ofSeconds(20), Duration.ofMillis(100),
                     () -> store.get("tent4j/default/segments/survivor").isPresent());
         }
     }
@@ -185,7 +175,7 @@ class MetadataBackendsTest {
         roundTrip(initiator, seg, child, local);
         child.kill();
         try (MetadataStore store = raw(uri)) {
-            await("the crashed engine's descriptor expired", Duration.ofSeconds(15),
+            Poll.until("the crashed engine's descriptor expired", Duration.ofSeconds(15), Duration.ofMillis(100),
                     () -> store.get("tent4j/default/segments/doomed").isEmpty());
         }
         TransferStatus s = initiator.transfer(TransferRequest.builder(Opcode.WRITE, local.segment().asSlice(0, 4096), seg, child.address)

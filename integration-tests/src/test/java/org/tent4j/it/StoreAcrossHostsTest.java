@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 
 import org.tent4j.cli.Tent4jCommand;
 import org.tent4j.testkit.ChildJvm;
+import org.tent4j.testkit.Poll;
 import org.tent4j.testkit.net.Host;
 import org.tent4j.testkit.net.Link;
 import org.tent4j.testkit.net.TestNetwork;
@@ -99,11 +100,8 @@ class StoreAcrossHostsTest {
                         }
 
                         lan.heal();
-                        long deadline = System.nanoTime() + WAIT.toNanos();
-                        while (!c.exec("curl", "-sf", admin + "/segments").contains(victim)) {
-                            assertTrue(System.nanoTime() < deadline, "n3 remounted its segment after the link healed");
-                            java.util.concurrent.locks.LockSupport.parkNanos(100_000_000L); // a curl per poll is enough load
-                        }
+                        Poll.until("n3 remounted its segment after the link healed", WAIT, Duration.ofMillis(100),
+                                () -> c.exec("curl", "-sf", admin + "/segments").contains(victim));
                         // its memory still holds the lone objects' bytes; the master knows they are gone
                         for (int i = 0; i < LONELY; i++) {
                             String[] got = client.ask("GET l" + i);

@@ -22,9 +22,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
+import org.tent4j.testkit.Poll;
 import org.junit.jupiter.api.io.TempDir;
 import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
@@ -47,6 +47,9 @@ import org.tent4j.store.master.MasterState;
 class DiskTierTest {
     private static final int VALUE = 64 << 10;
     private static final long MEMORY = 1 << 20;
+    private static final Duration LIMIT = Duration.ofSeconds(20);
+    /** In-process state, looked at every millisecond: a round waits on it 32 times. */
+    private static final Duration PAUSE = Duration.ofMillis(1);
 
     @TempDir
     Path dir;
@@ -186,7 +189,7 @@ class DiskTierTest {
         }
         clock.advance(Duration.ofSeconds(11));
         state.apply(clock.nanoTime(), new Command.Tick());
-        await(() -> state.stats().tiering().offloadsInFlight() == 0, "offloads of " + prefix);
+        Poll.until("the offloads of " + prefix + " are done", LIMIT, PAUSE, () -> state.stats().tiering().offloadsInFlight() == 0);
     }
 
     @Test
@@ -267,7 +270,7 @@ class DiskTierTest {
                 String key = diskKeyOf(state, clock, written, "a");
                 assertArrayEquals(value(written.get(key)), writer.get(key));
                 assertArrayEquals(value(written.get(key)), writer.get(key), "the read that promotes reads from disk");
-                await(() -> state.stats().tiering().promotionsCompleted() == 1, "the promotion");
+                Poll.until("the promotion is done", LIMIT, PAUSE, () -> state.stats().tiering().promotionsCompleted() == 1);
                 assertEquals(List.of(Tier.MEMORY, Tier.DISK), state.describe(clock.nanoTime(), key).replicas().stream()
                         .map(ReplicaLocation::tier).toList());
                 long diskReads = state.stats().tiering().diskReads();
@@ -339,16 +342,6 @@ class DiskTierTest {
             }
         }
         throw new AssertionError("no object on " + node + "'s disk");
-    }
-
-    private static void await(BooleanSupplier done, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (!done.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(what + " not done within 20 s");
-            }
-            Thread.sleep(1);
-        }
     }
 
     private static byte[] value(long seed) {

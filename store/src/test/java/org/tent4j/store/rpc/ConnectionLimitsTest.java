@@ -12,7 +12,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -21,6 +20,7 @@ import org.tent4j.store.StoreException;
 import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.testkit.Poll;
 
 /**
  * The master's connection limits (issue 29): connections that never authenticate hold a few slots of their own and
@@ -29,6 +29,9 @@ import org.tent4j.store.master.StoreMaster;
  */
 class ConnectionLimitsTest {
     private static final StoreSecurity MEMBER = StoreSecurity.NONE.withToken("cluster-secret-1".getBytes(StandardCharsets.UTF_8));
+    private static final Duration LIMIT = Duration.ofSeconds(30);
+    /** Polled: the master needs the core. */
+    private static final Duration PAUSE = Duration.ofMillis(5);
     private final List<AutoCloseable> open = new ArrayList<>();
 
     @AfterEach
@@ -66,14 +69,6 @@ class ConnectionLimitsTest {
         }
     }
 
-    private static void await(BooleanSupplier condition, String what) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting until " + what);
-            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000); // polled: the master needs the core
-        }
-    }
-
     @Test
     void silentConnectionsCannotLockOutATokenHolder() throws Exception {
         MasterServer m = master(MEMBER, new MasterServer.Limits(4, 3, 16));
@@ -81,7 +76,7 @@ class ConnectionLimitsTest {
         for (int i = 0; i < 20; i++) {
             flood.add(silent(m));
         }
-        await(() -> m.evictedUnprovenConnections() == 17, "all but the 3 newest silent connections are closed");
+        Poll.until("all but the 3 newest silent connections are closed", LIMIT, PAUSE, () -> m.evictedUnprovenConnections() == 17);
         for (int i = 0; i < 17; i++) {
             assertTrue(closedByMaster(flood.get(i)), "silent connection " + i + " closed");
         }
@@ -98,7 +93,7 @@ class ConnectionLimitsTest {
             silent(m);
         }
         // two silent ones were left waiting beside the honest one: 12 waiting, 3 slots
-        await(() -> m.evictedUnprovenConnections() == 27, "the second flood evicts its own");
+        Poll.until("the second flood evicts its own", LIMIT, PAUSE, () -> m.evictedUnprovenConnections() == 27);
         honest.serviceReady();
         assertEquals(0, m.refusedConnections());
     }
@@ -110,7 +105,7 @@ class ConnectionLimitsTest {
         for (int i = 0; i < 3; i++) {
             held.add(silent(m));
         }
-        await(() -> m.openConnections() == 3, "three connections open");
+        Poll.until("three connections open", LIMIT, PAUSE, () -> m.openConnections() == 3);
         Socket fourth = silent(m);
         assertTrue(closedByMaster(fourth), "the fourth connection is closed at accept");
         assertEquals(1, m.refusedConnections());
@@ -119,7 +114,7 @@ class ConnectionLimitsTest {
         assertThrows(StoreException.class, late::serviceReady, "no room for a client either");
 
         held.getFirst().close();
-        await(() -> m.openConnections() == 2, "the closed connection frees its place");
+        Poll.until("the closed connection frees its place", LIMIT, PAUSE, () -> m.openConnections() == 2);
         MasterClient client = new MasterClient("127.0.0.1:" + m.port(), Duration.ofSeconds(10), StoreSecurity.NONE);
         open.add(client);
         client.serviceReady();

@@ -1,7 +1,6 @@
 package org.tent4j.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.tent4j.transport.tcp.TcpFixture.awaitDone;
@@ -12,6 +11,7 @@ import static org.tent4j.transport.tcp.TcpFixture.slice;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +23,7 @@ import org.tent4j.api.Permission;
 import org.tent4j.spi.BufferDescriptor;
 import org.tent4j.spi.PeerConnection;
 import org.tent4j.spi.SegmentDescriptor;
+import org.tent4j.testkit.Poll;
 import org.tent4j.testkit.transport.TestLocalMemory;
 import org.tent4j.testkit.transport.TestSlice;
 
@@ -103,11 +104,8 @@ class MultiRailTest {
                 again = f.a.connect(d);
                 assertEquals(2, again.pathCount());
                 // the background re-try finds it answering: the connection asks to be reopened
-                long deadline = System.nanoTime() + 10_000_000_000L;
-                while (first.isOpen() && System.nanoTime() < deadline) {
-                    Thread.sleep(20); // polling an observable state, with a deadline
-                }
-                assertFalse(first.isOpen(), "a rail that answers again reopens the connection");
+                Poll.until("a rail that answers again reopens the connection", Duration.ofSeconds(10), Duration.ofMillis(20),
+                        () -> !first.isOpen());
                 reopened = f.a.connect(d);
                 assertEquals(4, reopened.pathCount(), "both rails, two lanes each");
                 assertEquals("127.0.0.2/lane-1", reopened.pathName(3));
