@@ -2,6 +2,7 @@ package org.tent4j.cli.store;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.cli.store.NodeProcess.okString;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -14,8 +15,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.tent4j.cli.Tent4jCommand;
-import org.tent4j.testkit.ChildJvm;
 
 /**
  * Issue 28's mixed-size flood with real processes: a master and three client JVMs. One client wrote 4 KiB objects
@@ -35,7 +34,7 @@ class MixedSizeFloodTest {
     private static final int LARGE_PER_WRITER = (int) (3 * 3 * SEGMENT / LARGE / WRITERS);
 
     private final List<AutoCloseable> closeLater = new ArrayList<>();
-    private ChildJvm master;
+    private MasterProcess master;
 
     @AfterEach
     void stop() throws Exception {
@@ -43,15 +42,14 @@ class MixedSizeFloodTest {
             c.close();
         }
         if (master != null) {
-            master.terminate();
+            master.close();
         }
     }
 
     @Test
     void largePutsPastCapacityWhileSmallObjectsAreReadAreNeverRefused() throws Exception {
-        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "10s", "--tick", "100ms");
-        String address = "127.0.0.1:" + master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
+        master = new MasterProcess("--client-ttl", "10s", "--tick", "100ms");
+        String address = master.address;
         NodeProcess.Node reader = new NodeProcess.Node(address, SEGMENT);
         closeLater.add(reader);
         NodeProcess.Node[] writers = new NodeProcess.Node[WRITERS];
@@ -124,10 +122,5 @@ class MixedSizeFloodTest {
         } finally {
             pool.shutdownNow();
         }
-    }
-
-    private static String okString(String reply) {
-        assertTrue(reply.startsWith("OK "), reply);
-        return reply.substring(3);
     }
 }

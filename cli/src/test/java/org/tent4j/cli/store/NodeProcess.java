@@ -95,6 +95,17 @@ public final class NodeProcess {
         return c.getValue();
     }
 
+    /** What follows {@code OK } in a reply; fails the test on any other reply. */
+    static String okString(String reply) {
+        org.junit.jupiter.api.Assertions.assertTrue(reply.startsWith("OK "), reply);
+        return reply.substring(3);
+    }
+
+    /** The number after {@code OK } in a reply (a CRC); fails the test on any other reply. */
+    static long okLong(String reply) {
+        return Long.parseLong(okString(reply).split(" ")[0]);
+    }
+
     /** The test's handle on a running {@link NodeProcess}. */
     static final class Node implements AutoCloseable {
         final ChildJvm jvm;

@@ -3,13 +3,11 @@ package org.tent4j.cli.store;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.cli.store.NodeProcess.okLong;
 
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -19,8 +17,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.tent4j.cli.Tent4jCommand;
 import org.tent4j.testkit.ChildJvm;
+import org.tent4j.testkit.Poll;
 
 /**
  * Replica repair with real processes: a master and three nodes, objects put with two replicas; one node SIGKILLed.
@@ -32,10 +30,9 @@ import org.tent4j.testkit.ChildJvm;
 class ReplicaRepairProcessesTest {
     private static final int SIZE = 64 * 1024;
     private static final int KEYS = 30;
-    private static final long DEADLINE_NANOS = 60_000_000_000L;
+    private static final Duration REPAIR_LIMIT = Duration.ofSeconds(60);
     private final List<AutoCloseable> closeLater = new ArrayList<>();
-    private ChildJvm master;
-    private final HttpClient http = HttpClient.newHttpClient();
+    private MasterProcess master;
 
     @AfterEach
     void stop() throws Exception {
@@ -43,20 +40,16 @@ class ReplicaRepairProcessesTest {
             c.close();
         }
         if (master != null) {
-            master.terminate();
+            master.close();
         }
-        http.close();
     }
 
     @Test
     void aKilledNodesObjectsAreRepairedToTwoReplicasOnTheSurvivors() throws Exception {
         long t0 = System.nanoTime();
-        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "3s", "--tick", "50ms", "--repairs-in-flight", "1",
+        master = new MasterProcess("--client-ttl", "3s", "--tick", "50ms", "--repairs-in-flight", "1",
                 "--repairs-per-node", "1");
-        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
-        String address = "127.0.0.1:" + listening[1];
-        String admin = "http://127.0.0.1:" + listening[2];
+        String address = master.address;
         NodeProcess.Node[] nodes = NodeProcess.Node.start(address, 16 << 20, 3);
         closeLater.addAll(List.of(nodes));
         long[] crcs = new long[KEYS];
@@ -69,7 +62,7 @@ class ReplicaRepairProcessesTest {
         for (int n = 0; n < 3; n++) {
             int held = 0;
             for (int i = 0; i < KEYS; i++) {
-                held += segments("r/" + i, admin).contains(nodes[n].segmentId) ? 1 : 0;
+                held += segments("r/" + i).contains(nodes[n].segmentId) ? 1 : 0;
             }
             if (held > most) {
                 most = held;
@@ -77,32 +70,28 @@ class ReplicaRepairProcessesTest {
             }
         }
         assertTrue(most > 1, "the victim holds replicas: " + most);
-        assertEquals(0, metric(admin, "store_objects_under_replicated"));
+        assertEquals(0, master.metric("store_objects_under_replicated"));
         NodeProcess.Node dead = nodes[victim];
         List<NodeProcess.Node> alive = new ArrayList<>(List.of(nodes));
         alive.remove(dead);
 
         long killedAt = System.nanoTime();
         dead.kill();
-        master.awaitLine("EXPIRED " + dead.clientId, ChildJvm.DEFAULT_TIMEOUT);
-        long under = metric(admin, "store_objects_under_replicated");
+        master.jvm.awaitLine("EXPIRED " + dead.clientId, ChildJvm.DEFAULT_TIMEOUT);
+        long under = master.metric("store_objects_under_replicated");
         assertTrue(under > 0 && under <= most, "after the TTL the objects that lost a replica count (" + most
                 + " had one on the dead node): " + under);
 
         long expiredAt = System.nanoTime();
-        long deadline = System.nanoTime() + DEADLINE_NANOS;
-        while (metric(admin, "store_objects_under_replicated") > 0) {
-            assertTrue(System.nanoTime() < deadline, "repair did not finish in time: "
-                    + metric(admin, "store_objects_under_replicated") + " left");
-            Thread.sleep(50); // a poll of the metric against the deadline above
-        }
-        assertTrue(metric(admin, "store_repairs_total{result=\"completed\"}") >= most,
+        Poll.until("repair brings the under-replicated count to 0", REPAIR_LIMIT, Duration.ofMillis(50),
+                () -> master.metric("store_objects_under_replicated") == 0);
+        assertTrue(master.metric("store_repairs_total{result=\"completed\"}") >= most,
                 "every lost replica was repaired by a copy the node reported");
         System.err.printf("start and puts %d ms, expiry %d ms after the kill, %d objects repaired in %d ms%n",
                 (killedAt - t0) / 1_000_000, (expiredAt - killedAt) / 1_000_000, under, (System.nanoTime() - expiredAt) / 1_000_000);
         Set<String> live = Set.of(alive.get(0).segmentId, alive.get(1).segmentId);
         for (int i = 0; i < KEYS; i++) {
-            List<String> segs = segments("r/" + i, admin);
+            List<String> segs = segments("r/" + i);
             assertEquals(2, segs.size(), "r/" + i + " has its two replicas back: " + segs);
             assertEquals(live, Set.copyOf(segs), "r/" + i + " on distinct live segments: " + segs);
             assertFalse(segs.contains(dead.segmentId));
@@ -111,12 +100,12 @@ class ReplicaRepairProcessesTest {
                 assertEquals("OK " + crcs[i] + " " + SIZE, n.call("GET r/" + i), "r/" + i + " read by " + n.clientId);
             }
         }
-        String page = get(admin + "/");
+        String page = master.get("/");
         assertTrue(page.contains("under-replicated objects"), "the status page has the repair card");
     }
 
-    private List<String> segments(String key, String admin) throws Exception {
-        String body = get(admin + "/key?key=" + URLEncoder.encode(key, StandardCharsets.UTF_8));
+    private List<String> segments(String key) throws Exception {
+        String body = master.get("/key?key=" + URLEncoder.encode(key, StandardCharsets.UTF_8));
         assertTrue(body.contains("\"askedReplicas\":2"), body);
         List<String> out = new ArrayList<>();
         Matcher m = Pattern.compile("\\{\"segment\":\"([^\"]+)\"").matcher(body);
@@ -124,20 +113,5 @@ class ReplicaRepairProcessesTest {
             out.add(m.group(1));
         }
         return out;
-    }
-
-    private String get(String url) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString()).body();
-    }
-
-    private long metric(String admin, String name) throws Exception {
-        return get(admin + "/metrics").lines().filter(l -> l.startsWith(name + " "))
-                .mapToLong(l -> Long.parseLong(l.substring(name.length() + 1))).findFirst()
-                .orElseThrow(() -> new AssertionError("no metric " + name));
-    }
-
-    private static long okLong(String reply) {
-        assertTrue(reply.startsWith("OK "), reply);
-        return Long.parseLong(reply.split(" ")[1]);
     }
 }

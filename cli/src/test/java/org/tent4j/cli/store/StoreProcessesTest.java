@@ -3,6 +3,8 @@ package org.tent4j.cli.store;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.cli.store.NodeProcess.okLong;
+import static org.tent4j.cli.store.NodeProcess.okString;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,7 +29,7 @@ import org.tent4j.testkit.ChildJvm;
 class StoreProcessesTest {
     private static final int SIZE = 256 * 1024;
     private final List<AutoCloseable> closeLater = new ArrayList<>();
-    private ChildJvm master;
+    private MasterProcess master;
 
     @AfterEach
     void stop() throws Exception {
@@ -35,18 +37,15 @@ class StoreProcessesTest {
             c.close();
         }
         if (master != null) {
-            master.terminate();
+            master.close();
         }
     }
 
     @Test
     void threeClientProcessesShareValuesAndSurviveOneBeingKilled() throws Exception {
-        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "4s", "--tick", "50ms", // 4 s: live clients on a loaded box never miss it
+        master = new MasterProcess("--client-ttl", "4s", "--tick", "50ms", // 4 s: live clients on a loaded box never miss it
                 "--repairs-in-flight", "0"); // what a death leaves, before repair (ReplicaRepairProcessesTest) adds to it
-        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
-        String address = "127.0.0.1:" + listening[1];
-        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
+        String address = master.address;
         NodeProcess.Node[] nodes = new NodeProcess.Node[3];
         for (int i = 0; i < 3; i++) {
             nodes[i] = new NodeProcess.Node(address, 32 << 20);
@@ -96,10 +95,9 @@ class StoreProcessesTest {
         // the victim puts a batch through a reservation: the rest of its reservation is held when it dies
         String[] batchCrcs = okString(victim.call("PUTBATCH v/ 32 4096 7000 1")).split(",");
         // (single puts go through reservations too, so the live clients hold some as well)
-        String clients = metrics.replace("/metrics", "/clients");
-        long victimReserved = clientReserved(clients, victim.clientId);
-        long reservedBefore = metric(metrics, "store_reserved_bytes");
-        long usedBefore = metric(metrics, "store_used_bytes");
+        long victimReserved = clientReserved(victim.clientId);
+        long reservedBefore = master.metric("store_reserved_bytes");
+        long usedBefore = master.metric("store_used_bytes");
         assertTrue(victimReserved > 0, "the victim holds a reservation");
         long killedAt = System.nanoTime();
         victim.kill();
@@ -113,15 +111,15 @@ class StoreProcessesTest {
             during[i] = okLong(second.call("PUT w/" + i + " " + SIZE + " " + (3000 + i) + " 2"));
         }
         long failoverNanos = System.nanoTime() - killedAt;
-        master.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
+        master.jvm.awaitLine("EXPIRED " + victim.clientId, ChildJvm.DEFAULT_TIMEOUT);
         System.err.printf("reads of %d keys (%d with a replica on the killed client) took %d ms; expiry after %d ms%n",
                 keys, affected, failoverNanos / 1_000_000, (System.nanoTime() - killedAt) / 1_000_000);
         // its reservation came back with it; its committed values on live segments stay readable
-        assertEquals(-1, clientReserved(clients, victim.clientId), "a dead client's reservations are released at expiry");
+        assertEquals(-1, clientReserved(victim.clientId), "a dead client's reservations are released at expiry");
         // bytes neither committed nor held by a live client's reservation: at most the window's puts and the dead
         // client's uncommitted rest (parked for the put release timeout: it may only have been stalled)
-        long reservedAfter = metric(metrics, "store_reserved_bytes");
-        assertTrue(metric(metrics, "store_used_bytes") - reservedAfter <= usedBefore - reservedBefore + (long) keys * 2 * SIZE + victimReserved,
+        long reservedAfter = master.metric("store_reserved_bytes");
+        assertTrue(master.metric("store_used_bytes") - reservedAfter <= usedBefore - reservedBefore + (long) keys * 2 * SIZE + victimReserved,
                 "used bytes outside live reservations grew only by the puts during the TTL window");
         for (int i = 0; i < batchCrcs.length; i++) {
             String got = first.call("GET v/" + i);
@@ -153,59 +151,32 @@ class StoreProcessesTest {
 
     @Test
     void aNodeStoppedBySigtermLeavesAtOnceAndIsNeverCountedExpired() throws Exception {
-        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "2s", "--tick", "50ms");
-        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
-        String address = "127.0.0.1:" + listening[1];
-        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
-        String clients = "http://127.0.0.1:" + listening[2] + "/clients";
+        master = new MasterProcess("--client-ttl", "2s", "--tick", "50ms");
+        String address = master.address;
         ChildJvm stopped = ChildJvm.start(Tent4jCommand.class, "store", "node", "--master", address, "--segment-size", "8m");
         closeLater.add(stopped);
         ChildJvm killed = ChildJvm.start(Tent4jCommand.class, "store", "node", "--master", address, "--segment-size", "8m");
         closeLater.add(killed);
         String stoppedId = stopped.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
         String killedId = killed.awaitLine("READY ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
-        assertEquals(16 << 20, metric(metrics, "store_capacity_bytes"));
+        assertEquals(16 << 20, master.metric("store_capacity_bytes"));
 
         stopped.terminate(); // SIGTERM: the node's shutdown hook closes its client
         assertEquals(143, stopped.process().exitValue(), "the node ends by SIGTERM within 10 s (its shutdown hook ran), not killed");
-        assertEquals(-1, clientReserved(clients, stoppedId), "a node that closed has left: the master lists it no more");
-        assertEquals(8 << 20, metric(metrics, "store_capacity_bytes"), "its segment was unmounted at once, not at its TTL");
+        assertEquals(-1, clientReserved(stoppedId), "a node that closed has left: the master lists it no more");
+        assertEquals(8 << 20, master.metric("store_capacity_bytes"), "its segment was unmounted at once, not at its TTL");
 
         // the killed node expires one TTL after its last ping; had the stopped one not left, it would have expired first
         killed.kill();
-        assertEquals("EXPIRED " + killedId, master.awaitLine("EXPIRED ", ChildJvm.DEFAULT_TIMEOUT));
-        assertEquals(1, metric(metrics, "store_clients_expired_total"), "only the killed node counts as expired");
-        assertEquals(0, metric(metrics, "store_capacity_bytes"));
-    }
-
-    private static String okString(String reply) {
-        assertTrue(reply.startsWith("OK "), reply);
-        return reply.substring(3);
-    }
-
-    private static long metric(String url, String name) throws Exception {
-        try (var http = java.net.http.HttpClient.newHttpClient()) {
-            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
-                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-            return body.lines().filter(l -> l.startsWith(name + " ")).mapToLong(l -> Long.parseLong(l.substring(name.length() + 1)))
-                    .findFirst().orElseThrow(() -> new AssertionError("no metric " + name + " in " + url));
-        }
+        assertEquals("EXPIRED " + killedId, master.jvm.awaitLine("EXPIRED ", ChildJvm.DEFAULT_TIMEOUT));
+        assertEquals(1, master.metric("store_clients_expired_total"), "only the killed node counts as expired");
+        assertEquals(0, master.metric("store_capacity_bytes"));
     }
 
     /** Bytes the master says the client holds in reservations; -1 if it does not list the client. */
-    private static long clientReserved(String url, String clientId) throws Exception {
-        try (var http = java.net.http.HttpClient.newHttpClient()) {
-            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
-                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-            var m = java.util.regex.Pattern.compile("\\{\"id\":\"" + java.util.regex.Pattern.quote(clientId)
-                    + "\"[^}]*\"reservedBytes\":(\\d+)").matcher(body);
-            return m.find() ? Long.parseLong(m.group(1)) : -1;
-        }
-    }
-
-    private static long okLong(String reply) {
-        assertTrue(reply.startsWith("OK "), reply);
-        return Long.parseLong(reply.split(" ")[1]);
+    private long clientReserved(String clientId) throws Exception {
+        var m = java.util.regex.Pattern.compile("\\{\"id\":\"" + java.util.regex.Pattern.quote(clientId)
+                + "\"[^}]*\"reservedBytes\":(\\d+)").matcher(master.get("/clients"));
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 }
