@@ -19,11 +19,11 @@ import picocli.CommandLine.Spec;
 /**
  * {@code tent4j store node}: a client service that contributes memory (and, with {@code --disk-dir}, a disk segment)
  * to the store and keeps them mounted (heartbeats, remount after a master restart) until killed. Prints
- * {@code DISK <segment id> <file>} for a disk segment, then {@code READY <client id> <segment id> <engine segment>}.
+ * {@code DISK <segment id> <file> <index records dropped on reopening it>} for a disk segment, then {@code READY <client id> <segment id> <engine segment>}.
  */
 @Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         description = {"Contributes memory (and a disk segment) to the store and keeps it mounted until killed.",
-                "Prints 'DISK <segment id> <file>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'."})
+                "Prints 'DISK <segment id> <file> <records dropped>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'."})
 public final class NodeCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -39,9 +39,10 @@ public final class NodeCommand implements Callable<Integer> {
     String host;
 
     @Option(names = {"--disk-dir", "--disk_dir"}, paramLabel = "DIR",
-            description = "Also contribute a disk segment: a new file in DIR, registered with the engine, that the "
-                    + "master offloads this node's evicted objects to. The file is deleted when the node stops. "
-                    + "Default: none.")
+            description = "Also contribute a disk segment: the file DIR/tent4j-store.disk (and its index beside it), "
+                    + "registered with the engine, that the master offloads this node's evicted objects to. Both stay "
+                    + "when the node stops; started again with the same DIR and size, the node reopens them and the "
+                    + "master adopts the objects still intact. Default: none.")
     Path diskDir;
 
     @Option(names = {"--disk-size", "--disk_size"}, defaultValue = "10g", converter = SizeConverter.class,
@@ -82,7 +83,7 @@ public final class NodeCommand implements Callable<Integer> {
         if (diskDir != null) {
             try {
                 SegmentSpec disk = node.contributeDisk(diskDir, diskSize);
-                System.out.println("DISK " + disk.id() + " " + disk.file());
+                System.out.println("DISK " + disk.id() + " " + disk.file() + " " + node.diskRecordsDropped());
             } catch (StoreException e) {
                 spec.commandLine().getErr().println("tent4j store node: " + e.getMessage());
                 node.close();

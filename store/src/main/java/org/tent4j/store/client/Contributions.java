@@ -3,8 +3,12 @@ package org.tent4j.store.client;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.UUID;
 
 import org.slf4j.Logger;
@@ -15,6 +19,7 @@ import org.tent4j.api.RegisteredMemory;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.proto.DiskReplica;
 import org.tent4j.store.rpc.MasterClient;
 
 /**
@@ -100,8 +105,43 @@ final class Contributions {
             throw e;
         }
         disk = d;
+        adopt(d);
         restartOffloader(d);
         return d.spec;
+    }
+
+    /**
+     * Reports what the disk index holds (a restart's leftovers) to the master, which adopts each replica whose key has
+     * no object or the same one; the node forgets the rest (tombstones). A failed report is logged: those objects are
+     * offered again at the next mount, unless offloads reuse their ranges first.
+     */
+    private void adopt(DiskSegment d) {
+        List<DiskIndex.Entry> held = d.index.entries();
+        if (held.isEmpty()) {
+            return;
+        }
+        Map<Long, Long> refused = new TreeMap<>();
+        try {
+            for (int i = 0; i < held.size(); i += DiskScrub.PAGE) {
+                List<DiskIndex.Entry> page = held.subList(i, Math.min(held.size(), i + DiskScrub.PAGE));
+                Map<Long, Long> sizes = new HashMap<>();
+                List<DiskReplica> wire = new ArrayList<>(page.size());
+                for (DiskIndex.Entry e : page) {
+                    sizes.put(e.offset(), e.length());
+                    wire.add(DiskReplica.newBuilder().setKey(e.key()).setOffset(e.offset()).setSize(e.length())
+                            .setCrc32C(e.crc()).setPutId(e.putId()).build());
+                }
+                for (long off : master.adoptDiskReplicas(access.id(), d.spec.id(), wire)) {
+                    refused.put(off, sizes.getOrDefault(off, 1L));
+                }
+            }
+            d.index.append(List.of(), refused);
+            LOG.info("disk segment {}: the master adopted {} of the {} objects its index held", d.spec.file(),
+                    held.size() - refused.size(), held.size());
+        } catch (StoreException | java.io.IOException e) {
+            LOG.warn("disk segment {}: reporting the {} objects its index holds failed: {}", d.spec.file(), held.size(),
+                    e.getMessage());
+        }
     }
 
     ScrubReport scrubDisk() {
@@ -120,6 +160,12 @@ final class Contributions {
     long offloadsCompleted() {
         Offloader o = offloader;
         return o == null ? 0 : o.completed.sum();
+    }
+
+    /** Records the disk index dropped when it was reopened (torn, or bytes not matching their CRC32C). */
+    long diskRecordsDropped() {
+        DiskSegment d = disk;
+        return d == null ? 0 : d.index.dropped();
     }
 
     long duplicateOffloads() {
@@ -172,8 +218,10 @@ final class Contributions {
         }
         DiskSegment d = disk;
         if (d != null) {
-            // the master forgot what the file held; offloads fill it afresh
+            // the master forgot what the file held: what the index holds is offered again
             master.mount(access.id(), d.spec);
+            offloader.remounted();
+            adopt(d);
         }
     }
 

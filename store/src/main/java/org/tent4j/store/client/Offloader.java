@@ -5,10 +5,13 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 import org.slf4j.Logger;
@@ -18,21 +21,22 @@ import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferStatus;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.proto.FreedRange;
 import org.tent4j.store.proto.OffloadResult;
 import org.tent4j.store.proto.OffloadTask;
+import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /**
- * Runs the offloads (and promotions: disk back to memory, each checked against its CRC32C) and the repairs the master
- * hands this node: polls the master ({@code Offloads}: results of the last round in,
+ * Runs the offloads (and promotions: disk back to memory, each checked against its CRC32C) and the repairs
+ * ({@link RepairCopies}) the master hands this node: polls the master ({@code Offloads}: results of the last round in,
  * waiting tasks out), copies each object's bytes from this node's memory segment to its disk segment through the
  * engine (one batch; the engine's nvmeof transport writes the file), makes them durable with one fdatasync for the
- * batch, and reports each task's CRC32C, computed over the memory it copied (which the master keeps from reuse while
- * the offload is in flight). A repair reads a live replica (on any node) through the engine into a range of this
- * node's memory and reports the CRC32C of what it read; the master adds the range as a replica on that report. A node
- * without a disk segment runs repairs only. A task that names memory or disk this node does not hold, or that the
- * engine failed, is reported failed; a task whose time ran out is not started.
+ * batch, records them in the disk index (made durable too: {@link #record}), and reports each task's CRC32C, computed
+ * over the memory it copied (which the master keeps from reuse while the offload is in flight). A node without a disk
+ * segment runs repairs only. A task that names memory or disk this node does not hold, or that the engine failed, is
+ * reported failed; a task whose time ran out is not started.
  */
 final class Offloader implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Offloader.class);
@@ -46,10 +50,10 @@ final class Offloader implements AutoCloseable {
     private final ScheduledExecutorService thread;
     final LongAdder completed = new LongAdder();
     final LongAdder failed = new LongAdder();
-    /** Repairs this node copied and reported done. */
-    final LongAdder repairs = new LongAdder();
     /** Tasks for a key this node was already offloading in the same round: the master must never send them. */
     final LongAdder duplicates = new LongAdder();
+    /** The last freed range recorded as a tombstone, confirmed with each poll. */
+    private final AtomicLong freedAck = new AtomicLong();
 
     Offloader(ReplicaAccess client, MasterClient master, DiskSegment disk, long pollMillis) {
         this.client = client;
@@ -63,16 +67,25 @@ final class Offloader implements AutoCloseable {
         thread.scheduleWithFixedDelay(this::poll, pollMillis, pollMillis, TimeUnit.MILLISECONDS);
     }
 
-    /** Takes and runs tasks until the master has none left, reporting each round's results with the next poll. */
+    /**
+     * Takes and runs tasks until the master has none left, reporting each round's results with the next poll. The
+     * ranges the master freed on this disk come first: recorded as tombstones (durably) before the round's tasks run,
+     * and confirmed with the next poll.
+     */
     void poll() {
         List<OffloadResult> results = List.of();
         try {
             while (true) {
-                List<OffloadTask> tasks = master.offloads(client.id(), results, TASKS_PER_ROUND);
-                if (tasks.isEmpty()) {
+                OffloadsResponse r = master.offloads(client.id(), results, TASKS_PER_ROUND, freedAck.get());
+                if (r.getFreedCount() > 0 && !forget(r.getFreedList())) {
+                    // not recorded: not confirmed either (sent again); the tasks are not run before they are
+                    results = fail(r.getTasksList(), "the disk index of " + disk.file.path() + " could not be written");
+                    continue;
+                }
+                if (r.getTasksCount() == 0 && r.getFreedCount() == 0) {
                     return;
                 }
-                results = run(tasks);
+                results = run(r.getTasksList());
             }
         } catch (StoreException e) {
             // results not reported are lost; their tasks expire at the master and their ranges come back
@@ -80,6 +93,41 @@ final class Offloader implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.error("offloads failed", e);
         }
+    }
+
+    private boolean forget(List<FreedRange> freed) {
+        if (disk == null) {
+            LOG.warn("master {} sent {} freed disk ranges to client {}, which has no disk segment", master.address(),
+                    freed.size(), client.id());
+            return true;
+        }
+        Map<Long, Long> gone = new TreeMap<>();
+        long last = freedAck.get();
+        for (FreedRange f : freed) {
+            gone.put(f.getOffset(), f.getLength());
+            last = Math.max(last, f.getSeq());
+        }
+        try {
+            disk.index.append(List.of(), gone);
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("recording {} freed ranges in the disk index of {} failed: {}", freed.size(), disk.file.path(), e.toString());
+            return false;
+        }
+        freedAck.set(last);
+        return true;
+    }
+
+    private List<OffloadResult> fail(List<OffloadTask> tasks, String why) {
+        List<OffloadResult> out = new ArrayList<>(tasks.size());
+        for (OffloadTask t : tasks) {
+            out.add(failure(t, why));
+        }
+        return out;
+    }
+
+    /** The master forgot this node and it mounted its disk again: a new segment there, whose freed ranges count from 0. */
+    void remounted() {
+        freedAck.set(0);
     }
 
     private List<OffloadResult> run(List<OffloadTask> all) {
@@ -91,7 +139,7 @@ final class Offloader implements AutoCloseable {
             (t.getRepair() ? repairing : tasks).add(t);
         }
         if (!repairing.isEmpty()) {
-            results.addAll(repair(repairing, received));
+            results.addAll(RepairCopies.run(client, repairing, received, this::failure));
         }
         List<TransferRequest> moves = new ArrayList<>(tasks.size());
         List<OffloadTask> moving = new ArrayList<>(tasks.size());
@@ -149,12 +197,14 @@ final class Offloader implements AutoCloseable {
             return results;
         }
         String syncFailed = null;
+        Set<Long> recorded = new HashSet<>();
         if (writes) {
             try {
                 disk.sync();
             } catch (IOException e) {
                 syncFailed = "fdatasync of " + disk.file.path() + " failed: " + e;
             }
+            syncFailed = record(moving, statuses, crcs, received, syncFailed, recorded);
         }
         for (int i = 0; i < moving.size(); i++) {
             OffloadTask t = moving.get(i);
@@ -168,7 +218,7 @@ final class Offloader implements AutoCloseable {
                 client.checksumFailures.increment();
                 results.add(failure(t, "promotion of key '" + t.getKey() + "': the bytes at offset "
                         + Wire.replica(t.getSource()).fileOffset() + " of " + disk.file.path() + " do not match their CRC32C"));
-            } else if (System.nanoTime() - received > t.getTtlMs() * 1_000_000L) {
+            } else if (t.getPromote() ? late(t, received) : !recorded.contains(t.getTaskId())) {
                 // the master gave it up meanwhile: a late report is ignored there, so say what happened
                 results.add(failure(t, "task for key '" + t.getKey() + "' finished after its " + t.getTtlMs() + " ms"));
             } else {
@@ -182,72 +232,41 @@ final class Offloader implements AutoCloseable {
     }
 
     /**
-     * Copies each repair's source replica into its target, a range of this node's memory, in one engine batch (a
-     * source in this process is copied directly), and reports the CRC32C of the bytes copied.
+     * Records the round's durable offloads in the disk index and makes it durable before any is reported, so the
+     * master never switches an object to a disk replica this node could forget; a range written but not reported ok
+     * gets a tombstone (the master gives it to another object). Why the offloads fail if the index could not be
+     * written (null: recorded, or {@code syncFailed} already failed them).
      */
-    private List<OffloadResult> repair(List<OffloadTask> tasks, long received) {
-        List<OffloadResult> results = new ArrayList<>(tasks.size());
-        List<TransferRequest> reads = new ArrayList<>(tasks.size());
-        List<OffloadTask> reading = new ArrayList<>(tasks.size());
-        List<MemorySegment> landed = new ArrayList<>(tasks.size());
-        for (OffloadTask t : tasks) {
-            ReplicaLocation src = Wire.replica(t.getSource());
-            ReplicaLocation dst = Wire.replica(t.getTarget());
-            MemorySegment into;
-            MemorySegment local;
-            try {
-                into = t.getSize() == dst.length() && t.getSize() == src.length() ? client.contributedRange(dst, 0, t.getSize()) : null;
-                local = into == null ? null : client.contributedRange(src, 0, t.getSize());
-            } catch (IndexOutOfBoundsException e) {
-                into = null;
-                local = null;
-            }
-            if (into == null || src.onDisk()) {
-                results.add(failure(t, "repair of key '" + t.getKey() + "' names memory " + dst.segmentId() + " at "
-                        + dst.address() + " (" + t.getSize() + " bytes) that this node does not hold, or a source on disk"));
+    private String record(List<OffloadTask> moving, TransferStatus[] statuses, List<Long> crcs, long received,
+                          String syncFailed, Set<Long> recorded) {
+        List<DiskIndex.Entry> done = new ArrayList<>();
+        List<Long> ids = new ArrayList<>();
+        Map<Long, Long> gone = new TreeMap<>();
+        for (int i = 0; i < moving.size(); i++) {
+            OffloadTask t = moving.get(i);
+            if (t.getPromote()) {
                 continue;
             }
-            if (local != null) {
-                MemorySegment.copy(local, 0, into, 0, t.getSize());
-                results.add(repaired(t, into, received));
-                continue;
-            }
-            try {
-                reads.add(TransferRequest.read(into, client.segment(src), src.address()));
-            } catch (RuntimeException e) {
-                results.add(failure(t, "repair of key '" + t.getKey() + "': opening segment " + src.engineSegment() + ": " + e.getMessage()));
-                continue;
-            }
-            reading.add(t);
-            landed.add(into);
-        }
-        if (reads.isEmpty()) {
-            return results;
-        }
-        try (Batch b = client.engine.allocateBatch(reads.size())) {
-            b.submit(reads);
-            b.completion().join();
-            for (int i = 0; i < reading.size(); i++) {
-                TransferStatus s = b.status(i);
-                OffloadTask t = reading.get(i);
-                results.add(s.isCompleted() ? repaired(t, landed.get(i), received) : failure(t, "repair of key '"
-                        + t.getKey() + "' from " + Wire.replica(t.getSource()).segmentId() + ": " + s.state() + " "
-                        + s.error() + (s.message() == null ? "" : ": " + s.message())));
-            }
-        } catch (RuntimeException e) {
-            for (OffloadTask t : reading) {
-                results.add(failure(t, "repair of key '" + t.getKey() + "': " + e.getMessage()));
+            long offset = Wire.replica(t.getTarget()).fileOffset();
+            if (syncFailed == null && statuses[i].isCompleted() && !late(t, received)) {
+                done.add(new DiskIndex.Entry(t.getKey(), offset, t.getSize(), t.getPutId(), (int) (long) crcs.get(i)));
+                ids.add(t.getTaskId());
+            } else {
+                gone.put(offset, t.getSize());
             }
         }
-        return results;
+        try {
+            disk.index.append(done, gone);
+            recorded.addAll(ids);
+            return syncFailed;
+        } catch (IOException | RuntimeException e) {
+            return syncFailed != null ? syncFailed : "recording the offloads in the disk index of " + disk.file.path()
+                    + " failed: " + e;
+        }
     }
 
-    private OffloadResult repaired(OffloadTask t, MemorySegment bytes, long received) {
-        if (System.nanoTime() - received > t.getTtlMs() * 1_000_000L) {
-            return failure(t, "repair of key '" + t.getKey() + "' finished after its " + t.getTtlMs() + " ms");
-        }
-        repairs.increment();
-        return OffloadResult.newBuilder().setTaskId(t.getTaskId()).setOk(true).setCrc32C((int) DiskSegment.crc32c(bytes)).build();
+    static boolean late(OffloadTask t, long received) {
+        return System.nanoTime() - received > t.getTtlMs() * 1_000_000L;
     }
 
     private OffloadResult failure(OffloadTask t, String why) {

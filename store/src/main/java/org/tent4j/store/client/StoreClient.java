@@ -207,6 +207,14 @@ public final class StoreClient implements AutoCloseable {
         return contributions.offloadsCompleted();
     }
 
+    /**
+     * Records the disk index dropped when this node reopened its disk file: a torn tail, or bytes that no longer
+     * match their CRC32C (0 without a disk segment, or on a fresh file).
+     */
+    public long diskRecordsDropped() {
+        return contributions.diskRecordsDropped();
+    }
+
     /** Offload tasks for a key this node was already offloading in the same round (never expected: the master sends one). */
     public long duplicateOffloads() {
         return contributions.duplicateOffloads();

@@ -111,8 +111,28 @@ public sealed interface Command<R> {
     record Evicted(long objects, long bytes) {
     }
 
-    /** A node asks for up to {@code max} of the offloads waiting for it (see {@link Offloads}). */
+    /**
+     * A node asks for up to {@code max} of the offloads waiting for it (see {@link Offloads}). Logs written before
+     * {@link TakeDiskWork} hold it; a master now applies that instead.
+     */
     record TakeOffloads(String clientId, int max) implements Command<List<OffloadTask>> {
+    }
+
+    /**
+     * A node's poll: the disk ranges freed on its disk segment after {@code freedAck} (the last it made durable as
+     * tombstones; those up to it are dropped), then up to {@code max} of the offloads waiting for it, in one command so
+     * a range's tombstone always reaches the node before a task that writes the range again.
+     */
+    record TakeDiskWork(String clientId, int max, long freedAck) implements Command<DiskWork> {
+    }
+
+    /** A range freed on a node's disk segment: its {@code seq} (what the node confirms), offset and length. */
+    record Freed(long seq, long offset, long length) {
+    }
+
+    /** The answer of {@link TakeDiskWork}: ranges to forget first, then tasks. */
+    record DiskWork(List<Freed> freed, List<OffloadTask> tasks) {
+        public static final DiskWork NONE = new DiskWork(List.of(), List.of());
     }
 
     /** A node reports offloads it finished: durable with this CRC32C, or failed. */
@@ -129,7 +149,7 @@ public sealed interface Command<R> {
      * replica on any node ({@code source}) into the node's own memory ({@code target}), reporting the CRC32C copied.
      */
     record OffloadTask(long taskId, String key, long size, ReplicaLocation source, ReplicaLocation target, long ttlNanos,
-                       boolean promote, boolean repair) {
+                       boolean promote, boolean repair, long putId) {
     }
 
     /**
@@ -145,6 +165,21 @@ public sealed interface Command<R> {
 
     /** A disk replica: the object's key, its offset in the disk segment, its size and recorded CRC32C. */
     record DiskReplica(String key, long offset, long size, long crc32c) {
+    }
+
+    /**
+     * A restarted node's disk index, reported after it mounted its disk segment {@code segmentId} again: each replica is
+     * adopted where its key has no object (a new disk-only object) or the object with that put id and size (it gets
+     * this disk replica); the rest are refused and answered by offset, so the node forgets them.
+     */
+    record AdoptDiskReplicas(String clientId, String segmentId, List<Adopted> replicas) implements Command<List<Long>> {
+        public AdoptDiskReplicas {
+            replicas = List.copyOf(replicas);
+        }
+    }
+
+    /** A disk replica a node's index holds: key, offset in its disk segment, size, CRC32C and put id recorded at offload. */
+    record Adopted(String key, long offset, long size, long crc32c, long putId) {
     }
 
     /** How an offload ended: {@code ok} with the bytes' CRC32C (unsigned 32 bits), or failed for {@code error}. */

@@ -167,6 +167,25 @@ final class CommandCodec {
                     out.writeLong(r.crc32c());
                 }
             }
+            case Command.AdoptDiskReplicas c -> {
+                out.writeByte(23);
+                str(out, c.clientId());
+                str(out, c.segmentId());
+                out.writeInt(c.replicas().size());
+                for (Command.Adopted r : c.replicas()) {
+                    str(out, r.key());
+                    out.writeLong(r.offset());
+                    out.writeLong(r.size());
+                    out.writeLong(r.crc32c());
+                    out.writeLong(r.putId());
+                }
+            }
+            case Command.TakeDiskWork c -> {
+                out.writeByte(24);
+                str(out, c.clientId());
+                out.writeInt(c.max());
+                out.writeLong(c.freedAck());
+            }
             case Command.TakeOffloads c -> {
                 out.writeByte(15);
                 str(out, c.clientId());
@@ -239,6 +258,17 @@ final class CommandCodec {
             case 13 -> new Command.Tick();
             case 14 -> new Command.Evict();
             case 15 -> new Command.TakeOffloads(str(in), in.readInt());
+            case 24 -> new Command.TakeDiskWork(str(in), in.readInt(), in.readLong());
+            case 23 -> {
+                String client = str(in);
+                String segment = str(in);
+                int n = count(in);
+                List<Command.Adopted> rs = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    rs.add(new Command.Adopted(str(in), in.readLong(), in.readLong(), in.readLong(), in.readLong()));
+                }
+                yield new Command.AdoptDiskReplicas(client, segment, rs);
+            }
             case 18 -> {
                 String client = str(in);
                 String segment = str(in);

@@ -35,6 +35,10 @@ final class Eviction {
                 parked.add(new Parked(r, size, releaseAt));
             }
         }
+        for (long r : replicas) {
+            // a disk range leaves its object now: the node's index must forget it even if it goes down before release
+            state.segments.at(ObjectRecord.segment(r)).forget(ObjectRecord.offset(r), size);
+        }
     }
 
     void releaseParked(long now) {

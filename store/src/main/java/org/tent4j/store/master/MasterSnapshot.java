@@ -27,9 +27,10 @@ final class MasterSnapshot {
      * 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}); 4: a window
      * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read; 5: each
      * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
-     * the repair counters.
+     * the repair counters; 6: each disk segment's freed ranges its node has not yet confirmed (docs/STORE.md, "Disk
+     * tier": restart). No version is read as another.
      */
-    private static final int VERSION = 5;
+    private static final int VERSION = 6;
 
     private MasterSnapshot() {
     }
@@ -67,6 +68,12 @@ final class MasterSnapshot {
                 for (Map.Entry<Long, Long> e : free.entrySet()) {
                     out.writeLong(e.getKey());
                     out.writeLong(e.getValue());
+                }
+                List<long[]> freed = seg.freedRanges();
+                out.writeLong(seg.freedSeq());
+                out.writeInt(freed.size());
+                for (long[] f : freed) {
+                    longs(out, f);
                 }
             }
             List<Clients.ClientRecord> clients = new ArrayList<>(s.clients.all());
@@ -173,9 +180,15 @@ final class MasterSnapshot {
                 for (int n = in.readInt(); n > 0; n--) {
                     free.put(in.readLong(), in.readLong());
                 }
+                long freedSeq = in.readLong();
+                List<long[]> freed = new ArrayList<>();
+                for (int n = in.readInt(); n > 0; n--) {
+                    freed.add(longs(in));
+                }
                 boolean disk = spec.tier() == Tier.DISK;
                 MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter(disk));
                 seg.allocator.restore(free);
+                seg.restoreFreed(freedSeq, freed);
                 // counted as allocated like a fresh segment's allocations; an unmounted one takes its count back
                 s.segments.allocatedCounter(disk).addAndGet(seg.allocator.used());
                 if (!mounted) {

@@ -59,6 +59,7 @@ public final class MasterState {
     final Eviction eviction;
     final Offloads offloads;
     final Repairs repairs;
+    private final DiskAdoption adoption;
     final RequestIds requestIds = new RequestIds();
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
@@ -80,6 +81,7 @@ public final class MasterState {
         this.eviction = new Eviction(this);
         this.offloads = new Offloads(this);
         this.repairs = new Repairs(this);
+        this.adoption = new DiskAdoption(this);
         this.views = new MasterViews(this);
     }
 
@@ -259,11 +261,14 @@ public final class MasterState {
             case Command.Tick c -> tick(now);
             case Command.Evict c -> eviction.evict(now);
             case Command.TakeOffloads c -> offloads.take(now, c.clientId(), c.max());
+            case Command.TakeDiskWork c -> new Command.DiskWork(segments.freedFor(c.clientId(), c.freedAck()),
+                    offloads.take(now, c.clientId(), c.max()));
             case Command.OffloadDone c -> {
                 offloads.done(now, c.clientId(), c.results());
                 yield null;
             }
             case Command.DropDiskReplicas c -> objects.dropDiskReplicas(now, c);
+            case Command.AdoptDiskReplicas c -> adoption.adopt(now, c);
             case Command.Once<?> c -> once(now, c);
         };
         return (R) result;
@@ -324,6 +329,12 @@ public final class MasterState {
     /** Whether the client has offloads waiting to be taken (a poll that would take nothing need not be a command). */
     public boolean hasOffloadsFor(String clientId) {
         return offloads.hasQueued(clientId);
+    }
+
+    /** Whether ranges freed on the client's disk segment wait past {@code freedAck}, or confirmed ones wait to be dropped. */
+    public boolean hasFreedFor(String clientId, long freedAck) {
+        MountedSegment d = segments.diskOf(clientId);
+        return d != null && d.hasFreedSince(freedAck);
     }
 
     /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */

@@ -1,5 +1,7 @@
 package org.tent4j.store.master;
 
+import java.util.ArrayDeque;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.tent4j.store.SegmentSpec;
@@ -22,6 +24,12 @@ final class MountedSegment {
     private final AtomicLong allocatedEverywhere;
     /** Guarded by {@code allocator}: once false nothing more is allocated or freed here (the bytes are gone). */
     private boolean mounted = true;
+    /**
+     * DISK, guarded by {@code allocator}: ranges whose object let go of them (seq, offset, length), not yet confirmed by
+     * the node, which records each as a tombstone in its disk index so a restart does not offer the old object again.
+     */
+    private final ArrayDeque<long[]> freed = new ArrayDeque<>();
+    private long freedSeq;
 
     MountedSegment(int index, SegmentSpec spec, String owner, AtomicLong allocatedEverywhere) {
         this.index = index;
@@ -48,13 +56,81 @@ final class MountedSegment {
         }
     }
 
+    /** Takes {@code [offset, offset + footprint(size))} if all of it is free: false if not (or not on this segment). */
+    boolean allocateAt(long offset, long size) {
+        long length = footprint(size);
+        synchronized (allocator) {
+            boolean taken = mounted && allocator.allocateAt(offset, length);
+            if (taken) {
+                allocatedEverywhere.addAndGet(RangeAllocator.aligned(length));
+            }
+            return taken;
+        }
+    }
+
     void free(long offset, long size) {
         long length = footprint(size);
         synchronized (allocator) {
             if (mounted) {
+                forgetLocked(offset, length);
                 allocator.free(offset, length);
                 allocatedEverywhere.addAndGet(-RangeAllocator.aligned(length));
             }
+        }
+    }
+
+    /** A disk range no object holds any more (parked or freed): its node is told to forget what it recorded there. */
+    void forget(long offset, long size) {
+        synchronized (allocator) {
+            if (mounted) {
+                forgetLocked(offset, footprint(size));
+            }
+        }
+    }
+
+    private void forgetLocked(long offset, long length) {
+        if (disk) {
+            freed.add(new long[]{++freedSeq, offset, length});
+        }
+    }
+
+    /**
+     * Drops the freed ranges the node confirmed (seq at most {@code ack}) and answers the rest, oldest first: the node
+     * makes them durable before it runs the tasks handed out with them, so a tombstone never lands after a record of
+     * the range's next object.
+     */
+    List<long[]> freedAfter(long ack) {
+        synchronized (allocator) {
+            while (!freed.isEmpty() && freed.peek()[0] <= ack) {
+                freed.poll();
+            }
+            return List.copyOf(freed);
+        }
+    }
+
+    /** Whether the node has ranges to learn past {@code ack}, or ones it confirmed that are still kept. */
+    boolean hasFreedSince(long ack) {
+        synchronized (allocator) {
+            return !freed.isEmpty() && (freed.peekLast()[0] > ack || freed.peek()[0] <= ack);
+        }
+    }
+
+    /** For a snapshot: the last seq and the ranges not yet confirmed. */
+    long freedSeq() {
+        synchronized (allocator) {
+            return freedSeq;
+        }
+    }
+
+    List<long[]> freedRanges() {
+        return freedAfter(Long.MIN_VALUE);
+    }
+
+    void restoreFreed(long seq, List<long[]> ranges) {
+        synchronized (allocator) {
+            freedSeq = seq;
+            freed.clear();
+            freed.addAll(ranges);
         }
     }
 

@@ -255,7 +255,7 @@ final class ObjectTable {
 
     // ---------------------------------------------------------------- scrub
 
-    private MountedSegment ownDisk(String clientId, String segmentId) {
+    MountedSegment ownDisk(String clientId, String segmentId) {
         MountedSegment seg = state.segments.byId(segmentId);
         if (seg == null || !seg.disk) {
             throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "no disk segment " + segmentId + " is mounted");

@@ -200,10 +200,20 @@ final class Offloads {
             ReplicaLocation src = location(t.source, t.size, t);
             ReplicaLocation dst = location(t.target, t.size, t);
             if (src != null && dst != null) { // else its segment went: the sweep cancels it
-                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote(), t.repair()));
+                out.add(new OffloadTask(t.id, t.key, t.size, src, dst, t.deadline - now, t.promote(), t.repair(),
+                        putId(t.key)));
             }
         }
         return out;
+    }
+
+    /** The put id of the object {@code key}: what its node records beside the disk replica, to name it after a restart. */
+    private long putId(String key) {
+        ObjectTable.Shard shard = state.objects.shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            return rec == null ? 0 : rec.putId;
+        }
     }
 
     /** Where {@code replica} lies (a disk one with the object's CRC32C, for a promotion to check); null if unmounted. */

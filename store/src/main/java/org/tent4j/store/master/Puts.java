@@ -33,6 +33,11 @@ final class Puts {
         return putIds.get();
     }
 
+    /** Keeps later put ids above {@code id} (an adopted disk replica's object). */
+    void atLeast(long id) {
+        putIds.accumulateAndGet(id, Math::max);
+    }
+
     void restoreLastPutId(long id) {
         putIds.set(id);
     }

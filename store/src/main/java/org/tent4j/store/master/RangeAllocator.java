@@ -47,6 +47,32 @@ public final class RangeAllocator {
         return fit[1];
     }
 
+    /**
+     * Takes the range of {@code length} bytes at {@code offset} if it lies wholly in one free range (a range a restarted
+     * node reports it still holds): false if any of it is used, outside the capacity or unaligned.
+     */
+    public synchronized boolean allocateAt(long offset, long length) {
+        long need = aligned(length);
+        if (offset < 0 || offset % ALIGNMENT != 0 || length <= 0 || offset > capacity - need) {
+            return false;
+        }
+        Map.Entry<Long, Long> fit = freeByOffset.floorEntry(offset);
+        if (fit == null || fit.getKey() + fit.getValue() < offset + need) {
+            return false;
+        }
+        long start = fit.getKey();
+        long len = fit.getValue();
+        removeFree(start, len);
+        if (offset > start) {
+            addFree(start, offset - start);
+        }
+        if (start + len > offset + need) {
+            addFree(offset + need, start + len - offset - need);
+        }
+        used += need;
+        return true;
+    }
+
     /** Returns a range given out by {@link #allocate} (same length as asked for). */
     public synchronized void free(long offset, long length) {
         long len = aligned(length);

@@ -335,6 +335,19 @@ final class Segments {
     }
 
     /** The disk segment an offload of a replica on {@code memory} goes to: one of its owner's, with room; else null. */
+    /** The ranges freed on {@code owner}'s disk segment after {@code ack} (see {@link MountedSegment#freedAfter}). */
+    List<Command.Freed> freedFor(String owner, long ack) {
+        MountedSegment d = diskOf(owner);
+        if (d == null) {
+            return List.of();
+        }
+        List<Command.Freed> out = new ArrayList<>();
+        for (long[] f : d.freedAfter(ack)) {
+            out.add(new Command.Freed(f[0], f[1], f[2]));
+        }
+        return out;
+    }
+
     MountedSegment diskOf(String owner) {
         for (MountedSegment d : disks) {
             if (d.owner.equals(owner)) {

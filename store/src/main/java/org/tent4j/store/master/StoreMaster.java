@@ -169,9 +169,14 @@ public final class StoreMaster implements AutoCloseable {
         return apply(new Command.Heartbeat(clientId));
     }
 
-    /** The offloads waiting for {@code clientId}, up to {@code max}; none (and no command) if none wait. */
-    public List<Command.OffloadTask> takeOffloads(String clientId, int max) {
-        return max <= 0 || !state().hasOffloadsFor(clientId) ? List.of() : apply(new Command.TakeOffloads(clientId, max));
+    /**
+     * The disk ranges freed on the client's disk segment after {@code freedAck}, and the offloads waiting for it, up to
+     * {@code max}; none (and no command) if nothing waits.
+     */
+    public Command.DiskWork takeDiskWork(String clientId, int max, long freedAck) {
+        boolean tasks = max > 0 && state().hasOffloadsFor(clientId);
+        return tasks || state().hasFreedFor(clientId, freedAck)
+                ? apply(new Command.TakeDiskWork(clientId, Math.max(0, max), freedAck)) : Command.DiskWork.NONE;
     }
 
     public void offloadDone(String clientId, List<Command.OffloadResult> results) {
@@ -188,6 +193,11 @@ public final class StoreMaster implements AutoCloseable {
     /** Drops disk replicas the client's scrub found corrupt; how many were still there. */
     public int dropDiskReplicas(String clientId, String segmentId, List<Command.DiskReplica> bad) {
         return bad.isEmpty() ? 0 : apply(new Command.DropDiskReplicas(clientId, segmentId, bad));
+    }
+
+    /** Adopts what a restarted node's disk index holds; the offsets refused. */
+    public List<Long> adoptDiskReplicas(String clientId, String segmentId, List<Command.Adopted> held) {
+        return held.isEmpty() ? List.of() : apply(new Command.AdoptDiskReplicas(clientId, segmentId, held));
     }
 
     public TickReport tick() {

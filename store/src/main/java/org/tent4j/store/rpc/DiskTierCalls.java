@@ -7,11 +7,14 @@ import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.proto.AdoptDiskReplicasRequest;
+import org.tent4j.store.proto.AdoptDiskReplicasResponse;
 import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.DiskReplica;
 import org.tent4j.store.proto.DiskReplicasRequest;
 import org.tent4j.store.proto.DiskReplicasResponse;
 import org.tent4j.store.proto.DropDiskReplicasRequest;
+import org.tent4j.store.proto.FreedRange;
 import org.tent4j.store.proto.OffloadResult;
 import org.tent4j.store.proto.OffloadTask;
 import org.tent4j.store.proto.OffloadsRequest;
@@ -40,10 +43,15 @@ final class DiskTierCalls {
         }
         master.offloadDone(req.getClientId(), results);
         OffloadsResponse.Builder b = OffloadsResponse.newBuilder();
-        for (Command.OffloadTask t : master.takeOffloads(req.getClientId(), req.getMax())) {
+        Command.DiskWork work = master.takeDiskWork(req.getClientId(), req.getMax(), req.getFreedAck());
+        for (Command.Freed f : work.freed()) {
+            b.addFreed(FreedRange.newBuilder().setSeq(f.seq()).setOffset(f.offset()).setLength(f.length()));
+        }
+        for (Command.OffloadTask t : work.tasks()) {
             b.addTasks(OffloadTask.newBuilder().setTaskId(t.taskId()).setKey(t.key()).setSize(t.size())
                     .setSource(Wire.replica(t.source())).setTarget(Wire.replica(t.target()))
-                    .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()).setRepair(t.repair()));
+                    .setTtlMs(Math.max(0, t.ttlNanos() / 1_000_000)).setPromote(t.promote()).setRepair(t.repair())
+                    .setPutId(t.putId()));
         }
         return b.build();
     }
@@ -56,6 +64,20 @@ final class DiskTierCalls {
                     .setCrc32C((int) r.crc32c()));
         }
         return b.build();
+    }
+
+    static AdoptDiskReplicasResponse adoptDiskReplicas(StoreMaster master, AdoptDiskReplicasRequest req) {
+        if (req.getReplicasCount() > MAX_SCRUB_PAGE) {
+            throw new StoreException(StoreError.INVALID_PARAMS, "client " + req.getClientId() + " reported "
+                    + req.getReplicasCount() + " disk replicas to adopt (at most " + MAX_SCRUB_PAGE + ")");
+        }
+        List<Command.Adopted> held = new ArrayList<>(req.getReplicasCount());
+        for (DiskReplica r : req.getReplicasList()) {
+            held.add(new Command.Adopted(r.getKey(), r.getOffset(), r.getSize(), Integer.toUnsignedLong(r.getCrc32C()),
+                    r.getPutId()));
+        }
+        return AdoptDiskReplicasResponse.newBuilder()
+                .addAllRefusedOffsets(master.adoptDiskReplicas(req.getClientId(), req.getSegmentId(), held)).build();
     }
 
     static CountResponse dropDiskReplicas(StoreMaster master, DropDiskReplicasRequest req) {

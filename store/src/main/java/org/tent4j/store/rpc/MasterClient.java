@@ -30,6 +30,8 @@ import org.tent4j.store.proto.DiskReplica;
 import org.tent4j.store.proto.DiskReplicasRequest;
 import org.tent4j.store.proto.DiskReplicasResponse;
 import org.tent4j.store.proto.DropDiskReplicasRequest;
+import org.tent4j.store.proto.AdoptDiskReplicasRequest;
+import org.tent4j.store.proto.AdoptDiskReplicasResponse;
 import org.tent4j.store.proto.OffloadResult;
 import org.tent4j.store.proto.OffloadTask;
 import org.tent4j.store.proto.OffloadsRequest;
@@ -144,6 +146,19 @@ public final class MasterClient implements AutoCloseable {
         });
     }
 
+    /**
+     * Reports what a restarted node's disk index holds on its (just mounted) disk segment; the offsets the master
+     * refused. Sent again after a break: adopting a replica twice is harmless.
+     */
+    public List<Long> adoptDiskReplicas(String clientId, String segmentId, List<DiskReplica> held) {
+        return follow("AdoptDiskReplicas", true, () -> {
+            AdoptDiskReplicasResponse r = conn.call("AdoptDiskReplicas", () -> conn.stub().adoptDiskReplicas(
+                    AdoptDiskReplicasRequest.newBuilder().setClientId(clientId).setSegmentId(segmentId).addAllReplicas(held).build()));
+            Wire.check(r.getStatus());
+            return r.getRefusedOffsetsList();
+        });
+    }
+
     /** Drops disk replicas the scrub found corrupt; how many were still there. */
     public long dropDiskReplicas(String clientId, String segmentId, List<DiskReplica> bad) {
         return follow("DropDiskReplicas", false, () -> {
@@ -155,13 +170,13 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Reports finished offloads and takes up to {@code max} waiting ones. */
-    public List<OffloadTask> offloads(String clientId, List<OffloadResult> results, int max) {
+    public OffloadsResponse offloads(String clientId, List<OffloadResult> results, int max, long freedAck) {
         // not resent after a broken call: tasks it took would be lost (they expire at the master and are handed again)
         return follow("Offloads", false, () -> {
             OffloadsResponse r = conn.call("Offloads", () -> conn.stub().offloads(OffloadsRequest.newBuilder().setClientId(clientId)
-                    .addAllResults(results).setMax(max).build()));
+                    .addAllResults(results).setMax(max).setFreedAck(freedAck).build()));
             Wire.check(r.getStatus());
-            return r.getTasksList();
+            return r;
         });
     }
 

@@ -34,6 +34,8 @@ import org.tent4j.store.proto.MountRequest;
 import org.tent4j.store.proto.DiskReplicasRequest;
 import org.tent4j.store.proto.DiskReplicasResponse;
 import org.tent4j.store.proto.DropDiskReplicasRequest;
+import org.tent4j.store.proto.AdoptDiskReplicasRequest;
+import org.tent4j.store.proto.AdoptDiskReplicasResponse;
 import org.tent4j.store.proto.OffloadsRequest;
 import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
@@ -169,6 +171,16 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             return DiskTierCalls.diskReplicas(master, req);
         },
                 s -> DiskReplicasResponse.newBuilder().setStatus(s).build());
+    }
+
+    @Override
+    public void adoptDiskReplicas(AdoptDiskReplicasRequest req, StreamObserver<AdoptDiskReplicasResponse> out) {
+        String session = session();
+        offload("AdoptDiskReplicas", out, () -> {
+            self(session, req.getClientId());
+            return DiskTierCalls.adoptDiskReplicas(master, req);
+        },
+                s -> AdoptDiskReplicasResponse.newBuilder().setStatus(s).build());
     }
 
     @Override

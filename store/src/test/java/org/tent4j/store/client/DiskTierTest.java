@@ -310,7 +310,43 @@ class DiskTierTest {
                 a.close();
             }
             try (var files = Files.list(dir)) {
-                assertEquals(1, files.count(), "the disk file goes with the client");
+                assertEquals(3, files.count(), "the disk file and its index stay for a restart");
+            }
+        }
+    }
+
+    @Test
+    void aDiskDirHoldingAFileOfAnotherSizeOrAForeignOneIsRefusedNamingTheFile() throws Exception {
+        try (LoopbackStore store = LoopbackStore.start(new ManualClock())) {
+            Path made = Files.createDirectories(dir.resolve("made"));
+            StoreClient first = StoreClient.builder(store.engine(), store.address()).connect();
+            first.contributeDisk(made, 1 << 20);
+            first.close();
+            Path foreign = Files.createDirectories(dir.resolve("foreign"));
+            Files.write(foreign.resolve("tent4j-store.disk"), new byte[8192]);
+            Path badIndex = Files.createDirectories(dir.resolve("bad-index"));
+            Files.write(badIndex.resolve("tent4j-store.disk"), new byte[8192]);
+            Files.writeString(badIndex.resolve("tent4j-store.disk.index"), "not an index");
+            StoreClient a = StoreClient.builder(store.engine(), store.address()).connect();
+            try {
+                Map<Path, Runnable> bad = Map.of(made.resolve("tent4j-store.disk"), () -> a.contributeDisk(made, 2 << 20),
+                        foreign.resolve("tent4j-store.disk"), () -> a.contributeDisk(foreign, 8192),
+                        badIndex.resolve("tent4j-store.disk.index"), () -> a.contributeDisk(badIndex, 8192));
+                for (Map.Entry<Path, Runnable> e : bad.entrySet()) {
+                    byte[] before = Files.readAllBytes(e.getKey());
+                    StoreException refused = assertThrows(StoreException.class, e.getValue()::run);
+                    assertEquals(StoreError.INVALID_PARAMS, refused.error());
+                    assertTrue(refused.getMessage().contains(e.getKey().toString()), refused.getMessage());
+                    assertArrayEquals(before, Files.readAllBytes(e.getKey()), "left as it was: " + e.getKey());
+                }
+                StoreException size = assertThrows(StoreException.class, () -> a.contributeDisk(made, 2 << 20));
+                assertTrue(size.getMessage().contains((1 << 20) + " bytes") && size.getMessage().contains("" + (2 << 20)),
+                        size.getMessage());
+                assertTrue(store.server().master().segments().stream().noneMatch(s -> s.tier() == Tier.DISK), "no disk mounted");
+                assertEquals(1 << 20, Files.size(made.resolve("tent4j-store.disk")));
+                a.contributeDisk(made, 1 << 20); // the size it was made for: reopened
+            } finally {
+                a.close();
             }
         }
     }

@@ -116,15 +116,20 @@ class RequestIdTest {
                 StateDump.of(live).toString());
     }
 
-    /** Version 3 snapshots cannot hold a count in a window: one is refused naming both versions, never misread. */
+    /**
+     * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges: each is refused
+     * naming both versions, never misread.
+     */
     @Test
     void anOlderSnapshotIsRefusedNamingItsVersion() {
-        byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
-        // 4: the last format without asked replica counts and repair tasks
-        java.nio.ByteBuffer.wrap(snapshot).putInt(4, 4);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-        assertTrue(e.getMessage().contains("master snapshot version 4, this master reads only version 5"), e.getMessage());
+        for (int old = 3; old <= 5; old++) {
+            byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
+            java.nio.ByteBuffer.wrap(snapshot).putInt(4, old);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> MasterState.restore(MasterConfig.defaults(), snapshot));
+            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 6"),
+                    e.getMessage());
+        }
     }
 
     /**

@@ -21,7 +21,8 @@ final class StateDump {
         out.add("applied " + s.lastApplied() + " putIds " + s.puts.lastPutId() + " reservationIds " + s.reservations.lastId());
         for (MountedSegment seg : s.segments.table()) {
             out.add("segment " + seg.index + " " + seg.spec + " owner " + seg.owner + " mounted " + seg.mounted()
-                    + " used " + seg.allocator.used() + " free " + seg.allocator.freeRanges());
+                    + " used " + seg.allocator.used() + " free " + seg.allocator.freeRanges() + " freed " + seg.freedSeq() + " "
+                    + seg.freedRanges().stream().map(java.util.Arrays::toString).toList());
         }
         TreeMap<String, String> objects = new TreeMap<>();
         for (ObjectTable.Shard shard : s.objects.shards()) {
