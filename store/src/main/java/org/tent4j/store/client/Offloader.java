@@ -78,9 +78,10 @@ final class Offloader implements AutoCloseable {
             while (true) {
                 OffloadsResponse r = master.offloads(client.id(), results, TASKS_PER_ROUND, freedAck.get());
                 if (r.getFreedCount() > 0 && !forget(r.getFreedList())) {
-                    // not recorded: not confirmed either (sent again); the tasks are not run before they are
-                    results = fail(r.getTasksList(), "the disk index of " + disk.file.path() + " could not be written");
-                    continue;
+                    // not recorded, so not confirmed (sent again next poll); the tasks must not run before they are
+                    master.offloads(client.id(), fail(r.getTasksList(), "the disk index of " + disk.file.path()
+                            + " could not be written"), 0, freedAck.get());
+                    return;
                 }
                 if (r.getTasksCount() == 0 && r.getFreedCount() == 0) {
                     return;
