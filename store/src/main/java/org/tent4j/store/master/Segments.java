@@ -334,7 +334,6 @@ final class Segments {
         return null;
     }
 
-    /** The disk segment an offload of a replica on {@code memory} goes to: one of its owner's, with room; else null. */
     /** The ranges freed on {@code owner}'s disk segment after {@code ack} (see {@link MountedSegment#freedAfter}). */
     List<Command.Freed> freedFor(String owner, long ack) {
         MountedSegment d = diskOf(owner);
@@ -348,6 +347,7 @@ final class Segments {
         return out;
     }
 
+    /** {@code owner}'s disk segment, or null if it mounted none. */
     MountedSegment diskOf(String owner) {
         for (MountedSegment d : disks) {
             if (d.owner.equals(owner)) {

@@ -70,7 +70,8 @@ class DiskTierTest {
                 for (int round = 0; round < 32; round++) { // 32 x 4 x 64 KiB = 8 MiB into 2 MiB
                     putRound(writer, state, clock, written, "flood/" + round + "/", round * 100L);
                     long used = memoryUsed(state);
-                    assertTrue(used <= 0.90 * capacity, "after round " + round + " " + used + " of " + capacity + " bytes used");
+                    assertTrue(used <= 0.90 * capacity, "after round " + round + " " + used + " of " + capacity
+                            + " bytes used; " + state.stats() + " " + state.segments());
                 }
                 MasterState.Tiering t = state.stats().tiering();
                 assertEquals(0, t.offloadsFailed(), t.toString());
@@ -189,7 +190,12 @@ class DiskTierTest {
         }
         clock.advance(Duration.ofSeconds(11));
         state.apply(clock.nanoTime(), new Command.Tick());
-        Poll.until("the offloads of " + prefix + " are done", LIMIT, PAUSE, () -> state.stats().tiering().offloadsInFlight() == 0);
+        // an offload leaves the in-flight set before its memory is freed and it is counted: wait for the count
+        Poll.until("the offloads of " + prefix + " are done", LIMIT, PAUSE, () -> {
+            MasterState.Tiering t = state.stats().tiering();
+            return t.offloadsInFlight() == 0
+                    && t.offloadsStarted() == t.offloadsCompleted() + t.offloadsFailed() + t.offloadsCancelled();
+        });
     }
 
     @Test
