@@ -33,8 +33,8 @@ class RuntimePartsTest {
     /** Starting tasks: resolve, select, cut; batches and prepared transfers; staging. */
     private static final String[] LAUNCH = {"TaskLauncher", "BatchImpl", "PreparedTransferImpl", "HostStaging"};
     /** Where a slice goes once cut: the router, its path groups and their paths, the slices, and the tasks they end. */
-    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathState", "SliceRing", "RuntimeSlice", "SlicePool", "Task",
-            "PathLimits"};
+    private static final String[] SCHEDULE = {"SliceRouter", "PathGroup", "PathChoice", "PathQueues", "PathState", "SliceRing",
+            "RuntimeSlice", "SlicePool", "Task", "PathLimits"};
     /** The open peers ({@code org.tent4j.runtime.peers}). */
     private static final String[] PEERS = {"SegmentTable", "RemoteSegment"};
     /** The packages the runtime's own parts live in; the older subpackages (config, control, metadata, metrics, peers) are libraries to them. */
@@ -176,9 +176,10 @@ class RuntimePartsTest {
 
     @Test
     void aPathGroupReportsUpwardOnlyThroughItsRouterInterface() {
-        classes().that(named("PathGroup")).should().onlyDependOnClassesThat(outsideTheRuntimeOr(Set.of(), "PathGroup",
-                        "PathGroup$Router", "PathState", "SliceRing", "RuntimeSlice", "Task", "Policy", "PathLimits",
-                        "TransportSlot", "RemoteSegment", "RegisteredBuffer"))
+        // the group's own parts (its path choice and its queues) are held to the same rule
+        classes().that(named("PathGroup", "PathChoice", "PathQueues")).should().onlyDependOnClassesThat(outsideTheRuntimeOr(
+                        Set.of(), "PathGroup", "PathGroup$Router", "PathChoice", "PathQueues", "PathState", "SliceRing",
+                        "RuntimeSlice", "Task", "Policy", "PathLimits", "TransportSlot", "RemoteSegment", "RegisteredBuffer"))
                 .because("a group knows neither the router that owns it nor any other group: what it cannot carry it"
                         + " hands to PathGroup.Router, and the router decides where it goes").check(classes);
     }

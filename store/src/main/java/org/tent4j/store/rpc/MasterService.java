@@ -3,29 +3,22 @@ package org.tent4j.store.rpc;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import org.tent4j.store.PrintableId;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
-import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchRemoveRequest;
 import org.tent4j.store.proto.BatchStatus;
 import org.tent4j.store.proto.Call;
-import org.tent4j.store.proto.CommitItem;
-import org.tent4j.store.proto.CommitRequest;
-import org.tent4j.store.proto.CommitResponse;
 import org.tent4j.store.proto.CountResponse;
 import org.tent4j.store.proto.Empty;
-import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.LeaveRequest;
 import org.tent4j.store.proto.MasterGrpc;
@@ -40,21 +33,20 @@ import org.tent4j.store.proto.OffloadsRequest;
 import org.tent4j.store.proto.OffloadsResponse;
 import org.tent4j.store.proto.PingRequest;
 import org.tent4j.store.proto.PingResponse;
-import org.tent4j.store.proto.PutEndRequest;
-import org.tent4j.store.proto.PutStartRequest;
-import org.tent4j.store.proto.PutStartResponse;
 import org.tent4j.store.proto.ReadyResponse;
 import org.tent4j.store.proto.RegisterResponse;
 import org.tent4j.store.proto.RemoveAllRequest;
 import org.tent4j.store.proto.RemoveByRegexRequest;
 import org.tent4j.store.proto.RemoveRequest;
-import org.tent4j.store.proto.ReplicaListResponse;
-import org.tent4j.store.proto.Reservation;
 import org.tent4j.store.proto.SizeResponse;
 import org.tent4j.store.proto.Status;
 import org.tent4j.store.proto.UnmountRequest;
 
-/** The master's RPCs over gRPC: each one turns into {@link Command}s applied to a {@link StoreMaster}. */
+/**
+ * The master's RPCs over gRPC: each one turns into {@link Command}s applied to a {@link StoreMaster}. The calls of a
+ * client's stream are served by {@link ServedStream}, their commands built by {@link ClientCommands}; this class
+ * holds the unary RPCs and how a call is run, timed and answered.
+ */
 public final class MasterService extends MasterGrpc.MasterImplBase {
     /** Most items one batch RPC may carry; a peer chooses the count, so it is bounded. */
     public static final int MAX_BATCH = 65_536;
@@ -69,6 +61,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     static final int MAX_SLOW_CALLS = 4;
 
     final StoreMaster master;
+    /** The requests of a client's stream, as commands on {@link #master}. */
+    final ClientCommands commands;
     final RpcStats stats;
     final Executor slowWork;
     private final ClientCredentials credentials;
@@ -86,6 +80,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     /** As above, mounts checked by {@code proof}. */
     MasterService(StoreMaster master, RpcStats stats, Executor slowWork, ClientCredentials credentials, MountProof proof) {
         this.master = master;
+        this.commands = new ClientCommands(master);
         this.stats = stats;
         this.slowWork = slowWork;
         this.credentials = credentials;
@@ -107,25 +102,6 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         }, s -> RegisterResponse.newBuilder().setStatus(s).build());
     }
 
-    /**
-     * {@code named} if it is the client this call's credential proves (the session, null for none); else
-     * {@code ILLEGAL_CLIENT}, before anything is applied. Every call that names a client goes through here, so a
-     * client acts only for itself: another's segment, put or reservation is then refused by the state's own owner
-     * checks, as it names this client, not the owner.
-     */
-    static String self(String session, String named) {
-        if (session == null) {
-            throw new StoreException(StoreError.ILLEGAL_CLIENT, "client '" + PrintableId.forLog(named) + "' is not this "
-                    + "call's registered client: the call carries no valid client credential (Register first, and send "
-                    + "the credential it issued)");
-        }
-        if (!session.equals(named)) {
-            throw new StoreException(StoreError.ILLEGAL_CLIENT, "this call's credential is client " + session
-                    + "'s, and it names client '" + PrintableId.forLog(named) + "': a client acts only for itself");
-        }
-        return named;
-    }
-
     private static String session() {
         return AuthInterceptor.CLIENT.get();
     }
@@ -142,7 +118,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void ping(PingRequest req, StreamObserver<PingResponse> out) {
         String session = session();
         one("Ping", out, () -> {
-            String id = self(session, req.getClientId());
+            String id = ClientCommands.self(session, req.getClientId());
             if (req.getLeaseExpiredReads() > 0 && req.getLeaseExpiredReads() < Integer.MAX_VALUE) {
                 stats.addClientLeaseExpiries(req.getLeaseExpiredReads());
             }
@@ -157,7 +133,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void offloads(OffloadsRequest req, StreamObserver<OffloadsResponse> out) {
         String session = session();
         one("Offloads", out, () -> {
-            self(session, req.getClientId());
+            ClientCommands.self(session, req.getClientId());
             return DiskTierCalls.offloads(master, req);
         }, s -> OffloadsResponse.newBuilder().setStatus(s).build());
     }
@@ -167,7 +143,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         // a walk over every object: off the event loop
         String session = session();
         offload("DiskReplicas", out, () -> {
-            self(session, req.getClientId());
+            ClientCommands.self(session, req.getClientId());
             return DiskTierCalls.diskReplicas(master, req);
         },
                 s -> DiskReplicasResponse.newBuilder().setStatus(s).build());
@@ -177,7 +153,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void adoptDiskReplicas(AdoptDiskReplicasRequest req, StreamObserver<AdoptDiskReplicasResponse> out) {
         String session = session();
         offload("AdoptDiskReplicas", out, () -> {
-            self(session, req.getClientId());
+            ClientCommands.self(session, req.getClientId());
             return DiskTierCalls.adoptDiskReplicas(master, req);
         },
                 s -> AdoptDiskReplicasResponse.newBuilder().setStatus(s).build());
@@ -187,7 +163,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void dropDiskReplicas(DropDiskReplicasRequest req, StreamObserver<CountResponse> out) {
         String session = session();
         offload("DropDiskReplicas", out, () -> {
-            self(session, req.getClientId());
+            ClientCommands.self(session, req.getClientId());
             return DiskTierCalls.dropDiskReplicas(master, req);
         },
                 s -> CountResponse.newBuilder().setStatus(s).build());
@@ -197,7 +173,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void mountChallenge(MountRequest req, StreamObserver<MountChallengeResponse> out) {
         String session = session();
         one("MountChallenge", out, () -> MountChallengeResponse.newBuilder().setNonce(com.google.protobuf.ByteString.copyFrom(
-                        proof.challenge(self(session, req.getClientId()), Wire.segment(req.getSegment())))).build(),
+                        proof.challenge(ClientCommands.self(session, req.getClientId()), Wire.segment(req.getSegment())))).build(),
                 s -> MountChallengeResponse.newBuilder().setStatus(s).build());
     }
 
@@ -206,10 +182,10 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void mountSegment(MountRequest req, StreamObserver<Status> out) {
         String session = session();
         offload("MountSegment", out, () -> {
-            String id = self(session, req.getClientId());
+            String id = ClientCommands.self(session, req.getClientId());
             SegmentSpec spec = Wire.segment(req.getSegment());
             proof.check(id, spec);
-            master.apply(once(id, req.getRequestSeq(), new Command.Mount(id, spec)));
+            master.apply(ClientCommands.once(id, req.getRequestSeq(), new Command.Mount(id, spec)));
             return Wire.OK;
         }, s -> s);
     }
@@ -218,8 +194,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void unmountSegment(UnmountRequest req, StreamObserver<Status> out) {
         String session = session();
         offload("UnmountSegment", out, () -> {
-            String id = self(session, req.getClientId());
-            master.apply(once(id, req.getRequestSeq(), new Command.Unmount(id, req.getSegmentId())));
+            String id = ClientCommands.self(session, req.getClientId());
+            master.apply(ClientCommands.once(id, req.getRequestSeq(), new Command.Unmount(id, req.getSegmentId())));
             return Wire.OK;
         }, s -> s);
     }
@@ -229,8 +205,8 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         String session = session();
         // a segment still mounted is dropped with a sweep over all objects
         offload("Leave", out, () -> {
-            String id = self(session, req.getClientId());
-            master.apply(once(id, req.getRequestSeq(), new Command.Leave(id)));
+            String id = ClientCommands.self(session, req.getClientId());
+            master.apply(ClientCommands.once(id, req.getRequestSeq(), new Command.Leave(id)));
             return Wire.OK;
         }, s -> s);
     }
@@ -277,7 +253,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     public void remove(RemoveRequest req, StreamObserver<Status> out) {
         String session = session();
         one("Remove", out, () -> {
-            master.apply(once(session, req.getRequestSeq(), new Command.Remove(req.getKey(), req.getForce())));
+            master.apply(ClientCommands.once(session, req.getRequestSeq(), new Command.Remove(req.getKey(), req.getForce())));
             return Wire.OK;
         }, s -> s);
     }
@@ -292,7 +268,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         long first = req.getFirstRequestSeq();
         List<String> keys = req.getKeysList();
         batch("BatchRemove", out, java.util.stream.IntStream.range(0, keys.size()).boxed().toList(),
-                new LoggedBatch.Step<>(master, i -> once(session, first == 0 ? 0 : first + i,
+                new LoggedBatch.Step<>(master, i -> ClientCommands.once(session, first == 0 ? 0 : first + i,
                         new Command.Remove(keys.get(i), req.getForce())), (i, v) -> Wire.OK),
                 s -> s, items -> BatchStatus.newBuilder().addAllItems(items).build());
     }
@@ -303,7 +279,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             return;
         }
         String session = session();
-        offload("RemoveByRegex", out, () -> CountResponse.newBuilder().setCount(master.apply(once(session,
+        offload("RemoveByRegex", out, () -> CountResponse.newBuilder().setCount(master.apply(ClientCommands.once(session,
                         req.getRequestSeq(), master.removalByRegex(req.getRegex(), req.getForce())))).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
@@ -314,7 +290,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             return;
         }
         String session = session();
-        offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.apply(once(session,
+        offload("RemoveAll", out, () -> CountResponse.newBuilder().setCount(master.apply(ClientCommands.once(session,
                         req.getRequestSeq(), new Command.RemoveAll(req.getForce())))).build(),
                 s -> CountResponse.newBuilder().setStatus(s).build());
     }
@@ -332,101 +308,6 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             out.onError(io.grpc.Status.PERMISSION_DENIED.withDescription(e.getMessage()).asRuntimeException());
             return false;
         }
-    }
-
-    // ---------------------------------------------------------------- per item
-
-    PutStartResponse putStart(String session, PutStartRequest req) {
-        return putStartAnswer(master.apply(putStartCommand(session, req)));
-    }
-
-    /**
-     * {@code command} with the request id {@code seq} of {@code client} (checked by the caller to be the call's own),
-     * so the state answers it again rather than apply it twice; as is without one (or without a client: a call
-     * with no credential is not deduplicated).
-     */
-    static <R> Command<R> once(String client, long seq, Command<R> command) {
-        return seq == 0 || client == null ? command : new Command.Once<>(client, seq, command);
-    }
-
-    static Command<Command.PutTicket> putStartCommand(String session, PutStartRequest req) {
-        self(session, req.getClientId());
-        if (req.getSize() > Long.MAX_VALUE / 2) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + req.getKey() + "' is out of range");
-        }
-        return once(req.getClientId(), req.getRequestSeq(), new Command.PutStart(req.getClientId(), req.getKey(),
-                req.getSize(), Wire.config(req.getConfig()), req.getWriterHost(), req.getUpsert(),
-                ThreadLocalRandom.current().nextLong()));
-    }
-
-    static PutStartResponse putStartAnswer(Command.PutTicket t) {
-        PutStartResponse.Builder b = PutStartResponse.newBuilder().setPutId(t.putId());
-        t.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
-        return b.build();
-    }
-
-    Status putEnd(String session, PutEndRequest req) {
-        String id = self(session, req.getClientId());
-        master.apply(once(id, req.getRequestSeq(), new Command.PutEnd(id, req.getKey(), req.getPutId())));
-        return Wire.OK;
-    }
-
-    Status putRevoke(String session, PutEndRequest req) {
-        String id = self(session, req.getClientId());
-        master.apply(once(id, req.getRequestSeq(), new Command.PutRevoke(id, req.getKey(), req.getPutId())));
-        return Wire.OK;
-    }
-
-    CommitResponse commit(String session, CommitRequest req) {
-        self(session, req.getClientId());
-        if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
-            throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
-                    + " items exceeds the limit of " + MasterState.MAX_COMMIT_ITEMS);
-        }
-        List<Command.CommitItem> items = new java.util.ArrayList<>(req.getItemsCount());
-        for (CommitItem it : req.getItemsList()) {
-            if (it.getSize() > MasterState.MAX_RESERVATION_BYTES) {
-                throw new StoreException(StoreError.INVALID_PARAMS, "size of key '" + it.getKey() + "' is out of range");
-            }
-            items.add(new Command.CommitItem(it.getKey(), it.getSize(),
-                    it.getReservationList().stream().mapToLong(Long::longValue).toArray(),
-                    it.getAddressList().stream().mapToLong(Long::longValue).toArray()));
-        }
-        Command.Reserve refill = req.hasRefill() ? new Command.Reserve(Math.min(req.getRefill().getBytes(), Long.MAX_VALUE / 2),
-                req.getRefill().getReplicas(), req.getRefill().getWriterHost()) : null;
-        Command.CommitResult r = master.apply(once(req.getClientId(), req.getRequestSeq(), new Command.Commit(
-                req.getClientId(), items, req.getRetireList(), refill, ThreadLocalRandom.current().nextLong())));
-        CommitResponse.Builder b = CommitResponse.newBuilder();
-        for (StoreException e : r.failures()) {
-            b.addItems(e == null ? Wire.OK : Wire.status(e));
-        }
-        for (Command.Grant g : r.granted()) {
-            b.addGranted(Reservation.newBuilder().setId(g.id()).setRange(Wire.replica(g.range())));
-        }
-        if (r.refillFailure() != null) {
-            b.setRefillStatus(Wire.status(r.refillFailure()));
-        }
-        return b.build();
-    }
-
-    ReplicaListResponse replicaList(String key) {
-        return replicaList(master.getReplicas(key), null);
-    }
-
-    /** With a table: replicas as indexes into it (the batch answer carries it), else named in full. */
-    static ReplicaListResponse replicaList(Command.ReplicaList list, SegmentTable table) {
-        ReplicaListResponse.Builder b = ReplicaListResponse.newBuilder().setSize(list.size())
-                .setLeaseTtlMs(list.leaseTtl().toMillis());
-        if (table != null) {
-            table.add(b, list.replicas());
-        } else {
-            list.replicas().forEach(r -> b.addReplicas(Wire.replica(r)));
-        }
-        return b.build();
-    }
-
-    ExistResponse exist(String key) {
-        return ExistResponse.newBuilder().setExists(master.exists(key)).build();
     }
 
     // ---------------------------------------------------------------- plumbing

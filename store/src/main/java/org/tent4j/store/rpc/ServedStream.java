@@ -47,13 +47,13 @@ final class ServedStream implements StreamObserver<Call> {
         this.svc = svc;
         this.out = out;
         this.session = session;
-        this.putStartStep = new LoggedBatch.Step<>(svc.master, req -> MasterService.putStartCommand(session, req), (req, t) -> MasterService.putStartAnswer(t));
+        this.putStartStep = new LoggedBatch.Step<>(svc.master, req -> ClientCommands.putStartCommand(session, req), (req, t) -> ClientCommands.putStartAnswer(t));
         this.putEndStep = new LoggedBatch.Step<>(svc.master,
-                req -> MasterService.once(req.getClientId(), req.getRequestSeq(),
-                        new Command.PutEnd(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
+                req -> ClientCommands.once(req.getClientId(), req.getRequestSeq(),
+                        new Command.PutEnd(ClientCommands.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
         this.putRevokeStep = new LoggedBatch.Step<>(svc.master,
-                req -> MasterService.once(req.getClientId(), req.getRequestSeq(),
-                        new Command.PutRevoke(MasterService.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
+                req -> ClientCommands.once(req.getClientId(), req.getRequestSeq(),
+                        new Command.PutRevoke(ClientCommands.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
         out.disableAutoRequest();
         out.setOnReadyHandler(this::pump);
         out.setOnCancelHandler(() -> {
@@ -90,13 +90,13 @@ final class ServedStream implements StreamObserver<Call> {
         long id = c.getId();
         Answer.Builder a = Answer.newBuilder().setId(id);
         switch (c.getBodyCase()) {
-            case PUT_START -> answer(a.setPutStart(svc.one("PutStart", () -> svc.putStart(session, c.getPutStart()),
+            case PUT_START -> answer(a.setPutStart(svc.one("PutStart", () -> svc.commands.putStart(session, c.getPutStart()),
                     s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
-            case PUT_END -> answer(a.setStatus(svc.one("PutEnd", () -> svc.putEnd(session, c.getPutEnd()), s -> s)).build());
-            case PUT_REVOKE -> answer(a.setStatus(svc.one("PutRevoke", () -> svc.putRevoke(session, c.getPutRevoke()), s -> s)).build());
-            case GET_REPLICA_LIST -> answer(a.setReplicaList(svc.one("GetReplicaList", () -> svc.replicaList(c.getGetReplicaList().getKey()),
+            case PUT_END -> answer(a.setStatus(svc.one("PutEnd", () -> svc.commands.putEnd(session, c.getPutEnd()), s -> s)).build());
+            case PUT_REVOKE -> answer(a.setStatus(svc.one("PutRevoke", () -> svc.commands.putRevoke(session, c.getPutRevoke()), s -> s)).build());
+            case GET_REPLICA_LIST -> answer(a.setReplicaList(svc.one("GetReplicaList", () -> svc.commands.replicaList(c.getGetReplicaList().getKey()),
                     s -> ReplicaListResponse.newBuilder().setStatus(s).build())).build());
-            case EXIST -> answer(a.setExist(svc.one("Exist", () -> svc.exist(c.getExist().getKey()),
+            case EXIST -> answer(a.setExist(svc.one("Exist", () -> svc.commands.exist(c.getExist().getKey()),
                     s -> ExistResponse.newBuilder().setStatus(s).build())).build());
             case BATCH_PUT_START -> batch("BatchPutStart", id, c.getBatchPutStart().getItemsList(), putStartStep,
                     s -> PutStartResponse.newBuilder().setStatus(s).build(),
@@ -110,15 +110,15 @@ final class ServedStream implements StreamObserver<Call> {
                 // one table per answer; a batch is served by one thread at a time, inline or on slowWork
                 SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
                 batch("BatchGetReplicaList", id, req.getKeysList(), new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
-                        (k, list) -> MasterService.replicaList(list, table)),
+                        (k, list) -> ClientCommands.replicaList(list, table)),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());
             }
-            case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), svc::exist,
+            case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), svc.commands::exist,
                     s -> ExistResponse.newBuilder().setStatus(s).build(),
                     items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
-            case COMMIT -> answer(a.setCommit(svc.one("Commit", () -> svc.commit(session, c.getCommit()),
+            case COMMIT -> answer(a.setCommit(svc.one("Commit", () -> svc.commands.commit(session, c.getCommit()),
                     s -> CommitResponse.newBuilder().setRefillStatus(s).build())).build());
             case BODY_NOT_SET -> answer(a.setRefused(MasterService.refusal("call " + id + " names no operation")).build());
         }

@@ -5,25 +5,20 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
@@ -32,7 +27,6 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
 import io.netty.handler.ssl.SslHandler;
@@ -74,7 +68,8 @@ import org.tent4j.transport.netty.UnprovenConnections;
  *
  * <p>Each connection's pipeline, past TLS, the token handshake and the length prefix: {@link FrameDecoder} (header),
  * {@link CallerClaims} (caller names, held claims, back-pressure), {@link RequestLimits} (sizes, requests waiting),
- * {@link Dispatcher} (replies to calls, requests to workers, idle and bad connections).
+ * {@link Dispatcher} (replies to calls, requests to workers, idle and bad connections). This node's own calls, their
+ * connections and the replies they wait for are {@link OutboundCalls}.
  */
 public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ControlPlaneNode.class);
@@ -163,11 +158,10 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
             Thread.ofPlatform().daemon().name("tent4j-control").factory(), NioIoHandler.newFactory());
     final Map<String, Service> services = new ConcurrentHashMap<>();
-    final Map<String, CompletableFuture<Channel>> peers = new ConcurrentHashMap<>();
-    final Map<Long, Pending> pending = new ConcurrentHashMap<>();
+    /** This node's calls to peers: their connections and the calls waiting for replies. */
+    final OutboundCalls calls;
     /** Caller segment name → the live connection that claimed it. */
     final Map<String, Channel> callers = new ConcurrentHashMap<>();
-    private final SecureRandom random = new SecureRandom();
     final Settings settings;
     final Executor workers;
     private final Channel server;
@@ -191,6 +185,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         this.settings = settings;
         this.tls = settings.security().tls() ? TlsContexts.of(settings.security()) : null;
         this.unproven = new UnprovenConnections(settings.maxConnections());
+        this.calls = new OutboundCalls(this, group);
         try {
             ServerBootstrap sb = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childOption(ChannelOption.TCP_NODELAY, true)
@@ -219,10 +214,10 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     }
 
     private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
-    private static final AttributeKey<CompletableFuture<Void>> READY = AttributeKey.valueOf("tent4j.control.ready");
+    static final AttributeKey<CompletableFuture<Void>> READY = AttributeKey.valueOf("tent4j.control.ready");
 
     /** Replies queued beyond this stop reading the connection's requests until the peer reads its replies. */
-    private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(256 << 10, 1 << 20);
 
     public void localSegment(String name) {
         this.localSegment = name;
@@ -244,13 +239,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     /** Connections to peers open now (this node's calls go out on them). */
     public int outboundConnections() {
-        int n = 0;
-        for (CompletableFuture<Channel> f : peers.values()) {
-            if (f.isDone() && !f.isCompletedExceptionally() && f.join().isActive()) {
-                n++;
-            }
-        }
-        return n;
+        return calls.openConnections();
     }
 
     /** Replies that came on a connection other than their call's, or for no call at all; ignored. */
@@ -283,7 +272,12 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         return badFrames.sum();
     }
 
-    private ChannelInitializer<SocketChannel> pipeline(boolean inbound) {
+    /** Whether connections are TLS. */
+    boolean tls() {
+        return tls != null;
+    }
+
+    ChannelInitializer<SocketChannel> pipeline(boolean inbound) {
         return new ChannelInitializer<>() {
             @Override
             protected void initChannel(SocketChannel ch) {
@@ -363,7 +357,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
 
     /** Calls {@code service} on the control plane at {@code host:port} and waits for the reply. */
     public byte[] call(String host, int port, String service, byte[] request, Duration timeout) {
-        CompletableFuture<byte[]> reply = callAsync(host, port, service, request);
+        CompletableFuture<byte[]> reply = calls.callAsync(host, port, service, request);
         try {
             return reply.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
@@ -381,89 +375,6 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
             throw new TransferException(ErrorCode.PEER_FAILED, "'" + service + "' on " + host + ":" + port + " failed: " + e.getCause(), e.getCause());
         }
-    }
-
-    /** Calls {@code service} at {@code host:port}; fails with TIMEOUT after {@code control.call_timeout}. */
-    public CompletableFuture<byte[]> callAsync(String host, int port, String service, byte[] request) {
-        String endpoint = host + ":" + port;
-        CompletableFuture<byte[]> reply = new CompletableFuture<>();
-        long timeoutMs = settings.callTimeout().toMillis();
-        try {
-            // a peer that never answers must not keep the call (and its entry in pending) forever
-            ScheduledFuture<?> timer = group.schedule(() -> reply.completeExceptionally(new TransferException(
-                    ErrorCode.TIMEOUT, "control plane " + endpoint + " did not answer '" + service + "' within "
-                    + timeoutMs + " ms")), timeoutMs, TimeUnit.MILLISECONDS);
-            reply.whenComplete((r, t) -> timer.cancel(false));
-        } catch (RejectedExecutionException e) {
-            reply.completeExceptionally(new TransferException(ErrorCode.ENGINE_CLOSED, "control plane closed"));
-            return reply;
-        }
-        channel(host, port).whenComplete((ch, err) -> {
-            if (err != null) {
-                reply.completeExceptionally(err instanceof TransferException ? err
-                        : new TransferException(ErrorCode.PEER_UNREACHABLE, "cannot reach control plane " + endpoint + ": " + err.getMessage(), err));
-                return;
-            }
-            long id = newId(ch, reply);
-            reply.whenComplete((r, t) -> pending.remove(id));
-            ch.writeAndFlush(frame(ch, ControlFrame.REQUEST, id, service, request)).addListener(f -> {
-                if (!f.isSuccess()) {
-                    reply.completeExceptionally(new TransferException(ErrorCode.PEER_FAILED,
-                            "cannot send '" + service + "' to " + endpoint + ": " + f.cause(), f.cause()));
-                }
-            });
-        });
-        return reply;
-    }
-
-    /** A random correlation id, so that nobody can answer a call by guessing its id. */
-    private long newId(Channel ch, CompletableFuture<byte[]> reply) {
-        Pending p = new Pending(ch, reply);
-        while (true) {
-            long id = random.nextLong();
-            if (pending.putIfAbsent(id, p) == null) {
-                return id;
-            }
-        }
-    }
-
-    private CompletableFuture<Channel> channel(String host, int port) {
-        String endpoint = host + ":" + port;
-        CompletableFuture<Channel> cached = peers.get(endpoint);
-        if (cached != null && (!cached.isDone() || (!cached.isCompletedExceptionally() && cached.join().isActive()))) {
-            return cached;
-        }
-        CompletableFuture<Channel> fresh = new CompletableFuture<>();
-        if (cached == null ? peers.putIfAbsent(endpoint, fresh) != null : !peers.replace(endpoint, cached, fresh)) {
-            return channel(host, port);
-        }
-        Bootstrap b = new Bootstrap().group(group).channel(NioSocketChannel.class)
-                .option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5000)
-                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                .handler(pipeline(false));
-        settings.keepAlive().configure(KeepAlive.Keys.NIO, b::option);
-        ChannelFuture cf = b.connect(host, port);
-        cf.addListener(f -> {
-            if (f.isSuccess()) {
-                // no request goes out before the peer proved itself (TLS, token)
-                cf.channel().attr(READY).get().whenComplete((v, e) -> {
-                    if (e == null) {
-                        fresh.complete(cf.channel());
-                    } else {
-                        peers.remove(endpoint, fresh);
-                        cf.channel().close();
-                        fresh.completeExceptionally(new TransferException(ErrorCode.PERMISSION_DENIED,
-                                "control plane " + endpoint + " failed the " + (tls != null ? "TLS/" : "")
-                                        + "token handshake: " + e, e));
-                    }
-                });
-            } else {
-                peers.remove(endpoint, fresh);
-                fresh.completeExceptionally(new TransferException(ErrorCode.PEER_UNREACHABLE,
-                        "cannot connect to control plane " + endpoint + ": " + f.cause().getMessage(), f.cause()));
-            }
-        });
-        return fresh;
     }
 
     ByteBuf frame(Channel ch, byte kind, long id, String service, byte[] payload) {
@@ -507,16 +418,16 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
         ch.writeAndFlush(frame(ch, kind, id, service, reply));
     }
 
+    /** Calls {@code service} at {@code host:port}; fails with TIMEOUT after {@code control.call_timeout}. */
+    public CompletableFuture<byte[]> callAsync(String host, int port, String service, byte[] request) {
+        return calls.callAsync(host, port, service, request);
+    }
+
     @Override
     public void close() {
         server.close().syncUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
-        for (Pending p : pending.values()) {
-            p.reply().completeExceptionally(new TransferException(ErrorCode.ENGINE_CLOSED, "control plane closed"));
-        }
-    }
-
-    record Pending(Channel channel, CompletableFuture<byte[]> reply) {
+        calls.closed();
     }
 
     record Service(Handler handler, int maxRequestBytes) {

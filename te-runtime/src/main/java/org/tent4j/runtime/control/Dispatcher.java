@@ -48,7 +48,7 @@ final class Dispatcher extends ChannelInboundHandlerAdapter {
     }
 
     private void onReply(Channel ch, ControlFrame f) {
-        ControlPlaneNode.Pending p = node.pending.get(f.id);
+        OutboundCalls.Pending p = node.calls.waiting(f.id);
         if (p == null || p.channel() != ch) {
             // a reply on a connection its call did not go out on is forged, or too late to matter
             node.strayReplies.increment();
@@ -93,7 +93,7 @@ final class Dispatcher extends ChannelInboundHandlerAdapter {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof IdleStateEvent && !limits.busy()
-                && node.pending.values().stream().noneMatch(p -> p.channel() == ctx.channel())) {
+                && !node.calls.waitsOn(ctx.channel())) {
             log.debug("control plane of '{}': closing idle connection {}", node.localSegment(), ctx.channel().remoteAddress());
             ctx.close();
         }
@@ -104,13 +104,7 @@ final class Dispatcher extends ChannelInboundHandlerAdapter {
     public void channelInactive(ChannelHandlerContext ctx) {
         // Calls waiting on this connection can never be answered now.
         String remote = String.valueOf(ctx.channel().remoteAddress());
-        node.peers.values().removeIf(p -> p.isDone() && !p.isCompletedExceptionally() && p.join() == ctx.channel());
-        for (ControlPlaneNode.Pending p : node.pending.values()) {
-            if (p.channel() == ctx.channel()) {
-                p.reply().completeExceptionally(new TransferException(ErrorCode.PEER_FAILED,
-                        "control-plane connection to " + remote + " closed"));
-            }
-        }
+        node.calls.connectionClosed(ctx.channel(), remote);
         ctx.fireChannelInactive();
     }
 

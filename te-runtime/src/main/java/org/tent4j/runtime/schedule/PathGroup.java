@@ -18,27 +18,13 @@ import org.tent4j.spi.TimeSource;
 
 /**
  * The slices bound for one peer over one transport: the connection, the state of each of its paths, and three
- * priority queues. Slices wait here until a path has room; then each goes to the eligible path with the lowest
- * predicted completion time, so a slow path gets fewer slices and a fast one more.
+ * priority queues. Slices wait here until a path has room; then each goes to the path {@link PathChoice} picks: the
+ * submitting thread's own path for small slices, else the eligible path with the lowest predicted completion time, so
+ * a slow path gets fewer slices and a fast one more.
  *
- * <p>When the path that would finish a slice first is full, a slower path with room takes it only if it would finish
- * it before the whole backlog (everything queued and in flight) could drain at the combined speed of the eligible
- * paths. So under a backlog every path works and each one's share follows its speed, while at the tail of a transfer
- * a slow path is left out instead of holding the last bytes back.
- *
- * <p>Small slices go home first: each submitting thread has a path of its own in every group (threads take the paths
- * in turn), and its slices go there while that path has room and at most {@code paths.affinity_bytes} in flight. A
- * burst of small requests then travels on one connection, so each peer thread that serves it wakes once per burst,
- * and two submitters do not wait on each other: spread over every path, each burst completes only when the slowest
- * path has carried its share, which couples the submitters' round trips (on a 2-core host tcp 4 KiB batches of 32
- * from two threads ran at 0.3 M requests/s spread, 0.5 M at home). A paused or full home and large slices fall back to
- * the rule above, which also spreads a single large transfer over every path. A slow but healthy path keeps the small
- * bursts of the threads whose home it is.
- *
- * <p>Queues are served HIGH first, except that a MEDIUM or LOW slice that has waited longer than the aging limit
- * (twice that for LOW) goes first, so low priority is never starved. Draining is a work-in-progress counter loop:
- * whoever finds it idle drains, everyone else just counts, so posting never recurses (a transport may complete a
- * slice inside {@code post}) and never allocates.
+ * <p>Queues are served as {@link PathQueues} says, low priority aged so it is never starved. Draining is a
+ * work-in-progress counter loop: whoever finds it idle drains, everyone else just counts, so posting never recurses
+ * (a transport may complete a slice inside {@code post}) and never allocates.
  *
  * <p>A group starts unconnected: {@link #connect} runs on a worker while slices already wait in its queues, so
  * submitting never blocks on a peer. The group owns its paths' health: completions and failures update
@@ -77,7 +63,8 @@ public final class PathGroup {
     private volatile int state = CONNECTING;
     private volatile TransferException connectError;
     private volatile String lastFailure;
-    private final SliceRing[] queues = {new SliceRing(), new SliceRing(), new SliceRing()};
+    /** The queued slices; its monitor also guards {@link #state} changes against a racing enqueue. */
+    private final PathQueues queues = new PathQueues();
     private final AtomicInteger wip = new AtomicInteger();
     private final PathLimits limits;
     /** The transport declares {@link PeerConnection#cancel}: posted slices are tracked so an ended task can cancel them. */
@@ -88,9 +75,6 @@ public final class PathGroup {
      * drains, so two submitters copy (shm) side by side rather than one copying for both while the other waits.
      */
     private final boolean directPosts;
-    private volatile int queued;
-    /** Bytes of the queued slices; guarded by {@code queues}. */
-    private long queuedBytes;
 
     PathGroup(Router router, RemoteSegment segment, TransportSlot transport, TimeSource clock, EngineMetrics metrics,
               PathLimits limits) {
@@ -206,7 +190,7 @@ public final class PathGroup {
 
     /** A new slice from its submitter at {@code now} (the engine's clock): posted on this thread when the transport allows it and nothing waits, else queued. */
     public void submit(RuntimeSlice s, long now) {
-        if (directPosts && queued == 0 && state == OPEN) {
+        if (directPosts && queues.queued() == 0 && state == OPEN) {
             PathState[] ps = paths;
             // one path only: choosing among several paths weighs the backlog, which the drain loop keeps consistent
             if (ps.length == 1 && reservePath(ps, s, now) == 0) {
@@ -222,14 +206,7 @@ public final class PathGroup {
         s.queuedAt(clock.nanoTime());
         boolean closedNow;
         synchronized (queues) {
-            SliceRing q = queues[s.priority()];
-            if (front) {
-                q.addFirst(s);
-            } else {
-                q.addLast(s);
-            }
-            queued++;
-            queuedBytes += s.length();
+            queues.add(s, front);
             closedNow = state == CLOSED;
         }
         if (closedNow) {
@@ -249,7 +226,7 @@ public final class PathGroup {
     }
 
     int queued() {
-        return queued;
+        return queues.queued();
     }
 
     /** The last retryable failure of any path, so slices moved off a paused group still name the cause. */
@@ -327,7 +304,7 @@ public final class PathGroup {
     void drain() {
         // queued first: every completion calls this, and with nothing queued it need not touch the shared counter
         // (an enqueue counts its slice, then drains itself)
-        if (queued == 0 || state != OPEN || wip.getAndIncrement() != 0) {
+        if (queues.queued() == 0 || state != OPEN || wip.getAndIncrement() != 0) {
             return;
         }
         int missed = 1;
@@ -345,7 +322,7 @@ public final class PathGroup {
             RuntimeSlice s;
             int path;
             synchronized (queues) {
-                SliceRing q = next(now);
+                SliceRing q = queues.next(now, limits.agingNanos());
                 if (q == null) {
                     return;
                 }
@@ -354,9 +331,7 @@ public final class PathGroup {
                 if (path < 0) {
                     return; // no room now: a completion, or the sweeper after a cooldown, drains again
                 }
-                q.poll();
-                queued--;
-                queuedBytes -= s.length();
+                queues.poll(q, s);
             }
             post(c, ps, s, path, now);
         }
@@ -403,24 +378,6 @@ public final class PathGroup {
         }
     }
 
-    /** The queue to serve next: an aged MEDIUM/LOW head first, else the highest non-empty priority. */
-    private SliceRing next(long now) {
-        RuntimeSlice low = queues[2].peek();
-        if (low != null && now - low.queuedSince() > 2 * limits.agingNanos()) {
-            return queues[2];
-        }
-        RuntimeSlice medium = queues[1].peek();
-        if (medium != null && now - medium.queuedSince() > limits.agingNanos()) {
-            return queues[1];
-        }
-        for (SliceRing q : queues) {
-            if (q.size() > 0) {
-                return q;
-            }
-        }
-        return null;
-    }
-
     /**
      * Gives back the room {@code s} reserved but will not use. A direct post may have taken the last room while the
      * drain loop found the path full and stopped; nothing in flight may be left to drain again, so this does.
@@ -444,99 +401,11 @@ public final class PathGroup {
             s.busyAtPost(before > 0);
             return before == PathState.NO_ROOM ? -1 : 0;
         }
-        int path = choosePath(ps, s, now);
+        int path = PathChoice.choose(ps, s, now, limits, queues.queuedBytes());
         if (path >= 0) {
             s.busyAtPost(ps[path].posted(s.length()) > 0);
         }
         return path;
-    }
-
-    private int choosePath(PathState[] ps, RuntimeSlice s, long now) {
-        Policy policy = s.task().policy();
-        java.util.Set<String> allowed = policy == null || policy.devices() == null || !anyAllowed(ps, policy.devices()) ? null : policy.devices();
-        int home = homePath(ps, s, now, allowed);
-        if (home >= 0) {
-            return home;
-        }
-        int best = pick(ps, s, now, s.avoidedPath(), allowed);
-        // the path that just failed this slice takes it again only when no other path can: waiting for room on
-        // another path is better than spending the task's attempts on one that is likely still broken
-        return best >= 0 || s.avoidedPath() < 0 || eligibleBesides(ps, s.avoidedPath(), now, allowed) ? best : pick(ps, s, now, -1, allowed);
-    }
-
-    /**
-     * The submitting thread's own path if it takes {@code s} now, else -1 (see the class comment): it must be eligible,
-     * allowed and not the path that just failed the slice, have room for one more slice, and stay within
-     * {@code paths.affinity_bytes} in flight with it. Speed estimates are not consulted: a home left for a path
-     * measured faster gets no more completions, so its estimate never recovers, and a noisy sample at start-up would
-     * put every thread on one path for good.
-     */
-    private int homePath(PathState[] ps, RuntimeSlice s, long now, java.util.Set<String> allowed) {
-        long cap = limits.affinityBytes();
-        if (s.length() > cap) {
-            return -1;
-        }
-        PathState p = ps[s.home() % ps.length];
-        if (p.index() == s.avoidedPath() || !p.eligible(now) || (allowed != null && !allowed.contains(p.name()))) {
-            return -1;
-        }
-        long both = p.inflight();
-        return PathState.inflightSlices(both) >= limits.maxInflightSlices() || PathState.inflightBytes(both) + s.length() > cap
-                ? -1 : p.index();
-    }
-
-    private static boolean eligibleBesides(PathState[] ps, int avoid, long now, java.util.Set<String> allowed) {
-        for (PathState p : ps) {
-            if (p.index() != avoid && p.eligible(now) && (allowed == null || allowed.contains(p.name()))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether a policy's device list names any path of this group (if none, the restriction cannot apply here). */
-    private static boolean anyAllowed(PathState[] ps, java.util.Set<String> devices) {
-        for (PathState p : ps) {
-            if (devices.contains(p.name())) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /**
-     * The path for {@code s}, or -1 to let it wait: the path with room that would finish it first, provided that is
-     * also the best path overall or it would finish the slice before the backlog drains (see the class comment).
-     * Called with {@code queues} held.
-     */
-    private int pick(PathState[] ps, RuntimeSlice s, long now, int avoid, java.util.Set<String> allowed) {
-        int best = -1;
-        double bestTime = Double.MAX_VALUE;
-        double bestFullTime = Double.MAX_VALUE;
-        double backlogBytes = queuedBytes;
-        double bandwidth = 0;
-        for (PathState p : ps) {
-            if (p.index() == avoid || !p.eligible(now) || (allowed != null && !allowed.contains(p.name()))) {
-                continue;
-            }
-            // one read of each, so the backlog, the room check and the prediction agree
-            long both = p.inflight();
-            long inflight = PathState.inflightBytes(both);
-            double bw = p.bandwidth();
-            backlogBytes += inflight;
-            bandwidth += bw;
-            if (PathState.inflightSlices(both) >= limits.maxInflightSlices() || inflight >= limits.maxInflightBytes()) {
-                // on a full path the slice would first wait for room, about one slice's time
-                bestFullTime = Math.min(bestFullTime, (inflight + 2.0 * s.length()) / bw);
-                continue;
-            }
-            double t = (inflight + (double) s.length()) / bw;
-            if (t < bestTime) {
-                bestTime = t;
-                best = p.index();
-            }
-        }
-        return best < 0 || bestTime <= bestFullTime || bestTime <= backlogBytes / bandwidth ? best : -1;
     }
 
     /**
@@ -545,23 +414,9 @@ public final class PathGroup {
      * timeout (a SYN into a silent link), which no task deadline caps.
      */
     void expireQueued(long now) {
-        java.util.List<RuntimeSlice> expired = null;
+        java.util.List<RuntimeSlice> expired;
         synchronized (queues) {
-            for (SliceRing q : queues) {
-                java.util.List<RuntimeSlice> out = q.takeExpired(now);
-                if (out == null) {
-                    continue;
-                }
-                if (expired == null) {
-                    expired = out;
-                } else {
-                    expired.addAll(out);
-                }
-                for (RuntimeSlice s : out) {
-                    queued--;
-                    queuedBytes -= s.length();
-                }
-            }
+            expired = queues.takeExpired(now);
         }
         if (expired == null) {
             return;
@@ -580,16 +435,7 @@ public final class PathGroup {
     /** Takes every queued slice out (for rerouting when all paths are down, the connection closed or never opened). */
     RuntimeSlice[] takeAll() {
         synchronized (queues) {
-            RuntimeSlice[] out = new RuntimeSlice[queued];
-            int i = 0;
-            for (SliceRing q : queues) {
-                for (RuntimeSlice s; (s = q.poll()) != null; ) {
-                    out[i++] = s;
-                }
-            }
-            queued = 0;
-            queuedBytes = 0;
-            return out;
+            return queues.takeAll();
         }
     }
 }

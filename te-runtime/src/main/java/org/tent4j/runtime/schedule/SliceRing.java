@@ -1,6 +1,9 @@
 package org.tent4j.runtime.schedule;
 
-/** A growable ring of slices (FIFO with push-front for retries). Not thread-safe: its {@link PathGroup} locks it. */
+/**
+ * A growable ring of slices (FIFO with push-front for retries). Not thread-safe: its {@link PathGroup} locks its
+ * {@link PathQueues}.
+ */
 public final class SliceRing {
     private RuntimeSlice[] items = new RuntimeSlice[64];
     private int head;

@@ -3,11 +3,9 @@ package org.tent4j.metadata.redis;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -27,18 +25,18 @@ import org.tent4j.spi.MetadataStore.MetadataListener;
 import org.tent4j.spi.MetadataStore.Watch;
 
 import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisPubSub;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The watches of one {@link RedisMetadataStore}: keyspace notifications ({@code __keyspace@<db>__:<key>}) on one
- * dedicated subscriber connection, turned on with {@code CONFIG SET notify-keyspace-events} on the first watch, or
- * {@code MGET} polling where the server refuses CONFIG. Each watch delivers states in order on a thread of its own.
+ * dedicated subscriber connection ({@link KeyspaceSubscriber}), turned on with {@code CONFIG SET
+ * notify-keyspace-events} on the first watch, or {@code MGET} polling where the server refuses CONFIG. Each watch
+ * delivers states in order on a thread of its own.
  */
 final class RedisWatches {
     private static final Logger LOG = LoggerFactory.getLogger(RedisWatches.class);
-    private static final AtomicInteger THREAD_IDS = new AtomicInteger();
+    static final AtomicInteger THREAD_IDS = new AtomicInteger();
     /** Keyspace events, generic commands (del, expire), string commands (set), expiry, eviction. */
     private static final String NEEDED_EVENT_FLAGS = "Kg$xe";
     private static final int POLL_BATCH = 512;
@@ -154,7 +152,7 @@ final class RedisWatches {
                 startPolling(refused);
                 return watchMode;
             }
-            subscriber = new KeyspaceSubscriber(connection);
+            subscriber = new KeyspaceSubscriber(this, store, keyspacePrefix, connection);
             watchMode = WatchMode.NOTIFICATIONS;
             subscriber.start();
             return watchMode;
@@ -165,7 +163,7 @@ final class RedisWatches {
      * Merges the flags watches need into the server's {@code notify-keyspace-events}. Returns why not if the server
      * refuses CONFIG (unknown or renamed command, ACL), in which case watches poll; {@code null} when enabled.
      */
-    private String enableKeyspaceEvents(Jedis j) {
+    String enableKeyspaceEvents(Jedis j) {
         String current;
         try {
             Map<String, String> reply = j.configGet("notify-keyspace-events");
@@ -232,7 +230,26 @@ final class RedisWatches {
         }
     }
 
-    private void dispatch(String key, String event) {
+    /** The keys watched now. */
+    Set<String> watchedKeys() {
+        return watchesByKey.keySet();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** The subscriber reconnected to a server that now refuses keyspace notifications: watches poll from now on. */
+    void pollAfterReconnect(String refused) {
+        synchronized (watchModeLock) {
+            if (!closed) {
+                startPolling("after reconnecting, " + refused);
+            }
+        }
+    }
+
+    /** A keyspace event for {@code key}, from the subscriber. */
+    void dispatch(String key, String event) {
         Set<RedisWatch> ws = watchesByKey.get(key);
         if (ws != null) {
             for (RedisWatch w : ws) {
@@ -241,7 +258,8 @@ final class RedisWatches {
         }
     }
 
-    private void resyncAll() {
+    /** After the subscriber reconnected: every watch re-reads its key. */
+    void resyncAll() {
         for (Set<RedisWatch> ws : watchesByKey.values()) {
             for (RedisWatch w : ws) {
                 w.resync();
@@ -338,198 +356,6 @@ final class RedisWatches {
             KeyspaceSubscriber s = subscriber;
             if (lastForKey[0] && s != null && !closed) {
                 s.unwatchKey(key);
-            }
-        }
-    }
-
-    /**
-     * The dedicated connection that receives keyspace notifications. Its thread blocks in SUBSCRIBE; channels of newly
-     * watched keys are added from other threads. A control channel of its own keeps the subscription alive while no
-     * key is watched and marks when a (re)connection is live.
-     */
-    private final class KeyspaceSubscriber extends JedisPubSub {
-        private final String controlChannel = "tent4j:metadata-watch:" + UUID.randomUUID();
-        private final Map<String, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
-        private final Thread thread;
-        private Jedis connection;
-        /** Channels sent with the SUBSCRIBE that opened the current connection; guarded by this. */
-        private Set<String> sentAtConnect = Set.of();
-        private boolean live;
-        private int connections;
-
-        KeyspaceSubscriber(Jedis firstConnection) {
-            this.connection = firstConnection;
-            this.thread = Thread.ofPlatform().daemon().name("tent4j-redis-subscriber-" + THREAD_IDS.incrementAndGet())
-                    .unstarted(this::run);
-        }
-
-        void start() {
-            thread.start();
-        }
-
-        private String channel(String key) {
-            return keyspacePrefix + key;
-        }
-
-        private void run() {
-            long backoffMs = 100;
-            while (!closed) {
-                int connectionsBefore;
-                Jedis j;
-                synchronized (this) {
-                    j = connection;
-                    connectionsBefore = connections;
-                }
-                try {
-                    if (j == null) {
-                        j = store.dial();
-                        String refused = enableKeyspaceEvents(j);
-                        if (refused != null) {
-                            j.close();
-                            synchronized (watchModeLock) {
-                                if (!closed) {
-                                    startPolling("after reconnecting, " + refused);
-                                }
-                            }
-                            failPending(new IllegalStateException("switched to polling"));
-                            return;
-                        }
-                    }
-                    Set<String> channels = new LinkedHashSet<>();
-                    channels.add(controlChannel);
-                    synchronized (this) {
-                        connection = j;
-                        for (String key : watchesByKey.keySet()) {
-                            channels.add(channel(key));
-                        }
-                        sentAtConnect = channels;
-                    }
-                    j.subscribe(this, channels.toArray(String[]::new));
-                } catch (JedisException e) {
-                    if (closed) {
-                        break;
-                    }
-                    LOG.info("{}: watch subscriber connection lost ({}); reconnecting in {} ms", store.uri(), RedisMetadataStore.describe(e),
-                            backoffMs);
-                } finally {
-                    synchronized (this) {
-                        live = false;
-                        if (j != null) {
-                            j.close();
-                        }
-                        connection = null;
-                    }
-                }
-                if (closed) {
-                    break;
-                }
-                try {
-                    Thread.sleep(backoffMs);
-                } catch (InterruptedException e) {
-                    break;
-                }
-                synchronized (this) {
-                    // a connection that was live starts the next wait short again
-                    backoffMs = connections > connectionsBefore ? 100 : Math.min(backoffMs * 2, 2000);
-                }
-            }
-            failPending(new IllegalStateException("store closed"));
-        }
-
-        @Override
-        public void onSubscribe(String channel, int subscribedChannels) {
-            if (channel.equals(controlChannel)) {
-                boolean reconnected;
-                synchronized (this) {
-                    live = true;
-                    reconnected = connections++ > 0;
-                    // keys watched after the channel list was built but before this subscription was live
-                    List<String> missing = new ArrayList<>();
-                    for (String key : watchesByKey.keySet()) {
-                        if (!sentAtConnect.contains(channel(key))) {
-                            missing.add(channel(key));
-                        }
-                    }
-                    if (!missing.isEmpty()) {
-                        subscribe(missing.toArray(String[]::new));
-                    }
-                }
-                if (reconnected) {
-                    LOG.info("{}: watch subscriber reconnected; re-reading {} watched keys", store.uri(),
-                            watchesByKey.size());
-                    resyncAll();
-                }
-                return;
-            }
-            if (channel.startsWith(keyspacePrefix)) {
-                CompletableFuture<Void> f = pending.remove(channel.substring(keyspacePrefix.length()));
-                if (f != null) {
-                    f.complete(null);
-                }
-            }
-        }
-
-        @Override
-        public void onMessage(String channel, String message) {
-            if (channel.startsWith(keyspacePrefix)) {
-                dispatch(channel.substring(keyspacePrefix.length()), message);
-            }
-        }
-
-        /** Subscribes to the key's channel now if the connection is live, else with the next (re)connection. */
-        CompletableFuture<Void> watchKey(String key) {
-            CompletableFuture<Void> confirmed = pending.computeIfAbsent(key, k -> new CompletableFuture<>());
-            synchronized (this) {
-                if (live) {
-                    try {
-                        subscribe(channel(key));
-                    } catch (JedisException e) {
-                        // the connection is going away; the reconnect subscribes every watched key
-                        LOG.debug("SUBSCRIBE for '{}' failed, retried on reconnect: {}", key, RedisMetadataStore.describe(e));
-                    }
-                }
-            }
-            return confirmed;
-        }
-
-        void unwatchKey(String key) {
-            synchronized (this) {
-                if (live) {
-                    try {
-                        unsubscribe(channel(key));
-                    } catch (JedisException e) {
-                        LOG.debug("UNSUBSCRIBE for '{}' failed: {}", key, RedisMetadataStore.describe(e));
-                    }
-                }
-            }
-        }
-
-        private void failPending(Exception why) {
-            for (CompletableFuture<Void> f : pending.values()) {
-                f.completeExceptionally(why);
-            }
-            pending.clear();
-        }
-
-        void shutdown() {
-            synchronized (this) {
-                if (live) {
-                    try {
-                        unsubscribe();
-                    } catch (JedisException e) {
-                        LOG.debug("UNSUBSCRIBE on close failed: {}", RedisMetadataStore.describe(e));
-                    }
-                }
-                if (connection != null) {
-                    // unblocks the subscriber thread if UNSUBSCRIBE could not be sent
-                    connection.disconnect();
-                }
-            }
-            thread.interrupt();
-            try {
-                thread.join(2000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
             }
         }
     }

@@ -1,13 +1,10 @@
 package org.tent4j.transport.efa;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.Iterator;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -30,17 +27,18 @@ import org.tent4j.spi.TimeSource;
  * while operations are in flight and at {@code progress_interval} when there are none, so an idle engine costs a few
  * thousand wake-ups a second rather than a core. A post wakes it at once. Peers' one-sided operations leave no trace
  * in the target's CQ, so a CQ poll that took long (the provider moved data inside it) also counts as activity.
+ *
+ * <p>Its parts: the operation slots and their free list ({@link OpSlots}), the reading of the completion queue
+ * ({@link CompletionReader}) and the ending of operations before their completion, at a deadline or a closed
+ * connection ({@link OpExpiry}), the last two run by this thread.
  */
 final class FabricProgress implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(FabricProgress.class);
-    private static final int CQ_BATCH = 64;
     private static final int SPIN_ROUNDS = 64;
     private static final long MIN_PARK_NANOS = 1_000;
     private static final long ACTIVE_PARK_CAP_NANOS = 50_000;
     private static final long DEADLINE_SCAN_NANOS = 1_000_000;
     private static final int MAX_CONSECUTIVE_REFUSALS = 4;
-    /** An idle fi_cq_read takes well under a microsecond; one that copies data takes far longer. */
-    private static final long BUSY_POLL_NANOS = 20_000;
 
     private static final int POSTED = 0;
     private static final int AGAIN = 1;
@@ -51,7 +49,8 @@ final class FabricProgress implements Runnable {
     private final long maxOpBytes;
     private final Arena arena = Arena.ofShared();
     private final OpSlot[] slots;
-    private final long contextBase;
+    private final OpSlots slotTable;
+    /** The slot table's free list, read on every post. */
     private final ArrayBlockingQueue<OpSlot> free;
     private final ArrayBlockingQueue<OpSlot> submitted;
     /** Slices posted while every slot was busy; allocation only under this back-pressure. */
@@ -59,9 +58,8 @@ final class FabricProgress implements Runnable {
     private final ConcurrentLinkedQueue<CloseRequest> closing = new ConcurrentLinkedQueue<>();
     /** Owned by the progress thread. */
     private final ArrayDeque<OpSlot> retry = new ArrayDeque<>();
-    private final MemorySegment cqEntries;
-    private final MemorySegment errEntry;
-    private final MemorySegment errText;
+    private final CompletionReader completions;
+    private final OpExpiry expiry;
     private final long idleParkCapNanos;
     /** The engine's clock, which slice deadlines are in; the scan's cadence stays in real time, as it paces polling. */
     private final TimeSource clock;
@@ -73,7 +71,6 @@ final class FabricProgress implements Runnable {
     private int inFlight;
     private int idleRounds;
     private long nextDeadlineScan;
-    private long cqFailures;
 
     record Deferred(Slice slice, EfaPeerConnection connection) {
     }
@@ -88,18 +85,12 @@ final class FabricProgress implements Runnable {
         this.transportName = transportName;
         this.maxOpBytes = maxOpBytes;
         this.idleParkCapNanos = Math.max(MIN_PARK_NANOS, progressInterval.toNanos());
-        MemorySegment contexts = arena.allocate(FiAbi.CONTEXT_SIZE * slotCount, FiAbi.CONTEXT_SIZE);
-        this.contextBase = contexts.address();
-        this.slots = new OpSlot[slotCount];
-        this.free = new ArrayBlockingQueue<>(slotCount);
+        this.slotTable = new OpSlots(arena, slotCount);
+        this.slots = slotTable.all();
+        this.free = slotTable.free();
         this.submitted = new ArrayBlockingQueue<>(slotCount);
-        for (int i = 0; i < slotCount; i++) {
-            slots[i] = new OpSlot(i, contexts.asSlice(i * FiAbi.CONTEXT_SIZE, FiAbi.CONTEXT_SIZE));
-            free.add(slots[i]);
-        }
-        this.cqEntries = arena.allocate(FiAbi.CQE_SIZE * CQ_BATCH, 8);
-        this.errEntry = arena.allocate(FiAbi.ERR_ENTRY_ALLOC, 8);
-        this.errText = arena.allocate(512);
+        this.completions = new CompletionReader(this, fabric, slotTable, arena, transportName);
+        this.expiry = new OpExpiry(this, slots, overflow);
         this.thread = Thread.ofPlatform().daemon().name("efa-progress-" + transportName).unstarted(this);
     }
 
@@ -148,7 +139,7 @@ final class FabricProgress implements Runnable {
     /** Fails every slice of {@code connection} still queued or in flight; waits for the progress thread to do it. */
     void closeConnection(EfaPeerConnection connection) {
         if (Thread.currentThread() == thread) {
-            failConnection(connection);
+            expiry.failConnection(connection);
             return;
         }
         if (stopped) {
@@ -180,7 +171,7 @@ final class FabricProgress implements Runnable {
         nextDeadlineScan = System.nanoTime() + DEADLINE_SCAN_NANOS;
         while (running) {
             try {
-                int work = pollCompletions();
+                int work = completions.poll();
                 work += processClosing();
                 work += reissue();
                 work += drainSubmitted();
@@ -188,7 +179,7 @@ final class FabricProgress implements Runnable {
                 long now = System.nanoTime();
                 if (now - nextDeadlineScan >= 0) {
                     nextDeadlineScan = now + DEADLINE_SCAN_NANOS;
-                    work += enforceDeadlines(clock.nanoTime());
+                    work += expiry.enforceDeadlines(clock.nanoTime());
                 }
                 if (work > 0) {
                     idleRounds = 0;
@@ -219,57 +210,8 @@ final class FabricProgress implements Runnable {
         parked = false;
     }
 
-    private int pollCompletions() {
-        int handled = 0;
-        long start = System.nanoTime();
-        long first = fabric.readCompletions(cqEntries, CQ_BATCH);
-        if (System.nanoTime() - start > BUSY_POLL_NANOS) {
-            // a poll that took this long moved data inside the provider: on the target side of a manual-progress
-            // provider that is the only sign of a peer's READs and WRITEs, which produce no completions here
-            handled++;
-        }
-        boolean firstRound = true;
-        while (true) {
-            long n = firstRound ? first : fabric.readCompletions(cqEntries, CQ_BATCH);
-            firstRound = false;
-            if (n > 0) {
-                for (int i = 0; i < n; i++) {
-                    long ctx = cqEntries.get(ADDRESS, i * FiAbi.CQE_SIZE + FiAbi.CQE_OP_CONTEXT).address();
-                    OpSlot slot = slotOf(ctx);
-                    if (slot != null) {
-                        completed(slot);
-                    }
-                }
-                handled += (int) n;
-                if (n < CQ_BATCH) {
-                    return handled;
-                }
-            } else if (n == -FiAbi.FI_EAVAIL) {
-                readError();
-                handled++;
-            } else {
-                if (n != -FiAbi.FI_EAGAIN && (cqFailures++ & 1023) == 0) {
-                    LOG.warn("{}: {}", transportName, fabric.lib().describe("fi_cq_read", n));
-                }
-                return handled;
-            }
-        }
-    }
-
-    private OpSlot slotOf(long ctx) {
-        long off = ctx - contextBase;
-        if (off < 0 || off % FiAbi.CONTEXT_SIZE != 0 || off / FiAbi.CONTEXT_SIZE >= slots.length) {
-            LOG.warn("{}: completion with a context 0x{} that is no operation of this transport", transportName,
-                    Long.toHexString(ctx));
-            return null;
-        }
-        return slots[(int) (off / FiAbi.CONTEXT_SIZE)];
-    }
-
-    private void completed(OpSlot slot) {
-        if (!providerOwns(slot)) {
-            return;
-        }
+    /** A completion of {@code slot}, which the provider held: its next chunk goes out, or its slice completes. */
+    void completed(OpSlot slot) {
         inFlight--;
         if (slot.state == OpSlot.ABANDONED) {
             release(slot);
@@ -289,50 +231,21 @@ final class FabricProgress implements Runnable {
         s.complete();
     }
 
-    private void readError() {
-        errEntry.fill((byte) 0);
-        long rc = fabric.readError(errEntry);
-        if (rc < 0) {
-            if (rc != -FiAbi.FI_EAGAIN) {
-                LOG.warn("{}: {}", transportName, fabric.lib().describe("fi_cq_readerr", rc));
-            }
-            return;
-        }
-        long ctx = errEntry.get(ADDRESS, FiAbi.ERR_OP_CONTEXT).address();
-        int err = errEntry.get(JAVA_INT, FiAbi.ERR_ERR);
-        int provErrno = errEntry.get(JAVA_INT, FiAbi.ERR_PROV_ERRNO);
-        MemorySegment errData = errEntry.get(ADDRESS, FiAbi.ERR_ERR_DATA);
-        OpSlot slot = slotOf(ctx);
-        if (slot == null) {
-            LOG.warn("{}: error completion without an operation: err {} ({}), prov_errno {}", transportName, err,
-                    fabric.lib().strerror(err), provErrno);
-            return;
-        }
-        if (!providerOwns(slot)) {
-            return;
-        }
+    /**
+     * An error completion of {@code slot}, which the provider held: fail its slice with the provider's error ({@code err}, {@code provErrno}
+     * and its {@code err_data}).
+     */
+    void failedCompletion(OpSlot slot, int err, int provErrno, MemorySegment errData) {
         inFlight--;
         if (slot.state == OpSlot.ABANDONED) {
             release(slot);
             return;
         }
-        errText.fill((byte) 0);
-        String provider = fabric.providerError(provErrno, errData, errText);
+        String provider = completions.providerError(provErrno, errData);
         String message = slot.connection.describe(slot.slice) + " failed: fi_cq_readerr err " + err + " ("
                 + fabric.lib().strerror(err) + "), prov_errno " + provErrno
                 + (provider.isEmpty() ? "" : " (" + provider + ")") + FabricErrors.hint(err);
         failAndRelease(slot, FabricErrors.code(err), message);
-    }
-
-    /** Whether a completion for {@code slot} is expected; a second one for the same operation is logged and dropped. */
-    private boolean providerOwns(OpSlot slot) {
-        int state = slot.state;
-        if (state == OpSlot.POSTED || state == OpSlot.ABANDONED) {
-            return true;
-        }
-        LOG.warn("{}: completion for operation slot {} which the provider does not hold (state {})", transportName,
-                slot.index, state);
-        return false;
     }
 
     /** Posts the slot's next chunk. Failures other than -FI_EAGAIN fail the slice and release the slot. */
@@ -424,32 +337,8 @@ final class FabricProgress implements Runnable {
         return n;
     }
 
-    private int enforceDeadlines(long now) {
-        int n = 0;
-        for (OpSlot slot : slots) {
-            int state = slot.state;
-            if ((state == OpSlot.POSTED || state == OpSlot.QUEUED) && now - slot.deadlineNanos > 0) {
-                String message = slot.connection.describe(slot.slice) + " missed its deadline by "
-                        + (now - slot.deadlineNanos) / 1_000_000 + " ms ("
-                        + (state == OpSlot.POSTED ? "in flight" : "the provider kept refusing it with -FI_EAGAIN")
-                        + ")";
-                abandon(slot, ErrorCode.TIMEOUT, message);
-                n++;
-            }
-        }
-        for (Iterator<Deferred> it = overflow.iterator(); it.hasNext(); ) {
-            Deferred d = it.next();
-            if (now - d.slice().deadlineNanos() > 0 && overflow.remove(d)) {
-                d.slice().fail(ErrorCode.TIMEOUT, d.connection().describe(d.slice())
-                        + " timed out waiting for one of " + slots.length + " operation slots (cq_size)");
-                n++;
-            }
-        }
-        return n;
-    }
-
     /** Fails a queued or posted slot's slice now; a posted one keeps its slot until the provider completes it. */
-    private void abandon(OpSlot slot, ErrorCode code, String message) {
+    void abandon(OpSlot slot, ErrorCode code, String message) {
         if (slot.state == OpSlot.QUEUED) {
             retry.remove(slot);
             failAndRelease(slot, code, message);
@@ -467,28 +356,11 @@ final class FabricProgress implements Runnable {
         int n = 0;
         CloseRequest r;
         while ((r = closing.poll()) != null) {
-            failConnection(r.connection());
+            expiry.failConnection(r.connection());
             r.done().countDown();
             n++;
         }
         return n;
-    }
-
-    private void failConnection(EfaPeerConnection connection) {
-        for (OpSlot slot : slots) {
-            int state = slot.state;
-            if ((state == OpSlot.POSTED || state == OpSlot.QUEUED) && slot.connection == connection) {
-                abandon(slot, ErrorCode.PEER_FAILED, connection.describe(slot.slice)
-                        + ": the connection was closed while it was in flight");
-            }
-        }
-        for (Iterator<Deferred> it = overflow.iterator(); it.hasNext(); ) {
-            Deferred d = it.next();
-            if (d.connection() == connection && overflow.remove(d)) {
-                d.slice().fail(ErrorCode.PEER_FAILED, connection.describe(d.slice())
-                        + ": the connection was closed before it was posted");
-            }
-        }
     }
 
     private void failAndRelease(OpSlot slot, ErrorCode code, String message) {
@@ -565,17 +437,11 @@ final class FabricProgress implements Runnable {
      * -1 when no slot carries it. Safe from any thread: the slot's state is volatile and written after its slice.
      */
     int slotState(Slice slice) {
-        for (OpSlot slot : slots) {
-            int state = slot.state;
-            if (slot.slice == slice) {
-                return state;
-            }
-        }
-        return -1;
+        return slotTable.stateOf(slice);
     }
 
     /** For tests: whether every slot is back in the free list. */
     boolean idleSlots() {
-        return free.size() == slots.length;
+        return slotTable.allFree();
     }
 }

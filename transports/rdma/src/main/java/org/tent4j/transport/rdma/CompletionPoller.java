@@ -168,7 +168,7 @@ final class CompletionPoller implements Runnable {
         Lane lane = slots.lane(wrId);
         if (lane == null) {
             LOG.warn("rdma: completion on {} qp 0x{} for unknown wr_id 0x{} ({}) ignored", device,
-                    Integer.toHexString(qpNum), Long.toHexString(wrId), Verbs.wcStatusName(status));
+                    Integer.toHexString(qpNum), Long.toHexString(wrId), VerbsValues.wcStatusName(status));
             return;
         }
         Slice slice = slots.take(wrId);
@@ -180,7 +180,7 @@ final class CompletionPoller implements Runnable {
         } else {
             String cause = lane.brokenCause();
             if (status != Verbs.IBV_WC_WR_FLUSH_ERR || cause == null) {
-                cause = Verbs.wcStatusName(status) + " (status " + status + ", vendor_err 0x"
+                cause = VerbsValues.wcStatusName(status) + " (status " + status + ", vendor_err 0x"
                         + Integer.toHexString(vendorErr) + ")";
                 lane.broken(cause);
             }

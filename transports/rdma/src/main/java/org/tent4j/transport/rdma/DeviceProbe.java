@@ -37,7 +37,7 @@ final class DeviceProbe {
                             if (state == Verbs.IBV_PORT_ACTIVE) {
                                 return null;
                             }
-                            states.add(name + " port " + port + " " + Verbs.portStateName(state));
+                            states.add(name + " port " + port + " " + VerbsValues.portStateName(state));
                         }
                     } finally {
                         RdmaDevice.quietly(() -> verbs.closeDevice(context));

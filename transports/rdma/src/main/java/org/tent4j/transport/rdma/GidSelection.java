@@ -34,7 +34,7 @@ final class GidSelection {
      * @return the index to use, or -1 if no entry is usable
      */
     static int choose(int linkLayer, List<GidEntry> entries) {
-        List<GidEntry> usable = entries.stream().filter(e -> !Verbs.isZeroGid(e.gid())).toList();
+        List<GidEntry> usable = entries.stream().filter(e -> !VerbsValues.isZeroGid(e.gid())).toList();
         if (usable.isEmpty()) {
             return -1;
         }

@@ -95,8 +95,8 @@ record HandshakeMessage(Type type, long connectionId, List<Endpoint> endpoints) 
         @Override
         public String toString() {
             return "Endpoint[dev " + senderDevice + "->" + receiverDevice + ", qp 0x" + Integer.toHexString(qpNum)
-                    + ", psn " + psn + ", lid " + lid + ", mtu " + Verbs.mtuBytes(mtu) + ", gid "
-                    + Verbs.gidToString(gid) + "]";
+                    + ", psn " + psn + ", lid " + lid + ", mtu " + VerbsValues.mtuBytes(mtu) + ", gid "
+                    + VerbsValues.gidToString(gid) + "]";
         }
     }
 

@@ -137,7 +137,7 @@ final class QpTransitions {
         checkMtu(localMtu);
         checkMtu(remote.mtu());
         int mtu = Math.min(localMtu, remote.mtu());
-        boolean global = !Verbs.isZeroGid(remote.gid());
+        boolean global = !VerbsValues.isZeroGid(remote.gid());
         return new QpModify(RTR_MASK, Verbs.IBV_QPS_RTR, 0, 0, 0, mtu, remote.qpNum(), remote.psn(),
                 path.maxDestRdAtomic(), MIN_RNR_TIMER, remote.lid(), path.serviceLevel(), 0, global, path.port(),
                 global ? remote.gid() : NO_GID, global ? path.sgidIndex() : 0, global ? HOP_LIMIT : 0,

@@ -55,7 +55,7 @@ final class RdmaAttributes {
 
         @Override
         public String toString() {
-            return name + "(lid " + lid + ", gid " + Verbs.gidToString(gid) + ")";
+            return name + "(lid " + lid + ", gid " + VerbsValues.gidToString(gid) + ")";
         }
     }
 
@@ -66,7 +66,7 @@ final class RdmaAttributes {
         for (DeviceAddress d : devices) {
             names.add(d.name());
             lids.add(Integer.toString(d.lid()));
-            gids.add(Verbs.gidToString(d.gid()));
+            gids.add(VerbsValues.gidToString(d.gid()));
         }
         Map<String, String> m = new LinkedHashMap<>();
         m.put(DEVICES, String.join(",", names));
@@ -99,7 +99,7 @@ final class RdmaAttributes {
                 throw malformed(owner, "lid '" + lids.get(i) + "' of device " + names.get(i) + " is not a number");
             }
             try {
-                out.add(new DeviceAddress(names.get(i), lid, Verbs.gidFromString(gids.get(i))));
+                out.add(new DeviceAddress(names.get(i), lid, VerbsValues.gidFromString(gids.get(i))));
             } catch (IllegalArgumentException e) {
                 throw malformed(owner, "device " + names.get(i) + ": " + e.getMessage());
             }

@@ -103,7 +103,7 @@ final class RdmaDevice implements AutoCloseable {
             PortInfo portInfo = queryPort(verbs, context, name, options.port(), options.gidIndex());
             if (portInfo.state() != Verbs.IBV_PORT_ACTIVE) {
                 throw new VerbsException(name + " port " + options.port() + " is "
-                        + Verbs.portStateName(portInfo.state()), 0);
+                        + VerbsValues.portStateName(portInfo.state()), 0);
             }
             pd = verbs.allocPd(context, name);
             int cqEntries = Math.min(options.cqSize(), limits.maxCqe());
@@ -114,7 +114,7 @@ final class RdmaDevice implements AutoCloseable {
             d.start();
             LOG.info("rdma: opened {} port {} ({}, lid {}, gid[{}] {}, mtu {}, cq {}, sq depth {})", name,
                     options.port(), portInfo.linkLayer() == Verbs.IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand",
-                    portInfo.lid(), portInfo.gidIndex(), Verbs.gidToString(portInfo.gid()), Verbs.mtuBytes(d.mtu),
+                    portInfo.lid(), portInfo.gidIndex(), VerbsValues.gidToString(portInfo.gid()), VerbsValues.mtuBytes(d.mtu),
                     cqEntries, d.sendQueueDepth);
             return d;
         } catch (RuntimeException e) {
@@ -176,7 +176,7 @@ final class RdmaDevice implements AutoCloseable {
             MemorySegment g = a.allocate(Verbs.IBV_GID);
             verbs.queryGid(context, port, chosen, g, name);
             byte[] gid = g.toArray(JAVA_BYTE);
-            if (Verbs.isZeroGid(gid) && linkLayer == Verbs.IBV_LINK_LAYER_ETHERNET) {
+            if (VerbsValues.isZeroGid(gid) && linkLayer == Verbs.IBV_LINK_LAYER_ETHERNET) {
                 throw new VerbsException(name + " port " + port + " GID index " + chosen
                         + " is empty (RoCE needs a GID; check transports.rdma.gid_index)", 0);
             }

@@ -69,7 +69,7 @@ record RdmaOptions(List<String> devices, int port, int gidIndex, int maxQpWr, in
                 range(v, "traffic_class", 0, 255),
                 v.getBoolean("gpu_direct"));
         try {
-            Verbs.mtuEnum(o.pathMtu());
+            VerbsValues.mtuEnum(o.pathMtu());
         } catch (IllegalArgumentException e) {
             throw new ConfigException(PREFIX + "path_mtu", e.getMessage());
         }
@@ -78,7 +78,7 @@ record RdmaOptions(List<String> devices, int port, int gidIndex, int maxQpWr, in
 
     /** {@code ibv_mtu} of {@link #pathMtu()}. */
     int pathMtuEnum() {
-        return Verbs.mtuEnum(pathMtu);
+        return VerbsValues.mtuEnum(pathMtu);
     }
 
     boolean allows(String device) {

@@ -2,19 +2,13 @@ package org.tent4j.transport.rdma;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+import static org.tent4j.transport.rdma.CLayouts.*;
 
 import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.StructLayout;
 import java.lang.foreign.UnionLayout;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The libibverbs ABI this transport binds to: every struct layout, field offset and enum value in one place, written
@@ -23,14 +17,15 @@ import java.util.Locale;
  * named field and every {@code IBV_*} constant below, so a header that moved a field fails that test instead of
  * corrupting memory.
  *
- * <p>Layouts are built with {@link #struct} which inserts C's natural-alignment padding, so the member lists read
+ * <p>Layouts are built with {@link CLayouts#struct} which inserts C's natural-alignment padding, so the member lists read
  * like the header. Field names are the C names; anonymous C unions are unnamed union layouts, so a field inside one
  * is addressed as C addresses it ({@code ibv_send_wr.imm_data}).
  *
  * <p>The data path is {@code static inline} in verbs.h: {@code ibv_post_send} is
  * {@code qp->context->ops.post_send(...)} and {@code ibv_poll_cq} is {@code cq->context->ops.poll_cq(...)}, and
  * {@code ibv_query_port} prefers {@code verbs_context.query_port}. The {@code IBV_CONTEXT_OPS_*} and
- * {@code VERBS_CONTEXT_*} offsets below are what {@link VerbsLibrary} reads those function pointers from.
+ * {@code VERBS_CONTEXT_*} offsets below are what {@link VerbsLibrary} reads those function pointers from. How verbs
+ * values read as text (status names, MTUs, GIDs) is {@link VerbsValues}.
  */
 final class Verbs {
     private Verbs() {
@@ -352,163 +347,6 @@ final class Verbs {
     static final long VERBS_CONTEXT_SIZE_FROM_QUERY_PORT = VERBS_CONTEXT.byteSize() - VERBS_CONTEXT_QUERY_PORT;
     /** {@code __VERBS_ABI_IS_EXTENDED}: {@code abi_compat} holds this when the context is a verbs_context. */
     static final long VERBS_ABI_IS_EXTENDED = -1L;
-
-    // ---- helpers -------------------------------------------------------------------------------------------------
-
-    /** The name of a work-completion status as verbs.h spells it. */
-    static String wcStatusName(int status) {
-        return status >= 0 && status < WC_STATUS_NAMES.size() ? WC_STATUS_NAMES.get(status)
-                : "IBV_WC_STATUS_" + status;
-    }
-
-    static String portStateName(int state) {
-        return switch (state) {
-            case IBV_PORT_NOP -> "NOP";
-            case IBV_PORT_DOWN -> "DOWN";
-            case IBV_PORT_INIT -> "INIT";
-            case IBV_PORT_ARMED -> "ARMED";
-            case IBV_PORT_ACTIVE -> "ACTIVE";
-            case IBV_PORT_ACTIVE_DEFER -> "ACTIVE_DEFER";
-            default -> "STATE_" + state;
-        };
-    }
-
-    /** {@code ibv_mtu} for a byte count; only the five IB MTUs exist. */
-    static int mtuEnum(int bytes) {
-        return switch (bytes) {
-            case 256 -> IBV_MTU_256;
-            case 512 -> IBV_MTU_512;
-            case 1024 -> IBV_MTU_1024;
-            case 2048 -> IBV_MTU_2048;
-            case 4096 -> IBV_MTU_4096;
-            default -> throw new IllegalArgumentException("path MTU must be 256, 512, 1024, 2048 or 4096, got "
-                    + bytes);
-        };
-    }
-
-    static int mtuBytes(int mtuEnum) {
-        if (mtuEnum < IBV_MTU_256 || mtuEnum > IBV_MTU_4096) {
-            throw new IllegalArgumentException("not an ibv_mtu value: " + mtuEnum);
-        }
-        return 128 << mtuEnum;
-    }
-
-    /** A GID the way the reference descriptor writes it: 16 lower-case hex pairs joined by ':'. */
-    static String gidToString(byte[] gid) {
-        if (gid.length != 16) {
-            throw new IllegalArgumentException("a GID is 16 bytes, got " + gid.length);
-        }
-        StringBuilder sb = new StringBuilder(47);
-        for (int i = 0; i < 16; i++) {
-            if (i > 0) {
-                sb.append(':');
-            }
-            sb.append(Character.forDigit((gid[i] >> 4) & 0xF, 16)).append(Character.forDigit(gid[i] & 0xF, 16));
-        }
-        return sb.toString();
-    }
-
-    static byte[] gidFromString(String text) {
-        String[] parts = text.split(":", -1);
-        if (parts.length != 16) {
-            throw new IllegalArgumentException("GID '" + text + "' must be 16 hex pairs joined by ':'");
-        }
-        byte[] gid = new byte[16];
-        for (int i = 0; i < 16; i++) {
-            String p = parts[i];
-            if (p.length() != 2 || Character.digit(p.charAt(0), 16) < 0 || Character.digit(p.charAt(1), 16) < 0) {
-                throw new IllegalArgumentException("GID '" + text + "': '" + p + "' is not a hex pair");
-            }
-            gid[i] = (byte) Integer.parseInt(p, 16);
-        }
-        return gid;
-    }
-
-    static boolean isZeroGid(byte[] gid) {
-        for (byte b : gid) {
-            if (b != 0) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static boolean isAarch64() {
-        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
-        return arch.equals("aarch64") || arch.equals("arm64");
-    }
-
-    private static MemoryLayout u8(String name) {
-        return JAVA_BYTE.withName(name);
-    }
-
-    private static MemoryLayout u16(String name) {
-        return JAVA_SHORT.withName(name);
-    }
-
-    private static MemoryLayout u32(String name) {
-        return JAVA_INT.withName(name);
-    }
-
-    private static MemoryLayout u64(String name) {
-        return JAVA_LONG.withName(name);
-    }
-
-    private static MemoryLayout ptr(String name) {
-        return ADDRESS.withName(name);
-    }
-
-    /** An opaque, 8-byte aligned glibc pthread object. */
-    private static MemoryLayout pthread(String name, int size) {
-        return MemoryLayout.sequenceLayout(size / 8, JAVA_LONG).withName(name);
-    }
-
-    /** A C struct: members in order, each at its natural alignment, the whole padded to its largest alignment. */
-    static StructLayout struct(String name, MemoryLayout... members) {
-        List<MemoryLayout> laid = new ArrayList<>();
-        long offset = 0;
-        long maxAlign = 1;
-        for (MemoryLayout m : members) {
-            long align = m.byteAlignment();
-            long pad = (align - offset % align) % align;
-            if (pad > 0) {
-                laid.add(MemoryLayout.paddingLayout(pad));
-                offset += pad;
-            }
-            laid.add(m);
-            offset += m.byteSize();
-            maxAlign = Math.max(maxAlign, align);
-        }
-        long tail = (maxAlign - offset % maxAlign) % maxAlign;
-        if (tail > 0) {
-            laid.add(MemoryLayout.paddingLayout(tail));
-        }
-        StructLayout s = MemoryLayout.structLayout(laid.toArray(MemoryLayout[]::new));
-        return name == null ? s : s.withName(name);
-    }
-
-    /** A C union; {@code name == null} is an anonymous union whose members C addresses directly. */
-    static UnionLayout union(String name, MemoryLayout... members) {
-        long maxAlign = Arrays.stream(members).mapToLong(MemoryLayout::byteAlignment).max().orElse(1);
-        long size = Arrays.stream(members).mapToLong(MemoryLayout::byteSize).max().orElse(0);
-        MemoryLayout[] all = members;
-        if (size % maxAlign != 0) {
-            // pads the union to its alignment, as C does, through a padding-only member
-            all = Arrays.copyOf(members, members.length + 1);
-            all[members.length] = MemoryLayout.paddingLayout(size + (maxAlign - size % maxAlign));
-        }
-        UnionLayout u = MemoryLayout.unionLayout(all);
-        return name == null ? u : u.withName(name);
-    }
-
-    /** Offset of a (possibly nested) named field. */
-    static long off(GroupLayout layout, String... path) {
-        PathElement[] elements = new PathElement[path.length];
-        for (int i = 0; i < path.length; i++) {
-            elements[i] = PathElement.groupElement(path[i]);
-        }
-        return layout.byteOffset(elements);
-    }
 
     /** Every layout above with the C type it mirrors, for {@code VerbsAbiTest}. */
     static List<AbiType> abiTypes() {

@@ -85,7 +85,7 @@ class CompletionPollerTest {
         assertEquals(ErrorCode.INTERNAL, CompletionPoller.errorCode(Verbs.IBV_WC_LOC_LEN_ERR));
         assertEquals(ErrorCode.INTERNAL, CompletionPoller.errorCode(Verbs.IBV_WC_REM_INV_REQ_ERR));
         assertThrows(IllegalArgumentException.class, () -> CompletionPoller.errorCode(Verbs.IBV_WC_SUCCESS));
-        assertEquals("IBV_WC_STATUS_99", Verbs.wcStatusName(99));
+        assertEquals("IBV_WC_STATUS_99", VerbsValues.wcStatusName(99));
     }
 
     @Test

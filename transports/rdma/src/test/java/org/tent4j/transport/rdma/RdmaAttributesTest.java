@@ -56,13 +56,13 @@ class RdmaAttributesTest {
         malformed(() -> RdmaAttributes.decodeSegment("b", Map.of("devices", "x,y", "lids", "1", "gids", "a,b")),
                 "rdma attributes of segment 'b' lists 2 devices, 1 lids and 2 gids; they must match");
         malformed(() -> RdmaAttributes.decodeSegment("b", Map.of("devices", "x", "lids", "one",
-                "gids", Verbs.gidToString(GID0))), "rdma attributes of segment 'b' lid 'one' of device x is not a number");
+                "gids", VerbsValues.gidToString(GID0))), "rdma attributes of segment 'b' lid 'one' of device x is not a number");
         malformed(() -> RdmaAttributes.decodeSegment("b", Map.of("devices", "x", "lids", "1", "gids", "fe:80")),
                 "rdma attributes of segment 'b' device x: GID 'fe:80' must be 16 hex pairs joined by ':'");
         malformed(() -> RdmaAttributes.decodeSegment("b", Map.of("devices", "x,", "lids", "1,1", "gids", "a,b")),
                 "rdma attributes of segment 'b' 'devices' has an empty entry: 'x,'");
         malformed(() -> RdmaAttributes.decodeSegment("b", Map.of("devices", "x", "lids", "70000",
-                "gids", Verbs.gidToString(GID0))),
+                "gids", VerbsValues.gidToString(GID0))),
                 "rdma attributes of segment 'b' device x: lid 70000 out of range 0..65535");
     }
 

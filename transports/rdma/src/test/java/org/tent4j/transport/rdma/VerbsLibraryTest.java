@@ -56,10 +56,10 @@ class VerbsLibraryTest {
 
     @Test
     void mtuConversions() {
-        assertEquals(Verbs.IBV_MTU_4096, Verbs.mtuEnum(4096));
-        assertEquals(Verbs.IBV_MTU_256, Verbs.mtuEnum(256));
-        assertEquals(1024, Verbs.mtuBytes(Verbs.IBV_MTU_1024));
-        assertThrows(IllegalArgumentException.class, () -> Verbs.mtuEnum(1500));
-        assertThrows(IllegalArgumentException.class, () -> Verbs.mtuBytes(6));
+        assertEquals(Verbs.IBV_MTU_4096, VerbsValues.mtuEnum(4096));
+        assertEquals(Verbs.IBV_MTU_256, VerbsValues.mtuEnum(256));
+        assertEquals(1024, VerbsValues.mtuBytes(Verbs.IBV_MTU_1024));
+        assertThrows(IllegalArgumentException.class, () -> VerbsValues.mtuEnum(1500));
+        assertThrows(IllegalArgumentException.class, () -> VerbsValues.mtuBytes(6));
     }
 }

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The bytes of file-request buffers (remote file segments, issue 12) all inbound connections of one transport may
  * hold at once: a peer's file READ or WRITE needs a buffer of its length until its answer is written, and a peer with
- * many connections must not multiply {@link TargetConnection#MAX_FILE_OPS} into an out-of-memory. A connection that
+ * many connections must not multiply {@link FileRequests#MAX_FILE_OPS} into an out-of-memory. A connection that
  * finds the budget spent stops reading its peer and registers a wake-up; every release wakes all that wait, each
  * retries on its own event loop. Releases come from answers written (or dropped with their connection) and file
  * WRITEs done, none of which waits on the budget, so waiting never deadlocks. One instance per transport.

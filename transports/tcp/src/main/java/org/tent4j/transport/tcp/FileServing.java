@@ -18,7 +18,7 @@ import org.tent4j.spi.LocalFiles;
  * Remote file segments (issue 12): the target side of a peer's READ or WRITE of one of this engine's registered
  * files. The engine does the file I/O ({@link LocalFiles}); this runs it on the engine's workers, never on an event
  * loop, between a pooled direct buffer and the file, and hands the outcome back to the connection's event loop. A
- * connection has at most {@link TargetConnection#MAX_FILE_OPS} file requests in flight and all connections together
+ * connection has at most {@link FileRequests#MAX_FILE_OPS} file requests in flight and all connections together
  * hold at most {@code max_file_buffer_bytes} of their buffers ({@link FileBufferBudget}); past either the connection
  * stops reading its peer. Answers stay in request order.
  */

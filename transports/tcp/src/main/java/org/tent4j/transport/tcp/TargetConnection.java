@@ -26,10 +26,10 @@ import org.tent4j.spi.LocalMemory;
 final class TargetConnection extends ChannelInboundHandlerAdapter implements LandingRecvAllocator.PayloadSink {
     private static final Logger log = LoggerFactory.getLogger(TargetConnection.class);
 
-    private enum State { HEADER, PAYLOAD, DISCARD, CLOSED,
-        /** remote file segments (issue 12): a file WRITE's payload is arriving into {@link #filePayload} */
+    enum State { HEADER, PAYLOAD, DISCARD, CLOSED,
+        /** remote file segments (issue 12): a file WRITE's payload is arriving into its buffer ({@link FileRequests}) */
         FILE_PAYLOAD,
-        /** remote file segments (issue 12): requests wait in {@link #stash} for file I/O to finish */
+        /** remote file segments (issue 12): requests wait for file I/O to finish ({@link FileRequests}) */
         FILE_WAIT }
 
     private final String segmentName;
@@ -58,43 +58,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     private int discardStatus;
     private String discardMessage;
 
-    // remote file segments (issue 12): begin
-    /** File requests in flight on one connection at most; past it the connection stops reading its peer. */
-    static final int MAX_FILE_OPS = 8;
-    private FileServing fileServing;
-    /** File requests started and not yet answered, oldest first; answers leave in this order. */
-    private final java.util.ArrayDeque<FileOp> fileOps = new java.util.ArrayDeque<>();
-    /** The file WRITE whose payload is arriving. */
-    private FileOp filePayload;
-    /** Requests that arrived while they had to wait for file I/O, in order. */
-    private ByteBuf stash;
-    /** A memory request that arrived behind file requests: it is served once they are answered. */
-    private ByteBuf deferredHeader;
-    /** {@link #deferredHeader} is a file request waiting for the transport's file buffer budget, not for our requests. */
-    private boolean waitingForBudget;
-
-    /** One file request: its buffer (READ: the answer; WRITE: the payload) and, once done, its outcome. */
-    private static final class FileOp {
-        final long id;
-        final Opcode op;
-        final int length;
-        final org.tent4j.spi.LocalFile file;
-        final long address;
-        ByteBuf buf;
-        boolean done;
-        boolean running;
-        int status;
-        String message;
-
-        FileOp(long id, Opcode op, int length, org.tent4j.spi.LocalFile file, long address) {
-            this.id = id;
-            this.op = op;
-            this.length = length;
-            this.file = file;
-            this.address = address;
-        }
-    }
-    // remote file segments (issue 12): end
+    /** remote file segments (issue 12): this connection's file requests; null when the engine serves no files. */
+    private FileRequests files;
 
     TargetConnection(String segmentName, LocalMemory memory, BufferPins pins, long maxFrame,
                      PayloadCounters counters, InboundLimits limits) {
@@ -108,7 +73,19 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
 
     /** remote file segments (issue 12): serve peers' requests for this engine's registered files too. */
     void serveFiles(FileServing serving) {
-        this.fileServing = serving;
+        this.files = serving == null ? null : new FileRequests(this, serving, segmentName, counters);
+    }
+
+    ChannelHandlerContext ctx() {
+        return ctx;
+    }
+
+    State state() {
+        return state;
+    }
+
+    void state(State state) {
+        this.state = state;
     }
 
     @Override
@@ -130,9 +107,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
     @Override
     public ByteBuf nextReadBuffer() {
         if (state == State.FILE_PAYLOAD) { // remote file segments (issue 12): the socket reads into the WRITE's buffer
-            ByteBuf b = filePayload.buf;
-            b.retain();
-            return b.setIndex(b.writerIndex(), b.writerIndex());
+            return files.nextReadBuffer();
         }
         if (state != State.PAYLOAD) {
             return views.readBuffer();
@@ -151,7 +126,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
-    private void consume(ByteBuf in) {
+    void consume(ByteBuf in) {
         {
             while (in.isReadable()) {
                 switch (state) {
@@ -179,8 +154,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                         }
                     }
                     case CLOSED -> in.skipBytes(in.readableBytes());
-                    case FILE_PAYLOAD -> onFilePayload(in); // remote file segments (issue 12)
-                    case FILE_WAIT -> stashInput(in); // remote file segments (issue 12)
+                    case FILE_PAYLOAD -> files.onPayload(in); // remote file segments (issue 12)
+                    case FILE_WAIT -> files.stashInput(in); // remote file segments (issue 12)
                 }
             }
         }
@@ -205,7 +180,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         // idle = no request bytes for idle_timeout (a header cut off half way counts: that peer stalls us) and no
         // answer still queued; a peer slowly reading a large answer is not idle
         if (evt instanceof IdleStateEvent && state != State.CLOSED && state != State.PAYLOAD
-                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT && fileOps.isEmpty() // remote file segments (issue 12)
+                && state != State.FILE_PAYLOAD && state != State.FILE_WAIT && (files == null || files.idle()) // remote file segments (issue 12)
                 && ctx.channel().unsafe().outboundBuffer() != null && ctx.channel().unsafe().outboundBuffer().isEmpty()) {
             limits.idleClosed.increment();
             log.debug("segment '{}': closing tcp connection from {}: idle for {}", segmentName,
@@ -274,13 +249,15 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         requestId = id;
         length = (int) len;
         Opcode opcode = op == OP_READ ? Opcode.READ : Opcode.WRITE;
-        if (fileServing != null && fileServing.servesAddress(address)) { // remote file segments (issue 12)
-            onFileHeader(op, opcode, address);
-            return;
-        }
-        if (!fileOps.isEmpty()) { // remote file segments (issue 12): answers must stay in request order
-            deferBehindFileOps(op, flags, address);
-            return;
+        if (files != null) { // remote file segments (issue 12)
+            if (files.serves(address)) {
+                files.onHeader(op, opcode, id, address, length);
+                return;
+            }
+            if (!files.idle()) { // answers must stay in request order
+                files.deferBehind(op, flags, id, address, length);
+                return;
+            }
         }
         LocalBuffer buffer;
         try {
@@ -315,9 +292,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
                 pin.release();
                 throw e;
             }
-            ByteBuf ok = views.header();
-            writeOkResponse(ok, id);
-            ctx.write(ok, ctx.voidPromise());
+            writeOk(id);
             ctx.write(view, ctx.voidPromise());
             responded();
         } else {
@@ -332,212 +307,13 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
-    // remote file segments (issue 12): begin
-    /** A request for a file range: checked, then its payload gathered (WRITE) or its I/O started (READ). */
-    private void onFileHeader(int op, Opcode opcode, long address) {
-        org.tent4j.spi.LocalFile file;
-        try {
-            file = fileServing.check(address, length, opcode);
-        } catch (TransferException e) {
-            if (op == OP_READ) {
-                errorInOrder(requestId, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
-            } else {
-                reject(op, statusOf(e.code()), "segment '" + segmentName + "': " + e.getMessage());
-            }
-            return;
-        }
-        if (overlapsUnansweredWrite(opcode, address)) {
-            // in request order, as for memory: a READ after a WRITE of the same bytes sees the WRITE
-            deferBehindFileOps(op, 0, address);
-            return;
-        }
-        if (!fileServing.budget().tryAcquire(length, this::budgetReleased)) {
-            // the transport's file buffers are spent (by any connection): read nothing more until some are freed
-            deferBehindFileOps(op, 0, address);
-            waitingForBudget = true;
-            return;
-        }
-        FileOp f = new FileOp(requestId, opcode, length, file, address);
-        f.buf = ctx.alloc().directBuffer(length, length);
-        fileOps.add(f);
-        if (op == OP_READ) {
-            startFileIo(f);
-        } else {
-            filePayload = f;
-            state = State.FILE_PAYLOAD;
-        }
-    }
-
-    private void onFilePayload(ByteBuf in) {
-        FileOp f = filePayload;
-        if (in == f.buf) {
-            counters.landed.add(in.readableBytes()); // the socket read straight into the buffer
-            in.skipBytes(in.readableBytes());
-        } else {
-            int n = Math.min(in.readableBytes(), f.length - f.buf.writerIndex());
-            f.buf.writeBytes(in, n);
-            counters.copied.add(n);
-        }
-        if (f.buf.writerIndex() == f.length) {
-            filePayload = null;
-            state = State.HEADER;
-            startFileIo(f);
-        }
-    }
-
-    /** Starts the I/O on a worker; at {@link #MAX_FILE_OPS} in flight the peer waits (not read) until one is answered. */
-    private void startFileIo(FileOp f) {
-        f.running = true;
-        if (fileOps.size() >= MAX_FILE_OPS) {
-            waitForFileOps();
-        }
-        fileServing.run(f.op, f.file, f.address, f.buf, f.length, ctx.executor(), failure -> fileDone(f, failure));
-    }
-
-    private void waitForFileOps() {
-        state = State.FILE_WAIT;
-        ctx.channel().config().setAutoRead(false);
-    }
-
-    /** Runs on the thread that freed file buffers: retry the waiting request on this connection's event loop. */
-    private void budgetReleased() {
-        try {
-            ctx.executor().execute(() -> {
-                if (state == State.FILE_WAIT && waitingForBudget) {
-                    waitingForBudget = false;
-                    if (fileOps.size() < MAX_FILE_OPS) {
-                        resumeReading();
-                    }
-                }
-            });
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            // the transport is closing, and this connection with it
-        }
-    }
-
-    /** Frees a file request's buffer and gives its bytes back to the transport's budget. */
-    private void dropFileBuf(FileOp f) {
-        if (f.buf != null) {
-            f.buf.release();
-            f.buf = null;
-            fileServing.budget().release(f.length);
-        }
-    }
-
-    /** Whether the request overlaps an unanswered file request where either is a WRITE. */
-    private boolean overlapsUnansweredWrite(Opcode opcode, long address) {
-        for (FileOp f : fileOps) {
-            if (f.file != null && (f.op == Opcode.WRITE || opcode == Opcode.WRITE)
-                    && address < f.address + f.length && f.address < address + length) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** A memory request behind unanswered file requests waits for them; what follows it waits in the stash. */
-    private void deferBehindFileOps(int op, int flags, long address) {
-        ByteBuf h = ctx.alloc().buffer(REQUEST_HEADER_BYTES);
-        h.writeIntLE(REQUEST_MAGIC).writeByte(VERSION).writeByte(op).writeShortLE(flags).writeLongLE(requestId)
-                .writeLongLE(address).writeLongLE(length);
-        deferredHeader = h;
-        waitForFileOps();
-    }
-
     /** An error answer that must not overtake file requests still unanswered. */
-    private void errorInOrder(long id, int status, String message) {
-        if (fileOps.isEmpty()) {
+    void errorInOrder(long id, int status, String message) {
+        if (files == null || !files.errorBehind(id, status, message)) { // remote file segments (issue 12)
             respondError(id, status, message);
-            return;
-        }
-        FileOp f = new FileOp(id, null, 0, null, 0);
-        f.done = true;
-        f.status = status;
-        f.message = message;
-        fileOps.add(f);
-    }
-
-    private void fileDone(FileOp f, TransferException failure) {
-        f.running = false;
-        if (state == State.CLOSED) {
-            dropFileBuf(f);
-            return;
-        }
-        f.done = true;
-        if (failure != null) {
-            f.status = statusOf(failure.code());
-            f.message = "segment '" + segmentName + "': " + failure.getMessage();
-        }
-        answerDoneFileOps();
-        if (state == State.FILE_WAIT && !waitingForBudget && fileOps.size() < MAX_FILE_OPS
-                && (deferredHeader == null || fileOps.isEmpty())) {
-            resumeReading();
-            return;
-        }
-        flushAndReadOn();
-    }
-
-    /** Serves what waited (a deferred request, then the stash) and reads the peer again unless it must wait anew. */
-    private void resumeReading() {
-        state = State.HEADER;
-        ByteBuf waiting = deferredHeader;
-        deferredHeader = null;
-        if (stash != null) {
-            waiting = waiting == null ? stash : waiting.writeBytes(stash);
-            if (waiting != stash) {
-                stash.release();
-            }
-            stash = null;
-        }
-        if (waiting != null) {
-            try {
-                consume(waiting);
-            } finally {
-                waiting.release();
-            }
-        }
-        flushAndReadOn();
-    }
-
-    private void flushAndReadOn() {
-        flushIfPending();
-        if (state != State.FILE_WAIT && state != State.CLOSED && ctx.channel().isWritable()) {
-            ctx.channel().config().setAutoRead(true);
         }
     }
 
-    /** Sends the answers at the head of the queue that are ready, in request order. */
-    private void answerDoneFileOps() {
-        FileOp f;
-        while ((f = fileOps.peek()) != null && f.done) {
-            fileOps.poll();
-            if (f.message != null) {
-                dropFileBuf(f);
-                respondError(f.id, f.status, f.message);
-                continue;
-            }
-            ByteBuf ok = views.header();
-            writeOkResponse(ok, f.id);
-            ctx.write(ok, ctx.voidPromise());
-            if (f.op == Opcode.READ) {
-                // the bytes go back to the budget once the socket took them (or the connection dropped them)
-                int charged = f.length;
-                ctx.write(f.buf.writerIndex(f.length)).addListener(w -> fileServing.budget().release(charged));
-                f.buf = null;
-            } else {
-                dropFileBuf(f); // the WRITE is in the file: only now may the initiator hear it is done
-            }
-            responded();
-        }
-    }
-
-    private void stashInput(ByteBuf in) {
-        if (stash == null) {
-            stash = ctx.alloc().buffer(in.readableBytes());
-        }
-        stash.writeBytes(in);
-    }
-    // remote file segments (issue 12): end
 
     private static String badMagic(int magic) {
         return "bad magic 0x" + Integer.toHexString(magic) + " (expected 0x" + Integer.toHexString(REQUEST_MAGIC)
@@ -562,14 +338,12 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             landing = null;
             state = State.HEADER;
             done.release();
-            ByteBuf ok = views.header();
-            writeOkResponse(ok, requestId);
-            ctx.write(ok, ctx.voidPromise());
+            writeOk(requestId);
             responded();
         }
     }
 
-    private void reject(int op, int status, String message) {
+    void reject(int op, int status, String message) {
         if (op == OP_WRITE) {
             discardRemaining = length;
             discardStatus = status;
@@ -580,7 +354,14 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
-    private void respondError(long id, int status, String message) {
+    /** Queues the OK answer header for request {@code id}; a READ's bytes follow it. */
+    void writeOk(long id) {
+        ByteBuf ok = views.header();
+        writeOkResponse(ok, id);
+        ctx.write(ok, ctx.voidPromise());
+    }
+
+    void respondError(long id, int status, String message) {
         byte[] text = errorText(message);
         ByteBuf frame = ctx.alloc().directBuffer(RESPONSE_HEADER_BYTES + 4 + text.length);
         writeErrorResponse(frame, id, status, text);
@@ -588,7 +369,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         responded();
     }
 
-    private void responded() {
+    void responded() {
         flushPending = true;
         if (!ctx.channel().isWritable()) {
             // the peer is not reading its answers fast enough: stop reading its requests until it does. Reading
@@ -607,7 +388,7 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
         }
     }
 
-    private void flushIfPending() {
+    void flushIfPending() {
         if (flushPending) {
             flushPending = false;
             ctx.flush();
@@ -642,21 +423,8 @@ final class TargetConnection extends ChannelInboundHandlerAdapter implements Lan
             l.release();
         }
         discardMessage = null;
-        // remote file segments (issue 12): a buffer under file I/O is released when that I/O reports back
-        for (FileOp f : fileOps) {
-            if (!f.running) {
-                dropFileBuf(f);
-            }
+        if (files != null) { // remote file segments (issue 12)
+            files.shutDown();
         }
-        waitingForBudget = false;
-        fileOps.clear();
-        filePayload = null;
-        for (ByteBuf b : new ByteBuf[] {stash, deferredHeader}) {
-            if (b != null) {
-                b.release();
-            }
-        }
-        stash = null;
-        deferredHeader = null;
     }
 }

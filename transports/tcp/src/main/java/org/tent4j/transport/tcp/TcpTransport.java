@@ -1,33 +1,17 @@
 package org.tent4j.transport.tcp;
 
-import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.net.InetAddress;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
-import io.netty.bootstrap.ServerBootstrap;
-import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.ssl.SslHandler;
-import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
-import io.netty.util.concurrent.GlobalEventExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,12 +31,11 @@ import org.tent4j.spi.TransportContext;
 import org.tent4j.spi.TransportMetrics;
 import org.tent4j.transport.netty.KeepAlive;
 import org.tent4j.transport.netty.TlsContexts;
-import org.tent4j.transport.netty.TokenAuthHandler;
-import org.tent4j.transport.netty.UnprovenConnections;
 
 /**
- * The tcp transport of one engine: a data-port server (the target side) and {@link TcpPeerConnection}s to peers (the
- * initiator side), all on one Netty event loop group of {@code io_threads} threads.
+ * The tcp transport of one engine: a data-port server (the target side, {@link DataPortServer}) and
+ * {@link TcpPeerConnection}s to peers (the initiator side), all on one Netty event loop group of {@code io_threads}
+ * threads. This class reads the options, publishes and registers, and connects to peers.
  */
 public final class TcpTransport implements Transport {
     private static final Logger log = LoggerFactory.getLogger(TcpTransport.class);
@@ -71,18 +54,15 @@ public final class TcpTransport implements Transport {
     private final Duration connectTimeout;
     private final KeepAlive keepAlive;
     private final EventLoopGroup group;
-    /** One listening channel per rail address, all on {@link #port}. */
-    private final List<Channel> servers = new ArrayList<>();
+    /** The target side: the data port and the inbound connections. */
+    private final DataPortServer server;
     private final int port;
     private final RailAddresses addresses;
     private final RailConnector rails;
     private final Duration railRecheck;
-    private final ChannelGroup inbound;
     private final BufferPins pins = new BufferPins();
     private final PayloadCounters counters = new PayloadCounters();
     private final InboundLimits limits;
-    /** Inbound connections still proving themselves (token handshake, TLS), not yet counted. */
-    private final UnprovenConnections unproven;
     /** remote file segments (issue 12): file request buffers of all inbound connections. */
     private final FileBufferBudget fileBuffers;
     private final SecuritySettings security;
@@ -90,8 +70,6 @@ public final class TcpTransport implements Transport {
     private final FileServing fileServing;
     /** {@code null} without TLS. */
     private final TlsContexts tls;
-    /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
-    private final AtomicInteger inboundCount = new AtomicInteger();
     private final Set<TcpPeerConnection> connections = ConcurrentHashMap.newKeySet();
     private final ScheduledFuture<?> sweeper;
     private volatile boolean closed;
@@ -146,7 +124,6 @@ public final class TcpTransport implements Transport {
                     + ", " + Integer.MAX_VALUE + "] bytes, got " + maxQueued);
         }
         this.limits = new InboundLimits(maxConnections, idleTimeout, maxQueued);
-        this.unproven = new UnprovenConnections(maxConnections);
         long maxFileBuffers = o.getSize("max_file_buffer_bytes");
         if (maxFileBuffers < maxFrame) {
             throw new ConfigException("transports.tcp.max_file_buffer_bytes", "must be >= transports.tcp.max_frame ("
@@ -164,7 +141,7 @@ public final class TcpTransport implements Transport {
         m.gauge("tcp_file_buffer_pauses", "times an inbound connection stopped reading because the file request "
                 + "buffers of all connections reached transports.tcp.max_file_buffer_bytes", fileBuffers::pauses);
         m.gauge("tcp_connections", "data connections open now: inbound (peers' lanes) and outbound (lanes to peers "
-                + "that are alive)", inboundCount::get, "direction", "inbound");
+                + "that are alive)", this::inboundConnections, "direction", "inbound");
         m.gauge("tcp_connections", "data connections open now: inbound (peers' lanes) and outbound (lanes to peers "
                 + "that are alive)", this::liveLanes, "direction", "outbound");
         m.gauge("tcp_pinned_accesses", "peer requests being served now, each pinning a registered buffer",
@@ -180,60 +157,10 @@ public final class TcpTransport implements Transport {
         this.ioMode = IoMode.resolve(o.getString("io_mode"));
         this.group = new MultiThreadIoEventLoopGroup(ioThreads,
                 new DefaultThreadFactory("tent4j-tcp-" + context.segmentName(), true), ioMode.handlerFactory());
-        this.inbound = new DefaultChannelGroup("tcp-inbound-" + context.segmentName(), GlobalEventExecutor.INSTANCE);
         try {
-            ServerBootstrap sb = new ServerBootstrap()
-                    .group(group, group)
-                    .channel(ioMode.serverChannel())
-                    .option(ChannelOption.SO_REUSEADDR, true)
-                    .childOption(ChannelOption.TCP_NODELAY, true)
-                    // answers are views of registered memory, so the queue costs no copies; the mark only decides
-                    // when to stop reading requests from a peer that does not read its answers, and every answer
-                    // counts at least MIN_ANSWER_CHARGE, so that also bounds how many are queued
-                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, limits.waterMark)
-                    .childOption(ChannelOption.MESSAGE_SIZE_ESTIMATOR, limits.answerCharge)
-                    .childHandler(new ChannelInitializer<SocketChannel>() {
-                        @Override
-                        protected void initChannel(SocketChannel ch) {
-                            boolean proves = security.authenticates() || tls != null;
-                            if (!proves && !admit(ch)) {
-                                return;
-                            }
-                            TargetConnection target = new TargetConnection(context.segmentName(),
-                                    context.localMemory(), pins, maxFrame, counters, limits);
-                            target.serveFiles(fileServing); // remote file segments (issue 12)
-                            if (limits.idleTimeout.isPositive()) {
-                                ch.pipeline().addLast(new IdleStateHandler(limits.idleTimeout.toMillis(), 0, 0,
-                                        TimeUnit.MILLISECONDS));
-                            }
-                            CompletableFuture<Void> ready = CompletableFuture.completedFuture(null);
-                            if (tls != null) {
-                                // ciphertext must never land in registered memory: TLS reads go to Netty's buffers
-                                // and payloads are copied from the decrypted ones
-                                SslHandler ssl = tls.server().newHandler(ch.alloc());
-                                ch.pipeline().addLast(ssl);
-                                ready = TlsContexts.handshake(ssl);
-                            } else {
-                                ch.config().setRecvByteBufAllocator(new LandingRecvAllocator(target));
-                            }
-                            if (security.authenticates()) {
-                                TokenAuthHandler auth = new TokenAuthHandler(security.handshake(false), "segment '"
-                                        + context.segmentName() + "' tcp data port", connectTimeout, limits.authFailures);
-                                ch.pipeline().addLast(auth);
-                                ready = ready.thenCombine(auth.authenticated(), (x, y) -> null);
-                            }
-                            ch.pipeline().addLast(target);
-                            inbound.add(ch);
-                            if (proves) {
-                                // counted only once it proved itself; until then it holds one of max_connections
-                                // pre-authentication slots, the oldest evicted, so silent connections cannot lock
-                                // out token holders
-                                unproven.await(ch, ready, TcpTransport.this::admit, TcpTransport.this::refuse);
-                            }
-                        }
-                    });
-            keepAlive.configure(ioMode.keepAliveKeys(), sb::childOption);
-            this.port = bindAll(sb, wantedPort);
+            this.server = new DataPortServer(context, group, ioMode, keepAlive, addresses, wantedPort, maxFrame,
+                    connectTimeout, pins, counters, limits, fileServing, tls);
+            this.port = server.port();
             this.rails = new RailConnector(new RailConnector.Settings(context.segmentName(), context.machineId(), group,
                     ioMode, keepAlive, connectTimeout, railConnectTimeout, railRecheck, security, tls,
                     limits.authFailures, context.clock()), addresses);
@@ -248,62 +175,6 @@ public final class TcpTransport implements Transport {
                         + "token {}, TLS {})", context.segmentName(), addresses.multiRail() ? addresses.published()
                         : context.host(), port, ioMode.name(), lanes, maxFrame,
                 security.authenticates() ? "required" : "off", tls != null ? "on" : "off");
-    }
-
-    /**
-     * Listens on every rail address at one port (so {@code port} serves peers that know only the host): the host's
-     * first, at {@code wanted}; when that picked a free port another address has taken, all are tried again.
-     */
-    private int bindAll(ServerBootstrap sb, int wanted) {
-        TransferException last = null;
-        for (int attempt = 0; attempt < 8; attempt++) {
-            int p = wanted;
-            try {
-                for (RailAddresses.Local l : addresses.locals()) {
-                    InetAddress a = servers.isEmpty() ? null : l.address();
-                    ChannelFuture bound = (a == null ? sb.bind(context.host(), p) : sb.bind(a, p)).awaitUninterruptibly();
-                    if (!bound.isSuccess()) {
-                        throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "tcp: cannot listen on "
-                                + (a == null ? context.host() : a.getHostAddress()) + ":" + p + " for segment '"
-                                + context.segmentName() + "': " + bound.cause(), bound.cause());
-                    }
-                    servers.add(bound.channel());
-                    p = ((InetSocketAddress) bound.channel().localAddress()).getPort();
-                }
-                return p;
-            } catch (TransferException e) {
-                servers.forEach(c -> c.close().awaitUninterruptibly());
-                servers.clear();
-                last = e;
-                if (wanted != 0 || !addresses.multiRail()) {
-                    break;
-                }
-            }
-        }
-        throw last;
-    }
-
-    /** Counts an inbound connection against {@code max_connections}, or closes it; whether it stays. */
-    private boolean admit(Channel ch) {
-        if (inboundCount.incrementAndGet() > limits.maxConnections) {
-            inboundCount.decrementAndGet();
-            refuse(ch);
-            return false;
-        }
-        ch.closeFuture().addListener(closed -> inboundCount.decrementAndGet());
-        return true;
-    }
-
-    /** Closes an inbound connection beyond {@code max_connections} (or an unproven one making room) before it is read. */
-    private void refuse(Channel ch) {
-        limits.refusedConnections.increment();
-        long refused = limits.refusedConnections.sum();
-        if (Long.bitCount(refused) == 1) { // 1, 2, 4, 8 ...: a flood of connections must not flood the log too
-            log.warn("segment '{}': refusing tcp connection from {}: {} inbound connections are open "
-                    + "(transports.tcp.max_connections); {} refused so far", context.segmentName(), ch.remoteAddress(),
-                    limits.maxConnections, refused);
-        }
-        ch.close();
     }
 
     static TcpTransport start(TransportContext context) {
@@ -371,7 +242,7 @@ public final class TcpTransport implements Transport {
             log.warn("segment '{}': peers still use buffer {} [0x{}, +{}) after {}; closing inbound tcp connections",
                     context.segmentName(), buffer.id(), Long.toHexString(buffer.address()), buffer.length(),
                     context.transferTimeout());
-            inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
+            server.closeInbound(connectTimeout);
         });
         if (!idle) {
             // Returning would let the runtime free memory a socket may still read from or write into.
@@ -476,6 +347,12 @@ public final class TcpTransport implements Transport {
         return pins.awaitReleased(buffer, patience);
     }
 
+    /** Inbound connections open now (the {@code tcp_connections{direction="inbound"}} gauge). */
+    private int inboundConnections() {
+        DataPortServer s = server; // null while the constructor still binds
+        return s == null ? 0 : s.inboundConnections();
+    }
+
     /** Outbound lanes alive now, of all peers (the {@code tcp_connections{direction="outbound"}} gauge). */
     private int liveLanes() {
         int n = 0;
@@ -520,10 +397,7 @@ public final class TcpTransport implements Transport {
         for (TcpPeerConnection c : connections) {
             c.close(reason);
         }
-        for (Channel server : servers) {
-            server.close().awaitUninterruptibly(connectTimeout.toMillis());
-        }
-        inbound.close().awaitUninterruptibly(connectTimeout.toMillis());
+        server.close(connectTimeout);
         if (!group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS)) {
             // An I/O thread still running may still write into registered memory: the engine must not free it.
             throw new TransferException(ErrorCode.TIMEOUT, "tcp transport of segment '" + context.segmentName()
