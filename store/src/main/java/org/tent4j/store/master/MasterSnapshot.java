@@ -17,7 +17,7 @@ import org.tent4j.store.Tier;
 /**
  * The master's state as bytes, at one point of the command stream, and back: restoring it and applying the entries
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
- * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
+ * applying later entries reads: the segment table with each allocator's free list and owner's incarnation, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
  * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
@@ -27,9 +27,10 @@ final class MasterSnapshot {
      * 3: segments' tiers, disk replicas, offloads in flight and request-id windows ({@link RequestIds}); 4: a window
      * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read; 5: each
      * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
-     * the repair counters.
+     * the repair counters; 6: each segment's owner incarnation, and the count of segments replaced by a restarted
+     * node's mount.
      */
-    private static final int VERSION = 5;
+    private static final int VERSION = 6;
 
     private MasterSnapshot() {
     }
@@ -61,6 +62,7 @@ final class MasterSnapshot {
                 out.writeByte(seg.spec.tier().ordinal());
                 out.writeUTF(seg.spec.file());
                 out.writeUTF(seg.owner);
+                out.writeLong(seg.incarnation);
                 out.writeBoolean(seg.mounted());
                 TreeMap<Long, Long> free = seg.allocator.freeRanges();
                 out.writeInt(free.size());
@@ -168,13 +170,14 @@ final class MasterSnapshot {
                 }
                 SegmentSpec spec = new SegmentSpec(id, engine, host, base, size, Tier.values()[tier], in.readUTF());
                 String owner = in.readUTF();
+                long incarnation = in.readLong();
                 boolean mounted = in.readBoolean();
                 TreeMap<Long, Long> free = new TreeMap<>();
                 for (int n = in.readInt(); n > 0; n--) {
                     free.put(in.readLong(), in.readLong());
                 }
                 boolean disk = spec.tier() == Tier.DISK;
-                MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter(disk));
+                MountedSegment seg = new MountedSegment(i, spec, owner, incarnation, s.segments.allocatedCounter(disk));
                 seg.allocator.restore(free);
                 // counted as allocated like a fresh segment's allocations; an unmounted one takes its count back
                 s.segments.allocatedCounter(disk).addAndGet(seg.allocator.used());

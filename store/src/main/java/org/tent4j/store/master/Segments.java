@@ -114,7 +114,17 @@ final class Segments {
         }
     }
 
-    void mount(long now, String clientId, SegmentSpec spec) {
+    /**
+     * Mounts {@code spec} for {@code clientId} in its {@code incarnation}. The same segment (id) mounted again by its
+     * owner in the same incarnation is a remount and changes nothing: its objects stay. A segment mounted in another
+     * incarnation is the memory of a process that is gone (its node restarted): a mount of the same id on the same
+     * engine segment, or of a range of the same engine segment overlapping it, drops it first, as an unmount does
+     * (every replica on it, objects left with none erased), and the new mount gets a new index and a fresh allocator;
+     * so none of its objects is served from the new memory and none of its ranges is handed out as free beside them.
+     * Refused, changing nothing: the id mounted by another client or in this incarnation with another spec, or on
+     * another engine segment; a range overlapping a segment mounted in this incarnation (one memory handed out twice).
+     */
+    void mount(long now, String clientId, SegmentSpec spec, long incarnation) {
         // a client is registered by its first mount, and these ids reach the log, the output and /metrics
         PrintableId.require("client id", clientId);
         PrintableId.require("segment id", spec.id());
@@ -129,28 +139,35 @@ final class Segments {
             throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " names a file of "
                     + spec.file().length() + " characters or with control characters");
         }
+        List<MountedSegment> gone;
         synchronized (lock) {
             MountedSegment existing = byId.get(spec.id());
-            if (existing != null) {
-                if (existing.owner.equals(clientId) && existing.spec.equals(spec)) {
-                    return;
-                }
-                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
-                        + existing.owner);
+            if (existing != null && existing.incarnation == incarnation && existing.owner.equals(clientId)
+                    && existing.spec.equals(spec)) {
+                return;
             }
+            gone = restarted(clientId, spec, incarnation, existing);
             Clients.ClientRecord client = state.clients.seen(clientId, now);
-            if (client.segments.size() >= MAX_SEGMENTS_PER_CLIENT) {
+            long kept = client.segments.stream().filter(s -> !gone.contains(s)).count();
+            if (kept >= MAX_SEGMENTS_PER_CLIENT) {
                 throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " already mounts "
-                        + client.segments.size() + " segments, the limit per client; segment " + spec.id()
+                        + kept + " segments, the limit per client; segment " + spec.id()
                         + " is refused (unmount one first)");
             }
-            int index = table.length;
-            if (index >= ObjectRecord.MAX_SEGMENTS) {
+            if (table.length >= ObjectRecord.MAX_SEGMENTS) {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
                         + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
             }
+        }
+        if (!gone.isEmpty()) {
+            state.counters.segmentsReplaced.add(gone.size());
+            drop(gone);
+        }
+        synchronized (lock) {
+            Clients.ClientRecord client = state.clients.seen(clientId, now);
+            int index = table.length;
             boolean disk = spec.tier() == Tier.DISK;
-            MountedSegment seg = new MountedSegment(index, spec, clientId, allocatedCounter(disk));
+            MountedSegment seg = new MountedSegment(index, spec, clientId, incarnation, allocatedCounter(disk));
             MountedSegment[] t = Arrays.copyOf(table, index + 1);
             t[index] = seg;
             table = t;
@@ -167,6 +184,37 @@ final class Segments {
             }
             client.segments.add(seg);
         }
+    }
+
+    /**
+     * The mounted segments a mount of {@code spec} in {@code incarnation} shows to be gone with their process, in
+     * index order; or the refusal, before anything changed. {@code existing}: the segment of the same id, if any.
+     */
+    private List<MountedSegment> restarted(String clientId, SegmentSpec spec, long incarnation, MountedSegment existing) {
+        List<MountedSegment> gone = new ArrayList<>();
+        if (existing != null) {
+            if (existing.incarnation == incarnation || !existing.spec.engineSegment().equals(spec.engineSegment())
+                    || existing.spec.tier() != spec.tier()) {
+                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
+                        + existing.owner + (existing.incarnation == incarnation ? " in this incarnation as " + existing.spec
+                        : " on engine segment " + existing.spec.engineSegment() + " (" + existing.spec.tier() + ")"));
+            }
+            gone.add(existing);
+        }
+        // index order, not the map's: which segment a refusal names and the order of the drops are state
+        for (MountedSegment other : table) {
+            if (other != existing && other.mounted() && other.overlaps(spec)) {
+                if (other.incarnation == incarnation) {
+                    throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " ["
+                            + spec.base() + ", +" + spec.size() + ") of engine segment " + spec.engineSegment()
+                            + " overlaps segment " + other.spec.id() + " [" + other.spec.base() + ", +" + other.spec.size()
+                            + ") that client " + other.owner + " mounted in the same incarnation as client " + clientId
+                            + ": one memory is never mounted twice");
+                }
+                gone.add(other);
+            }
+        }
+        return gone;
     }
 
     void unmount(String clientId, String segmentId) {

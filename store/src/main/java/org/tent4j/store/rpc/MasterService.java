@@ -196,8 +196,12 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         offload("MountSegment", out, () -> {
             String id = self(session, req.getClientId());
             SegmentSpec spec = Wire.segment(req.getSegment());
+            if (req.getIncarnation() == 0) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "mount of segment '" + PrintableId.forLog(spec.id())
+                        + "' by client " + id + " carries no incarnation (0): a client sends its own, random and never 0");
+            }
             proof.check(id, spec);
-            master.apply(once(id, req.getRequestSeq(), new Command.Mount(id, spec)));
+            master.apply(once(id, req.getRequestSeq(), new Command.Mount(id, spec, req.getIncarnation())));
             return Wire.OK;
         }, s -> s);
     }
