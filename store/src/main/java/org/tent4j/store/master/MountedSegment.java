@@ -64,6 +64,14 @@ final class MountedSegment {
         }
     }
 
+    /** Takes an aligned free range out of use (see {@link RangeAllocator#take}), counted as allocated. */
+    void take(long offset, long length) {
+        synchronized (allocator) {
+            allocator.take(offset, length);
+            allocatedEverywhere.addAndGet(length);
+        }
+    }
+
     void markUnmounted() {
         synchronized (allocator) {
             if (mounted) {

@@ -75,6 +75,27 @@ public final class RangeAllocator {
         used -= len;
     }
 
+    /**
+     * Takes {@code [offset, offset + length)}, aligned and free, out of use: a range nothing may be placed in for a
+     * while (its owner parks it).
+     */
+    synchronized void take(long offset, long length) {
+        Map.Entry<Long, Long> f = freeByOffset.floorEntry(offset);
+        if (((offset | length) & (ALIGNMENT - 1)) != 0 || length <= 0 || f == null
+                || f.getKey() + f.getValue() < offset + length) {
+            throw new IllegalStateException("range [" + offset + ", " + (offset + length) + ") is not an aligned free range");
+        }
+        long end = f.getKey() + f.getValue();
+        removeFree(f.getKey(), f.getValue());
+        if (f.getKey() < offset) {
+            addFree(f.getKey(), offset - f.getKey());
+        }
+        if (end > offset + length) {
+            addFree(offset + length, end - offset - length);
+        }
+        used += length;
+    }
+
     public long capacity() {
         return capacity;
     }

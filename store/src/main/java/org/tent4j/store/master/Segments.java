@@ -3,7 +3,9 @@ package org.tent4j.store.master;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -159,15 +161,17 @@ final class Segments {
                         + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
             }
         }
+        List<long[]> writing = List.of();
         if (!gone.isEmpty()) {
             state.counters.segmentsReplaced.add(gone.size());
-            drop(gone);
+            writing = drop(gone);
         }
+        MountedSegment seg;
         synchronized (lock) {
             Clients.ClientRecord client = state.clients.seen(clientId, now);
             int index = table.length;
             boolean disk = spec.tier() == Tier.DISK;
-            MountedSegment seg = new MountedSegment(index, spec, clientId, incarnation, allocatedCounter(disk));
+            seg = new MountedSegment(index, spec, clientId, incarnation, allocatedCounter(disk));
             MountedSegment[] t = Arrays.copyOf(table, index + 1);
             t[index] = seg;
             table = t;
@@ -183,6 +187,9 @@ final class Segments {
                 evictAbove = evictAbove(act);
             }
             client.segments.add(seg);
+        }
+        if (!gone.isEmpty() && !seg.disk) {
+            quarantine(now, seg, gone, writing);
         }
     }
 
@@ -229,10 +236,14 @@ final class Segments {
         drop(List.of(seg));
     }
 
-    /** Takes segments out of service; replicas on them vanish and objects left without one are erased. */
-    void drop(List<MountedSegment> gone) {
+    /**
+     * Takes segments out of service; replicas on them vanish and objects left without one are erased. Answers the
+     * dropped replicas a writer may still be writing (puts in flight) as {replica, size}.
+     */
+    List<long[]> drop(List<MountedSegment> gone) {
+        List<long[]> writing = new ArrayList<>();
         if (gone.isEmpty()) {
-            return;
+            return writing;
         }
         synchronized (lock) {
             for (MountedSegment seg : gone) {
@@ -251,8 +262,59 @@ final class Segments {
         for (MountedSegment seg : gone) {
             dropped[seg.index] = true;
         }
-        state.objects.dropReplicasOn(dropped);
+        state.objects.dropReplicasOn(dropped, writing);
         state.eviction.forgetUnmounted();
+        return writing;
+    }
+
+    /**
+     * Parks, in {@code seg}'s new memory, every range of the {@code gone} segments it overlaps that a live writer may
+     * still write into: a put in flight ({@code writing}) and the uncommitted rest of any client's reservation. A
+     * writer that has not heard of the restart writes its old addresses, which are now the new process's memory; parked
+     * for the put release timeout, as an abandoned put's space is, no new object is placed where such a write lands.
+     */
+    private void quarantine(long now, MountedSegment seg, List<MountedSegment> gone, List<long[]> writing) {
+        List<long[]> ranges = new ArrayList<>(); // {address, length} in the engine segment's address space
+        for (long[] w : writing) {
+            ranges.add(new long[] {at(ObjectRecord.segment(w[0])).spec.base() + ObjectRecord.offset(w[0]), w[1]});
+        }
+        for (Clients.ClientRecord c : state.clients.all()) {
+            synchronized (c.reserved) {
+                for (Reservations.Reservation r : c.reserved) {
+                    if (gone.contains(r.seg) && r.mark < r.end) {
+                        ranges.add(new long[] {r.seg.spec.base() + r.mark, r.end - r.mark});
+                    }
+                }
+            }
+        }
+        // as aligned runs of the new segment, sorted and merged: each byte parked once, in the same order on a replay
+        long capacity = seg.allocator.capacity();
+        TreeMap<Long, Long> runs = new TreeMap<>();
+        for (long[] r : ranges) {
+            long start = Math.max(0, r[0] - seg.spec.base()) & -RangeAllocator.ALIGNMENT;
+            long end = Math.min(capacity, RangeAllocator.aligned(Math.max(0, r[0] + RangeAllocator.aligned(r[1]) - seg.spec.base())));
+            if (start < end) {
+                runs.merge(start, end, Math::max);
+            }
+        }
+        long releaseAt = now + config.putReleaseTimeout().toNanos();
+        long start = -1;
+        long end = -1;
+        for (Map.Entry<Long, Long> run : runs.entrySet()) {
+            if (run.getKey() > end) {
+                park(seg, start, end, releaseAt);
+                start = run.getKey();
+            }
+            end = Math.max(end, run.getValue());
+        }
+        park(seg, start, end, releaseAt);
+    }
+
+    private void park(MountedSegment seg, long start, long end, long releaseAt) {
+        if (start >= 0 && start < end) {
+            seg.take(start, end - start);
+            state.eviction.park(new long[] {ObjectRecord.pack(seg.index, start)}, end - start, releaseAt);
+        }
     }
 
     private long evictAbove(MountedSegment[] segs) {

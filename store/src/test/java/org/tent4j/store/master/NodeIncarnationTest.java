@@ -19,15 +19,17 @@ import org.tent4j.store.StoreException;
  * Node incarnations at mount, on the master's state (journaled, virtual time): a remount in the same incarnation keeps
  * every object; a node started again (a new incarnation) mounting the same segment, or memory of the same engine
  * segment overlapping the old one under a new id, has every replica on the old segment dropped (objects left with none
- * gone, the others counted under-replicated), its memory handed out afresh and filled by new puts; refusals change
- * nothing; and each stream replays from empty, and from a snapshot, to the same state.
+ * gone, the others counted under-replicated), its memory handed out afresh and filled by new puts; ranges a live writer
+ * may still write at their old addresses (a put in flight, a reservation's uncommitted rest) are kept from new objects
+ * for the put release timeout; refusals change nothing; and each stream replays from empty, and from a snapshot, to
+ * the same state.
  */
 class NodeIncarnationTest {
     private static final long MEM = 256 << 10;
     private static final long SIZE = 4096; // aligned: used bytes are whole objects
     private static final long BASE = 1L << 40;
 
-    private final long now = 1_000_000_000L;
+    private long now = 1_000_000_000L;
     private final MasterState state = new MasterState(MasterConfig.defaults());
     private final List<LogEntry> log = new ArrayList<>();
 
@@ -168,6 +170,47 @@ class NodeIncarnationTest {
         assertEquals(before.subList(1, before.size()), after.subList(1, after.size()), "the refusals changed nothing");
 
         fill("new", "a-2", fresh);
+        assertReplaysToTheSameState();
+    }
+
+    @Test
+    void rangesALiveWriterMayStillWriteAreKeptFromNewObjectsUntilThePutReleaseTimeout() {
+        mount("a", "a-1", "engine-a", BASE, 11);
+        put("done", 1, "a-1");
+        Command.PutTicket inFlight = state.apply(now, new Command.PutStart("writer", "in-flight", SIZE,
+                ReplicateConfig.replicas(1), "h", false, 7));
+        Command.CommitResult reserved = state.apply(now, new Command.Commit("batcher", List.of(), List.of(),
+                new Command.Reserve(4 * SIZE, 1, "h"), 8));
+        Command.Grant grant = reserved.granted().get(0);
+        long[] written = {inFlight.replicas().get(0).address(), grant.range().address()};
+        long[] lengths = {SIZE, 4 * SIZE};
+
+        // node a started again, its memory at the same addresses under a new id: the writers do not know yet
+        SegmentSpec fresh = new SegmentSpec("a-2", "engine-a", "h-a2", BASE, MEM);
+        state.apply(now, new Command.Mount("a2", fresh, 33));
+        assertGone("done");
+        assertEquals(5 * SIZE, used("a-2"), "the put in flight and the reservation's rest are kept from new objects");
+        for (int i = 0; i < MEM / SIZE - 5; i++) {
+            put("new" + i, 1, "a-2");
+            long at = read("new" + i).get(0).address();
+            for (int w = 0; w < written.length; w++) {
+                assertTrue(at + SIZE <= written[w] || at >= written[w] + lengths[w], "new" + i + " at " + at
+                        + " lies where a writer may still write: " + written[w]);
+            }
+        }
+        assertEquals(MEM, used("a-2"));
+        StoreException commit = state.apply(now, new Command.Commit("batcher",
+                List.of(new Command.CommitItem("late", SIZE, new long[] {grant.id()}, new long[] {written[1]})), List.of(),
+                null, 9)).failures()[0];
+        assertEquals(StoreError.SEGMENT_NOT_FOUND, commit.error(), commit.getMessage());
+
+        now += MasterConfig.defaults().putReleaseTimeout().toNanos() + 1;
+        state.apply(now, new Command.Heartbeat("a2"));
+        state.apply(now, new Command.Tick());
+        int index = state.segments.byId("a-2").index;
+        assertEquals(List.of(), state.eviction.parked().stream().filter(p -> ObjectRecord.segment(p.replica()) == index).toList(),
+                "released after the put release timeout");
+        assertEquals(state.stats().objectBytes(), used("a-2"), "what is used is the objects (the tick evicted some)");
         assertReplaysToTheSameState();
     }
 }
