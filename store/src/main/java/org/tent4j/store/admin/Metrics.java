@@ -48,6 +48,8 @@ final class Metrics {
         counter(sb, "store_partial_allocations_total", "Puts given fewer replicas than asked for", s.partialAllocations());
         counter(sb, "store_allocation_failures_total", "Puts refused for lack of space", s.allocationFailures());
         counter(sb, "store_clients_expired_total", "Clients dropped for missing heartbeats", s.clientsExpired());
+        counter(sb, "store_segments_replaced_total", "Segments dropped because their node restarted (a mount of a new "
+                + "incarnation named them or their memory)", s.segmentsReplaced());
         gauge(sb, "store_reserved_bytes", "Bytes reserved for clients' batch puts and not yet committed (part of used)", s.reservedBytes());
         counter(sb, "store_reservations_granted_total", "Reservations granted to clients", s.reservationsGranted());
         counter(sb, "store_reservations_released_total", "Reservations retired, expired with their client or unused", s.reservationsReleased());

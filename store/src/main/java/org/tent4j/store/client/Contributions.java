@@ -32,6 +32,13 @@ final class Contributions {
     private final ReplicaAccess access;
     private final MasterClient master;
     private final long offloadPollMillis;
+    /**
+     * This client's incarnation, sent with every mount: random, new for each client (so each start of a node), never
+     * 0. A remount carries the same one, and the master keeps the segment's objects; a node started again carries
+     * another, and the master drops the old segment's replicas (their bytes died with the old process). Random, not a
+     * count: a restarted process remembers nothing of the one before it.
+     */
+    private final long incarnation = incarnation();
     /** This node's disk segment, once {@link #contributeDisk} ran. */
     private volatile DiskSegment disk;
     /** The thread running the master's tasks, while this node contributes a segment; null otherwise. */
@@ -41,6 +48,15 @@ final class Contributions {
         this.access = access;
         this.master = access.master;
         this.offloadPollMillis = offloadPollMillis;
+    }
+
+    private static long incarnation() {
+        java.security.SecureRandom random = new java.security.SecureRandom();
+        long v;
+        do {
+            v = random.nextLong();
+        } while (v == 0);
+        return v;
     }
 
     SegmentSpec contribute(long bytes) {
@@ -89,7 +105,7 @@ final class Contributions {
         if (nonce.length > 0) {
             MemorySegment.copy(nonce, 0, mem.segment(), ValueLayout.JAVA_BYTE, 0, nonce.length);
         }
-        master.mount(access.id(), spec);
+        master.mount(access.id(), spec, incarnation);
     }
 
     synchronized SegmentSpec contributeDisk(Path dir, long bytes) {
@@ -99,7 +115,7 @@ final class Contributions {
         }
         DiskSegment d = DiskSegment.open(access.engine, dir, bytes, access.host);
         try {
-            master.mount(access.id(), d.spec);
+            master.mount(access.id(), d.spec, incarnation);
         } catch (RuntimeException e) {
             d.close();
             throw e;
@@ -219,7 +235,7 @@ final class Contributions {
         DiskSegment d = disk;
         if (d != null) {
             // the master forgot what the file held: what the index holds is offered again
-            master.mount(access.id(), d.spec);
+            master.mount(access.id(), d.spec, incarnation);
             offloader.remounted();
             adopt(d);
         }

@@ -81,7 +81,13 @@ public sealed interface Command<R> {
     record RemoveAll(boolean force) implements Command<Integer> {
     }
 
-    record Mount(String clientId, SegmentSpec segment) implements Command<Void> {
+    /**
+     * {@code incarnation}: the mounting client's, new on each start of it. Mounting a segment this master has with the
+     * same incarnation is a remount (its objects stay); a mount of the same segment, or of memory of the same engine
+     * segment overlapping an old segment, with another incarnation means the old one's process is gone with its bytes:
+     * the old segment is dropped first ({@link Segments#mount}).
+     */
+    record Mount(String clientId, SegmentSpec segment, long incarnation) implements Command<Void> {
     }
 
     record Unmount(String clientId, String segmentId) implements Command<Void> {

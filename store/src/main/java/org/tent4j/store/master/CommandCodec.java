@@ -142,9 +142,9 @@ final class CommandCodec {
                 out.writeBoolean(c.force());
             }
             case Command.Mount c -> {
-                // a memory mount keeps the first format's tag, so logs written before the disk tier still read
+                // 9 and 17 (memory, disk) were mounts without an incarnation: logs written before it still read, as 0
                 SegmentSpec s = c.segment();
-                out.writeByte(s.tier() == Tier.MEMORY ? 9 : 17);
+                out.writeByte(s.tier() == Tier.MEMORY ? 20 : 21);
                 str(out, c.clientId());
                 str(out, s.id());
                 str(out, s.engineSegment());
@@ -154,6 +154,7 @@ final class CommandCodec {
                 if (s.tier() != Tier.MEMORY) {
                     str(out, s.file());
                 }
+                out.writeLong(c.incarnation());
             }
             case Command.DropDiskReplicas c -> {
                 out.writeByte(18);
@@ -251,7 +252,9 @@ final class CommandCodec {
             case 6 -> new Command.Remove(str(in), in.readBoolean());
             case 7 -> new Command.RemoveKeys(strs(in), in.readBoolean());
             case 8 -> new Command.RemoveAll(in.readBoolean());
-            case 9 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong()));
+            case 9 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong()), 0);
+            case 20 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong()),
+                    in.readLong());
             case 10 -> new Command.Unmount(str(in), str(in));
             case 11 -> new Command.Heartbeat(str(in));
             case 12 -> new Command.Leave(str(in));
@@ -289,7 +292,9 @@ final class CommandCodec {
                 yield new Command.OffloadDone(client, results);
             }
             case 17 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong(),
-                    Tier.DISK, str(in)));
+                    Tier.DISK, str(in)), 0);
+            case 21 -> new Command.Mount(str(in), new SegmentSpec(str(in), str(in), str(in), in.readLong(), in.readLong(),
+                    Tier.DISK, str(in)), in.readLong());
             case 19 -> {
                 String client = str(in);
                 long seq = in.readLong();

@@ -16,6 +16,8 @@ final class MasterCounters {
     final LongAdder partialAllocations = new LongAdder();
     final LongAdder allocationFailures = new LongAdder();
     final LongAdder clientsExpired = new LongAdder();
+    /** Segments dropped because a mount of another incarnation named them or their memory: their node restarted. */
+    final LongAdder segmentsReplaced = new LongAdder();
     final LongAdder reservationsGranted = new LongAdder();
     final LongAdder reservationsReleased = new LongAdder();
     final LongAdder objectsCommitted = new LongAdder();
@@ -57,7 +59,7 @@ final class MasterCounters {
                 clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
                 offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
                 diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped, repairsStarted, repairsCompleted,
-                repairsFailed, repairsExpired, repairsCancelled};
+                repairsFailed, repairsExpired, repairsCancelled, segmentsReplaced};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

@@ -17,7 +17,7 @@ import org.tent4j.store.Tier;
 /**
  * The master's state as bytes, at one point of the command stream, and back: restoring it and applying the entries
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
- * applying later entries reads: the segment table with each allocator's free list, clients with their reservations
+ * applying later entries reads: the segment table with each allocator's free list and owner's incarnation, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
  * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
@@ -28,9 +28,10 @@ final class MasterSnapshot {
      * may hold a count (the answer of a removal by regex or of all), which a version 3 reader cannot read; 5: each
      * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
      * the repair counters; 6: each disk segment's freed ranges its node has not yet confirmed (docs/STORE.md, "Disk
-     * tier": restart). No version is read as another.
+     * tier": restart); 7: each segment's owner incarnation, and the count of segments replaced by a restarted node's
+     * mount. No version is read as another.
      */
-    private static final int VERSION = 6;
+    private static final int VERSION = 7;
 
     private MasterSnapshot() {
     }
@@ -62,6 +63,7 @@ final class MasterSnapshot {
                 out.writeByte(seg.spec.tier().ordinal());
                 out.writeUTF(seg.spec.file());
                 out.writeUTF(seg.owner);
+                out.writeLong(seg.incarnation);
                 out.writeBoolean(seg.mounted());
                 TreeMap<Long, Long> free = seg.allocator.freeRanges();
                 out.writeInt(free.size());
@@ -175,6 +177,7 @@ final class MasterSnapshot {
                 }
                 SegmentSpec spec = new SegmentSpec(id, engine, host, base, size, Tier.values()[tier], in.readUTF());
                 String owner = in.readUTF();
+                long incarnation = in.readLong();
                 boolean mounted = in.readBoolean();
                 TreeMap<Long, Long> free = new TreeMap<>();
                 for (int n = in.readInt(); n > 0; n--) {
@@ -186,7 +189,7 @@ final class MasterSnapshot {
                     freed.add(longs(in));
                 }
                 boolean disk = spec.tier() == Tier.DISK;
-                MountedSegment seg = new MountedSegment(i, spec, owner, s.segments.allocatedCounter(disk));
+                MountedSegment seg = new MountedSegment(i, spec, owner, incarnation, s.segments.allocatedCounter(disk));
                 seg.allocator.restore(free);
                 seg.restoreFreed(freedSeq, freed);
                 // counted as allocated like a fresh segment's allocations; an unmounted one takes its count back

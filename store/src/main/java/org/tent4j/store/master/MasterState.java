@@ -246,7 +246,7 @@ public final class MasterState {
             case Command.RemoveKeys c -> objects.removeKeys(now, c.keys(), c.force());
             case Command.RemoveAll c -> objects.removeMatching(now, k -> true, c.force());
             case Command.Mount c -> {
-                segments.mount(now, c.clientId(), c.segment());
+                segments.mount(now, c.clientId(), c.segment(), c.incarnation());
                 yield null;
             }
             case Command.Unmount c -> {
@@ -401,7 +401,8 @@ public final class MasterState {
     /** Counters since start, for metrics and the status page. */
     public record Stats(long objects, long objectBytes, long evictedObjects, long evictedBytes, long evictionRounds,
                         long leasesGranted, long removalsBlockedByLease, long putsTakenOver, long putsReclaimed,
-                        long partialAllocations, long allocationFailures, long clientsExpired, int clients,
+                        long partialAllocations, long allocationFailures, long clientsExpired, long segmentsReplaced,
+                        int clients,
                         long objectsCommitted, long reservationsGranted, long reservationsReleased, long reservedBytes,
                         Tiering tiering, Repair repair) {
     }

@@ -82,7 +82,7 @@ final class MasterViews {
         return new Stats(c.objects.sum(), c.objectBytes.sum(), c.evictedObjects.sum(), c.evictedBytes.sum(),
                 c.evictionRounds.sum(), c.leasesGranted.sum(), c.removalsBlockedByLease.sum(), c.putsTakenOver.sum(),
                 c.putsReclaimed.sum(), c.partialAllocations.sum(), c.allocationFailures.sum(), c.clientsExpired.sum(),
-                state.clients.count(), c.objectsCommitted.sum(), c.reservationsGranted.sum(), c.reservationsReleased.sum(),
+                c.segmentsReplaced.sum(), state.clients.count(), c.objectsCommitted.sum(), c.reservationsGranted.sum(), c.reservationsReleased.sum(),
                 reservedBytes(), new MasterState.Tiering(c.offloadsStarted.sum(), c.offloadsCompleted.sum(),
                 c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
                 c.diskReads.sum(), c.diskEvictedObjects.sum(),

@@ -18,6 +18,11 @@ final class MountedSegment {
     final int index;
     final SegmentSpec spec;
     final String owner;
+    /**
+     * The owner's incarnation at mount (new on each start of the client): a mount with another one names memory of a
+     * new process, and this segment's bytes are gone.
+     */
+    final long incarnation;
     final RangeAllocator allocator;
     final boolean disk;
     /** Bytes allocated over every mounted segment of the master's tier: one read tells whether eviction is due. */
@@ -31,10 +36,11 @@ final class MountedSegment {
     private final ArrayDeque<long[]> freed = new ArrayDeque<>();
     private long freedSeq;
 
-    MountedSegment(int index, SegmentSpec spec, String owner, AtomicLong allocatedEverywhere) {
+    MountedSegment(int index, SegmentSpec spec, String owner, long incarnation, AtomicLong allocatedEverywhere) {
         this.index = index;
         this.spec = spec;
         this.owner = owner;
+        this.incarnation = incarnation;
         this.disk = spec.tier() == Tier.DISK;
         this.allocator = new RangeAllocator(disk ? spec.size() / DISK_ALIGNMENT * DISK_ALIGNMENT : spec.size());
         this.allocatedEverywhere = allocatedEverywhere;
@@ -134,6 +140,17 @@ final class MountedSegment {
         }
     }
 
+    /**
+     * Takes {@code [offset, offset + length)}, aligned and free, out of use, counted as allocated: a range nothing may be
+     * placed in for a while (its owner parks it).
+     */
+    void take(long offset, long length) {
+        if (!allocateAt(offset, length)) {
+            throw new IllegalStateException("range [" + offset + ", " + (offset + length) + ") of segment " + spec.id()
+                    + " is not an aligned free range");
+        }
+    }
+
     void markUnmounted() {
         synchronized (allocator) {
             if (mounted) {
@@ -147,6 +164,12 @@ final class MountedSegment {
         synchronized (allocator) {
             return mounted;
         }
+    }
+
+    /** Whether {@code other} names bytes of this segment: the same engine segment and tier, overlapping ranges. */
+    boolean overlaps(SegmentSpec other) {
+        return spec.engineSegment().equals(other.engineSegment()) && spec.tier() == other.tier()
+                && spec.base() < other.base() + other.size() && other.base() < spec.base() + spec.size();
     }
 
     double freeRatio() {

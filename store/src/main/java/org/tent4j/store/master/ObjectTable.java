@@ -324,7 +324,11 @@ final class ObjectTable {
     // ---------------------------------------------------------------- sweeps
 
     /** Forgets replicas on the segments marked in {@code dropped}; erases objects left without one. One pass. */
-    void dropReplicasOn(boolean[] dropped) {
+    /**
+     * Drops every replica on the {@code dropped} segments (objects left with none are erased); adds to {@code writing}
+     * each dropped replica a writer may still be writing (a put or an upsert in flight) as {replica, size}.
+     */
+    void dropReplicasOn(boolean[] dropped, List<long[]> writing) {
         Segments segments = state.segments;
         for (Shard shard : shards) {
             synchronized (shard) {
@@ -335,6 +339,10 @@ final class ObjectTable {
                         continue;
                     }
                     long[] before = rec.replicas();
+                    if (rec.state == ObjectRecord.PROCESSING) {
+                        writing(before, rec.size, dropped, writing);
+                    }
+                    writing(rec.pending, rec.pendingSize, dropped, writing);
                     rec.setReplicas(segments.liveOnly(before));
                     if (rec.pending != null) {
                         rec.pending = segments.liveOnly(rec.pending);
@@ -357,6 +365,16 @@ final class ObjectTable {
                     } else {
                         state.repairs.mark(e.getKey(), rec);
                     }
+                }
+            }
+        }
+    }
+
+    private static void writing(long[] replicas, long size, boolean[] dropped, List<long[]> writing) {
+        if (replicas != null) {
+            for (long r : replicas) {
+                if (dropped[ObjectRecord.segment(r)]) {
+                    writing.add(new long[] {r, size});
                 }
             }
         }

@@ -3,7 +3,9 @@ package org.tent4j.store.master;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -114,7 +116,17 @@ final class Segments {
         }
     }
 
-    void mount(long now, String clientId, SegmentSpec spec) {
+    /**
+     * Mounts {@code spec} for {@code clientId} in its {@code incarnation}. The same segment (id) mounted again by its
+     * owner in the same incarnation is a remount and changes nothing: its objects stay. A segment mounted in another
+     * incarnation is the memory of a process that is gone (its node restarted): a mount of the same id on the same
+     * engine segment, or of a range of the same engine segment overlapping it, drops it first, as an unmount does
+     * (every replica on it, objects left with none erased), and the new mount gets a new index and a fresh allocator;
+     * so none of its objects is served from the new memory and none of its ranges is handed out as free beside them.
+     * Refused, changing nothing: the id mounted by another client or in this incarnation with another spec, or on
+     * another engine segment; a range overlapping a segment mounted in this incarnation (one memory handed out twice).
+     */
+    void mount(long now, String clientId, SegmentSpec spec, long incarnation) {
         // a client is registered by its first mount, and these ids reach the log, the output and /metrics
         PrintableId.require("client id", clientId);
         PrintableId.require("segment id", spec.id());
@@ -129,28 +141,37 @@ final class Segments {
             throw new StoreException(StoreError.INVALID_PARAMS, "segment " + spec.id() + " names a file of "
                     + spec.file().length() + " characters or with control characters");
         }
+        List<MountedSegment> gone;
         synchronized (lock) {
             MountedSegment existing = byId.get(spec.id());
-            if (existing != null) {
-                if (existing.owner.equals(clientId) && existing.spec.equals(spec)) {
-                    return;
-                }
-                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
-                        + existing.owner);
+            if (existing != null && existing.incarnation == incarnation && existing.owner.equals(clientId)
+                    && existing.spec.equals(spec)) {
+                return;
             }
+            gone = restarted(clientId, spec, incarnation, existing);
             Clients.ClientRecord client = state.clients.seen(clientId, now);
-            if (client.segments.size() >= MAX_SEGMENTS_PER_CLIENT) {
+            long kept = client.segments.stream().filter(s -> !gone.contains(s)).count();
+            if (kept >= MAX_SEGMENTS_PER_CLIENT) {
                 throw new StoreException(StoreError.INVALID_PARAMS, "client " + clientId + " already mounts "
-                        + client.segments.size() + " segments, the limit per client; segment " + spec.id()
+                        + kept + " segments, the limit per client; segment " + spec.id()
                         + " is refused (unmount one first)");
             }
-            int index = table.length;
-            if (index >= ObjectRecord.MAX_SEGMENTS) {
+            if (table.length >= ObjectRecord.MAX_SEGMENTS) {
                 throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
                         + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
             }
+        }
+        List<long[]> writing = List.of();
+        if (!gone.isEmpty()) {
+            state.counters.segmentsReplaced.add(gone.size());
+            writing = drop(gone);
+        }
+        MountedSegment seg;
+        synchronized (lock) {
+            Clients.ClientRecord client = state.clients.seen(clientId, now);
+            int index = table.length;
             boolean disk = spec.tier() == Tier.DISK;
-            MountedSegment seg = new MountedSegment(index, spec, clientId, allocatedCounter(disk));
+            seg = new MountedSegment(index, spec, clientId, incarnation, allocatedCounter(disk));
             MountedSegment[] t = Arrays.copyOf(table, index + 1);
             t[index] = seg;
             table = t;
@@ -167,6 +188,40 @@ final class Segments {
             }
             client.segments.add(seg);
         }
+        if (!gone.isEmpty() && !seg.disk) {
+            quarantine(now, seg, gone, writing);
+        }
+    }
+
+    /**
+     * The mounted segments a mount of {@code spec} in {@code incarnation} shows to be gone with their process, in
+     * index order; or the refusal, before anything changed. {@code existing}: the segment of the same id, if any.
+     */
+    private List<MountedSegment> restarted(String clientId, SegmentSpec spec, long incarnation, MountedSegment existing) {
+        List<MountedSegment> gone = new ArrayList<>();
+        if (existing != null) {
+            if (existing.incarnation == incarnation || !existing.spec.engineSegment().equals(spec.engineSegment())
+                    || existing.spec.tier() != spec.tier()) {
+                throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " is already mounted by "
+                        + existing.owner + (existing.incarnation == incarnation ? " in this incarnation as " + existing.spec
+                        : " on engine segment " + existing.spec.engineSegment() + " (" + existing.spec.tier() + ")"));
+            }
+            gone.add(existing);
+        }
+        // index order, not the map's: which segment a refusal names and the order of the drops are state
+        for (MountedSegment other : table) {
+            if (other != existing && other.mounted() && other.overlaps(spec)) {
+                if (other.incarnation == incarnation) {
+                    throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " ["
+                            + spec.base() + ", +" + spec.size() + ") of engine segment " + spec.engineSegment()
+                            + " overlaps segment " + other.spec.id() + " [" + other.spec.base() + ", +" + other.spec.size()
+                            + ") that client " + other.owner + " mounted in the same incarnation as client " + clientId
+                            + ": one memory is never mounted twice");
+                }
+                gone.add(other);
+            }
+        }
+        return gone;
     }
 
     void unmount(String clientId, String segmentId) {
@@ -181,10 +236,14 @@ final class Segments {
         drop(List.of(seg));
     }
 
-    /** Takes segments out of service; replicas on them vanish and objects left without one are erased. */
-    void drop(List<MountedSegment> gone) {
+    /**
+     * Takes segments out of service; replicas on them vanish and objects left without one are erased. Answers the
+     * dropped replicas a writer may still be writing (puts in flight) as {replica, size}.
+     */
+    List<long[]> drop(List<MountedSegment> gone) {
+        List<long[]> writing = new ArrayList<>();
         if (gone.isEmpty()) {
-            return;
+            return writing;
         }
         synchronized (lock) {
             for (MountedSegment seg : gone) {
@@ -203,8 +262,59 @@ final class Segments {
         for (MountedSegment seg : gone) {
             dropped[seg.index] = true;
         }
-        state.objects.dropReplicasOn(dropped);
+        state.objects.dropReplicasOn(dropped, writing);
         state.eviction.forgetUnmounted();
+        return writing;
+    }
+
+    /**
+     * Parks, in {@code seg}'s new memory, every range of the {@code gone} segments it overlaps that a live writer may
+     * still write into: a put in flight ({@code writing}) and the uncommitted rest of any client's reservation. A
+     * writer that has not heard of the restart writes its old addresses, which are now the new process's memory; parked
+     * for the put release timeout, as an abandoned put's space is, no new object is placed where such a write lands.
+     */
+    private void quarantine(long now, MountedSegment seg, List<MountedSegment> gone, List<long[]> writing) {
+        List<long[]> ranges = new ArrayList<>(); // {address, length} in the engine segment's address space
+        for (long[] w : writing) {
+            ranges.add(new long[] {at(ObjectRecord.segment(w[0])).spec.base() + ObjectRecord.offset(w[0]), w[1]});
+        }
+        for (Clients.ClientRecord c : state.clients.all()) {
+            synchronized (c.reserved) {
+                for (Reservations.Reservation r : c.reserved) {
+                    if (gone.contains(r.seg) && r.mark < r.end) {
+                        ranges.add(new long[] {r.seg.spec.base() + r.mark, r.end - r.mark});
+                    }
+                }
+            }
+        }
+        // as aligned runs of the new segment, sorted and merged: each byte parked once, in the same order on a replay
+        long capacity = seg.allocator.capacity();
+        TreeMap<Long, Long> runs = new TreeMap<>();
+        for (long[] r : ranges) {
+            long start = Math.max(0, r[0] - seg.spec.base()) & -RangeAllocator.ALIGNMENT;
+            long end = Math.min(capacity, RangeAllocator.aligned(Math.max(0, r[0] + RangeAllocator.aligned(r[1]) - seg.spec.base())));
+            if (start < end) {
+                runs.merge(start, end, Math::max);
+            }
+        }
+        long releaseAt = now + config.putReleaseTimeout().toNanos();
+        long start = -1;
+        long end = -1;
+        for (Map.Entry<Long, Long> run : runs.entrySet()) {
+            if (run.getKey() > end) {
+                park(seg, start, end, releaseAt);
+                start = run.getKey();
+            }
+            end = Math.max(end, run.getValue());
+        }
+        park(seg, start, end, releaseAt);
+    }
+
+    private void park(MountedSegment seg, long start, long end, long releaseAt) {
+        if (start >= 0 && start < end) {
+            seg.take(start, end - start);
+            state.eviction.park(new long[] {ObjectRecord.pack(seg.index, start)}, end - start, releaseAt);
+        }
     }
 
     private long evictAbove(MountedSegment[] segs) {

@@ -152,8 +152,9 @@ public final class StoreMaster implements AutoCloseable {
         return apply(new Command.RemoveAll(force));
     }
 
-    public void mount(String clientId, SegmentSpec segment) {
-        apply(new Command.Mount(clientId, segment));
+    /** Mounts {@code segment} for {@code clientId} in its {@code incarnation}: see {@link Command.Mount}. */
+    public void mount(String clientId, SegmentSpec segment, long incarnation) {
+        apply(new Command.Mount(clientId, segment, incarnation));
     }
 
     public void unmount(String clientId, String segmentId) {

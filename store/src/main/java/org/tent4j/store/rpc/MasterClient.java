@@ -180,9 +180,10 @@ public final class MasterClient implements AutoCloseable {
         });
     }
 
-    public void mount(String clientId, SegmentSpec segment) {
+    /** Mounts {@code segment} in this client's {@code incarnation} (new on each start of it, never 0). */
+    public void mount(String clientId, SegmentSpec segment, long incarnation) {
         MountRequest req = MountRequest.newBuilder().setClientId(clientId).setSegment(Wire.segment(segment))
-                .setRequestSeq(requests.incrementAndGet()).build();
+                .setRequestSeq(requests.incrementAndGet()).setIncarnation(incarnation).build();
         once("MountSegment", () -> conn.call("MountSegment", () -> conn.stub().mountSegment(req)));
     }
 

@@ -8,6 +8,7 @@ import java.util.function.Supplier;
 
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import org.tent4j.store.PrintableId;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
@@ -184,8 +185,12 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
         offload("MountSegment", out, () -> {
             String id = ClientCommands.self(session, req.getClientId());
             SegmentSpec spec = Wire.segment(req.getSegment());
+            if (req.getIncarnation() == 0) {
+                throw new StoreException(StoreError.INVALID_PARAMS, "mount of segment '" + PrintableId.forLog(spec.id())
+                        + "' by client " + id + " carries no incarnation (0): a client sends its own, random and never 0");
+            }
             proof.check(id, spec);
-            master.apply(ClientCommands.once(id, req.getRequestSeq(), new Command.Mount(id, spec)));
+            master.apply(ClientCommands.once(id, req.getRequestSeq(), new Command.Mount(id, spec, req.getIncarnation())));
             return Wire.OK;
         }, s -> s);
     }

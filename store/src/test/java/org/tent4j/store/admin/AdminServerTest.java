@@ -38,10 +38,10 @@ class AdminServerTest {
         server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 0);
         admin = AdminServer.start(server, "127.0.0.1", 0);
         StoreMaster m = server.master();
-        m.mount("node-a", new SegmentSpec("seg-a", "10.0.0.1:15000", "10.0.0.1", 1L << 32, 64L << 20));
-        m.mount("node-b", new SegmentSpec("seg-b", "10.0.0.2:15000", "10.0.0.2", 1L << 32, 256L << 20));
+        m.mount("node-a", new SegmentSpec("seg-a", "10.0.0.1:15000", "10.0.0.1", 1L << 32, 64L << 20), 1L);
+        m.mount("node-b", new SegmentSpec("seg-b", "10.0.0.2:15000", "10.0.0.2", 1L << 32, 256L << 20), 1L);
         m.mount("node-b", new SegmentSpec("seg-b-disk", "10.0.0.2:15000", "10.0.0.2", 1L << 50, 1L << 30, Tier.DISK,
-                "/data/store/tent4j-store-seg-b-disk.disk"));
+                "/data/store/tent4j-store-seg-b-disk.disk"), 1L);
         for (int i = 0; i < 40; i++) {
             Command.PutTicket t = m.putStart("writer", "kv/layer" + (i % 8) + "/block" + i, (1 + i % 5) << 20, ReplicateConfig.replicas(2), "10.0.0.9");
             m.putEnd("writer", "kv/layer" + (i % 8) + "/block" + i, t.putId());

@@ -83,13 +83,13 @@ class MountProofTest {
                 new SegmentSpec("evil-2", victimSeg.engineSegment(), victimSeg.host(), victimSeg.base() + (1 << 20), 1 << 20))) {
             byte[] nonce = attacker.master().mountChallenge(a, forged);
             assertEquals(32, nonce.length);
-            StoreException e = assertThrows(StoreException.class, () -> attacker.master().mount(a, forged));
+            StoreException e = assertThrows(StoreException.class, () -> attacker.master().mount(a, forged, 1L));
             assertEquals(StoreError.PERMISSION_DENIED, e.error(), e.getMessage());
             assertTrue(e.getMessage().contains("not the nonce") && e.getMessage().contains(forged.id()), e.getMessage());
         }
         // an engine segment nobody serves cannot prove anything either
         SegmentSpec nowhere = new SegmentSpec("evil-3", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20);
-        StoreException e = assertThrows(StoreException.class, () -> attacker.master().mount(a, nowhere));
+        StoreException e = assertThrows(StoreException.class, () -> attacker.master().mount(a, nowhere, 1L));
         assertEquals(StoreError.PERMISSION_DENIED, e.error(), e.getMessage());
         assertTrue(e.getMessage().contains("could not read the mount proof back"), e.getMessage());
 

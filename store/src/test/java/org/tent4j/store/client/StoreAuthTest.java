@@ -141,7 +141,7 @@ class StoreAuthTest {
                     () -> stranger.removeByRegex(".*", true), () -> stranger.batchRemove(List.of("auth/1"), true),
                     () -> stranger.ping(node.clientId(), 0, 0), () -> stranger.leave(node.clientId()),
                     () -> stranger.unmount(node.clientId(), node.contributions().getFirst().id()),
-                    () -> stranger.mount("x", new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20)));
+                    () -> stranger.mount("x", new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20), 1L));
             for (Executable call : calls) {
                 StoreException e = refused(StoreError.UNAUTHENTICATED, "127.0.0.1:" + m.port(), call);
                 assertTrue(e.getMessage().contains("requires a token") || e.getMessage().contains("not this store master's"),
@@ -188,7 +188,7 @@ class StoreAuthTest {
 
         String other = "a client acts only for itself";
         refused(StoreError.ILLEGAL_CLIENT, other, () -> as.ping(b, 1_000, 0));
-        refused(StoreError.ILLEGAL_CLIENT, other, () -> as.mount(b, new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20)));
+        refused(StoreError.ILLEGAL_CLIENT, other, () -> as.mount(b, new SegmentSpec("evil", "127.0.0.1:1", "127.0.0.1", 4096, 1 << 20), 1L));
         refused(StoreError.ILLEGAL_CLIENT, other, () -> as.unmount(b, victimSeg.id()));
         refused(StoreError.ILLEGAL_CLIENT, "belongs to " + b, () -> as.unmount(a, victimSeg.id()));
         refused(StoreError.ILLEGAL_CLIENT, other, () -> as.leave(b));

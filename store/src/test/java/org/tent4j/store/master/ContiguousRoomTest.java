@@ -33,7 +33,7 @@ class ContiguousRoomTest {
     }
 
     private void mount(String id, long size) {
-        state.apply(now, new Command.Mount("node", new SegmentSpec(id, "engine-" + id, "h", 1L << 32, size)));
+        state.apply(now, new Command.Mount("node", new SegmentSpec(id, "engine-" + id, "h", 1L << 32, size), 1L));
     }
 
     private Command.PutTicket put(String key, long size) {

@@ -33,8 +33,8 @@ class DiskAdoptionTest {
     }
 
     private void mount(String node, String disk) {
-        apply(new Command.Mount(node, new SegmentSpec(node + "-mem", node, "h", 1L << 40, 1 << 20)));
-        apply(new Command.Mount(node, new SegmentSpec(disk, node, "h", 1L << 50, 1 << 20, Tier.DISK, "/d/x.disk")));
+        apply(new Command.Mount(node, new SegmentSpec(node + "-mem", node, "h", 1L << 40, 1 << 20), 1L));
+        apply(new Command.Mount(node, new SegmentSpec(disk, node, "h", 1L << 50, 1 << 20, Tier.DISK, "/d/x.disk"), 1L));
     }
 
     private long put(String key) {

@@ -125,7 +125,7 @@ class DurableMasterTest {
     /** Mounts, puts (some ended, some revoked, some left in flight), reads, removes, a commit into a reservation, ticks. */
     private static void workload(StoreMaster m, int round) {
         String client = "c" + round;
-        m.mount(client, new SegmentSpec("seg" + round, "engine" + round, "host" + round, 0, 8 << 20));
+        m.mount(client, new SegmentSpec("seg" + round, "engine" + round, "host" + round, 0, 8 << 20), 1L);
         m.heartbeat(client);
         for (int i = 0; i < 60; i++) {
             String key = "k" + round + "/" + i;
@@ -272,10 +272,10 @@ class DurableMasterTest {
                 new Command.PutEnd("c", "k", 3), new Command.PutRevoke("c", "k", 4),
                 new Command.Commit("c", List.of(), List.of(5L), new Command.Reserve(64, 2, null), 9),
                 new Command.GrantRead("k"), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
-                new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2)),
+                new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2), 1L),
                 new Command.Unmount("c", "s"), new Command.Heartbeat("c"), new Command.Leave("c"), new Command.Tick(),
                 new Command.Evict(),
-                new Command.Mount("c", new SegmentSpec("d", "e", "h", 1L << 50, 4096, org.tent4j.store.Tier.DISK, "/data/x.disk")),
+                new Command.Mount("c", new SegmentSpec("d", "e", "h", 1L << 50, 4096, org.tent4j.store.Tier.DISK, "/data/x.disk"), 1L),
                 new Command.TakeOffloads("c", 64),
                 new Command.OffloadDone("c", List.of(new Command.OffloadResult(3, true, 0xFFFFFFFFL, null),
                         new Command.OffloadResult(4, false, 0, "disk full"))),

@@ -28,13 +28,23 @@ final class DurableValues {
 
     /** Puts {@code n} random values of up to 32 KiB as {@code prefix0..}, each acknowledged STORED. */
     static List<byte[]> put(StoreClient user, String prefix, int n, long seed) {
+        return put(user, prefix, n, seed, ReplicateConfig.replicas(1));
+    }
+
+    /** As above, with {@code config}: each acknowledged STORED with as many replicas as it asks. */
+    static List<byte[]> put(StoreClient user, String prefix, int n, long seed, ReplicateConfig config) {
         Random rnd = new Random(seed);
         List<byte[]> values = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             byte[] v = new byte[1 + rnd.nextInt(32 << 10)];
             rnd.nextBytes(v);
             values.add(v);
-            assertEquals(PutResult.Status.STORED, user.put(prefix + i, v, ReplicateConfig.replicas(1)).status());
+            PutResult r = user.put(prefix + i, v, config);
+            assertEquals(PutResult.Status.STORED, r.status(), prefix + i);
+            assertEquals(config.replicas(), r.replicas(), prefix + i + ": " + r.locations());
+            if (!config.preferredSegments().isEmpty()) {
+                assertEquals(config.preferredSegments().get(0), r.locations().get(0).segmentId(), prefix + i);
+            }
         }
         return values;
     }

@@ -32,7 +32,7 @@ class EvictionAheadTest {
     }
 
     private void mount(String id) {
-        master.mount("node", new SegmentSpec(id, "engine-" + id, "host", BASE, SEGMENT));
+        master.mount("node", new SegmentSpec(id, "engine-" + id, "host", BASE, SEGMENT), 1L);
     }
 
     private void put(String key, long size, ReplicateConfig cfg) {

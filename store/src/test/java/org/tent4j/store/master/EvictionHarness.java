@@ -25,8 +25,8 @@ public final class EvictionHarness {
             MasterState state = new MasterState(MasterConfig.defaults());
             // two segments exactly as large as the objects: the store is full after N puts
             long half = (long) n / 2 * 4096;
-            state.apply(now[0], new Command.Mount("node", new SegmentSpec("a", "ea", "h", 1L << 40, half)));
-            state.apply(now[0], new Command.Mount("node", new SegmentSpec("b", "eb", "h", 1L << 40, half)));
+            state.apply(now[0], new Command.Mount("node", new SegmentSpec("a", "ea", "h", 1L << 40, half), 1L));
+            state.apply(now[0], new Command.Mount("node", new SegmentSpec("b", "eb", "h", 1L << 40, half), 1L));
             state.apply(now[0], new Command.Tick()); // the abandoned-put sweep's first run: not what is measured
             int i = 0;
             for (; i < n; i++) {

@@ -26,7 +26,7 @@ public final class MasterHeapHarness {
         MasterState state = new MasterState(MasterConfig.defaults());
         // 64 segments of 1 TiB each: metadata only, no memory behind them
         for (int s = 0; s < 64; s++) {
-            state.apply(now[0], new Command.Mount("node-" + s, new SegmentSpec("seg-" + s, "10.0.0." + s + ":15000", "10.0.0." + s, 1L << 40, 1L << 40)));
+            state.apply(now[0], new Command.Mount("node-" + s, new SegmentSpec("seg-" + s, "10.0.0." + s + ":15000", "10.0.0." + s, 1L << 40, 1L << 40), 1L));
         }
         ReplicateConfig cfg = ReplicateConfig.defaults();
         long t0 = System.nanoTime();

@@ -32,7 +32,7 @@ class MasterStateTest {
     }
 
     private void mount(String client, String id, String host, long size) {
-        master.mount(client, new SegmentSpec(id, "engine-" + id, host, 1L << 32, size));
+        master.mount(client, new SegmentSpec(id, "engine-" + id, host, 1L << 32, size), 1L);
     }
 
     private PutTicket put(String client, String key, long size, ReplicateConfig cfg) {
@@ -225,8 +225,8 @@ class MasterStateTest {
         assertError(StoreError.INVALID_PARAMS, "replica count", () -> master.putStart("w", "k", 10, ReplicateConfig.replicas(0), "h"));
         assertError(StoreError.OBJECT_NOT_FOUND, "'nope'", () -> master.getReplicas("nope"));
         assertError(StoreError.INVALID_PARAMS, "bad regex", () -> master.removeByRegex("(", false));
-        assertError(StoreError.INVALID_PARAMS, "size must be in", () -> master.mount("c", new SegmentSpec("s9", "e", "h", 0, 1)));
-        assertError(StoreError.SEGMENT_ALREADY_EXISTS, "s1", () -> master.mount("other", new SegmentSpec("s1", "e", "h", 0, 4096)));
+        assertError(StoreError.INVALID_PARAMS, "size must be in", () -> master.mount("c", new SegmentSpec("s9", "e", "h", 0, 1), 1L));
+        assertError(StoreError.SEGMENT_ALREADY_EXISTS, "s1", () -> master.mount("other", new SegmentSpec("s1", "e", "h", 0, 4096), 1L));
         assertError(StoreError.ILLEGAL_CLIENT, "belongs to c1", () -> master.unmount("other", "s1"));
     }
 
@@ -236,7 +236,7 @@ class MasterStateTest {
             mount("greedy", "g" + i, 4096);
         }
         assertError(StoreError.INVALID_PARAMS, "already mounts 64 segments, the limit per client; segment g64",
-                () -> master.mount("greedy", new SegmentSpec("g64", "e", "h", 0, 4096)));
+                () -> master.mount("greedy", new SegmentSpec("g64", "e", "h", 0, 4096), 1L));
         assertEquals(Segments.MAX_SEGMENTS_PER_CLIENT, master.state().segments().size(), "the refused one is not mounted");
         mount("other", "o0", 4096); // the limit is per client
         master.unmount("greedy", "g0");

@@ -33,9 +33,9 @@ class OffloadTest {
     private final MasterState state = new MasterState(MasterConfig.defaults());
 
     private void mountNode(String node, long diskBytes) {
-        state.apply(now, new Command.Mount(node, new SegmentSpec(node + "-mem", node, "h", 1L << 40, MEM)));
+        state.apply(now, new Command.Mount(node, new SegmentSpec(node + "-mem", node, "h", 1L << 40, MEM), 1L));
         state.apply(now, new Command.Mount(node, new SegmentSpec(node + "-disk", node, "h", 1L << 50, diskBytes,
-                Tier.DISK, "/d/" + node)));
+                Tier.DISK, "/d/" + node), 1L));
     }
 
     private void put(String key) {
@@ -208,8 +208,8 @@ class OffloadTest {
     @Test
     void withoutRoomOnDiskOrWithOffloadOffEvictionDropsAsBefore() {
         MasterState off = new MasterState(MasterConfig.defaults().withOffloadOnEvict(false));
-        off.apply(now, new Command.Mount("a", new SegmentSpec("m", "a", "h", 1L << 40, MEM)));
-        off.apply(now, new Command.Mount("a", new SegmentSpec("d", "a", "h", 1L << 50, 1 << 20, Tier.DISK, "/d")));
+        off.apply(now, new Command.Mount("a", new SegmentSpec("m", "a", "h", 1L << 40, MEM), 1L));
+        off.apply(now, new Command.Mount("a", new SegmentSpec("d", "a", "h", 1L << 50, 1 << 20, Tier.DISK, "/d"), 1L));
         for (int i = 0; off.segments.allocated() < 0.95 * MEM; i++) {
             Command.PutTicket t = off.apply(now, new Command.PutStart("w", "k" + i, SIZE, ReplicateConfig.defaults(), "h", false, i));
             off.apply(now, new Command.PutEnd("w", "k" + i, t.putId()));
@@ -289,8 +289,8 @@ class OffloadTest {
     @Test
     void aDiskObjectReadTwiceIsCopiedBackIntoMemoryOnceBesideItsDiskReplica() {
         MasterState promoting = new MasterState(MasterConfig.defaults().withPromoteAfterHits(2));
-        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, MEM)));
-        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, 1 << 20, Tier.DISK, "/d/a")));
+        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, MEM), 1L));
+        promoting.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, 1 << 20, Tier.DISK, "/d/a"), 1L));
         for (int i = 0; promoting.segments.allocated() < 0.95 * MEM; i++) {
             Command.PutTicket t = promoting.apply(now, new Command.PutStart("w", "p" + i, SIZE, ReplicateConfig.defaults(), "h", false, i));
             promoting.apply(now, new Command.PutEnd("w", "p" + i, t.putId()));
@@ -337,7 +337,7 @@ class OffloadTest {
                     "one memory segment: one replica, never the disk");
         }
         StoreException small = assertThrows(StoreException.class, () -> state.apply(now, new Command.Mount("b",
-                new SegmentSpec("b-disk", "b", "h", 0, 100, Tier.DISK, "/d/b"))));
+                new SegmentSpec("b-disk", "b", "h", 0, 100, Tier.DISK, "/d/b"), 1L)));
         assertEquals(StoreError.INVALID_PARAMS, small.error());
         assertTrue(small.getMessage().contains("b-disk"), small.getMessage());
         assertEquals(2, state.segments().size(), "nothing mounted");

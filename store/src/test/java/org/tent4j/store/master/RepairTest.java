@@ -44,7 +44,7 @@ class RepairTest {
 
     private void mountNodes(String... nodes) {
         for (String n : nodes) {
-            state.apply(now, new Command.Mount(n, new SegmentSpec(n + "-mem", n, "h-" + n, 1L << 40, MEM)));
+            state.apply(now, new Command.Mount(n, new SegmentSpec(n + "-mem", n, "h-" + n, 1L << 40, MEM), 1L));
         }
     }
 
@@ -168,7 +168,7 @@ class RepairTest {
         kill("b", "a", "writer");
         assertEquals(2, under());
         // both repairs are for node a, whose segment holds the surviving replica: a second segment of its own takes them
-        state.apply(now, new Command.Mount("a", new SegmentSpec("a-mem2", "a", "h-a", 1L << 41, MEM)));
+        state.apply(now, new Command.Mount("a", new SegmentSpec("a-mem2", "a", "h-a", 1L << 41, MEM), 1L));
         now += 1;
         state.apply(now, new Command.Tick());
         assertEquals(2, state.stats().repair().inFlight());

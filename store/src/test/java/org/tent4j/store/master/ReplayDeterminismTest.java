@@ -34,7 +34,8 @@ import org.tent4j.store.master.Command.Reserve;
 /**
  * The master's one ordering point: the command stream recorded from a concurrent workload (writers putting values of
  * mixed sizes, upserting, revoking, committing into reservations, reading and removing on four threads; a housekeeper mounting, unmounting,
- * heartbeating, ticking and evicting while an injected clock moves; a node that goes silent and is expired) replays
+ * heartbeating, ticking and evicting while an injected clock moves; a node that goes silent and is expired; a node
+ * started again, mounting its segment in a new incarnation, then its memory under a new id) replays
  * into an empty state as the same state: every object, every allocator's free list, every client and reservation,
  * every parked range.
  */
@@ -190,7 +191,7 @@ class ReplayDeterminismTest {
         ConcurrentLinkedQueue<LogEntry> log = new ConcurrentLinkedQueue<>();
         master.state().journal(log::add);
         for (int n = 0; n < 3; n++) {
-            master.mount("node" + n, new SegmentSpec("s" + n, "engine-s" + n, "h" + n, 1L << 32, SEGMENT));
+            master.mount("node" + n, new SegmentSpec("s" + n, "engine-s" + n, "h" + n, 1L << 32, SEGMENT), 1L);
         }
         AtomicBoolean done = new AtomicBoolean();
         Set<String> failures = ConcurrentHashMap.newKeySet();
@@ -231,6 +232,7 @@ class ReplayDeterminismTest {
         }
         assertTrue(master.state().stats().evictedObjects() > 0, "eviction happened: " + master.state().stats());
         assertTrue(master.state().stats().clientsExpired() > 0, "a client expired: " + master.state().stats());
+        assertTrue(master.state().stats().segmentsReplaced() >= 2, "restarted nodes replaced segments: " + master.state().stats());
         return out;
     }
 
@@ -302,12 +304,20 @@ class ReplayDeterminismTest {
                 master.heartbeat("w" + w);
             }
             if (r % 50 == 10) {
-                master.mount("node3", new SegmentSpec("x" + r, "engine-x" + r, "h3", 1L << 40, SEGMENT / 2));
+                master.mount("node3", new SegmentSpec("x" + r, "engine-x" + r, "h3", 1L << 40, SEGMENT / 2), 1L);
+            } else if (r % 50 == 20) {
+                // node3 started again: the same segment in a new incarnation, its objects dropped, a fresh allocator
+                master.mount("node3", new SegmentSpec("x" + (r - 10), "engine-x" + (r - 10), "h3", 1L << 40, SEGMENT / 2), r);
+            } else if (r % 50 == 30) {
+                // and again, its memory under a new segment id overlapping the old one's: the old one dropped
+                master.mount("node3", new SegmentSpec("z" + r, "engine-x" + (r - 20), "h3", (1L << 40) + 4096, SEGMENT / 2), -r);
             } else if (r % 50 == 35) {
-                master.unmount("node3", "x" + (r - 25));
+                master.unmount("node3", "x" + (r - 25)); // gone already: changes nothing
+            } else if (r % 50 == 45) {
+                master.unmount("node3", "z" + (r - 15));
             }
             if (r % 100 == 60) {
-                master.mount("node4", new SegmentSpec("y" + r, "engine-y" + r, "h4", 1L << 41, SEGMENT / 2));
+                master.mount("node4", new SegmentSpec("y" + r, "engine-y" + r, "h4", 1L << 41, SEGMENT / 2), 1L);
             } else if (r % 100 == 85) {
                 // a clean exit with its segment still mounted: record, reservations and segment go at once
                 master.leave("node4");

@@ -25,9 +25,9 @@ class RequestIdTest {
     @Test
     void aRepeatedRequestIsAnsweredAsTheFirstTimeAndAppliedOnce() {
         try (StoreMaster m = new StoreMaster(MasterConfig.defaults(), StoreClock.system())) {
-            m.apply(once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20))));
+            m.apply(once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20), 1L)));
             // without the window this second mount is refused SEGMENT_ALREADY_EXISTS
-            m.apply(once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20))));
+            m.apply(once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20), 1L)));
             Command.PutStart start = new Command.PutStart("c", "k", 4096, ReplicateConfig.defaults(), "h", false, 7);
             Command.PutTicket first = m.apply(once(2, start));
             long used = m.segments().getFirst().used();
@@ -57,7 +57,7 @@ class RequestIdTest {
     void leaveAndBulkRemovalsAreAppliedOnce() {
         try (StoreMaster m = new StoreMaster(MasterConfig.defaults(), StoreClock.system())) {
             m.apply(once(1, new Command.Leave("c")));
-            m.apply(once(2, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20))));
+            m.apply(once(2, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20), 1L)));
             m.apply(once(1, new Command.Leave("c")));
             // without the window the repeated leave unmounts the segment mounted after the first
             assertEquals(List.of("s"), m.segments().stream().map(MasterState.SegmentView::id).toList());
@@ -99,7 +99,7 @@ class RequestIdTest {
         MasterState live = new MasterState(MasterConfig.defaults());
         List<LogEntry> journal = new java.util.ArrayList<>();
         live.journal(journal::add);
-        live.apply(1, once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20))));
+        live.apply(1, once(1, new Command.Mount("c", new SegmentSpec("s", "e", "h", 0, 1 << 20), 1L)));
         Command.PutStart start = new Command.PutStart("c", "k", 4096, ReplicateConfig.defaults(), "h", false, 7);
         Command.PutTicket t = live.apply(2, once(2, start));
         live.apply(3, once(3, new Command.Commit("c", List.of(), List.of(), new Command.Reserve(64 << 10, 1, "h"), 9)));
@@ -117,17 +117,17 @@ class RequestIdTest {
     }
 
     /**
-     * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges: each is refused
+     * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges, 6 no segment's incarnation: each is refused
      * naming both versions, never misread.
      */
     @Test
     void anOlderSnapshotIsRefusedNamingItsVersion() {
-        for (int old = 3; old <= 5; old++) {
+        for (int old = 3; old <= 6; old++) {
             byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
             java.nio.ByteBuffer.wrap(snapshot).putInt(4, old);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 6"),
+            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 7"),
                     e.getMessage());
         }
     }
@@ -143,7 +143,7 @@ class RequestIdTest {
              org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient("127.0.0.1:" + server.port(),
                      java.time.Duration.ofSeconds(5))) {
             String id = client.register();
-            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20), 1L);
             var req = org.tent4j.store.rpc.MasterClient.putStartRequest(id, "k", 4096, ReplicateConfig.defaults(), "host",
                     false).toBuilder().setRequestSeq(1_000_000).build();
             var first = client.putStart(req);
@@ -171,7 +171,7 @@ class RequestIdTest {
              org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient("127.0.0.1:" + server.port(),
                      java.time.Duration.ofSeconds(5))) {
             String id = client.register();
-            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20), 1L);
             List<org.tent4j.store.proto.PutStartRequest> starts = new java.util.ArrayList<>();
             for (int i = 0; i < 4; i++) {
                 starts.add(org.tent4j.store.rpc.MasterClient.putStartRequest(id, "b/" + i, 4096, ReplicateConfig.defaults(),
@@ -227,7 +227,7 @@ class RequestIdTest {
                 assertEquals(0, raw.leave(leave).getCode());
                 assertEquals(0, raw.mountSegment(org.tent4j.store.proto.MountRequest.newBuilder().setClientId(reg.getClientId())
                         .setSegment(org.tent4j.store.rpc.Wire.segment(new SegmentSpec("seg2", "engine2", "host", 0, 1 << 20)))
-                        .setRequestSeq(31).build()).getCode());
+                        .setRequestSeq(31).setIncarnation(7).build()).getCode());
                 assertEquals(0, raw.leave(leave).getCode());
                 // without the window the repeated leave unmounted seg2
                 assertEquals(List.of("seg", "seg2"), server.master().segments().stream().map(MasterState.SegmentView::id).sorted().toList());
@@ -255,7 +255,7 @@ class RequestIdTest {
             server.master().state().journal(journal::add);
             java.util.Map<String, AnswerLosingProxy> proxies = java.util.Map.of(a.address(), a, b.address(), b);
             String id = client.register();
-            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20));
+            client.mount(id, new SegmentSpec("seg", "engine", "host", 0, 1 << 20), 1L);
             List<org.tent4j.store.proto.PutStartRequest> starts = new java.util.ArrayList<>();
             for (int i = 0; i < 4; i++) {
                 starts.add(org.tent4j.store.rpc.MasterClient.putStartRequest(id, "b/" + i, 4096, ReplicateConfig.defaults(),

@@ -29,7 +29,7 @@ class ReservationTest {
     private final StoreMaster master = new StoreMaster(MasterConfig.defaults(), clock);
 
     private void mount(String client, String id, long size) {
-        master.mount(client, new SegmentSpec(id, "engine-" + id, "host-" + client, BASE, size));
+        master.mount(client, new SegmentSpec(id, "engine-" + id, "host-" + client, BASE, size), 1L);
     }
 
     private List<Grant> reserve(String client, long bytes, int replicas) {

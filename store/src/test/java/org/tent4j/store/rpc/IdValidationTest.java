@@ -32,10 +32,16 @@ class IdValidationTest {
             refused(client, "n".repeat(129), new SegmentSpec("seg", "engine-seg", "host", 4096, 1 << 20),
                     StoreError.ILLEGAL_CLIENT, "n".repeat(129));
             refused(client, node, new SegmentSpec("seg", "engine-seg", "", 4096, 1 << 20), "host");
+            // a mount carries its client's incarnation; 0 is none (a peer that did not set the field)
+            StoreException none = assertThrows(StoreException.class,
+                    () -> client.mount(node, new SegmentSpec("seg", "engine-seg", "host", 4096, 1 << 20), 0));
+            assertEquals(StoreError.INVALID_PARAMS, none.error(), none.getMessage());
+            assertTrue(none.getMessage().contains("segment 'seg'") && none.getMessage().contains("no incarnation"),
+                    none.getMessage());
             assertEquals(List.of(), server.master().segments(), "nothing was mounted");
             assertEquals(List.of(), server.master().state().clients(0), "no client was registered");
 
-            client.mount(node, new SegmentSpec("seg", "10.0.0.1:15000", "10.0.0.1", 4096, 1 << 20));
+            client.mount(node, new SegmentSpec("seg", "10.0.0.1:15000", "10.0.0.1", 4096, 1 << 20), 1L);
             assertEquals(1, server.master().segments().size());
         }
     }
@@ -45,7 +51,7 @@ class IdValidationTest {
     }
 
     private static void refused(MasterClient client, String clientId, SegmentSpec spec, StoreError error, String field) {
-        StoreException e = assertThrows(StoreException.class, () -> client.mount(clientId, spec));
+        StoreException e = assertThrows(StoreException.class, () -> client.mount(clientId, spec, 1L));
         assertEquals(error, e.error(), e.getMessage());
         assertTrue(e.getMessage().contains(field), e.getMessage());
         assertTrue(e.getMessage().indexOf('\n') < 0 && e.getMessage().indexOf('\r') < 0, e.getMessage());

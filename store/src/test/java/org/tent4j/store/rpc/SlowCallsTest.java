@@ -49,7 +49,7 @@ class SlowCallsTest {
     private MasterServer serve() throws Exception {
         MasterServer server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 0);
         open.add(server);
-        server.master().mount("node", new SegmentSpec("seg", "engine-seg", "host", 1L << 32, 1 << 20));
+        server.master().mount("node", new SegmentSpec("seg", "engine-seg", "host", 1L << 32, 1 << 20), 1L);
         return server;
     }
 
@@ -79,7 +79,7 @@ class SlowCallsTest {
         master.state().journal(e -> logged.add(e.command()));
         MasterClient honest = client(server, Duration.ofSeconds(5));
         String honestId = honest.register();
-        master.mount(honestId, new SegmentSpec("honest-seg", "engine-seg-2", "host", 1L << 32, 1 << 20));
+        master.mount(honestId, new SegmentSpec("honest-seg", "engine-seg-2", "host", 1L << 32, 1 << 20), 1L);
         MasterClient attacker = client(server, Duration.ofSeconds(120));
 
         long start = System.nanoTime();
