@@ -60,6 +60,14 @@ final class Clients {
         return ClientStatus.OK;
     }
 
+    /** Counts every client as heard from at {@code now} ({@link Command.Grace}); how many. */
+    int grace(long now) {
+        for (ClientRecord client : byId.values()) {
+            client.lastSeen = now;
+        }
+        return byId.size();
+    }
+
     /** Drops a client that closed cleanly, its reservations (freed at once) and its segments; not an expiry. */
     void leave(String clientId) {
         ClientRecord client = byId.remove(clientId);

@@ -108,6 +108,14 @@ public sealed interface Command<R> {
     }
 
     /**
+     * A leader's first command in its term: every client counts as heard from now. A master that was down, or a group
+     * electing a leader, heard nobody meanwhile; without it the first tick would expire every client silent for a TTL
+     * of log time, nodes that kept their memory and wait to remount included. Answers how many clients it covered.
+     */
+    record Grace() implements Command<Integer> {
+    }
+
+    /**
      * One eviction round and nothing else, applied by the master's evictor thread when usage passed the high
      * watermark (so puts find room without evicting on the event loop).
      */

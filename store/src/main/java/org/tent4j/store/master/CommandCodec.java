@@ -217,6 +217,7 @@ final class CommandCodec {
                 str(out, c.clientId());
             }
             case Command.Tick c -> out.writeByte(13);
+            case Command.Grace c -> out.writeByte(25);
             case Command.Evict c -> out.writeByte(14);
             case Command.Once<?> c -> {
                 out.writeByte(19);
@@ -259,6 +260,7 @@ final class CommandCodec {
             case 11 -> new Command.Heartbeat(str(in));
             case 12 -> new Command.Leave(str(in));
             case 13 -> new Command.Tick();
+            case 25 -> new Command.Grace();
             case 14 -> new Command.Evict();
             case 15 -> new Command.TakeOffloads(str(in), in.readInt());
             case 24 -> new Command.TakeDiskWork(str(in), in.readInt(), in.readLong());

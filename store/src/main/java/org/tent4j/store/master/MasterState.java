@@ -259,6 +259,7 @@ public final class MasterState {
                 yield null;
             }
             case Command.Tick c -> tick(now);
+            case Command.Grace c -> clients.grace(now);
             case Command.Evict c -> eviction.evict(now);
             case Command.TakeOffloads c -> offloads.take(now, c.clientId(), c.max());
             case Command.TakeDiskWork c -> new Command.DiskWork(segments.freedFor(c.clientId(), c.freedAck()),

@@ -34,6 +34,8 @@ public final class StoreMaster implements AutoCloseable {
     /** Null in memory: commands are applied on the caller's thread and nothing survives the process. */
     private final DurableLog log;
     private ScheduledExecutorService housekeeping;
+    /** The term whose clients got their grace (housekeeping thread only). */
+    private long gracedTerm = -1;
     private Thread evictor;
     private final AtomicBoolean evictionWanted = new AtomicBoolean();
     private volatile boolean closed;
@@ -209,6 +211,34 @@ public final class StoreMaster implements AutoCloseable {
         return state.segments();
     }
 
+    /**
+     * One housekeeping round ({@link #startHousekeeping} runs them): nothing on a follower (the leader's ticks reach it
+     * through the log, and its own would be refused); a leader's first round in a term first grants every client a
+     * fresh TTL ({@link Command.Grace}), then ticks. Null when it did nothing.
+     */
+    TickReport housekeep() {
+        if (log != null) {
+            DurableLog.Role role = log.role();
+            if (!role.leader()) {
+                return null;
+            }
+            if (role.term() != gracedTerm) {
+                int clients = apply(new Command.Grace());
+                gracedTerm = role.term();
+                if (clients > 0) {
+                    LOG.info("leading in term {}: the {} clients the log holds get a fresh {} to be heard from",
+                            role.term(), clients, state.config().clientTtl());
+                }
+            }
+        }
+        TickReport r = tick();
+        if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
+            LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
+                    r.clientsExpired().stream().map(PrintableId::forLog).toList(), r.putsReclaimed());
+        }
+        return r;
+    }
+
     /** Runs housekeeping every {@code periodMillis} on a daemon thread (eviction is checked each time). */
     public synchronized void startHousekeeping(long periodMillis) {
         startHousekeeping(periodMillis, r -> { });
@@ -225,17 +255,11 @@ public final class StoreMaster implements AutoCloseable {
             return t;
         });
         housekeeping.scheduleWithFixedDelay(() -> {
-            if (log != null && !log.leads()) {
-                // a follower: the leader's ticks reach it through the log, and its own would be refused
-                return;
-            }
             try {
-                TickReport r = tick();
-                if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
-                    LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
-                            r.clientsExpired().stream().map(PrintableId::forLog).toList(), r.putsReclaimed());
+                TickReport r = housekeep();
+                if (r != null) {
+                    observer.accept(r);
                 }
-                observer.accept(r);
             } catch (RuntimeException e) {
                 LOG.error("housekeeping failed", e);
             }
