@@ -166,7 +166,7 @@ final class PutPath {
         for (int i = 0; i < keys.size(); i++) {
             reqs.add(MasterClient.putStartRequest(access.id(), keys.get(i), sources.get(i).byteSize(), config, access.host, false));
         }
-        List<PutStartResponse> tickets = access.master.batchPutStart(reqs);
+        List<PutStartResponse> tickets = roomWait.startAll(reqs, access.master::batchPutStart);
         List<Outcome<PutResult>> out = new ArrayList<>(Collections.nCopies(keys.size(), null));
         // every value's writes in one engine batch; key i's moves are [firstMove[i], firstMove[i + 1])
         Transfers writes = new Transfers(access, keys.size());
@@ -215,6 +215,11 @@ final class PutPath {
             }
         }
         return out;
+    }
+
+    /** A put session: its puts start as a batch's, waiting out refusals for room that frees by itself. */
+    PutSession session(List<String> keys, List<Long> sizes, ReplicateConfig config) {
+        return new PutSession(access, roomWait, keys, sizes, config);
     }
 
     private void revokeQuietly(String key, long putId) {

@@ -16,7 +16,8 @@ import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 
 /**
- * Space reserved for several values with one RPC; the caller writes their bytes at any offsets, in any order, from
+ * Space reserved for several values with one RPC (asked again for values refused for room that frees by itself, as a
+ * single put is: {@link RoomWait}); the caller writes their bytes at any offsets, in any order, from
  * registered memory, then {@link #end}s (all become readable) or {@link #revoke}s. If the master's answer to end or
  * revoke is lost, the session stays open so the call can be repeated. Closing an open session revokes it.
  */
@@ -30,7 +31,7 @@ public final class PutSession implements AutoCloseable {
     /** Replicas each value asked for. */
     private final int asked;
 
-    PutSession(ReplicaAccess client, List<String> keys, List<Long> sizes, ReplicateConfig config) {
+    PutSession(ReplicaAccess client, RoomWait roomWait, List<String> keys, List<Long> sizes, ReplicateConfig config) {
         if (keys.size() != sizes.size()) {
             throw new StoreException(StoreError.INVALID_PARAMS, keys.size() + " keys but " + sizes.size() + " sizes");
         }
@@ -42,7 +43,7 @@ public final class PutSession implements AutoCloseable {
         for (int i = 0; i < keys.size(); i++) {
             reqs.add(MasterClient.putStartRequest(client.id(), keys.get(i), sizes.get(i), config, client.host, false));
         }
-        this.tickets = client.master.batchPutStart(reqs);
+        this.tickets = roomWait.startAll(reqs, client.master::batchPutStart);
         this.open = new boolean[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
             open[i] = tickets.get(i).getStatus().getCode() == 0;

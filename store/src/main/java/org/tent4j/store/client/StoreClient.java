@@ -365,7 +365,7 @@ public final class StoreClient implements AutoCloseable {
 
     /** Reserves space for several values at once; bytes are then written at any offsets, and the session ended or revoked. */
     public PutSession putSession(List<String> keys, List<Long> sizes, ReplicateConfig config) {
-        return new PutSession(access, keys, sizes, config);
+        return puts.session(keys, sizes, config);
     }
 
     /** One replica-list fetch for several keys; reads then go straight to the replicas until the lease ends. */

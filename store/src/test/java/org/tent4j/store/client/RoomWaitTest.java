@@ -6,23 +6,29 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 import org.junit.jupiter.api.Test;
+import org.tent4j.api.Location;
+import org.tent4j.api.Permission;
+import org.tent4j.api.RegisteredMemory;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.testkit.Poll;
 
 /**
  * A put refused because every byte is leased waits for the leases to end and is then stored (issue 28), rather than
- * failing at once; a refusal that no waiting cures (everything hard-pinned) fails after one try.
+ * failing at once, whether single, in a batch or in a session; a refusal that no waiting cures (everything hard-pinned) fails after one try.
  */
 class RoomWaitTest {
     private static final int SMALL = 4096;
@@ -51,19 +57,47 @@ class RoomWaitTest {
                 }
                 byte[] big = new byte[256 << 10];
                 new Random(28).nextBytes(big);
+                List<byte[]> parts = List.of(new byte[128 << 10], new byte[128 << 10]);
+                parts.forEach(new Random(29)::nextBytes);
+                byte[] sessionValue = new byte[128 << 10];
+                new Random(30).nextBytes(sessionValue);
                 long failuresBefore = master.state().stats().allocationFailures();
+                // soft-pinned: once the leases end, the room the three make is the small objects', not each other's
+                ReplicateConfig pinned = ReplicateConfig.defaults().withSoftPin(Duration.ofMinutes(1));
+                // a single put, a batch and a session, each waiting for room
                 CompletableFuture<PutResult> put = CompletableFuture.supplyAsync(() ->
-                        client.put("big", big, ReplicateConfig.defaults()));
-                // refused twice (so waiting, not failed) until the master's clock passes the leases
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-                while (master.state().stats().allocationFailures() < failuresBefore + 2 && !put.isDone()
-                        && System.nanoTime() < deadline) {
-                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-                }
+                        client.put("big", big, pinned));
+                CompletableFuture<List<Outcome<PutResult>>> batch = CompletableFuture.supplyAsync(() ->
+                        client.putBatch(List.of("batch/0", "batch/1"), parts, pinned));
+                CompletableFuture<List<Outcome<PutResult>>> session = CompletableFuture.supplyAsync(() -> {
+                    RegisteredMemory src = client.engine().allocate(sessionValue.length, Location.CPU, Permission.READ_WRITE);
+                    try (PutSession s = client.putSession(List.of("session/0"), List.of((long) sessionValue.length),
+                            pinned)) {
+                        MemorySegment.copy(sessionValue, 0, src.segment(), ValueLayout.JAVA_BYTE, 0, sessionValue.length);
+                        s.write(0, 0, src.segment());
+                        return s.end();
+                    } finally {
+                        client.engine().unregister(src);
+                    }
+                });
+                // each refused about twice (so waiting, not failed) until the master's clock passes the leases
+                Poll.until("the waiting puts refused", Duration.ofSeconds(15), Duration.ofMillis(1), () ->
+                        master.state().stats().allocationFailures() >= failuresBefore + 6
+                                || put.isDone() || batch.isDone() || session.isDone());
                 assertFalse(put.isDone(), "the put waits while every byte is leased");
+                assertFalse(batch.isDone(), "the batch waits while every byte is leased");
+                assertFalse(session.isDone(), "the session's start waits while every byte is leased");
                 now.addAndGet(Duration.ofSeconds(11).toNanos());
                 assertEquals(PutResult.Status.STORED, put.get(15, TimeUnit.SECONDS).status());
                 assertArrayEquals(big, client.get("big"));
+                List<Outcome<PutResult>> b = batch.get(15, TimeUnit.SECONDS);
+                List<Outcome<PutResult>> ses = session.get(15, TimeUnit.SECONDS);
+                for (int i = 0; i < 2; i++) {
+                    assertEquals(PutResult.Status.STORED, b.get(i).get().status(), "batch/" + i);
+                    assertArrayEquals(parts.get(i), client.get("batch/" + i));
+                }
+                assertEquals(PutResult.Status.STORED, ses.getFirst().get().status());
+                assertArrayEquals(sessionValue, client.get("session/0"));
             } finally {
                 client.close();
             }
