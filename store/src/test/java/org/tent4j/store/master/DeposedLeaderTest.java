@@ -52,19 +52,34 @@ class DeposedLeaderTest {
         MasterGroup group = MasterGroup.start(dir);
         try {
             List<String> rpc = group.rpc();
-            int leader = group.awaitLeader(-1, 0);
-            long term = number(TERM, group.health(leader));
 
             node = StoreClient.builder(DurableValues.engine(engines), rpc).heartbeatInterval(Duration.ofMillis(200)).connect();
             node.contribute(4 << 20);
             user = StoreClient.builder(DurableValues.engine(engines), rpc).stagingBytes(1 << 20)
                     .rpcTimeout(Duration.ofSeconds(2)).connect();
             List<byte[]> before = DurableValues.put(user, "before/", 20, 3333);
-            // a client that talks to this master alone, registered while it led (the group's key makes its
-            // credential good on every master)
-            pinned = NettyChannelBuilder.forTarget(rpc.get(leader)).usePlaintext().build();
-            RegisterResponse reg = MasterGrpc.newBlockingStub(pinned).withDeadlineAfter(5, TimeUnit.SECONDS)
-                    .register(Empty.getDefaultInstance());
+            // a client that talks to the leader alone, registered while it leads (the group's key makes its
+            // credential good on every master); leadership may have moved since the group started, and may move
+            // while this registers on a busy box: then the master it asked refuses, and the new leader is asked
+            int leader;
+            long term;
+            RegisterResponse reg;
+            long registerBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (true) {
+                leader = group.awaitLeader(-1, 0);
+                term = number(TERM, group.health(leader));
+                pinned = NettyChannelBuilder.forTarget(rpc.get(leader)).usePlaintext().build();
+                try {
+                    reg = MasterGrpc.newBlockingStub(pinned).withDeadlineAfter(5, TimeUnit.SECONDS)
+                            .register(Empty.getDefaultInstance());
+                    break;
+                } catch (StatusRuntimeException notLeader) {
+                    pinned.shutdownNow();
+                    pinned = null;
+                    assertTrue(System.nanoTime() < registerBy && String.valueOf(notLeader.getStatus().getDescription())
+                            .startsWith("NOT_LEADER"), "no leader took a Register within 20 s: " + notLeader);
+                }
+            }
             Metadata credential = new Metadata();
             credential.put(Metadata.Key.of("tent4j-store-client", Metadata.ASCII_STRING_MARSHALLER),
                     reg.getClientId() + ":" + HexFormat.of().formatHex(reg.getCredential().toByteArray()));
@@ -117,9 +132,10 @@ class DeposedLeaderTest {
             // nothing it was asked took effect: its state catches up with the new leader's, every object in it
             long objects = before.size() + after.size();
             assertEquals(objects, number(OBJECTS, group.health(newLeader)));
+            int deposed = leader;
             Poll.until("the deposed leader's state catches up to " + objects + " objects", Duration.ofSeconds(10),
                     Duration.ofMillis(20), () -> {
-                        String h = group.health(leader);
+                        String h = group.health(deposed);
                         return h != null && number(OBJECTS, h) == objects;
                     });
             DurableValues.assertReadBack(user, "before/", before);

@@ -169,28 +169,30 @@ class MasterGroupKillTest {
             }
             group.restartDead();
             group.awaitLeader(-1, 0);
-            assertCrcEqual(user, "old/", old);
+            assertCrcEqual(user, keys("old/", old.size()), old);
 
             // fill what is left, in batches: each new value must land in memory no old object holds
+            List<String> freshKeys = new ArrayList<>();
             List<byte[]> fresh = new ArrayList<>();
             Random rnd = new Random(9002);
-            for (boolean full = false; !full; ) {
+            for (int b = 0, full = 0; full == 0; b++) {
                 List<String> keys = new ArrayList<>();
                 List<byte[]> batch = new ArrayList<>();
                 for (int i = 0; i < 8; i++) {
                     byte[] v = new byte[FILL_BYTES];
                     rnd.nextBytes(v);
-                    keys.add("new/" + (fresh.size() + i));
+                    keys.add("new/" + b + "/" + i);
                     batch.add(v);
                 }
                 List<Outcome<PutResult>> out = user.putBatch(keys, batch, pinned);
                 for (int i = 0; i < out.size(); i++) {
                     if (out.get(i).ok()) {
                         assertEquals(PutResult.Status.STORED, out.get(i).value().status(), keys.get(i));
+                        freshKeys.add(keys.get(i));
                         fresh.add(batch.get(i));
                     } else {
                         assertEquals(StoreError.NO_AVAILABLE_HANDLE, out.get(i).error().error(), out.get(i).error().toString());
-                        full = true;
+                        full++;
                     }
                 }
             }
@@ -199,8 +201,8 @@ class MasterGroupKillTest {
                     + " new bytes in " + capacity + " contributed: some handed out twice");
             assertTrue(oldBytes + freshBytes > capacity - 3 * RangeAllocator.aligned(FILL_BYTES) - 3 * (32 << 10),
                     "the fill stopped early: " + oldBytes + " old and " + freshBytes + " new bytes in " + capacity);
-            assertCrcEqual(user, "old/", old);
-            assertCrcEqual(user, "new/", fresh);
+            assertCrcEqual(user, keys("old/", old.size()), old);
+            assertCrcEqual(user, freshKeys, fresh);
         } finally {
             clients.reversed().forEach(StoreClient::close);
             engines.forEach(TransferEngine::close);
@@ -228,11 +230,16 @@ class MasterGroupKillTest {
         return bytes;
     }
 
-    private static void assertCrcEqual(StoreClient user, String prefix, List<byte[]> values) {
+    private static List<String> keys(String prefix, int n) {
         List<String> keys = new ArrayList<>();
-        for (int i = 0; i < values.size(); i++) {
+        for (int i = 0; i < n; i++) {
             keys.add(prefix + i);
         }
+        return keys;
+    }
+
+    /** Each key holds its value: read in batches, length and CRC32C compared. */
+    private static void assertCrcEqual(StoreClient user, List<String> keys, List<byte[]> values) {
         for (int from = 0; from < keys.size(); from += 64) {
             List<Outcome<byte[]>> got = user.getBatch(keys.subList(from, Math.min(keys.size(), from + 64)));
             for (int j = 0; j < got.size(); j++) {
