@@ -29,7 +29,7 @@ class Tent4jCommandTest {
             assertTrue(out.contains(command), command + " missing from:\n" + out);
         }
         String store = run(0, "store", "--help")[0];
-        for (String command : new String[]{"master", "node", "bench"}) {
+        for (String command : new String[]{"master", "node", "bench", "failover-bench"}) {
             assertTrue(store.contains(command), command + " missing from:\n" + store);
         }
     }
@@ -96,5 +96,8 @@ class Tent4jCommandTest {
         assertTrue(err.contains("--bogus"), err);
         err = run(2, "store", "master", "--port", "0", "--admin-port", "-1", "--placement", "nearest")[1];
         assertTrue(err.contains("--placement must be random or free_ratio_first: nearest"), err);
+        // refused before any master starts
+        err = run(2, "store", "failover-bench", "--kills", "0")[1];
+        assertTrue(err.contains("--kills must be at least 1"), err);
     }
 }

@@ -295,6 +295,13 @@ public final class MasterClient implements AutoCloseable {
         CommitRequest req = request.toBuilder().setRequestSeq(requests.incrementAndGet()).build();
         return follow("Commit", true, () -> {
             CommitResponse r = conn.exchange("Commit", Call.newBuilder().setCommit(req)).getCommit();
+            if (r.getRefillStatus().getCode() == StoreError.NOT_LEADER.code()) {
+                // a commit refused as a whole carries its reason as the refill status, and an applied one never says
+                // NOT_LEADER: follow the leader with the same request id. Taken for a refusal of the items instead, the
+                // put would be placed again while the entry may still be applied by the new leader (its first answer
+                // lost with the old one), and answered ALREADY_EXISTS for its own value
+                Wire.check(r.getRefillStatus());
+            }
             return leaderOrThrow(r, r.getItemsList());
         });
     }

@@ -2,22 +2,16 @@ package org.tent4j.store.master;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.tent4j.store.master.MasterGroup.OBJECTS;
+import static org.tent4j.store.master.MasterGroup.TERM;
+import static org.tent4j.store.master.MasterGroup.number;
 
-import java.io.IOException;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
@@ -37,7 +31,7 @@ import org.tent4j.store.proto.Empty;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.proto.RegisterResponse;
 import org.tent4j.store.proto.RemoveByRegexRequest;
-import org.tent4j.testkit.ChildJvm;
+import org.tent4j.testkit.Poll;
 
 /**
  * Fencing with real processes: three masters in child JVMs, the leader SIGSTOPped until another is elected and puts
@@ -46,63 +40,55 @@ import org.tent4j.testkit.ChildJvm;
  * and every acknowledged object reads back CRC-equal.
  */
 class DeposedLeaderTest {
-    private static final Pattern TERM = Pattern.compile("\"term\":(\\d+)");
-    private static final Pattern OBJECTS = Pattern.compile("\"objects\":(\\d+)");
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
-
     @TempDir
     Path dir;
 
     @Test
     void aDeposedLeaderAcknowledgesNothingAfterItWakes() throws Exception {
-        int[] rpcPorts = new int[3];
-        StringBuilder peers = new StringBuilder();
-        for (int i = 0; i < 3; i++) {
-            rpcPorts[i] = freePort();
-            peers.append(i == 0 ? "" : ",").append("m").append(i).append("=127.0.0.1:").append(freePort())
-                    .append('/').append(rpcPorts[i]);
-        }
-        List<String> rpc = new ArrayList<>();
-        ChildJvm[] masters = new ChildJvm[3];
-        int[] admin = new int[3];
         List<TransferEngine> engines = new ArrayList<>();
         StoreClient node = null;
         StoreClient user = null;
         ManagedChannel pinned = null;
+        MasterGroup group = MasterGroup.start(dir);
         try {
-            for (int i = 0; i < 3; i++) {
-                // C1 only and the serial collector: three JVMs start at once on a small box
-                masters[i] = ChildJvm.builder(DurableMasterProcess.class)
-                        .jvmOptions(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
-                        .args(dir.resolve("m" + i).toString(), Integer.toString(rpcPorts[i]), "m" + i, peers.toString())
-                        .start();
-                rpc.add("127.0.0.1:" + rpcPorts[i]);
-            }
-            for (int i = 0; i < 3; i++) {
-                admin[i] = Integer.parseInt(masters[i].awaitLine("LISTENING ", Duration.ofSeconds(60)).split(" ")[2]);
-            }
-            int leader = awaitLeader(admin, -1, 0);
-            long term = number(TERM, health(admin[leader]));
+            List<String> rpc = group.rpc();
 
             node = StoreClient.builder(DurableValues.engine(engines), rpc).heartbeatInterval(Duration.ofMillis(200)).connect();
             node.contribute(4 << 20);
             user = StoreClient.builder(DurableValues.engine(engines), rpc).stagingBytes(1 << 20)
                     .rpcTimeout(Duration.ofSeconds(2)).connect();
             List<byte[]> before = DurableValues.put(user, "before/", 20, 3333);
-            // a client that talks to this master alone, registered while it led (the group's key makes its
-            // credential good on every master)
-            pinned = NettyChannelBuilder.forTarget(rpc.get(leader)).usePlaintext().build();
-            RegisterResponse reg = MasterGrpc.newBlockingStub(pinned).withDeadlineAfter(5, TimeUnit.SECONDS)
-                    .register(Empty.getDefaultInstance());
+            // a client that talks to the leader alone, registered while it leads (the group's key makes its
+            // credential good on every master); leadership may have moved since the group started, and may move
+            // while this registers on a busy box: then the master it asked refuses, and the new leader is asked
+            int leader;
+            long term;
+            RegisterResponse reg;
+            long registerBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (true) {
+                leader = group.awaitLeader(-1, 0);
+                term = number(TERM, group.health(leader));
+                pinned = NettyChannelBuilder.forTarget(rpc.get(leader)).usePlaintext().build();
+                try {
+                    reg = MasterGrpc.newBlockingStub(pinned).withDeadlineAfter(5, TimeUnit.SECONDS)
+                            .register(Empty.getDefaultInstance());
+                    break;
+                } catch (StatusRuntimeException notLeader) {
+                    pinned.shutdownNow();
+                    pinned = null;
+                    assertTrue(System.nanoTime() < registerBy && String.valueOf(notLeader.getStatus().getDescription())
+                            .startsWith("NOT_LEADER"), "no leader took a Register within 20 s: " + notLeader);
+                }
+            }
             Metadata credential = new Metadata();
             credential.put(Metadata.Key.of("tent4j-store-client", Metadata.ASCII_STRING_MARSHALLER),
                     reg.getClientId() + ":" + HexFormat.of().formatHex(reg.getCredential().toByteArray()));
             MasterGrpc.MasterBlockingStub stale = MasterGrpc.newBlockingStub(pinned)
                     .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(credential));
 
-            signal("STOP", masters[leader]);
-            int newLeader = awaitLeader(admin, leader, term);
-            long newTerm = number(TERM, health(admin[newLeader]));
+            group.signal(leader, "STOP");
+            int newLeader = group.awaitLeader(leader, term);
+            long newTerm = number(TERM, group.health(newLeader));
             // the user's client was on the stopped leader: its puts move to the new one (a put whose call timed out
             // there may fail; it is not counted)
             List<byte[]> after = new ArrayList<>();
@@ -119,7 +105,7 @@ class DeposedLeaderTest {
                 }
             }
 
-            signal("CONT", masters[leader]);
+            group.signal(leader, "CONT");
             // from the moment it wakes (still believing it leads, or already told otherwise) the deposed leader is
             // asked to remove every object, until it says it follows: each call is refused NOT_LEADER
             int refusals = 0;
@@ -135,7 +121,7 @@ class DeposedLeaderTest {
                     assertTrue(e.getStatus().getDescription().startsWith("NOT_LEADER"), e.toString());
                 }
                 refusals++;
-                String h = health(admin[leader]);
+                String h = group.health(leader);
                 if (h != null && h.contains("\"role\":\"follower\"") && number(TERM, h) >= newTerm) {
                     break;
                 }
@@ -145,12 +131,13 @@ class DeposedLeaderTest {
 
             // nothing it was asked took effect: its state catches up with the new leader's, every object in it
             long objects = before.size() + after.size();
-            assertEquals(objects, number(OBJECTS, health(admin[newLeader])));
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (number(OBJECTS, health(admin[leader])) != objects) {
-                assertTrue(System.nanoTime() < deadline, "the deposed leader's state did not catch up: " + health(admin[leader]));
-                LockSupport.parkNanos(20_000_000L);
-            }
+            assertEquals(objects, number(OBJECTS, group.health(newLeader)));
+            int deposed = leader;
+            Poll.until("the deposed leader's state catches up to " + objects + " objects", Duration.ofSeconds(10),
+                    Duration.ofMillis(20), () -> {
+                        String h = group.health(deposed);
+                        return h != null && number(OBJECTS, h) == objects;
+                    });
             DurableValues.assertReadBack(user, "before/", before);
             DurableValues.assertReadBack(user, "after/", after);
         } finally {
@@ -163,59 +150,9 @@ class DeposedLeaderTest {
             if (node != null) {
                 node.close();
             }
-            for (ChildJvm m : masters) {
-                if (m != null) {
-                    // SIGKILL reaches a stopped process too
-                    m.kill();
-                }
-            }
+            // SIGKILL reaches a stopped master too
+            group.close();
             engines.forEach(TransferEngine::close);
-        }
-    }
-
-    /** The index of a master that says it leads in a term after {@code afterTerm}, never {@code skip}'s (stopped). */
-    private int awaitLeader(int[] admin, int skip, long afterTerm) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (true) {
-            for (int i = 0; i < admin.length; i++) {
-                String h = i == skip ? null : health(admin[i]);
-                if (h != null && h.contains("\"role\":\"leader\"") && number(TERM, h) > afterTerm) {
-                    return i;
-                }
-            }
-            assertTrue(System.nanoTime() < deadline, "no leader after term " + afterTerm + " within 20 s");
-            LockSupport.parkNanos(50_000_000L);
-        }
-    }
-
-    /** {@code /health} of the master whose admin port this is; null when it does not answer within a second. */
-    private String health(int adminPort) {
-        try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + "/health"))
-                    .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
-            return r.statusCode() == 200 ? r.body() : null;
-        } catch (IOException e) {
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
-    }
-
-    private static long number(Pattern p, String json) {
-        Matcher m = p.matcher(String.valueOf(json));
-        assertTrue(m.find(), "no " + p + " in " + json);
-        return Long.parseLong(m.group(1));
-    }
-
-    private static void signal(String signal, ChildJvm jvm) throws IOException, InterruptedException {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(jvm.process().pid())).inheritIO().start();
-        assertEquals(0, kill.waitFor(), "kill -" + signal + " " + jvm.process().pid());
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
         }
     }
 }
