@@ -35,6 +35,7 @@ import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.util.SizeInBytes;
+import org.apache.ratis.util.TimeDuration;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 
@@ -112,6 +113,10 @@ public final class DurableLog implements AutoCloseable {
      * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
      * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
      */
+    /** How long followers wait for a leader's heartbeat before an election: the shortest and longest (random between). */
+    static final TimeDuration ELECTION_MIN = TimeDuration.valueOf(1, TimeUnit.SECONDS);
+    static final TimeDuration ELECTION_MAX = TimeDuration.valueOf(2, TimeUnit.SECONDS);
+
     public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
         List<RaftPeer> group = (peers.isEmpty() ? List.of(new Peer(selfId, "127.0.0.1:0")) : peers).stream()
@@ -133,6 +138,13 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Snapshot.setTriggerWhenStopEnabled(props, settings.snapshotOnStop());
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(props, 2);
         RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(props, true);
+        // Ratis's 150-300 ms election timeouts let a starved leader (two cores shared with nodes and clients, a GC pause)
+        // miss heartbeats: the survivors then deposed each other for 10 s and more. A dead leader is noticed after
+        // ELECTION_MIN-ELECTION_MAX; the first election at start keeps Ratis's short timeouts, so a master starts as fast
+        RaftServerConfigKeys.Rpc.setTimeoutMin(props, ELECTION_MIN);
+        RaftServerConfigKeys.Rpc.setTimeoutMax(props, ELECTION_MAX);
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
+        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, dataDir);
         RaftServer server = RaftServer.newBuilder()

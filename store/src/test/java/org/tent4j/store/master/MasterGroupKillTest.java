@@ -43,7 +43,7 @@ import org.tent4j.testkit.Poll;
 class MasterGroupKillTest {
     /** From the kill to the first put acknowledged that was made after it: what the issue asks of a failover. */
     private static final long FAILOVER_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(5);
-    private static final int PUTS_EACH_SIDE = 300;
+    private static final int PUTS_EACH_SIDE = 100;
     private static final int FILL_BYTES = 16 << 10;
 
     private MasterGroup group;
@@ -154,7 +154,7 @@ class MasterGroupKillTest {
                 StoreClient node = StoreClient.builder(DurableValues.engine(engines), group.rpc())
                         .heartbeatInterval(Duration.ofMillis(200)).connect();
                 clients.add(node);
-                capacity += node.contribute(2 << 20).size();
+                capacity += node.contribute(1 << 20).size();
             }
             StoreClient user = StoreClient.builder(DurableValues.engine(engines), group.rpc()).stagingBytes(1 << 20)
                     .rpcTimeout(Duration.ofSeconds(5)).connect();
