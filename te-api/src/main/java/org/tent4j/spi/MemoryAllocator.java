@@ -22,8 +22,9 @@ public interface MemoryAllocator {
     boolean supports(Location location);
 
     /**
-     * Allocates zeroed memory; {@link Allocation#backing()} is attached to the registration as {@link LocalBuffer#backing()}.
-     * If the registration that follows fails, the runtime runs {@link Allocation#release()} at once; the application's
+     * Allocates zeroed memory; {@link Allocation#backing()} is attached to the registration as
+     * {@link LocalBuffer#backing()}. If the registration
+ that follows fails, the runtime runs {@link Allocation#release()} at once; the application's
      * {@code allocate} then fails with that registration's error. A throw here fails the application's
      * {@code allocate} as it is (no other allocator is asked).
      *

@@ -254,7 +254,9 @@ public record SegmentDescriptor(String name, String machineId, String host, int 
         /**
          * Sets {@code instanceId}.
          *
-         * @param instanceId random per engine start: a restarted engine with the same name, host and even pid is told apart from the one before it ("" when not published)
+         * @param instanceId random per engine start: a restarted engine with the same name, host and even pid is
+         *                   told apart from the one before it ("" when not published)
+
          * @return this builder
          */
         public Builder instanceId(String instanceId) {
