@@ -7,8 +7,8 @@ import java.util.Optional;
  * A running instance of a transport inside one engine. Transports move slices; the runtime owns policy (selection,
  * slicing, retries, health). Every method has a default except those that only the transport can know.
  *
- * <p>Threads: the runtime calls every method from its own threads, never from inside a {@link Slice} callback, and
- * may call different methods at once (a registration while slices are posted), so an implementation is thread-safe.
+ * <p>Threads: the runtime may call different methods at once (a registration on an application thread while a
+ * connector thread connects and slices are posted), so an implementation is thread-safe.
  * A method that throws a {@link RuntimeException} is a failure of this transport only: the runtime logs it, names the
  * transport in the error it reports, and goes on with the other transports. Exceptions that name a cause use
  * {@link org.tent4j.api.TransferException} with an {@link org.tent4j.api.ErrorCode}.
@@ -38,8 +38,8 @@ public interface Transport extends AutoCloseable {
 
     /**
      * Attributes the transport publishes for the whole segment (e.g. a data port). Called after {@code create}, and
-     * again whenever the engine republishes its descriptor (a registration came or went), on the thread that caused
-     * it. Must not block.
+     * again whenever the engine republishes its descriptor (a registration came or went). Must not block.
+
      *
      * @return attribute name to value, published under this transport's id; values peers must treat as hostile
      */
@@ -142,7 +142,8 @@ public interface Transport extends AutoCloseable {
     /**
      * Opens a link to a peer. May block to connect. The runtime caches and reuses the result while it is open.
      *
-     * <p>Called on an engine worker thread, never on an application thread, once per (peer, transport) until the
+     * <p>Called on an engine connector thread, never on an application thread, once per (peer, transport) until the
+
      * connection reports {@link PeerConnection#isOpen()} false; slices for the peer wait meanwhile. A
      * {@link org.tent4j.api.TransferException} is reported as it is; any other exception as PEER_UNREACHABLE naming the
      * transport and the segment. Must honour {@link TransportContext#transferTimeout()} rather than block forever.

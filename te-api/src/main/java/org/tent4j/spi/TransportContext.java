@@ -11,9 +11,10 @@ import org.tent4j.spi.platform.DevicePlatform;
 
 /**
  * What the engine hands a transport when it creates it. Valid from {@link TransportProvider#create} until the
- * transport's {@link Transport#close()} returns; every method is thread-safe and cheap (the context's parts are made
- * once), so a transport may keep the context or the parts it needs. The executors belong to the engine: a transport
- * submits work to them but never shuts them down.
+ * transport's {@link Transport#close()} returns; every method is thread-safe, and the getters are cheap (the
+ * context's parts are made once), so a transport may keep the context or the parts it needs. The executors belong to
+ * the engine: a transport submits work to them but never shuts them down.
+
  */
 public interface TransportContext {
     /**
