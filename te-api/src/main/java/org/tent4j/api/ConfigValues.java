@@ -8,7 +8,14 @@ public final class ConfigValues {
     private ConfigValues() {
     }
 
-    /** {@code 4096}, {@code 64k}, {@code 64KiB}, {@code 1m}, {@code 2g}, {@code 1t} (binary multiples). */
+    /**
+     * {@code 4096}, {@code 64k}, {@code 64KiB}, {@code 1m}, {@code 2g}, {@code 1t} (binary multiples).
+     *
+     * @param key  the key the value came from, named in errors
+     * @param text the value
+     * @return bytes
+     * @throws ConfigException naming {@code key} for a malformed, negative or overflowing size
+     */
     public static long parseSize(String key, String text) {
         String t = text.strip().toLowerCase(Locale.ROOT);
         if (t.endsWith("ib")) {
@@ -45,7 +52,14 @@ public final class ConfigValues {
         }
     }
 
-    /** {@code 250ms}, {@code 30s}, {@code 2m}, {@code 1h}, or plain milliseconds. */
+    /**
+     * {@code 250ms}, {@code 30s}, {@code 2m}, {@code 1h}, or plain milliseconds.
+     *
+     * @param key  the key the value came from, named in errors
+     * @param text the value
+     * @return the duration
+     * @throws ConfigException naming {@code key} for a malformed duration
+     */
     public static Duration parseDuration(String key, String text) {
         String t = text.strip().toLowerCase(Locale.ROOT);
         try {
@@ -66,6 +80,14 @@ public final class ConfigValues {
         }
     }
 
+    /**
+     * {@code true}/{@code yes}/{@code on}/{@code 1} or {@code false}/{@code no}/{@code off}/{@code 0}, any case.
+     *
+     * @param key  the key the value came from, named in errors
+     * @param text the value
+     * @return the flag
+     * @throws ConfigException naming {@code key} for anything else
+     */
     public static boolean parseBoolean(String key, String text) {
         return switch (text.strip().toLowerCase(Locale.ROOT)) {
             case "true", "yes", "on", "1" -> true;
@@ -74,6 +96,14 @@ public final class ConfigValues {
         };
     }
 
+    /**
+     * A decimal {@code int}.
+     *
+     * @param key  the key the value came from, named in errors
+     * @param text the value
+     * @return the number
+     * @throws ConfigException naming {@code key} when it is not one
+     */
     public static int parseInt(String key, String text) {
         try {
             return Integer.parseInt(text.strip());
@@ -82,7 +112,16 @@ public final class ConfigValues {
         }
     }
 
+    /**
+     * A decimal {@code long}.
+     *
+     * @param key  the key the value came from, named in errors
+     * @param text the value
+     * @return the number
+     * @throws ConfigException naming {@code key} when it is not one
+     */
     public static long parseLong(String key, String text) {
+
         try {
             return Long.parseLong(text.strip());
         } catch (NumberFormatException e) {

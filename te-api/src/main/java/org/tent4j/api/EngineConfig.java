@@ -52,30 +52,57 @@ public final class EngineConfig {
         this.environment = Map.copyOf(b.environment);
     }
 
+    /**
+     * A builder with no values set.
+     *
+     * @return a builder consulting {@link System#getenv()} for overrides
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Defaults plus whatever the environment says. */
+    /**
+     * Defaults plus whatever the environment says.
+     *
+     * @return a config with no builder values and no file
+     */
     public static EngineConfig defaults() {
         return builder().build();
     }
 
-    /** Values set on the builder (not yet merged with file, defaults or environment). */
+    /**
+     * Values set on the builder (not yet merged with file, defaults or environment).
+     *
+     * @return an unmodifiable map
+     */
     public Map<String, String> values() {
         return values;
     }
 
+    /**
+     * The file named on the builder.
+     *
+     * @return the file, or empty when the builder named none ({@code TENT4J_CONFIG} may still name one)
+     */
     public Optional<Path> file() {
         return Optional.ofNullable(file);
     }
 
-    /** The environment consulted for overrides. */
+    /**
+     * The environment consulted for overrides.
+     *
+     * @return an unmodifiable map of variable to value
+     */
     public Map<String, String> environment() {
         return environment;
     }
 
-    /** The environment variable that overrides {@code key}. */
+    /**
+     * The environment variable that overrides {@code key}.
+     *
+     * @param key a dotted key, e.g. {@code slice.size}
+     * @return {@code TENT4J_} and the key upper-cased, every other character than a letter or digit as {@code _}
+     */
     public static String environmentVariable(String key) {
         StringBuilder sb = new StringBuilder("TENT4J_");
         for (int i = 0; i < key.length(); i++) {
@@ -85,6 +112,7 @@ public final class EngineConfig {
         return sb.toString();
     }
 
+    /** Collects the values of an {@link EngineConfig}; not thread-safe. */
     public static final class Builder {
         private final Map<String, String> values = new LinkedHashMap<>();
         private Path file;
@@ -93,6 +121,14 @@ public final class EngineConfig {
         private Builder() {
         }
 
+        /**
+         * Sets one key; the engine checks keys and values when it is built.
+         *
+         * @param key   a dotted key
+         * @param value its value, stored as {@link String#valueOf(Object)}
+         * @return this builder
+         * @throws NullPointerException naming the key when {@code value} is {@code null}
+         */
         public Builder set(String key, Object value) {
             Objects.requireNonNull(key, "key");
             Objects.requireNonNull(value, () -> "value of " + key);
@@ -100,24 +136,46 @@ public final class EngineConfig {
             return this;
         }
 
+        /**
+         * Sets every entry, as {@link #set} would.
+         *
+         * @param entries keys and values
+         * @return this builder
+         */
         public Builder setAll(Map<String, ?> entries) {
             entries.forEach(this::set);
             return this;
         }
 
-        /** A JSON ({@code .json}) or properties file to load below the builder's own values. */
+        /**
+         * A JSON ({@code .json}) or properties file to load below the builder's own values.
+         *
+         * @param file the file, read when the engine is built
+         * @return this builder
+         */
         public Builder file(Path file) {
             this.file = file;
             return this;
         }
 
-        /** Replaces the environment consulted for overrides (tests; embedding hosts with their own config). */
+        /**
+         * Replaces the environment consulted for overrides (tests; embedding hosts with their own config).
+         *
+         * @param environment variable to value; copied
+         * @return this builder
+         */
         public Builder environment(Map<String, String> environment) {
             this.environment = Map.copyOf(environment);
             return this;
         }
 
+        /**
+         * The config; nothing is checked until an engine is built from it.
+         *
+         * @return a new immutable config
+         */
         public EngineConfig build() {
+
             return new EngineConfig(this);
         }
     }

@@ -17,17 +17,46 @@ public interface MetadataNamespace {
     /** The largest value a namespace stores (the engine's control-plane message limit, so any value can be relayed). */
     int MAX_VALUE = 1 << 20;
 
-    /** The namespace's name. */
+    /**
+     * The namespace's name.
+     *
+     * @return the name given to {@link TransferEngine#metadataNamespace}
+     */
     String name();
 
-    /** Stores {@code value} under {@code key}; a positive {@code ttl} makes it expire unless put again in time. */
+    /**
+     * Stores {@code value} under {@code key}; a positive {@code ttl} makes it expire unless put again in time.
+     *
+     * @param key   the key
+     * @param value at most {@link #MAX_VALUE} bytes; copied before this returns
+     * @param ttl   how long it lives, or zero for no expiry
+     */
     void put(String key, byte[] value, Duration ttl);
 
+    /**
+     * Reads a key.
+     *
+     * @param key the key
+     * @return its value, or empty when no store has it
+     */
     Optional<byte[]> get(String key);
 
-    /** Waits up to {@code timeout} for {@code key} to exist (watching, not polling) and returns its value. */
+    /**
+     * Waits up to {@code timeout} for {@code key} to exist (watching, not polling) and returns its value.
+     *
+     * @param key     the key
+     * @param timeout how long to wait
+     * @return its value
+     * @throws TransferException TIMEOUT naming the key when it did not appear in time
+     */
     byte[] await(String key, Duration timeout);
 
-    /** Removes a key; returns whether it existed. */
+    /**
+     * Removes a key; returns whether it existed.
+     *
+     * @param key the key
+     * @return {@code true} if some store held it
+     */
+
     boolean delete(String key);
 }

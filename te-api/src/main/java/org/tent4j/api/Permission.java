@@ -9,7 +9,13 @@ public enum Permission {
     /** Peers may READ from and WRITE into it. */
     READ_WRITE;
 
-    /** Whether a peer's request with {@code remoteOp} (as the peer names it) is allowed on this buffer. */
+    /**
+     * Whether a peer's request with {@code remoteOp} (as the peer names it) is allowed on this buffer.
+     *
+     * @param remoteOp the peer's opcode: READ reads this buffer, WRITE writes it
+     * @return whether it is allowed
+     */
+
     public boolean allowsRemote(Opcode remoteOp) {
         return switch (this) {
             case LOCAL_ONLY -> false;

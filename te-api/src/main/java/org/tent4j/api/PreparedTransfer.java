@@ -30,7 +30,11 @@ import java.time.Duration;
  */
 public interface PreparedTransfer extends AutoCloseable {
 
-    /** Number of requests. */
+    /**
+     * Number of requests.
+     *
+     * @return the size of the list given to {@link TransferEngine#prepare}
+     */
     int size();
 
     /**
@@ -42,19 +46,39 @@ public interface PreparedTransfer extends AutoCloseable {
      */
     long post();
 
-    /** The latest post's state (see the class comment); allocates nothing. */
+    /**
+     * The latest post's state (see the class comment); allocates nothing.
+     *
+     * @return INITIAL before the first post, PENDING while one is in flight, else the folded terminal state
+     */
     TransferState state();
 
     /**
      * Waits until the latest post has ended or {@code timeout} passed; returns {@link #state()} (PENDING on timeout,
      * INITIAL if nothing was posted). Allocates nothing.
+     *
+     * @param timeout how long to wait
+     * @return the latest post's state
+     * @throws InterruptedException when the waiting thread is interrupted
      */
     TransferState await(Duration timeout) throws InterruptedException;
 
-    /** Request {@code index}'s status in the latest post. */
+    /**
+     * Request {@code index}'s status in the latest post.
+     *
+     * @param index the request's position in the prepared list
+     * @return its status, with the message naming why when it did not complete; INITIAL before the first post
+     * @throws TransferException INVALID_ARGUMENT naming the index when there is no such request
+
+     */
     TransferStatus status(int index);
 
-    /** Bytes of the latest post that completed (summed over completed requests). */
+    /**
+     * Bytes of the latest post that completed (summed over completed requests).
+     *
+     * @return the byte count
+     */
+
     long bytesCompleted();
 
     /**

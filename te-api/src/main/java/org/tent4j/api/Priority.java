@@ -2,5 +2,11 @@ package org.tent4j.api;
 
 /** Scheduling class of a request; numbered as TENT's PRIO_HIGH=0, PRIO_MEDIUM=1, PRIO_LOW=2. */
 public enum Priority {
-    HIGH, MEDIUM, LOW
+    /** Latency-sensitive work, scheduled first (the default). */
+    HIGH,
+    /** Scheduled after HIGH. */
+    MEDIUM,
+    /** Background work, scheduled last. */
+    LOW
+
 }

@@ -12,7 +12,9 @@ import java.util.List;
  * @param buffers    registered buffers peers may address
  */
 public record SegmentInfo(String name, String host, String machineId, List<String> transports, List<BufferInfo> buffers) {
+    /** Copies the lists, so the record is immutable. */
     public SegmentInfo {
+
         transports = List.copyOf(transports);
         buffers = List.copyOf(buffers);
     }

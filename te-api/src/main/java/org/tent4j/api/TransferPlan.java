@@ -23,18 +23,40 @@ import java.util.List;
  */
 public record TransferPlan(String policy, List<Candidate> candidates, String transport, List<String> paths, long sliceSize,
                            int slices, String error, String staging) {
+    /**
+     * Copies the lists, so the plan is immutable.
+     *
+     * @throws NullPointerException when {@code candidates} is {@code null}
+     */
     public TransferPlan {
         candidates = List.copyOf(candidates);
         paths = paths == null ? null : List.copyOf(paths);
     }
 
-    /** A direct route (no staging). */
+    /**
+     * A direct route (no staging).
+     *
+     * @param policy     the policy rule that decided the order, or {@code null}
+     * @param candidates every transport in the order considered
+     * @param transport  the chosen transport, or {@code null}
+     * @param paths      the paths the request would use, or {@code null} (all)
+     * @param sliceSize  bytes per slice
+     * @param slices     number of slices
+     * @param error      why the request would be rejected, or {@code null}
+     */
     public TransferPlan(String policy, List<Candidate> candidates, String transport, List<String> paths, long sliceSize,
                         int slices, String error) {
         this(policy, candidates, transport, paths, sliceSize, slices, error, null);
     }
 
-    /** One transport as the selector judged it. */
+    /**
+     * One transport as the selector judged it.
+     *
+     * @param transport the transport's id
+     * @param usable    whether it could carry the request
+     * @param reason    why it cannot, or {@code null} when usable
+     */
+
     public record Candidate(String transport, boolean usable, String reason) {
     }
 

@@ -17,19 +17,41 @@ public final class Availability {
         this.cause = cause;
     }
 
+    /**
+     * The plugin can run here.
+     *
+     * @return the shared available answer
+     */
     public static Availability available() {
         return AVAILABLE;
     }
 
+    /**
+     * The plugin cannot run here, for a reason stated in words.
+     *
+     * @param cause one line naming what is missing, e.g. "libibverbs.so.1 not found"
+     * @return the answer
+     */
     public static Availability unavailable(String cause) {
         return new Availability(new UnavailableException(cause));
     }
 
+    /**
+     * The plugin cannot run here, because of what a probe threw.
+     *
+     * @param cause the failure, kept for {@link #unavailabilityCause()}
+     * @return the answer
+     */
     public static Availability unavailable(Throwable cause) {
         return new Availability(cause);
     }
 
-    /** Runs {@code probe}; any exception or error it throws becomes the unavailability cause. */
+    /**
+     * Runs {@code probe}; any exception or error it throws becomes the unavailability cause.
+     *
+     * @param probe loads libraries, lists devices; throws when the plugin cannot run
+     * @return available if it returned normally
+     */
     public static Availability probe(Probe probe) {
         try {
             probe.run();
@@ -39,16 +61,29 @@ public final class Availability {
         }
     }
 
+    /**
+     * Whether the plugin can run here.
+     *
+     * @return {@code true} without a cause
+     */
     public boolean isAvailable() {
         return cause == null;
     }
 
-    /** Why not, or {@code null} if available. */
+    /**
+     * Why not, or {@code null} if available.
+     *
+     * @return the cause
+     */
     public Throwable unavailabilityCause() {
         return cause;
     }
 
-    /** One line saying why not, or {@code null} if available. */
+    /**
+     * One line saying why not, or {@code null} if available.
+     *
+     * @return the cause's message, or the cause itself as text when it has none
+     */
     public String reason() {
         if (cause == null) {
             return null;
@@ -57,7 +92,12 @@ public final class Availability {
         return m == null ? cause.toString() : m;
     }
 
-    /** Throws {@link ErrorCode#TRANSPORT_UNAVAILABLE} naming {@code what} and the cause unless available. */
+    /**
+     * Throws {@link ErrorCode#TRANSPORT_UNAVAILABLE} naming {@code what} and the cause unless available.
+     *
+     * @param what the plugin, as named in the message
+     * @throws TransferException TRANSPORT_UNAVAILABLE when unavailable
+     */
     public void ensureAvailable(String what) {
         if (cause != null) {
             throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, what + " is unavailable: " + reason(), cause);
@@ -69,14 +109,26 @@ public final class Availability {
         return cause == null ? "available" : "unavailable: " + reason();
     }
 
+    /** A check that throws when the plugin cannot run. */
     @FunctionalInterface
     public interface Probe {
+        /**
+         * Runs the check.
+         *
+         * @throws Throwable anything, which becomes the cause
+         */
         void run() throws Throwable;
     }
 
     /** A cause that is a plain statement rather than an exception from a library. */
     public static final class UnavailableException extends Exception {
+        /**
+         * A cause without a stack trace.
+         *
+         * @param message one line naming what is missing
+         */
         public UnavailableException(String message) {
+
             super(message, null, false, false);
         }
     }

@@ -34,17 +34,31 @@ public interface LocalFiles {
     /** Lowest address a file can have; anything below is memory. */
     long FILE_SPACE = 1L << 60;
 
-    /** Whether {@code address} lies in the file part of the address space (a cheap test before any lookup). */
+    /**
+     * Whether {@code address} lies in the file part of the address space (a cheap test before any lookup).
+     *
+     * @param address a segment address
+     * @return {@code address >= FILE_SPACE}
+     */
     static boolean inFileSpace(long address) {
         return address >= FILE_SPACE;
     }
 
-    /** The registered file holding {@code [address, address + length)}, or {@code null}. Allocation-free. */
+    /**
+     * The registered file holding {@code [address, address + length)}, or {@code null}. Allocation-free.
+     *
+     * @param address a segment address
+     * @param length  bytes
+     * @return the one file holding the whole range, or {@code null}
+     */
     LocalFile find(long address, long length);
 
     /**
      * Checks that a peer may perform {@code remoteOp} (as the peer names it) on {@code [address, address + length)}.
      *
+     * @param address  the segment address the peer sent, unchecked
+     * @param length   the length the peer sent, unchecked
+     * @param remoteOp the peer's opcode: READ reads the file, WRITE writes it
      * @return the file holding the range
      * @throws TransferException INVALID_ARGUMENT, ADDRESS_NOT_REGISTERED, OUT_OF_BOUNDS or PERMISSION_DENIED, naming
      *                           the file, the offset in it and the length
@@ -75,8 +89,12 @@ public interface LocalFiles {
 
     /**
      * Reads {@code into.byteSize()} bytes of {@code file} starting at segment address {@code address} into
-     * {@code into}; blocks until done. The range must have passed {@link #checkRemoteAccess}.
+     * {@code into}; blocks until done. The range must have passed {@link #checkRemoteAccess}. Call it on a worker
+     * thread, never on an I/O event loop.
      *
+     * @param file    the file {@link #checkRemoteAccess} returned
+     * @param address the segment address to start at
+     * @param into    memory to fill, owned by the caller
      * @throws TransferException naming the file, offset and length when the I/O fails, the file was unregistered, or
      *                           the file is now shorter than its registration
      */
@@ -84,8 +102,12 @@ public interface LocalFiles {
 
     /**
      * Writes {@code from} into {@code file} at segment address {@code address}; returns once the bytes are in the
-     * file (the page cache; not necessarily on the device).
+     * file (the page cache; not necessarily on the device). Blocks: call it on a worker thread.
      *
+     * @param file    the file {@link #checkRemoteAccess} returned
+     * @param address the segment address to start at
+     * @param from    the bytes to write, owned by the caller
+
      * @throws TransferException naming the file, offset and length when the I/O fails or the file was unregistered
      */
     void write(LocalFile file, long address, MemorySegment from);

@@ -9,13 +9,24 @@ import org.tent4j.api.TransferException;
  * here before it is touched.
  */
 public interface LocalMemory {
-    /** The registered buffer holding {@code [address, address + length)}, or {@code null}. Allocation-free. */
+    /**
+     * The registered buffer holding {@code [address, address + length)}, or {@code null}. Allocation-free and
+     * non-blocking, so an I/O thread may call it per request.
+     *
+     * @param address an address in this process
+     * @param length  bytes
+     * @return the one buffer holding the whole range, or {@code null}; a buffer being unregistered is already gone
+     */
     LocalBuffer find(long address, long length);
 
     /**
      * Checks that a peer may perform {@code remoteOp} (as the peer names it: its READ reads this memory, its WRITE
      * writes it) on {@code [address, address + length)}.
      *
+     * @param address  the address the peer sent, unchecked
+     * @param length   the length the peer sent, unchecked
+     * @param remoteOp the peer's opcode
+
      * @return the buffer holding the range
      * @throws TransferException OUT_OF_BOUNDS, ADDRESS_NOT_REGISTERED, PERMISSION_DENIED or INVALID_ARGUMENT
      *                           (zero, negative or overflowing length), with a message naming address and length

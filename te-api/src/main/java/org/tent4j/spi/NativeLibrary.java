@@ -37,6 +37,7 @@ public final class NativeLibrary {
      *
      * @param what       how the library is named in the cause, e.g. {@code libcudart.so.13/.12/.11}
      * @param candidates names and paths, tried in order
+     * @return the library; it stays loaded for the JVM's life
      * @throws Availability.UnavailableException "{@code <what>} not found (searched: ...)" when none loads
      */
     public static NativeLibrary open(String what, List<String> candidates) throws Availability.UnavailableException {
@@ -59,27 +60,56 @@ public final class NativeLibrary {
         throw new Availability.UnavailableException(what + " not found (searched: " + String.join(", ", searched) + ")");
     }
 
-    /** The candidate that loaded. */
+    /**
+     * The candidate that loaded.
+     *
+     * @return a name or path from the candidates
+     */
     public String openedFrom() {
         return openedFrom;
     }
 
+    /**
+     * Whether the library exports a symbol.
+     *
+     * @param symbol the C name
+     * @return {@code true} if found
+     */
     public boolean has(String symbol) {
         return symbols.find(symbol).isPresent();
     }
 
-    /** Binds a function the platform cannot work without. */
+    /**
+     * Binds a function the platform cannot work without.
+     *
+     * @param symbol     the C name
+     * @param descriptor its C signature
+     * @return a downcall handle
+     * @throws Availability.UnavailableException naming the library and the symbol when it is missing
+     */
     public MethodHandle bind(String symbol, FunctionDescriptor descriptor) throws Availability.UnavailableException {
         return bindOptional(symbol, descriptor).orElseThrow(() -> new Availability.UnavailableException(
                 openedFrom + " has no symbol " + symbol + " (runtime too old?)"));
     }
 
+    /**
+     * Binds a function the plugin can work without (a newer runtime's addition).
+     *
+     * @param symbol     the C name
+     * @param descriptor its C signature
+     * @return a downcall handle, or empty when the library lacks the symbol
+     */
     public Optional<MethodHandle> bindOptional(String symbol, FunctionDescriptor descriptor) {
         Optional<MemorySegment> address = symbols.find(symbol);
         return address.map(a -> LINKER.downcallHandle(a, descriptor));
     }
 
-    /** Reads a NUL-terminated string a library returned (static storage owned by the library). */
+    /**
+     * Reads a NUL-terminated string a library returned (static storage owned by the library).
+     *
+     * @param cString the pointer, possibly NULL
+     * @return the string, "" for NULL
+     */
     public static String string(MemorySegment cString) {
         if (cString == null || cString.equals(MemorySegment.NULL)) {
             return "";
@@ -87,7 +117,13 @@ public final class NativeLibrary {
         return cString.reinterpret(Long.MAX_VALUE).getString(0);
     }
 
-    /** The candidates for {@code names} by name, then under each directory in {@code directories}. */
+    /**
+     * The candidates for {@code names} by name, then under each directory in {@code directories}.
+     *
+     * @param names       file names, e.g. {@code libcudart.so.12}
+     * @param directories directories to try them under; blank ones are skipped
+     * @return the candidates, in order
+     */
     public static List<String> candidates(List<String> names, List<String> directories) {
         List<String> out = new ArrayList<>(names);
         for (String dir : directories) {
@@ -101,7 +137,13 @@ public final class NativeLibrary {
         return out;
     }
 
-    /** Comma-separated names or paths from a system property, tried before the defaults. */
+    /**
+     * Comma-separated names or paths from a system property, tried before the defaults.
+     *
+     * @param property the property's name
+     * @return its parts, stripped; empty when unset
+     */
+
     public static List<String> fromProperty(String property) {
         String value = System.getProperty(property);
         if (value == null || value.isBlank()) {

@@ -10,23 +10,64 @@ import org.tent4j.api.ConfigValues;
 
 /** A plugin's parsed options. Names are those of its {@link OptionSpec}s; asking for an undeclared name throws. */
 public interface OptionValues {
+    /**
+     * An INT option.
+     *
+     * @param name the option's name
+     * @return its value
+     */
     int getInt(String name);
 
+    /**
+     * A LONG option.
+     *
+     * @param name the option's name
+     * @return its value
+     */
     long getLong(String name);
 
-    /** A size in bytes ({@code 64k}, {@code 1m} and so on are parsed). */
+    /**
+     * A size in bytes ({@code 64k}, {@code 1m} and so on are parsed).
+     *
+     * @param name the option's name
+     * @return bytes
+     */
     long getSize(String name);
 
+    /**
+     * A BOOLEAN option.
+     *
+     * @param name the option's name
+     * @return its value
+     */
     boolean getBoolean(String name);
 
+    /**
+     * A STRING option, or any option as text.
+     *
+     * @param name the option's name
+     * @return its value
+     */
     String getString(String name);
 
+    /**
+     * A DURATION option.
+     *
+     * @param name the option's name
+     * @return its value
+     */
     Duration getDuration(String name);
 
     /**
      * Validates and parses {@code values} (option name → text) against {@code specs}; every spec's default fills
      * what is not given. An unknown name or a bad value throws {@link ConfigException} naming {@code prefix + name}.
+     *
+     * @param prefix the options' key prefix, e.g. {@code transports.tcp.}
+     * @param specs  the declared options
+     * @param values option name to text, as configured
+     * @return the parsed values; a getter for an undeclared name throws {@link IllegalArgumentException}
      */
+
     static OptionValues parse(String prefix, List<OptionSpec> specs, Map<String, String> values) {
         Map<String, OptionSpec> byName = new HashMap<>();
         for (OptionSpec s : specs) {

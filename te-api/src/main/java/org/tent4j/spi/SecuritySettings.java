@@ -24,6 +24,11 @@ public record SecuritySettings(byte[] token, Path tlsCertificate, Path tlsPrivat
     /** Neither authentication nor TLS. */
     public static final SecuritySettings NONE = builder().build();
 
+    /**
+     * Copies the token; an empty one means none.
+     *
+     * @throws IllegalArgumentException with a certificate but no private key, or the reverse
+     */
     public SecuritySettings {
         token = token == null || token.length == 0 ? null : token.clone();
         if ((tlsCertificate == null) != (tlsPrivateKey == null)) {
@@ -31,27 +36,50 @@ public record SecuritySettings(byte[] token, Path tlsCertificate, Path tlsPrivat
         }
     }
 
+    /**
+     * A builder with nothing set.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** Whether connections start with the token handshake. */
+    /**
+     * Whether connections start with the token handshake.
+     *
+     * @return {@code true} with a token
+     */
     public boolean authenticates() {
         return token != null;
     }
 
-    /** Whether connections run over TLS. */
+    /**
+     * Whether connections run over TLS.
+     *
+     * @return {@code true} with a certificate
+     */
     public boolean tls() {
         return tlsCertificate != null;
     }
 
-    /** The token; a copy, so no caller can change it for the others. */
+    /**
+     * The token; a copy, so no caller can change it for the others.
+     *
+     * @return a copy, or {@code null} for none
+     */
     @Override
     public byte[] token() {
         return token == null ? null : token.clone();
     }
 
-    /** A handshake for one connection; {@code initiator} is the side that connected. */
+    /**
+     * A handshake for one connection; {@code initiator} is the side that connected.
+     *
+     * @param initiator whether this side opened the connection
+     * @return a new handshake, for this connection only
+     * @throws IllegalStateException when no token is configured
+     */
     public TokenHandshake handshake(boolean initiator) {
         if (token == null) {
             throw new IllegalStateException("no security token is configured");
@@ -76,28 +104,57 @@ public record SecuritySettings(byte[] token, Path tlsCertificate, Path tlsPrivat
         private Builder() {
         }
 
-        /** The shared secret (copied); {@code null} or empty for none. */
+        /**
+         * The shared secret (copied); {@code null} or empty for none.
+         *
+         * @param token the secret
+         * @return this builder
+         */
         public Builder token(byte[] token) {
             this.token = token;
             return this;
         }
 
+        /**
+         * Sets {@code tlsCertificate}.
+         *
+         * @param tlsCertificate this engine's certificate chain (PEM), or {@code null} for no TLS
+         * @return this builder
+         */
         public Builder tlsCertificate(Path tlsCertificate) {
             this.tlsCertificate = tlsCertificate;
             return this;
         }
 
+        /**
+         * Sets {@code tlsPrivateKey}.
+         *
+         * @param tlsPrivateKey its private key (PKCS#8 PEM), or {@code null}
+         * @return this builder
+         */
         public Builder tlsPrivateKey(Path tlsPrivateKey) {
             this.tlsPrivateKey = tlsPrivateKey;
             return this;
         }
 
+        /**
+         * Sets {@code tlsTrustedCertificates}.
+         *
+         * @param tlsTrustedCertificates certificates that sign peers' certificates (PEM), or {@code null}
+         * @return this builder
+         */
         public Builder tlsTrustedCertificates(Path tlsTrustedCertificates) {
             this.tlsTrustedCertificates = tlsTrustedCertificates;
             return this;
         }
 
-        /** @throws IllegalArgumentException with a certificate but no private key, or the reverse */
+        /**
+         * The settings.
+         *
+         * @return a new immutable object
+         * @throws IllegalArgumentException with a certificate but no private key, or the reverse
+         */
+
         public SecuritySettings build() {
             return new SecuritySettings(token, tlsCertificate, tlsPrivateKey, tlsTrustedCertificates);
         }

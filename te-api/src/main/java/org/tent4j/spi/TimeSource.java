@@ -21,7 +21,18 @@ public interface TimeSource {
         }
     };
 
+    /**
+     * Monotonic time, for intervals and deadlines.
+     *
+     * @return nanoseconds from an arbitrary origin, as {@link System#nanoTime()}
+     */
     long nanoTime();
 
+    /**
+     * Wall time, for what is shown to people or peers.
+     *
+     * @return now
+     */
     Instant instant();
+
 }

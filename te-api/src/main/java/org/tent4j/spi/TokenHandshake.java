@@ -17,8 +17,11 @@ import java.util.Arrays;
  * <p>One instance per connection; not thread-safe.
  */
 public final class TokenHandshake {
+    /** Bytes of each side's random nonce. */
     public static final int NONCE_BYTES = 32;
+    /** Bytes of a hello: the magic {@code T4JA} and the nonce. */
     public static final int HELLO_BYTES = 4 + NONCE_BYTES;
+    /** Bytes of a proof: one HMAC-SHA256. */
     public static final int PROOF_BYTES = 32;
     /** What a side receives before it may trust the connection: the peer's hello, then its proof. */
     public static final int PEER_BYTES = HELLO_BYTES + PROOF_BYTES;
@@ -48,7 +51,11 @@ public final class TokenHandshake {
         RANDOM.nextBytes(nonce);
     }
 
-    /** {@link #HELLO_BYTES}: the magic (big-endian) and this side's nonce. */
+    /**
+     * {@link #HELLO_BYTES}: the magic (big-endian) and this side's nonce.
+     *
+     * @return a fresh array to send
+     */
     public byte[] hello() {
         byte[] h = new byte[HELLO_BYTES];
         h[0] = 'T';
@@ -59,7 +66,12 @@ public final class TokenHandshake {
         return h;
     }
 
-    /** Whether {@code bytes} begin with the hello's magic {@code T4JA}; needs 4 bytes. */
+    /**
+     * Whether {@code bytes} begin with the hello's magic {@code T4JA}; needs 4 bytes.
+     *
+     * @param bytes what the peer sent first
+     * @return {@code false} for fewer than 4 bytes or another start
+     */
     public static boolean startsHello(byte[] bytes) {
         return bytes.length >= 4 && bytes[0] == 'T' && bytes[1] == '4' && bytes[2] == 'J' && bytes[3] == 'A';
     }
@@ -67,6 +79,8 @@ public final class TokenHandshake {
     /**
      * This side's proof for the peer's {@code hello} ({@link #HELLO_BYTES}).
      *
+     * @param hello the peer's hello, as received (hostile)
+     * @return {@link #PROOF_BYTES} to send
      * @throws SecurityException if it is no hello, or echoes this side's own nonce
      */
     public byte[] proof(byte[] hello) {
@@ -82,7 +96,14 @@ public final class TokenHandshake {
         return mac(initiator ? INITIATOR : ACCEPTOR, peerNonce, nonce);
     }
 
-    /** Whether {@code proof} shows that the peer holds the token; call after {@link #proof}. */
+    /**
+     * Whether {@code proof} shows that the peer holds the token; call after {@link #proof}. Compares in constant time.
+     *
+     * @param proof the peer's proof, as received (hostile; any length)
+     * @return {@code true} only for the right proof; on {@code false} close the connection without serving anything
+     * @throws IllegalStateException when called before {@link #proof}
+     */
+
     public boolean verify(byte[] proof) {
         if (peerNonce == null) {
             throw new IllegalStateException("verify before the peer's hello");

@@ -23,19 +23,37 @@ public interface TransportMetrics {
     /** A monotonically increasing count. */
     @FunctionalInterface
     interface Counter {
+        /**
+         * Adds to the count; never blocks, safe from any thread.
+         *
+         * @param amount &gt;= 0
+         */
         void increment(long amount);
 
+        /** Adds one. */
         default void increment() {
             increment(1);
         }
     }
 
     /**
-     * @param name lower case words joined by {@code _} or {@code .}, e.g. {@code handshakes}
-     * @param tags key, value, key, value…
+     * A counter; create it once (at {@code create} or connect), not per slice.
+     *
+     * @param name        lower case words joined by {@code _} or {@code .}, e.g. {@code handshakes}
+     * @param description one line for the metric's help text
+     * @param tags        key, value, key, value…
+     * @return the counter
      */
     Counter counter(String name, String description, String... tags);
 
-    /** A value read whenever metrics are scraped; {@code value} must be cheap and must not block. */
+    /**
+     * A value read whenever metrics are scraped; {@code value} must be cheap and must not block.
+     *
+     * @param name        lower case words joined by {@code _} or {@code .}
+     * @param description one line for the metric's help text
+     * @param value       read on the scraping thread
+     * @param tags        key, value, key, value…
+     */
     void gauge(String name, String description, DoubleSupplier value, String... tags);
+
 }

@@ -47,16 +47,36 @@ public final class ChildJvm implements AutoCloseable {
         });
     }
 
-    /** Starts {@code mainClass} with these program arguments, its stderr appended to {@code target/<name>.log}. */
+    /**
+     * Starts {@code mainClass} with these program arguments, its stderr appended to {@code target/<name>.log}.
+     *
+     * @param mainClass the class whose {@code main} runs
+     * @param args      its program arguments
+     * @return the running child; close it
+     * @throws IOException when the process cannot be started
+     */
     public static ChildJvm start(Class<?> mainClass, String... args) throws IOException {
         return builder(mainClass).args(args).start();
     }
 
+    /**
+     * A builder for a child running {@code mainClass} on this JVM's class path.
+     *
+     * @param mainClass the class whose {@code main} runs
+     * @return the builder
+     */
     public static Builder builder(Class<?> mainClass) {
         return new Builder(mainClass);
     }
 
-    /** The next line the child prints, waiting at most {@code timeout}. */
+    /**
+     * The next line the child prints, waiting at most {@code timeout}.
+     *
+     * @param timeout how long to wait
+     * @return the line, without its line end
+     * @throws IOException naming the child and showing its stderr when it printed nothing in time or exited
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public String next(Duration timeout) throws IOException, InterruptedException {
         String line = stdout.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
         if (line == null || line.equals(EOF)) {
@@ -69,7 +89,15 @@ public final class ChildJvm implements AutoCloseable {
         return line;
     }
 
-    /** Skips the child's lines until one starts with {@code prefix} and returns it. */
+    /**
+     * Skips the child's lines until one starts with {@code prefix} and returns it.
+     *
+     * @param prefix  what the line starts with
+     * @param timeout how long to wait for it in all
+     * @return the line
+     * @throws IOException as {@link #next(Duration)}
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public String awaitLine(String prefix, Duration timeout) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (;;) {
@@ -80,31 +108,65 @@ public final class ChildJvm implements AutoCloseable {
         }
     }
 
-    /** Sends one command line and returns the child's next line. */
+    /**
+     * Sends one command line and returns the child's next line.
+     *
+     * @param command the line to send
+     * @return the child's answer
+     * @throws IOException as {@link #next(Duration)}
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public String ask(String command) throws IOException, InterruptedException {
         return ask(command, DEFAULT_TIMEOUT);
     }
 
+    /**
+     * Sends one command line and returns the child's next line, waiting at most {@code timeout}.
+     *
+     * @param command the line to send
+     * @param timeout how long to wait for the answer
+     * @return the child's answer
+     * @throws IOException as {@link #next(Duration)}
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public String ask(String command, Duration timeout) throws IOException, InterruptedException {
         send(command);
         return next(timeout);
     }
 
+    /**
+     * Sends one command line without waiting for an answer.
+     *
+     * @param command the line to send
+     */
     public void send(String command) {
         stdin.println(command);
     }
 
+    /**
+     * The child's process, for its pid or exit value.
+     *
+     * @return the process
+     */
     public Process process() {
         return process;
     }
 
-    /** Kills the child without letting it close anything: a crash, as its peers see it. */
+    /**
+     * Kills the child without letting it close anything: a crash, as its peers see it.
+     *
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor(30, TimeUnit.SECONDS);
     }
 
-    /** Stops the child as a service manager would (SIGTERM), killing it if it has not gone within 10 s. */
+    /**
+     * Stops the child as a service manager would (SIGTERM), killing it if it has not gone within 10 s.
+     *
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public void terminate() throws InterruptedException {
         process.destroy();
         if (!process.waitFor(10, TimeUnit.SECONDS)) {
@@ -112,7 +174,11 @@ public final class ChildJvm implements AutoCloseable {
         }
     }
 
-    /** The last 8000 characters the child wrote to stderr. */
+    /**
+     * The last 8000 characters the child wrote to stderr.
+     *
+     * @return the text, or a note when the file cannot be read
+     */
     public String stderrTail() {
         try {
             String text = Files.readString(stderr);
@@ -136,6 +202,9 @@ public final class ChildJvm implements AutoCloseable {
         }
     }
 
+    /**
+     * Says how to start a {@link ChildJvm}; {@link #start()} starts it.
+     */
     public static final class Builder {
         private final Class<?> mainClass;
         private final List<String> jvmOptions = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED"));
@@ -148,23 +217,45 @@ public final class ChildJvm implements AutoCloseable {
             this.mainClass = mainClass;
         }
 
-        /** -Xmx of the child; 256m unless set. */
+        /**
+         * -Xmx of the child; 256m unless set.
+         *
+         * @param maxHeap e.g. {@code 512m}
+         * @return this builder
+         */
         public Builder heap(String maxHeap) {
             this.heap = maxHeap;
             return this;
         }
 
-        /** Options for the child JVM, after this builder's own (later ones win). */
+        /**
+         * Options for the child JVM, after this builder's own (later ones win).
+         *
+         * @param options JVM options
+         * @return this builder
+         */
         public Builder jvmOptions(List<String> options) {
             jvmOptions.addAll(options);
             return this;
         }
 
+        /**
+         * Adds program arguments.
+         *
+         * @param programArgs the arguments
+         * @return this builder
+         */
         public Builder args(String... programArgs) {
             args.addAll(List.of(programArgs));
             return this;
         }
 
+        /**
+         * Adds program arguments.
+         *
+         * @param programArgs the arguments
+         * @return this builder
+         */
         public Builder args(List<String> programArgs) {
             args.addAll(programArgs);
             return this;
@@ -174,18 +265,32 @@ public final class ChildJvm implements AutoCloseable {
          * Words before the java command, e.g. {@code ip netns exec <namespace>} to start the child inside another
          * network namespace (TestNetwork's {@code Host.jvm} sets it). The prefix must exec the java command, so that
          * {@link ChildJvm#kill()} and {@link ChildJvm#terminate()} reach the JVM itself.
+         *
+         * @param words the prefix's words
+         * @return this builder
          */
         public Builder commandPrefix(List<String> words) {
             prefix.addAll(words);
             return this;
         }
 
-        /** Where the child's stderr is appended; {@code target/<main class simple name>.log} unless set. */
+        /**
+         * Where the child's stderr is appended; {@code target/<main class simple name>.log} unless set.
+         *
+         * @param file the log file
+         * @return this builder
+         */
         public Builder stderr(Path file) {
             this.stderr = file;
             return this;
         }
 
+        /**
+         * Starts the child, on this JVM's java command and class path.
+         *
+         * @return the running child; close it
+         * @throws IOException when the process cannot be started
+         */
         public ChildJvm start() throws IOException {
             Path log = stderr != null ? stderr : Path.of("target", mainClass.getSimpleName() + ".log");
             List<String> cmd = new ArrayList<>(prefix);

@@ -23,15 +23,27 @@ public final class ManualClock implements TimeSource {
     /**
      * Starts at {@code startNanos}: {@code System.nanoTime() + an hour} gives a clock ahead of the system's, so a
      * deadline can have passed in one and not in the other.
+     *
+     * @param startNanos the first value of {@link #nanoTime()}
      */
     public ManualClock(long startNanos) {
         this.startNanos = startNanos;
     }
 
+    /**
+     * Moves the clock forward.
+     *
+     * @param by how far
+     */
     public void advance(Duration by) {
         advance(by.toNanos());
     }
 
+    /**
+     * Moves the clock forward.
+     *
+     * @param nanos how far, in nanoseconds
+     */
     public void advance(long nanos) {
         elapsed.addAndGet(nanos);
     }

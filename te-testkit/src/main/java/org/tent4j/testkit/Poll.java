@@ -15,12 +15,24 @@ public final class Poll {
     /** What is looked at: it may read a page or ask another process, and so throw. */
     @FunctionalInterface
     public interface Condition {
+        /**
+         * Whether the condition holds now.
+         *
+         * @return {@code true} once it does
+         * @throws Exception anything looking at it threw; the poll fails with it attached
+         */
         boolean holds() throws Exception;
     }
 
     /**
      * Returns once {@code condition} holds; throws an AssertionError naming {@code what} if it still does not after
      * {@code limit}, or if looking at it threw (the cause attached).
+     *
+     * @param what      the condition, named in the failure
+     * @param limit     how long to wait in all
+     * @param pause     how long to sleep between looks
+     * @param condition what is looked at
+     * @throws InterruptedException when the waiting thread is interrupted
      */
     public static void until(String what, Duration limit, Duration pause, Condition condition) throws InterruptedException {
         long end = System.nanoTime() + limit.toNanos();

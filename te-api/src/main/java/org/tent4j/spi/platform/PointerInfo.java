@@ -13,7 +13,15 @@ import org.tent4j.api.Location;
  * @param pinned   whether host memory is page-locked for device access
  */
 public record PointerInfo(Location location, boolean pinned) {
+    /**
+     * The factory plugins use instead of the constructor.
+     *
+     * @param location where the address lives
+     * @param pinned   whether host memory is page-locked
+     * @return the info
+     */
     public static PointerInfo of(Location location, boolean pinned) {
+
         return new PointerInfo(location, pinned);
     }
 }

@@ -15,7 +15,14 @@ public final class BytePattern {
     private BytePattern() {
     }
 
-    /** Writes the pattern of {@code seed} into {@code [offset, offset + length)} of {@code memory}. */
+    /**
+     * Writes the pattern of {@code seed} into {@code [offset, offset + length)} of {@code memory}.
+     *
+     * @param memory where to write
+     * @param offset first byte to write
+     * @param length bytes to write
+     * @param seed   selects the pattern; a different seed gives different bytes at every word
+     */
     public static void fill(MemorySegment memory, long offset, long length, long seed) {
         long k = 0;
         for (; k + 8 <= length; k += 8) {
@@ -29,7 +36,14 @@ public final class BytePattern {
         }
     }
 
-    /** CRC32C of {@code [offset, offset + length)}. */
+    /**
+     * CRC32C of {@code [offset, offset + length)}.
+     *
+     * @param memory the memory
+     * @param offset first byte
+     * @param length bytes, any size
+     * @return the checksum
+     */
     public static long crc32c(MemorySegment memory, long offset, long length) {
         CRC32C crc = new CRC32C();
         long chunk = 1L << 30; // a ByteBuffer view holds at most 2 GiB
@@ -39,12 +53,29 @@ public final class BytePattern {
         return crc.getValue();
     }
 
-    /** Offset (from the start of the ranges) of the first byte that differs, or -1 if the ranges are equal. */
+    /**
+     * Offset (from the start of the ranges) of the first byte that differs, or -1 if the ranges are equal.
+     *
+     * @param a       one memory
+     * @param aOffset where its range starts
+     * @param b       the other memory
+     * @param bOffset where its range starts
+     * @param length  bytes to compare
+     * @return the offset of the first difference, or -1
+     */
     public static long firstDifference(MemorySegment a, long aOffset, MemorySegment b, long bOffset, long length) {
         return MemorySegment.mismatch(a, aOffset, aOffset + length, b, bOffset, bOffset + length);
     }
 
-    /** Offset (from {@code offset}) of the first byte in the range that is not {@code value}, or -1 if none. */
+    /**
+     * Offset (from {@code offset}) of the first byte in the range that is not {@code value}, or -1 if none.
+     *
+     * @param memory the memory
+     * @param offset first byte
+     * @param length bytes to look at
+     * @param value  the byte expected everywhere
+     * @return the offset from {@code offset} of the first other byte, or -1
+     */
     public static long firstNot(MemorySegment memory, long offset, long length, byte value) {
         for (long i = 0; i < length; i++) {
             if (memory.get(ValueLayout.JAVA_BYTE, offset + i) != value) {

@@ -63,10 +63,18 @@ abstract class ConformanceHarness {
 
     // ------------------------------------------------------------------------------------------------ hooks
 
-    /** The provider under test (a new instance per call is fine). */
+    /**
+     * The provider under test (a new instance per call is fine).
+     *
+     * @return a provider
+     */
     protected abstract TransportProvider provider();
 
-    /** Options for {@code transports.<id>.*}; the kit parses them against the provider's specs, as the engine does. */
+    /**
+     * Options for {@code transports.<id>.*}; the kit parses them against the provider's specs, as the engine does.
+     *
+     * @return option name (without the prefix) to value; none by default
+     */
     protected Map<String, String> options() {
         return Map.of();
     }
@@ -74,17 +82,27 @@ abstract class ConformanceHarness {
     /**
      * The contexts' transfer timeout, and the deadline of slices in the failure cases: a slice to a dead peer must
      * fail within it. Short, so the suite stays fast.
+     *
+     * @return 3 s by default
      */
     protected Duration transferTimeout() {
         return Duration.ofSeconds(3);
     }
 
-    /** The machine id both sides report. */
+    /**
+     * The machine id both sides report.
+     *
+     * @return {@code conformance-machine} by default
+     */
     protected String machineId() {
         return "conformance-machine";
     }
 
-    /** Whether the transport can reach its own segment; the runtime uses that for transfers inside one engine. */
+    /**
+     * Whether the transport can reach its own segment; the runtime uses that for transfers inside one engine.
+     *
+     * @return true by default
+     */
     protected boolean supportsLoopback() {
         return true;
     }
@@ -95,6 +113,8 @@ abstract class ConformanceHarness {
      * two-sided transports (tcp, the uds example) and for RDMA (the NIC checks the memory region). A one-sided
      * transport whose only gate is what the peer published (shm maps the peer's file) returns false, which skips the
      * cases where the initiator holds a forged or stale descriptor.
+     *
+     * @return true by default
      */
     protected boolean targetChecksEveryAccess() {
         return true;
@@ -103,22 +123,36 @@ abstract class ConformanceHarness {
     /**
      * Whether to also run the peer in a second JVM ({@link ConformancePeer}). Off by default: the kit's control plane
      * reaches only this JVM, so a transport that handshakes over it cannot cross processes here.
+     *
+     * @return false by default
      */
     protected boolean peerInAnotherJvm() {
         return false;
     }
 
-    /** JVM options of the peer JVM. */
+    /**
+     * JVM options of the peer JVM.
+     *
+     * @return options for the peer's {@code java} command
+     */
     protected List<String> peerJvmOptions() {
         return List.of("--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-XX:TieredStopAtLevel=1");
     }
 
-    /** The largest slice the size cases use (further capped by the transport's {@code maxSliceSize}). */
+    /**
+     * The largest slice the size cases use (further capped by the transport's {@code maxSliceSize}).
+     *
+     * @return bytes; 16 MiB by default
+     */
     protected long largestSliceTested() {
         return 16 * MIB;
     }
 
-    /** Whether the thread-leak case ({@code closeLeavesNoThreadsBehind}) runs. */
+    /**
+     * Whether the thread-leak case ({@code closeLeavesNoThreadsBehind}) runs.
+     *
+     * @return true by default
+     */
     protected boolean checksThreadLeaks() {
         return true;
     }
@@ -126,6 +160,9 @@ abstract class ConformanceHarness {
     /**
      * Threads a transport may leave running after {@code close()} because they are shared by the whole JVM (JDK
      * infrastructure; override to add a library's global executor).
+     *
+     * @param thread a thread still alive after {@code close()}
+     * @return whether it may stay
      */
     protected boolean isSharedThread(Thread thread) {
         String n = thread.getName();

@@ -38,6 +38,12 @@ public final class ConformancePeer {
     private ConformancePeer() {
     }
 
+    /**
+     * Runs the peer until the parent says EXIT or closes stdin.
+     *
+     * @param args provider class, machine id, buffer size, transfer timeout in ms, then {@code name=value} options
+     * @throws Exception when the transport fails to start; the JVM then exits non-zero
+     */
     public static void main(String[] args) throws Exception {
         TransportProvider provider = load(args[0]);
         String machine = args[1];

@@ -29,6 +29,18 @@ public final class ConformanceSlice implements Slice {
     private final List<String> settledBy = new ArrayList<>();
     private final CompletableFuture<Outcome> result = new CompletableFuture<>();
 
+    /**
+     * A slice that records how the transport settles it.
+     *
+     * @param opcode        READ or WRITE
+     * @param local         the local registered buffer
+     * @param localOffset   offset of the slice in it
+     * @param remote        the target buffer, as the peer published it
+     * @param remoteAddress address in the peer's address space
+     * @param length        bytes
+     * @param path          the connection path to use
+     * @param deadlineNanos absolute {@link System#nanoTime()} deadline
+     */
     public ConformanceSlice(Opcode opcode, LocalBuffer local, long localOffset, BufferDescriptor remote,
                             long remoteAddress, long length, int path, long deadlineNanos) {
         this.opcode = opcode;
@@ -72,17 +84,29 @@ public final class ConformanceSlice implements Slice {
         result.complete(outcome);
     }
 
-    /** Completes with the first settlement. */
+    /**
+     * Completes with the first settlement.
+     *
+     * @return the future; it never completes exceptionally
+     */
     public CompletableFuture<Outcome> result() {
         return result;
     }
 
-    /** How many times the transport settled this slice; the contract says exactly 1. */
+    /**
+     * How many times the transport settled this slice; the contract says exactly 1.
+     *
+     * @return the count so far
+     */
     public int settlements() {
         return settlements.get();
     }
 
-    /** Each settlement, in order, with its thread: for failure messages. */
+    /**
+     * Each settlement, in order, with its thread: for failure messages.
+     *
+     * @return one entry per settlement, or "never settled"
+     */
     public String settlementHistory() {
         synchronized (settledBy) {
             return settledBy.isEmpty() ? "never settled" : String.join("; then ", settledBy);
@@ -105,6 +129,11 @@ public final class ConformanceSlice implements Slice {
     public record Outcome(ErrorCode code, String message) {
         static final Outcome COMPLETED = new Outcome(null, null);
 
+        /**
+         * Whether the slice completed.
+         *
+         * @return {@code true} when {@code code} is {@code null}
+         */
         public boolean completed() {
             return code == null;
         }

@@ -56,7 +56,15 @@ public abstract class TransportConformance extends FailureCases {
 
     /** The slice sizes every transport moves. */
     public enum SizeClass {
-        ONE_BYTE(1, "1 B"), PAGE_MINUS_ONE(4095, "4095 B"), SMALL(64 * KIB, "64 KiB"), MEDIUM(MIB, "1 MiB"),
+        /** One byte: the smallest slice. */
+        ONE_BYTE(1, "1 B"),
+        /** One byte short of a page: unaligned ends. */
+        PAGE_MINUS_ONE(4095, "4095 B"),
+        /** 64 KiB. */
+        SMALL(64 * KIB, "64 KiB"),
+        /** 1 MiB. */
+        MEDIUM(MIB, "1 MiB"),
+        /** 16 MiB, capped at the transport's {@code maxSliceSize} and {@link #largestSliceTested()}. */
         LARGE(16 * MIB, "16 MiB");
 
         final long bytes;
@@ -73,7 +81,12 @@ public abstract class TransportConformance extends FailureCases {
         }
     }
 
+    /** For a subclass that names the provider under test. */
+    public TransportConformance() {
+    }
+
     // ------------------------------------------------------------------------------------------------ a second JVM
+
 
     @Test
     void peerInAnotherJvmServesReadsAndWrites() throws Exception {

@@ -62,26 +62,55 @@ public abstract class MetadataStoreConformance {
     /** Key prefix unique to the running test. */
     protected String prefix;
 
-    /** Opens a store on the plugin's running server. */
+    /** For a subclass that names the plugin and its server. */
+    public MetadataStoreConformance() {
+    }
+
+
+    /**
+     * Opens a store on the plugin's running server.
+     *
+     * @return an open store; the test closes it
+     */
     protected abstract MetadataStore open();
 
-    /** The plugin's provider (the test checks it is registered for {@link ServiceLoader}). */
+    /**
+     * The plugin's provider (the test checks it is registered for {@link ServiceLoader}).
+     *
+     * @return the provider
+     */
     protected abstract MetadataStoreProvider provider();
 
-    /** A URI of the plugin's scheme where nothing listens, e.g. a free loopback port. */
+    /**
+     * A URI of the plugin's scheme where nothing listens, e.g. a free loopback port.
+     *
+     * @return the URI
+     */
     protected abstract URI unreachableUri();
 
-    /** Options to open {@link #unreachableUri()} with, e.g. a short connect timeout. */
+    /**
+     * Options to open {@link #unreachableUri()} with, e.g. a short connect timeout.
+     *
+     * @return options given under {@code metadata.<scheme>.}; none by default
+     */
     protected Map<String, String> unreachableOptions() {
         return Map.of();
     }
 
-    /** A password inside the URIs this test uses, which must never appear in {@link MetadataStore#uri()} or messages. */
+    /**
+     * A password inside the URIs this test uses, which must never appear in {@link MetadataStore#uri()} or messages.
+     *
+     * @return the secret, or {@code null} (the default) when the URIs hold none
+     */
     protected String secret() {
         return null;
     }
 
-    /** How long after its TTL a key may still be visible (lease and sweep granularity of the backend). */
+    /**
+     * How long after its TTL a key may still be visible (lease and sweep granularity of the backend).
+     *
+     * @return 5 s by default
+     */
     protected Duration expirySlack() {
         return Duration.ofSeconds(5);
     }
@@ -101,10 +130,22 @@ public abstract class MetadataStoreConformance {
         }
     }
 
+    /**
+     * The key {@code name} under this test's own prefix, so tests never see each other's keys.
+     *
+     * @param name a key relative to the prefix
+     * @return the full key
+     */
     protected String key(String name) {
         return prefix + name;
     }
 
+    /**
+     * UTF-8 bytes of a string.
+     *
+     * @param s the text
+     * @return its bytes
+     */
     protected static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -412,7 +453,12 @@ public abstract class MetadataStoreConformance {
         assertMessageNamesUri(e, uri);
     }
 
-    /** Asserts that {@code e}'s message names {@code uri} (scheme and host:port) and shows no secret. */
+    /**
+     * Asserts that {@code e}'s message names {@code uri} (scheme and host:port) and shows no secret.
+     *
+     * @param e   the failure
+     * @param uri the URI that was opened
+     */
     protected void assertMessageNamesUri(TransferException e, URI uri) {
         String m = String.valueOf(e.getMessage());
         String raw = uri.toString();

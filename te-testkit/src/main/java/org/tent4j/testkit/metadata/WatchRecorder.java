@@ -14,8 +14,18 @@ import org.tent4j.spi.MetadataStore;
  * then look at the whole sequence. Values are kept as given ({@code null} = deleted or expired).
  */
 public final class WatchRecorder implements MetadataStore.MetadataListener {
-    /** One delivered change. */
+    /**
+     * One delivered change.
+     *
+     * @param key   the key that changed
+     * @param value its new value, or {@code null} when deleted or expired
+     */
     public record Event(String key, byte[] value) {
+        /**
+         * Whether the key was deleted or expired.
+         *
+         * @return {@code true} when the value is {@code null}
+         */
         public boolean deleted() {
             return value == null;
         }
@@ -39,6 +49,11 @@ public final class WatchRecorder implements MetadataStore.MetadataListener {
     private final List<Event> events = new ArrayList<>();
     private final List<String> threadNames = new ArrayList<>();
 
+    /** A recorder that has seen nothing yet. */
+    public WatchRecorder() {
+    }
+
+
     @Override
     public synchronized void changed(String key, byte[] value) {
         events.add(new Event(key, value == null ? null : value.clone()));
@@ -46,12 +61,20 @@ public final class WatchRecorder implements MetadataStore.MetadataListener {
         notifyAll();
     }
 
-    /** A copy of every event so far, in delivery order. */
+    /**
+     * A copy of every event so far, in delivery order.
+     *
+     * @return an immutable copy
+     */
     public synchronized List<Event> events() {
         return List.copyOf(events);
     }
 
-    /** Names of the threads each event was delivered on. */
+    /**
+     * Names of the threads each event was delivered on.
+     *
+     * @return one name per event, in delivery order
+     */
     public synchronized List<String> threadNames() {
         return List.copyOf(threadNames);
     }
@@ -59,6 +82,8 @@ public final class WatchRecorder implements MetadataStore.MetadataListener {
     /**
      * The events with consecutive repeats collapsed: delivery is at least once, so a store may repeat an event, but
      * the distinct states must come in the order they happened.
+     *
+     * @return the collapsed events
      */
     public synchronized List<Event> distinctInOrder() {
         List<Event> out = new ArrayList<>();
@@ -73,6 +98,13 @@ public final class WatchRecorder implements MetadataStore.MetadataListener {
     /**
      * Waits until an event with exactly {@code value} ({@code null} = deleted) for {@code key} has arrived after the
      * first {@code fromIndex} events; returns its index. Fails with the events seen so far after {@code timeout}.
+     *
+     * @param key       the key
+     * @param value     the value expected, or {@code null} for a deletion
+     * @param fromIndex how many events to skip
+     * @param timeout   how long to wait
+     * @return the event's index
+     * @throws InterruptedException when the waiting thread is interrupted
      */
     public synchronized int await(String key, byte[] value, int fromIndex, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -92,11 +124,24 @@ public final class WatchRecorder implements MetadataStore.MetadataListener {
         }
     }
 
-    /** {@link #await(String, byte[], int, Duration)} from the first event. */
+    /**
+     * {@link #await(String, byte[], int, Duration)} from the first event.
+     *
+     * @param key     the key
+     * @param value   the value expected, or {@code null} for a deletion
+     * @param timeout how long to wait
+     * @return the event's index
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public int await(String key, byte[] value, Duration timeout) throws InterruptedException {
         return await(key, value, 0, timeout);
     }
 
+    /**
+     * The number of events so far.
+     *
+     * @return the count
+     */
     public synchronized int size() {
         return events.size();
     }

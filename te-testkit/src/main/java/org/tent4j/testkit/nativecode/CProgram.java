@@ -18,6 +18,11 @@ public final class CProgram {
     private CProgram() {
     }
 
+    /**
+     * Whether {@code gcc} can be run here.
+     *
+     * @return {@code true} when {@code gcc --version} exits 0 within 30 s
+     */
     public static boolean gccAvailable() {
         try {
             Process p = new ProcessBuilder("gcc", "--version").redirectErrorStream(true).start();
@@ -28,7 +33,16 @@ public final class CProgram {
         }
     }
 
-    /** Compiles {@code source} with {@code flags}, runs it, and parses its {@code key=value} lines. */
+    /**
+     * Compiles {@code source} with {@code flags}, runs it, and parses its {@code key=value} lines.
+     *
+     * @param workDir where the source and the binary go
+     * @param source  the C source
+     * @param flags   compiler and linker flags
+     * @return the {@code key=value} lines it printed, as a map
+     * @throws IOException when it cannot be compiled or run
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public static Map<String, String> run(Path workDir, String source, List<String> flags) throws IOException, InterruptedException {
         Files.createDirectories(workDir);
         Path c = workDir.resolve("probe.c");
@@ -50,7 +64,17 @@ public final class CProgram {
         return values;
     }
 
-    /** Compiles {@code source} into a shared library. */
+    /**
+     * Compiles {@code source} into a shared library.
+     *
+     * @param workDir where the source and the library go
+     * @param name    the library's file name
+     * @param source  the C source
+     * @param flags   compiler and linker flags
+     * @return the library's path
+     * @throws IOException when it cannot be compiled
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
     public static Path sharedLibrary(Path workDir, String name, String source, List<String> flags)
             throws IOException, InterruptedException {
         Files.createDirectories(workDir);

@@ -27,22 +27,38 @@ public final class Host {
         links.add(link);
     }
 
-    /** The name the test gave it. */
+    /**
+     * The name the test gave it.
+     *
+     * @return the name
+     */
     public String name() {
         return name;
     }
 
-    /** Its namespace's name, as {@code ip netns} shows it. */
+    /**
+     * Its namespace's name, as {@code ip netns} shows it.
+     *
+     * @return the namespace
+     */
     public String namespace() {
         return namespace;
     }
 
-    /** The links it is on, in the order they were made. */
+    /**
+     * The links it is on, in the order they were made.
+     *
+     * @return the links
+     */
     public List<Link> links() {
         return List.copyOf(links);
     }
 
-    /** Its address on its first link. */
+    /**
+     * Its address on its first link.
+     *
+     * @return an IPv4 address
+     */
     public String address() {
         if (links.isEmpty()) {
             throw new IllegalStateException("host " + name + " is on no link");
@@ -50,12 +66,21 @@ public final class Host {
         return links.get(0).address(this);
     }
 
-    /** Its address on {@code link}. */
+    /**
+     * Its address on {@code link}.
+     *
+     * @param link a link this host is on
+     * @return an IPv4 address
+     */
     public String address(Link link) {
         return link.address(this);
     }
 
-    /** Its addresses, one per link, in the order the links were made. */
+    /**
+     * Its addresses, one per link, in the order the links were made.
+     *
+     * @return the addresses
+     */
     public List<String> addresses() {
         List<String> all = new ArrayList<>();
         for (Link l : links) {
@@ -64,17 +89,32 @@ public final class Host {
         return all;
     }
 
-    /** {@code command} prefixed so that it runs inside this host ({@code ip netns exec <namespace> ...}). */
+    /**
+     * {@code command} prefixed so that it runs inside this host ({@code ip netns exec <namespace> ...}).
+     *
+     * @param command the command's words
+     * @return the prefixed command
+     */
     public List<String> command(List<String> command) {
         return network.prefix(namespace, command);
     }
 
-    /** Runs {@code command} inside this host, waits for it and returns its output; fails on a non-zero exit. */
+    /**
+     * Runs {@code command} inside this host, waits for it and returns its output; fails on a non-zero exit.
+     *
+     * @param command the command's words
+     * @return what it printed
+     */
     public String exec(String... command) {
         return network.exec(this, List.of(command));
     }
 
-    /** Runs {@code command} inside this host, waits for it and returns its output (stdout and stderr), whatever its exit. */
+    /**
+     * Runs {@code command} inside this host, waits for it and returns its output (stdout and stderr), whatever its exit.
+     *
+     * @param command the command's words
+     * @return what it printed
+     */
     public String execAllowingFailure(String... command) {
         return network.execAllowingFailure(this, List.of(command));
     }
@@ -82,6 +122,9 @@ public final class Host {
     /**
      * A child JVM to run inside this host, its stderr in {@code target/<main class>-<host>.log} unless the caller sets
      * another file.
+     *
+     * @param mainClass the class whose {@code main} runs
+     * @return a builder; start it
      */
     public ChildJvm.Builder jvm(Class<?> mainClass) {
         return ChildJvm.builder(mainClass).commandPrefix(command(List.of()))

@@ -27,22 +27,39 @@ public final class Link {
         this.bridgeNamespace = bridgeNamespace;
     }
 
-    /** Its name, which is also the name of each host's interface on it. */
+    /**
+     * Its name, which is also the name of each host's interface on it.
+     *
+     * @return the name
+     */
     public String name() {
         return name;
     }
 
-    /** The hosts it joins. */
+    /**
+     * The hosts it joins.
+     *
+     * @return the hosts
+     */
     public List<Host> hosts() {
         return List.copyOf(addresses.keySet());
     }
 
-    /** The namespace of its bridge, or null for a veth pair between two hosts. */
+    /**
+     * The namespace of its bridge, or null for a veth pair between two hosts.
+     *
+     * @return the namespace, or {@code null}
+     */
     public String bridgeNamespace() {
         return bridgeNamespace;
     }
 
-    /** {@code host}'s address on this link. */
+    /**
+     * {@code host}'s address on this link.
+     *
+     * @param host a host on this link
+     * @return its IPv4 address here
+     */
     public String address(Host host) {
         String a = addresses.get(host);
         if (a == null) {
@@ -65,7 +82,12 @@ public final class Link {
         }
     }
 
-    /** Silently drops every packet {@code from} sends {@code to} on this link until {@link #heal()}. */
+    /**
+     * Silently drops every packet {@code from} sends {@code to} on this link until {@link #heal()}.
+     *
+     * @param from the sending host
+     * @param to   the receiving host
+     */
     public void drop(Host from, Host to) {
         address(from);
         address(to);
@@ -89,7 +111,11 @@ public final class Link {
         applyAll();
     }
 
-    /** Drops {@code percent} of the packets arriving on this link at every host, at random; 0 stops it. */
+    /**
+     * Drops {@code percent} of the packets arriving on this link at every host, at random; 0 stops it.
+     *
+     * @param percent 0 to 100
+     */
     public void loss(int percent) {
         if (percent < 0 || percent > 100) {
             throw new IllegalArgumentException("loss is a percentage: " + percent);
@@ -109,7 +135,11 @@ public final class Link {
         applyAll();
     }
 
-    /** Limits every host's sending on this link to {@code bitsPerSecond} ({@code tc tbf}); 0 removes the limit. */
+    /**
+     * Limits every host's sending on this link to {@code bitsPerSecond} ({@code tc tbf}); 0 removes the limit.
+     *
+     * @param bitsPerSecond the rate
+     */
     public void rate(long bitsPerSecond) {
         for (Host h : addresses.keySet()) {
             network.setRate(h, name, bitsPerSecond);

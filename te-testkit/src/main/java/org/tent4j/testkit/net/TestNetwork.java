@@ -82,6 +82,8 @@ public final class TestNetwork implements AutoCloseable {
     /**
      * A new, empty network, after sweeping stale ones of dead JVMs; skips the calling test (a JUnit assumption) with
      * {@link #unavailableReason()} where namespaces cannot be made.
+     *
+     * @return the network; close it
      */
     public static TestNetwork create() {
         String why = unavailableReason();
@@ -92,7 +94,11 @@ public final class TestNetwork implements AutoCloseable {
         return n;
     }
 
-    /** Why this machine cannot build a test network, or null where it can. Checked once per JVM. */
+    /**
+     * Why this machine cannot build a test network, or null where it can. Checked once per JVM.
+     *
+     * @return the reason, or {@code null}
+     */
     public static synchronized String unavailableReason() {
         if (!checked) {
             checked = true;
@@ -167,7 +173,11 @@ public final class TestNetwork implements AutoCloseable {
         }
     }
 
-    /** The names {@code ip netns list} shows now. */
+    /**
+     * The names {@code ip netns list} shows now.
+     *
+     * @return the names
+     */
     public static List<String> namespaceNames() {
         List<String> names = new ArrayList<>();
         for (String line : run(List.of(locateIp(), "netns", "list")).split("\n")) {
@@ -182,7 +192,12 @@ public final class TestNetwork implements AutoCloseable {
         return ip != null ? ip : "ip";
     }
 
-    /** A new host: a namespace with its loopback up and no other interface until a link joins it ({@link #addLink}). */
+    /**
+     * A new host: a namespace with its loopback up and no other interface until a link joins it ({@link #addLink}).
+     *
+     * @param name the host's name within this network
+     * @return the host
+     */
     public synchronized Host addHost(String name) {
         checkOpen();
         if (!NAME.matcher(name).matches() || hosts.containsKey(name)) {
@@ -197,7 +212,12 @@ public final class TestNetwork implements AutoCloseable {
         return h;
     }
 
-    /** The host made under this name. */
+    /**
+     * The host made under this name.
+     *
+     * @param name the host's name
+     * @return the host
+     */
     public synchronized Host host(String name) {
         Host h = hosts.get(name);
         if (h == null) {
@@ -206,7 +226,12 @@ public final class TestNetwork implements AutoCloseable {
         return h;
     }
 
-    /** The link made under this name. */
+    /**
+     * The link made under this name.
+     *
+     * @param name the link's name
+     * @return the link
+     */
     public synchronized Link link(String name) {
         Link l = links.get(name);
         if (l == null) {
@@ -218,6 +243,10 @@ public final class TestNetwork implements AutoCloseable {
     /**
      * A new link joining these hosts (two or more), up and without faults. Each host gets an interface named
      * {@code name} with the address {@code 198.51.100.(16 * i + j + 1)/28}, i the link's index, j the host's position.
+     *
+     * @param name    the link's name
+     * @param members the hosts it joins
+     * @return the link
      */
     public synchronized Link addLink(String name, Host... members) {
         checkOpen();
@@ -262,20 +291,38 @@ public final class TestNetwork implements AutoCloseable {
         return l;
     }
 
+    /**
+     * The hosts made so far.
+     *
+     * @return the hosts, in the order they were made
+     */
     public synchronized List<Host> hosts() {
         return List.copyOf(hosts.values());
     }
 
+    /**
+     * The links made so far.
+     *
+     * @return the links, in the order they were made
+     */
     public synchronized List<Link> links() {
         return List.copyOf(links.values());
     }
 
-    /** The run id every name of this network starts with ({@code t4j-<pid>-<n>}). */
+    /**
+     * The run id every name of this network starts with ({@code t4j-<pid>-<n>}).
+     *
+     * @return the run id
+     */
     public String runId() {
         return runId;
     }
 
-    /** The namespaces this network made, hosts' and bridges'. */
+    /**
+     * The namespaces this network made, hosts' and bridges'.
+     *
+     * @return the namespace names
+     */
     public synchronized List<String> namespaces() {
         return List.copyOf(namespaces);
     }

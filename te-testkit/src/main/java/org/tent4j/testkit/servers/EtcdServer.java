@@ -48,12 +48,22 @@ public final class EtcdServer implements AutoCloseable {
         this.process = process;
     }
 
-    /** Starts etcd on free ports and waits until {@code /health} answers healthy (15 s at most). */
+    /**
+     * Starts etcd on free ports and waits until {@code /health} answers healthy (15 s at most).
+     *
+     * @return the running server; close it
+     */
     public static EtcdServer launch() {
         return launch(null, null);
     }
 
-    /** As {@link #launch()}, serving clients over TLS only with this PEM certificate and key (--cert-file/--key-file). */
+    /**
+     * As {@link #launch()}, serving clients over TLS only with this PEM certificate and key (--cert-file/--key-file).
+     *
+     * @param certificate the server's PEM certificate
+     * @param key         its PEM private key
+     * @return the running server; close it
+     */
     public static EtcdServer launchWithTls(Path certificate, Path key) {
         return launch(certificate, key);
     }
@@ -62,6 +72,9 @@ public final class EtcdServer implements AutoCloseable {
      * Starts etcd inside a {@link org.tent4j.testkit.net.TestNetwork} host, listening on the host's address (etcd's own ports 2379/2380: a
      * fresh namespace has nothing else on them), and waits until its client port accepts connections from inside the
      * host. Only engines in the test network reach it; {@link #uri()} names the host's address.
+     *
+     * @param host the host to run it in
+     * @return the running server; close it
      */
     public static EtcdServer launchIn(Host host) {
         EtcdServer server = new EtcdServer(ServerProcess.create("etcd", "etcd", APT_PACKAGE));
@@ -171,20 +184,38 @@ public final class EtcdServer implements AutoCloseable {
         }
     }
 
-    /** {@code etcd://127.0.0.1:<port>} ({@code etcds://} with TLS), the URI tent4j's etcd metadata plugin takes. */
+    /**
+     * {@code etcd://127.0.0.1:<port>} ({@code etcds://} with TLS), the URI tent4j's etcd metadata plugin takes.
+     *
+     * @return the URI
+     */
     public String uri() {
         return (tlsCertificate == null ? "etcd" : "etcds") + "://" + bindHost + ":" + clientPort;
     }
 
-    /** {@code http://127.0.0.1:<port>} ({@code https://} with TLS), the client URL etcd itself and its tools use. */
+    /**
+     * {@code http://127.0.0.1:<port>} ({@code https://} with TLS), the client URL etcd itself and its tools use.
+     *
+     * @return the URL
+     */
     public String clientUrl() {
         return (tlsCertificate == null ? "http" : "https") + "://" + bindHost + ":" + clientPort;
     }
 
+    /**
+     * The client port.
+     *
+     * @return the port
+     */
     public int port() {
         return clientPort;
     }
 
+    /**
+     * Whether the etcd process is alive.
+     *
+     * @return {@code true} while it runs
+     */
     public boolean isRunning() {
         return process.isAlive();
     }
@@ -210,7 +241,12 @@ public final class EtcdServer implements AutoCloseable {
         startProcess();
     }
 
-    /** The last lines of etcd's log, for failure messages. */
+    /**
+     * The last lines of etcd's log, for failure messages.
+     *
+     * @param lines how many
+     * @return the lines
+     */
     public String logTail(int lines) {
         return process.logTail(lines);
     }

@@ -13,6 +13,8 @@ public final class LoopbackPorts {
     /**
      * A port that nothing listens on right now. Another process may take it before the caller binds it, so launchers
      * retry with a fresh port when a bind fails.
+     *
+     * @return the port
      */
     public static int free() {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {

@@ -55,11 +55,20 @@ public final class RedisServer implements AutoCloseable {
         this.bindHost = b.host == null ? "127.0.0.1" : b.host.address();
     }
 
-    /** Starts a Redis without authentication and without persistence. */
+    /**
+     * Starts a Redis without authentication and without persistence.
+     *
+     * @return the running server; close it
+     */
     public static RedisServer launch() {
         return builder().launch();
     }
 
+    /**
+     * A builder for a Redis with options (TLS, a password, an ACL user, persistence).
+     *
+     * @return the builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -165,7 +174,11 @@ public final class RedisServer implements AutoCloseable {
         }
     }
 
-    /** {@code redis://127.0.0.1:<port>} ({@code rediss://} with TLS), without credentials. */
+    /**
+     * {@code redis://127.0.0.1:<port>} ({@code rediss://} with TLS), without credentials.
+     *
+     * @return the URI
+     */
     public String uri() {
         return scheme() + "://" + bindHost + ":" + port;
     }
@@ -177,6 +190,8 @@ public final class RedisServer implements AutoCloseable {
     /**
      * The URI with the credentials this server requires: {@code redis://user:password@127.0.0.1:<port>} or
      * {@code redis://:password@127.0.0.1:<port>}; the same as {@link #uri()} without authentication.
+     *
+     * @return the URI
      */
     public String uriWithCredentials() {
         if (password == null) {
@@ -190,20 +205,38 @@ public final class RedisServer implements AutoCloseable {
         return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
+    /**
+     * The port it listens on.
+     *
+     * @return the port
+     */
     public int port() {
         return port;
     }
 
-    /** The user name clients authenticate as, or {@code null} for the default user. */
+    /**
+     * The user name clients authenticate as, or {@code null} for the default user.
+     *
+     * @return the user, or {@code null}
+     */
     public String user() {
         return user;
     }
 
-    /** The password clients need, or {@code null}. */
+    /**
+     * The password clients need, or {@code null}.
+     *
+     * @return the password, or {@code null}
+     */
     public String password() {
         return password;
     }
 
+    /**
+     * Whether the Redis process is alive.
+     *
+     * @return {@code true} while it runs
+     */
     public boolean isRunning() {
         return process.isAlive();
     }
@@ -229,6 +262,12 @@ public final class RedisServer implements AutoCloseable {
         startProcess();
     }
 
+    /**
+     * The last lines of Redis's log, for failure messages.
+     *
+     * @param lines how many
+     * @return the lines
+     */
     public String logTail(int lines) {
         return process.logTail(lines);
     }
@@ -244,6 +283,9 @@ public final class RedisServer implements AutoCloseable {
         return "RedisServer[" + uri() + ", pid " + process.pid() + "]";
     }
 
+    /**
+     * Says how to start a {@link RedisServer}; {@link #launch()} starts it.
+     */
     public static final class Builder {
         private String user;
         private String password;
@@ -256,34 +298,59 @@ public final class RedisServer implements AutoCloseable {
         private Builder() {
         }
 
-        /** Serves TLS only, with this PEM certificate and key (no client certificates required). */
+        /**
+         * Serves TLS only, with this PEM certificate and key (no client certificates required).
+         *
+         * @param certificate the server's PEM certificate
+         * @param key         its PEM private key
+         * @return this builder
+         */
         public Builder tls(Path certificate, Path key) {
             this.tlsCertificate = certificate;
             this.tlsKey = key;
             return this;
         }
 
-        /** Requires {@code AUTH password} (of the default user). */
+        /**
+         * Requires {@code AUTH password} (of the default user).
+         *
+         * @param password the password
+         * @return this builder
+         */
         public Builder password(String password) {
             this.password = password;
             this.user = null;
             return this;
         }
 
-        /** Requires {@code AUTH user password} (an ACL user with all permissions; the default user is off). */
+        /**
+         * Requires {@code AUTH user password} (an ACL user with all permissions; the default user is off).
+         *
+         * @param user     the ACL user's name
+         * @param password its password
+         * @return this builder
+         */
         public Builder user(String user, String password) {
             this.user = user;
             this.password = password;
             return this;
         }
 
-        /** Keeps data across {@link #restart()} with an append-only file fsynced on every write. */
+        /**
+         * Keeps data across {@link #restart()} with an append-only file fsynced on every write.
+         *
+         * @return this builder
+         */
         public Builder appendOnly() {
             this.appendOnly = true;
             return this;
         }
 
-        /** Renames CONFIG away, as managed Redis services do, so clients cannot enable keyspace notifications. */
+        /**
+         * Renames CONFIG away, as managed Redis services do, so clients cannot enable keyspace notifications.
+         *
+         * @return this builder
+         */
         public Builder configCommandDisabled() {
             this.configCommandDisabled = true;
             return this;
@@ -292,13 +359,20 @@ public final class RedisServer implements AutoCloseable {
         /**
          * Runs Redis inside a {@link org.tent4j.testkit.net.TestNetwork} host, listening on the host's address at
          * Redis's own port 6379 (a fresh namespace has nothing else there); only engines in the test network reach it.
+         *
+         * @param host the host to run it in
+         * @return this builder
          */
         public Builder in(Host host) {
             this.host = host;
             return this;
         }
 
-        /** Starts Redis on a free port and waits until it answers (15 s at most). */
+        /**
+         * Starts Redis on a free port and waits until it answers (15 s at most).
+         *
+         * @return the running server; close it
+         */
         public RedisServer launch() {
             RedisServer server = new RedisServer(ServerProcess.create("redis", "redis-server", APT_PACKAGE), this);
             if (host != null) {

@@ -12,9 +12,23 @@ import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-/** A fresh self-signed key pair as the PEM files TLS is configured with, made by the JDK's keytool. */
+/**
+ * A fresh self-signed key pair as the PEM files TLS is configured with, made by the JDK's keytool.
+ *
+ * @param certificate the PEM certificate
+ * @param privateKey  the PKCS#8 PEM private key
+ */
 public record TestKeys(Path certificate, Path privateKey) {
-    /** One key pair per name, made by keytool processes running side by side. */
+    /**
+     * One key pair per name, made by keytool processes running side by side.
+     *
+     * @param dir   where the files go
+     * @param names one key pair per name
+     * @return the key pairs, in the order of {@code names}
+     * @throws IOException when keytool cannot run or fails
+     * @throws InterruptedException when the waiting thread is interrupted
+     * @throws GeneralSecurityException when a key cannot be converted to PEM
+     */
     public static List<TestKeys> generate(Path dir, String... names) throws IOException, InterruptedException,
             GeneralSecurityException {
         Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");

@@ -26,6 +26,17 @@ public final class TestSlice implements Slice {
     private final CompletableFuture<Void> result = new CompletableFuture<>();
     private final AtomicInteger completions = new AtomicInteger();
 
+    /**
+     * A slice on path 0.
+     *
+     * @param opcode        READ or WRITE
+     * @param local         the local registered buffer
+     * @param localOffset   offset of the slice in it
+     * @param remote        the target buffer, as the peer published it
+     * @param remoteAddress address in the peer's address space
+     * @param length        bytes
+     * @param deadlineNanos absolute {@link System#nanoTime()} deadline
+     */
     public TestSlice(Opcode opcode, LocalBuffer local, long localOffset, BufferDescriptor remote, long remoteAddress,
                      long length, long deadlineNanos) {
         this.opcode = opcode;
@@ -57,10 +68,20 @@ public final class TestSlice implements Slice {
         result.completeExceptionally(new TransferException(code, message));
     }
 
+    /**
+     * Completes normally on {@link #complete()} and exceptionally with a {@link TransferException} on {@link #fail}.
+     *
+     * @return the future of the first settlement
+     */
     public CompletableFuture<Void> result() {
         return result;
     }
 
+    /**
+     * How many times the transport settled the slice; the contract says exactly once.
+     *
+     * @return the count so far
+     */
     public int completions() {
         return completions.get();
     }

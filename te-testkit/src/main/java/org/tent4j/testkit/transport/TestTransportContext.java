@@ -28,6 +28,16 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     private volatile List<DevicePlatform> devicePlatforms = List.of();
     private volatile TimeSource clock = TimeSource.SYSTEM;
 
+    /**
+     * A context for one transport of one segment, with its own workers, scheduler and registrations.
+     *
+     * @param segmentName the segment's name; peers in this JVM reach it by this name over the in-JVM control plane
+     * @param machineId   the machine id to report
+     * @param transportId the transport's id, for its option keys
+     * @param specs       the provider's option specs
+     * @param options     option name to value, parsed against {@code specs}
+     * @param timeout     the transfer timeout
+     */
     public TestTransportContext(String segmentName, String machineId, String transportId, List<OptionSpec> specs,
                                 Map<String, String> options, Duration timeout) {
         this.segmentName = segmentName;
@@ -52,18 +62,31 @@ public final class TestTransportContext implements TransportContext, AutoCloseab
     /**
      * Hands {@code platforms} to the transport as the engine's device platforms (none by default). The caller owns
      * them and closes them after the transport, as an engine does.
+     *
+     * @param platforms the platforms
+     * @return this context
      */
     public TestTransportContext devicePlatforms(List<DevicePlatform> platforms) {
         this.devicePlatforms = List.copyOf(platforms);
         return this;
     }
 
-    /** Hands {@code clock} to the transport as the engine's clock (the system's by default), e.g. a ManualClock. */
+    /**
+     * Hands {@code clock} to the transport as the engine's clock (the system's by default), e.g. a ManualClock.
+     *
+     * @param clock the clock
+     * @return this context
+     */
     public TestTransportContext clock(TimeSource clock) {
         this.clock = clock;
         return this;
     }
 
+    /**
+     * The registrations the transport checks peers' accesses against.
+     *
+     * @return the memory
+     */
     public TestLocalMemory memory() {
         return memory;
     }
