@@ -180,6 +180,14 @@ public final class StoreClient implements AutoCloseable {
     }
 
     /** The master's wire client (generated protobuf types): this package's, never the public API. */
+    /**
+     * The highest Raft term among the masters' answers so far: the term of the leader this client last heard from, on
+     * a durable master or group (0: a master without a durable log).
+     */
+    public long masterTerm() {
+        return master.term();
+    }
+
     MasterClient master() {
         return master;
     }

@@ -232,6 +232,15 @@ public final class DurableLog implements AutoCloseable {
         }
     }
 
+    /** This master's current Raft term (0 once closed): the one every answer carries. */
+    public long term() {
+        try {
+            return server.getDivision(GROUP).getInfo().getCurrentTerm();
+        } catch (IOException closed) {
+            return 0;
+        }
+    }
+
     /** This master's id in its group. */
     public String id() {
         return self.toString();

@@ -56,6 +56,11 @@ public final class StoreMaster implements AutoCloseable {
         this.log = log;
     }
 
+    /** The Raft term this master is in (0 in memory): carried by every answer on the Calls stream. */
+    public long term() {
+        return log == null ? 0 : log.term();
+    }
+
     /** The durable log commands go through; null in memory. */
     public DurableLog log() {
         return log;

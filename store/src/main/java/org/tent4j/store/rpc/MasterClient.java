@@ -251,6 +251,11 @@ public final class MasterClient implements AutoCloseable {
     }
 
     /** Every item carries a request id (its own kept), so a batch that broke with its master is sent again. */
+    /** The highest Raft term the masters' answers carried so far (0: masters without a durable log). */
+    public long term() {
+        return conn.term();
+    }
+
     public List<PutStartResponse> batchPutStart(List<PutStartRequest> requests) {
         List<PutStartRequest> reqs = requests.stream().map(this::withId).toList();
         return follow("BatchPutStart", true, () -> {

@@ -49,6 +49,8 @@ final class MasterConnection implements AutoCloseable {
     private final Duration timeout;
     private final Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
     private final AtomicLong ids = new AtomicLong();
+    /** The highest term an answer carried (0: masters without a durable log, or no answer yet). */
+    private final AtomicLong highestTerm = new AtomicLong();
     private volatile CallStream stream;
     private final SslContext tls;
     private final String tokenProof;
@@ -219,6 +221,7 @@ final class MasterConnection implements AutoCloseable {
             s = stream();
             s.send(id, c);
             Answer a = s.pending.get(id).get(deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+            noteTerm(what, a.getTerm());
             if (a.getBodyCase() == Answer.BodyCase.REFUSED) {
                 throw new StoreException(StoreError.INVALID_PARAMS, what + " refused by master " + address + ": "
                         + a.getRefused().getMessage());
@@ -237,6 +240,25 @@ final class MasterConnection implements AutoCloseable {
                 s.pending.remove(id);
             }
             inFlight.release();
+        }
+    }
+
+    /** The highest Raft term the masters' answers carried so far (0: masters without a durable log). */
+    long term() {
+        return highestTerm.get();
+    }
+
+    /**
+     * Keeps the highest term seen. An answer of a lower term comes from a master that has not learned of a later
+     * leader (deposed, or cut off): its writes cannot have committed (the log refuses them), but a read it serves may
+     * be stale, so it is logged. It is not refused: a master whose data dir was wiped starts again from term 1, and
+     * refusing it would lock this client out until restarted.
+     */
+    private void noteTerm(String what, long term) {
+        long highest = highestTerm.accumulateAndGet(term, Math::max);
+        if (term < highest) {
+            LOG.warn("{} answered by master {} in term {}, after an answer of term {}: a master that has not heard of "
+                    + "a later leader (its reads may be stale) or that lost its log", what, address, term, highest);
         }
     }
 

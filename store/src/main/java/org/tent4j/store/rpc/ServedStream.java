@@ -71,6 +71,11 @@ final class ServedStream implements StreamObserver<Call> {
         }
     }
 
+    /** An answer to call {@code id}, stamped with this master's term now. */
+    private Answer.Builder answerTo(long id) {
+        return Answer.newBuilder().setId(id).setTerm(svc.master.term());
+    }
+
     private synchronized void answer(Answer a) {
         if (!closed) {
             try {
@@ -88,7 +93,7 @@ final class ServedStream implements StreamObserver<Call> {
             requested = false;
         }
         long id = c.getId();
-        Answer.Builder a = Answer.newBuilder().setId(id);
+        Answer.Builder a = answerTo(id);
         switch (c.getBodyCase()) {
             case PUT_START -> answer(a.setPutStart(svc.one("PutStart", () -> svc.commands.putStart(session, c.getPutStart()),
                     s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
@@ -129,7 +134,7 @@ final class ServedStream implements StreamObserver<Call> {
                               Function<List<T>, Answer> wrap) {
         if (items.size() > MasterService.MAX_BATCH) {
             svc.stats.record(method, 0, true);
-            answer(Answer.newBuilder().setId(id).setRefused(MasterService.refusal(method + ": batch of " + items.size()
+            answer(answerTo(id).setRefused(MasterService.refusal(method + ": batch of " + items.size()
                     + " items exceeds the limit of " + MasterService.MAX_BATCH)).build());
         } else if (items.size() > MasterService.INLINE_BATCH) {
             synchronized (this) {
@@ -145,7 +150,7 @@ final class ServedStream implements StreamObserver<Call> {
                 });
             } catch (RejectedExecutionException full) {
                 svc.stats.record(method, 0, true);
-                answer(Answer.newBuilder().setId(id).setRefused(MasterService.busy(method)).build());
+                answer(answerTo(id).setRefused(MasterService.busy(method)).build());
                 slowDone();
             }
         } else {
