@@ -26,7 +26,7 @@ import org.tent4j.spi.TransportProvider;
  * A transport for engines of one JVM that copies on a worker thread, checking the target's registrations exactly as a
  * network target would. It exists so runtime tests exercise slicing, selection, scheduling and failover without
  * sockets. Options shape its paths: {@code paths}, {@code slow_path} + {@code slow_delay}, {@code fail_path},
- * {@code fail_after} (every slice after that many posted fails).
+ * {@code fail_after} (every slice after that many posted fails), {@code held} (the test settles each slice).
  */
 public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, TransportContext> TARGETS = new ConcurrentHashMap<>();
@@ -42,6 +42,12 @@ public class InProcessTransportProvider implements TransportProvider {
     static final Map<String, AtomicLong> MAX_IN_FLIGHT = new ConcurrentHashMap<>();
     /** Completed slices kept for a second, late settlement ({@code late_settle}), by {@code transport@initiator segment}. */
     static final Map<String, java.util.concurrent.BlockingQueue<Slice>> SETTLED = new ConcurrentHashMap<>();
+    /** Slices posted with {@code held} on and not settled yet, by {@code transport@initiator segment}. */
+    static final Map<String, java.util.concurrent.BlockingQueue<Held>> HELD = new ConcurrentHashMap<>();
+
+    /** A slice the transport holds until the test settles it: {@code settle} copies it and completes it on the caller's thread. */
+    record Held(Slice slice, Runnable settle) {
+    }
 
     @Override public String id() { return "inproc"; }
 
@@ -68,6 +74,7 @@ public class InProcessTransportProvider implements TransportProvider {
                 OptionSpec.of("double_complete", OptionSpec.Type.BOOLEAN, false, "settle every completed slice a second time (a buggy transport)"),
                 OptionSpec.of("late_settle", OptionSpec.Type.BOOLEAN, false, "keep every completed slice; settleLate completes them all a second time (a buggy transport, late)"),
                 OptionSpec.of("inline", OptionSpec.Type.BOOLEAN, false, "copy on the posting thread (as shm does for small slices), not on a worker; slow_delay then lengthens each copy"),
+                OptionSpec.of("held", OptionSpec.Type.BOOLEAN, false, "hold every slice until the test settles it (see held()), so a test decides when, in virtual time, each one completes"),
                 OptionSpec.of("concurrent_posts", OptionSpec.Type.BOOLEAN, false, "declare concurrentPosts (post is thread-safe here)"),
                 OptionSpec.of("refuse_unregister", OptionSpec.Type.INT, 0, "how many unregisterBuffer calls fail (a peer still holds the buffer)"));
     }
@@ -87,6 +94,7 @@ public class InProcessTransportProvider implements TransportProvider {
         boolean inline = o.getBoolean("inline");
         boolean lateSettle = o.getBoolean("late_settle");
         boolean concurrentPosts = o.getBoolean("concurrent_posts");
+        boolean held = o.getBoolean("held");
         java.util.Set<Slice> pending = ConcurrentHashMap.newKeySet();
         java.util.concurrent.atomic.AtomicInteger refusals = new java.util.concurrent.atomic.AtomicInteger(o.getInt("refuse_unregister"));
         // fresh per engine: a later engine of this JVM may get the same segment name (host:port) back
@@ -94,6 +102,8 @@ public class InProcessTransportProvider implements TransportProvider {
         AtomicLong inFlight = new AtomicLong();
         java.util.concurrent.BlockingQueue<Slice> settled = new java.util.concurrent.LinkedBlockingQueue<>();
         SETTLED.put(key, settled);
+        java.util.concurrent.BlockingQueue<Held> heldSlices = new java.util.concurrent.LinkedBlockingQueue<>();
+        HELD.put(key, heldSlices);
         IN_FLIGHT.put(key, inFlight);
         AtomicLong maxInFlight = new AtomicLong();
         MAX_IN_FLIGHT.put(key, maxInFlight);
@@ -178,7 +188,9 @@ public class InProcessTransportProvider implements TransportProvider {
                                 s.fail(e.code(), e.getMessage());
                             }
                         };
-                        if (inline) {
+                        if (held) {
+                            heldSlices.add(new Held(s, copy));
+                        } else if (inline) {
                             if (slowNanos > 0) {
                                 java.util.concurrent.locks.LockSupport.parkNanos(slowNanos); // a slow copy, on this thread
                             }
@@ -214,6 +226,11 @@ public class InProcessTransportProvider implements TransportProvider {
     /** Completes when {@code transportId} of the engine {@code segment} posts its first slice. */
     static java.util.concurrent.CompletableFuture<Void> firstPost(String transportId, String segment) {
         return FIRST_POST.computeIfAbsent(transportId + "@" + segment, k -> new java.util.concurrent.CompletableFuture<>());
+    }
+
+    /** The slices {@code transportId} of the engine {@code segment} holds ({@code held}), in the order they were posted. */
+    static java.util.concurrent.BlockingQueue<Held> held(String transportId, String segment) {
+        return HELD.get(transportId + "@" + segment);
     }
 
     /** Slices posted by {@code transportId} of the engine {@code segment} and not settled yet. */

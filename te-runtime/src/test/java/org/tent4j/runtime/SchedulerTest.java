@@ -102,26 +102,6 @@ class SchedulerTest {
         assertTrue(slow * 4 < fast, "slow path got " + slow + " slices, fast path " + fast);
     }
 
-    @Test
-    void aMeasuredSlowPathIsLeftOutWhenTheFastOneDrainsTheBacklogFirst() {
-        // 1 MiB = 4 slices of 256 KiB; one slice in flight per path, so the fast path is full after every post
-        Pair p = pair(1 << 20, Map.of("transports.inproc.paths", 2, "transports.inproc.slow_path", 1,
-                "transports.inproc.slow_delay", "100ms", "paths.max_inflight", 1));
-        writeAll(p);
-        PathGroup g = group(p, "inproc");
-        for (int i = 0; i < 10 && (long) g.path(1).completedSlices() == 0; i++) {
-            writeAll(p); // until the slow path has been measured once (its first estimate is a guess)
-        }
-        long slow = (long) g.path(1).completedSlices();
-        assertTrue(slow > 0, "the unmeasured path was never tried");
-        for (int i = 0; i < 5; i++) {
-            writeAll(p);
-        }
-        assertEquals(slow, (long) g.path(1).completedSlices(), "a path 100 ms per slice slow got slices that the fast "
-                + "path would have finished sooner, holding back the end of the transfer");
-        assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
-    }
-
     private static void writeAll(Pair p) {
         TransferStatus s = p.initiator.transfer(TransferRequest.write(p.local.segment(), p.seg, p.remote.address()));
         assertEquals(TransferState.COMPLETED, s.state(), s.message());

@@ -150,8 +150,16 @@ public final class PathState implements org.tent4j.runtime.metrics.EngineMetrics
      * otherwise the time since posting also holds the fixed latency of a lone slice.
      */
     boolean completed(long length, long postNanos, boolean busy, long now) {
-        inflight.getAndAdd(-((length << SLICE_BITS) + 1));
         completedSlices.increment();
+        // the estimate before the room: a drain on another thread that finds the room this frees (the sweeper, a
+        // submitter) then weighs the path by what this completion measured, not by the estimate before it
+        boolean readmitted = measured(length, postNanos, busy, now);
+        inflight.getAndAdd(-((length << SLICE_BITS) + 1));
+        return readmitted;
+    }
+
+    /** Folds a success into the estimate (see {@link #completed}); returns whether this re-admitted a paused path. */
+    private boolean measured(long length, long postNanos, boolean busy, long now) {
         if (busy) {
             // Completions come in bursts (a read holding several acknowledgements), so busy completions are summed
             // over a window of at least WINDOW_NANOS and the window is one sample: a burst of completions
