@@ -209,7 +209,7 @@ class LeaderFollowTest {
         // the call keeps trying both until its timeout: long enough for a first connect on a loaded box (800 ms was
         // not, at load 9: the first master "no answer in time", the second never tried)
         try (org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient(a + "," + b,
-                java.time.Duration.ofSeconds(3), org.tent4j.store.StoreSecurity.NONE)) {
+                java.time.Duration.ofSeconds(2), org.tent4j.store.StoreSecurity.NONE)) {
             StoreException e = assertThrows(StoreException.class, client::register);
             assertEquals(StoreError.NOT_LEADER, e.error());
             assertTrue(e.getMessage().contains(a + "=unreachable") && e.getMessage().contains(b + "=unreachable"),

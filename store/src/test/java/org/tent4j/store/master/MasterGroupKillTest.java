@@ -43,7 +43,7 @@ import org.tent4j.testkit.Poll;
 class MasterGroupKillTest {
     /** From the kill to the first put acknowledged that was made after it: what the issue asks of a failover. */
     private static final long FAILOVER_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(5);
-    private static final int PUTS_EACH_SIDE = 100;
+    private static final int PUTS_EACH_SIDE = 50;
     private static final int FILL_BYTES = 16 << 10;
 
     private MasterGroup group;
