@@ -32,6 +32,7 @@ import org.tent4j.store.client.StoreClient;
 import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.rpc.Wire;
 import org.tent4j.testkit.ChildJvm;
+import org.tent4j.testkit.Poll;
 
 /**
  * A `store node` with a disk segment, SIGKILLed after a flood larger than its memory was offloaded, and started again
@@ -44,10 +45,13 @@ import org.tent4j.testkit.ChildJvm;
 class DiskRestartTest {
     private static final int VALUE = 256 * 1024;
     private static final int KEYS = 24; // 6 MiB into a 2 MiB memory segment
+    /** Other JVMs' state, looked at through the master's metrics and the node's index file. */
+    private static final Duration LIMIT = Duration.ofSeconds(30);
+    private static final Duration PAUSE = Duration.ofMillis(20);
 
     @TempDir
     Path dir;
-    private ChildJvm master;
+    private MasterProcess master;
     private ChildJvm node;
 
     @AfterEach
@@ -56,17 +60,14 @@ class DiskRestartTest {
             node.kill();
         }
         if (master != null) {
-            master.terminate();
+            master.close();
         }
     }
 
     @Test
     void aKilledNodeStartedAgainServesItsDiskObjectsAndDropsTornOrCorruptOnes() throws Exception {
-        master = ChildJvm.start(Tent4jCommand.class, "store", "master", "--host", "127.0.0.1", "--port", "0",
-                "--admin-port", "0", "--client-ttl", "2s", "--tick", "50ms");
-        String[] listening = master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ");
-        String address = "127.0.0.1:" + listening[1];
-        String metrics = "http://127.0.0.1:" + listening[2] + "/metrics";
+        master = new MasterProcess("--client-ttl", "2s", "--tick", "50ms");
+        String address = master.address;
         Path disk = Files.createDirectories(dir.resolve("disk"));
         String[] first = startNode(address, disk);
         assertEquals("0", first[3], "a fresh disk drops nothing");
@@ -78,15 +79,11 @@ class DiskRestartTest {
             // half the flood, then a disk-only object removed: the master hands its freed range to the node, which
             // records a tombstone; then the rest, so offloads are recorded after the tombstone
             Path index = disk.resolve("tent4j-store.disk.index");
-            flood(client, metrics, 0, KEYS / 2, 4);
+            flood(client, master, 0, KEYS / 2, 4);
             String removed = diskOnly(admin, KEYS / 2).keySet().iterator().next();
             client.remove(removed, true); // the lease the listing took parks the range: forgotten at once all the same
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (records(index).containsKey(removed)) {
-                assertTrue(System.nanoTime() < deadline, "the node did not record the removal of " + removed);
-                Thread.sleep(20);
-            }
-            flood(client, metrics, KEYS / 2, KEYS, metric(metrics, "store_offloads_completed_total") + 1);
+            Poll.until("the node records the removal of " + removed, LIMIT, PAUSE, () -> !records(index).containsKey(removed));
+            flood(client, master, KEYS / 2, KEYS, master.metric("store_offloads_completed_total") + 1);
             // what the master switched to disk (the node must have recorded each before it reported it)
             Map<String, Long> reported = diskOnly(admin, KEYS);
             assertTrue(reported.size() >= 4, "offloaded: " + reported);
@@ -95,11 +92,7 @@ class DiskRestartTest {
             node = null;
             // the master forgets the node's segments, and with them the disk-only objects
             String probe = reported.keySet().iterator().next();
-            deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (present(admin, probe)) {
-                assertTrue(System.nanoTime() < deadline, "the killed node's client did not expire");
-                Thread.sleep(20);
-            }
+            Poll.until("the killed node's client expires", LIMIT, PAUSE, () -> !present(admin, probe));
             Path file = disk.resolve("tent4j-store.disk");
             Map<String, Long> onDisk = records(index);
             for (Map.Entry<String, Long> e : reported.entrySet()) {
@@ -133,15 +126,12 @@ class DiskRestartTest {
     }
 
     /** Puts keys {@code from} to {@code to}, then waits until at least {@code offloads} completed and none is in flight. */
-    private static void flood(StoreClient client, String metrics, int from, int to, long offloads) throws Exception {
+    private static void flood(StoreClient client, MasterProcess master, int from, int to, long offloads) throws Exception {
         for (int i = from; i < to; i++) {
             client.put("k/" + i, NodeProcess.value(VALUE, i), ReplicateConfig.replicas(1));
         }
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (metric(metrics, "store_offloads_completed_total") < offloads || metric(metrics, "store_offloads_in_flight") > 0) {
-            assertTrue(System.nanoTime() < deadline, "offloads did not finish");
-            Thread.sleep(20);
-        }
+        Poll.until("the offloads finish", LIMIT, PAUSE, () -> master.metric("store_offloads_completed_total") >= offloads
+                && master.metric("store_offloads_in_flight") == 0);
     }
 
     /** The keys among the first {@code keys} whose only replica is on disk, with their offsets. */
@@ -235,15 +225,6 @@ class DiskRestartTest {
             ch.read(one, offset);
             one.put(0, (byte) ~one.get(0)).rewind();
             ch.write(one, offset);
-        }
-    }
-
-    private static long metric(String url, String name) throws Exception {
-        try (var http = java.net.http.HttpClient.newHttpClient()) {
-            String body = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url)).build(),
-                    java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-            return body.lines().filter(l -> l.startsWith(name + " ")).mapToLong(l -> Long.parseLong(l.substring(name.length() + 1)))
-                    .findFirst().orElseThrow(() -> new AssertionError("no metric " + name + " in " + url));
         }
     }
 }
