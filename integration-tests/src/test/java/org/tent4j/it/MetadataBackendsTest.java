@@ -151,9 +151,14 @@ class MetadataBackendsTest {
         RedisServer redis = keep(RedisServer.launch());
         String both = etcd.uri() + "," + redis.uri();
         etcd.kill();
+        // A dead etcd costs each engine its probe at start and every call one timeout before Redis answers: 1 s,
+        // not the default 5 s, so the test spends its time on failover rather than on waiting.
+        String probe = "metadata.etcd.connect-timeout=1s";
+        String call = "metadata.etcd.timeout=1s";
         TargetProcess.Child child = keep(new TargetProcess.Child(4 << 20, EngineConfig.METADATA_URI + "=" + both,
-                EngineConfig.SEGMENT_NAME + "=survivor", "metadata.ttl=3s"));
-        TransferEngine initiator = keep(TransferEngine.create(cfg(both, "finder").build()));
+                EngineConfig.SEGMENT_NAME + "=survivor", "metadata.ttl=3s", probe, call));
+        TransferEngine initiator = keep(TransferEngine.create(cfg(both, "finder").set("metadata.etcd.connect-timeout", "1s")
+                .set("metadata.etcd.timeout", "1s").build()));
         RegisteredMemory local = initiator.allocate(4 << 20, Location.CPU, Permission.READ_WRITE);
         roundTrip(initiator, initiator.openSegment("survivor"), child, local);
 
