@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 . scripts/jdk.sh
-exec ./mvnw -B -ntp verify "$@"
+# One module per core at a time (-T 1C): most of the suite's time is tests waiting on other processes (servers,
+# child JVMs, timeouts), so modules that do not depend on each other share the cores. `scripts/test.sh -T 1` runs
+# them one after another.
+exec ./mvnw -B -ntp -T 1C verify "$@"

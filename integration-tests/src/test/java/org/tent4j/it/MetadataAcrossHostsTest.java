@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -23,14 +25,12 @@ class MetadataAcrossHostsTest {
     private static final long SIZE = 8 << 20;
     private static final Duration WAIT = Duration.ofSeconds(60);
 
-    private static String[] config(Host h, String metadata, String name) {
-        return new String[] {"control.host=" + h.address(), "transports.enabled=tcp", "transfer.timeout=3000ms",
-                "metadata.uri=" + metadata, "segment.name=" + name};
-    }
-
-    private static TargetProcess.Child engine(Host h, String log, String metadata, String name) throws Exception {
+    private static TargetProcess.Child engine(Host h, String log, String metadata, String name, String... more) throws Exception {
+        List<String> config = new ArrayList<>(List.of("control.host=" + h.address(), "transports.enabled=tcp",
+                "transfer.timeout=3000ms", "metadata.uri=" + metadata, "segment.name=" + name));
+        config.addAll(List.of(more));
         return new TargetProcess.Child(h.jvm(TargetProcess.class).stderr(Path.of("target", "MetadataAcrossHosts-" + log + ".log")),
-                SIZE, config(h, metadata, name));
+                SIZE, config.toArray(String[]::new));
     }
 
     /** SIZE bytes filled with {@code seed} written by {@code initiator} over the start of the target, intact. */
@@ -65,7 +65,9 @@ class MetadataAcrossHostsTest {
                     intact(first, target, 2);
 
                     // a new engine on host i with both stores: etcd does not answer it, Redis does
-                    try (TargetProcess.Child second = engine(i, "second", both, "second")) {
+                    // (its probe and each call wait 1 s for the silent etcd, not the default 5 s)
+                    try (TargetProcess.Child second = engine(i, "second", both, "second",
+                            "metadata.etcd.connect-timeout=1s", "metadata.etcd.timeout=1s")) {
                         assertEquals("OPENED", second.jvm.ask("OPEN target", WAIT));
                         intact(second, target, 3);
                     }

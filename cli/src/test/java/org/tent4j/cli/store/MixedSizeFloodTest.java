@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.tent4j.cli.store.NodeProcess.okString;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -50,13 +51,10 @@ class MixedSizeFloodTest {
     void largePutsPastCapacityWhileSmallObjectsAreReadAreNeverRefused() throws Exception {
         master = new MasterProcess("--client-ttl", "10s", "--tick", "100ms");
         String address = master.address;
-        NodeProcess.Node reader = new NodeProcess.Node(address, SEGMENT);
-        closeLater.add(reader);
-        NodeProcess.Node[] writers = new NodeProcess.Node[WRITERS];
-        for (int w = 0; w < WRITERS; w++) {
-            writers[w] = new NodeProcess.Node(address, SEGMENT);
-            closeLater.add(writers[w]);
-        }
+        NodeProcess.Node[] started = NodeProcess.Node.start(address, SEGMENT, 1 + WRITERS);
+        closeLater.addAll(List.of(started));
+        NodeProcess.Node reader = started[0];
+        NodeProcess.Node[] writers = Arrays.copyOfRange(started, 1, 1 + WRITERS);
         String[] crcs = okString(reader.call("PUTBATCH small/ " + SMALL_COUNT + " " + SMALL + " 100 1")).split(",");
         assertEquals(SMALL_COUNT, crcs.length);
 

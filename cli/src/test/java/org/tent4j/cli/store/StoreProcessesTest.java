@@ -46,11 +46,8 @@ class StoreProcessesTest {
         master = new MasterProcess("--client-ttl", "4s", "--tick", "50ms", // 4 s: live clients on a loaded box never miss it
                 "--repairs-in-flight", "0"); // what a death leaves, before repair (ReplicaRepairProcessesTest) adds to it
         String address = master.address;
-        NodeProcess.Node[] nodes = new NodeProcess.Node[3];
-        for (int i = 0; i < 3; i++) {
-            nodes[i] = new NodeProcess.Node(address, 32 << 20);
-            closeLater.add(nodes[i]);
-        }
+        NodeProcess.Node[] nodes = NodeProcess.Node.start(address, 32 << 20, 3);
+        closeLater.addAll(List.of(nodes));
         MasterClient admin = new MasterClient(address, Duration.ofSeconds(10));
         closeLater.add(admin);
 
