@@ -86,13 +86,13 @@ public final class AdminServer implements AutoCloseable {
                 case "/" -> {
                     var log = master.master().log();
                     send(ex, 200, "text/html; charset=utf-8", StatusPage.render(state, master.stats(), now,
-                            log == null ? null : log.id(), log == null ? null : log.role()));
+                            log == null ? null : log.id(), log == null ? null : log.role(), log == null ? null : log.metrics()));
                 }
                 case "/health" -> send(ex, 200, "application/json", health(state));
                 case "/metrics" -> {
                     var log = master.master().log();
                     send(ex, 200, "text/plain; version=0.0.4", Metrics.render(state, master.stats(),
-                            log == null ? null : log.role()));
+                            log == null ? null : log.role(), log == null ? null : log.metrics()));
                 }
                 case "/segments" -> send(ex, 200, "application/json", segmentsJson(state.segments()));
                 case "/clients" -> send(ex, 200, "application/json", clientsJson(state.clients(now)));

@@ -5,6 +5,7 @@ import java.util.Locale;
 
 import org.tent4j.store.Tier;
 import org.tent4j.store.master.DurableLog;
+import org.tent4j.store.master.LogMetrics;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -13,8 +14,11 @@ final class Metrics {
     private Metrics() {
     }
 
-    /** {@code role}: where a durable master stands in its group; null for a master in memory (which always leads). */
-    static String render(MasterState state, RpcStats rpc, DurableLog.Role role) {
+    /**
+     * {@code role}: where a durable master stands in its group, and {@code log} what its log did; both null for a
+     * master in memory (which always leads).
+     */
+    static String render(MasterState state, RpcStats rpc, DurableLog.Role role, LogMetrics log) {
         StringBuilder sb = new StringBuilder(4096);
         MasterState.Stats s = state.stats();
         gauge(sb, "store_master_is_leader", "1 when this master leads its group (serves and applies), 0 for a follower",
@@ -24,6 +28,11 @@ final class Metrics {
             gauge(sb, "store_raft_commit_index", "Ratis's last log index committed on a majority, as this master knows it",
                     role.commitIndex());
             gauge(sb, "store_raft_applied_index", "Ratis's last log index applied to this master's state", role.appliedIndex());
+            gauge(sb, "store_raft_log_start_index", "The first index this master's log holds (what came before is in its "
+                    + "snapshot)", role.startIndex());
+        }
+        if (log != null) {
+            log.appendPrometheus(sb);
         }
         gauge(sb, "store_objects", "Objects held (readable or being written)", s.objects());
         gauge(sb, "store_object_bytes", "Bytes of readable objects (one replica each)", s.objectBytes());

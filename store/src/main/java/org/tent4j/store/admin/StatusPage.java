@@ -6,6 +6,7 @@ import java.util.function.ToLongFunction;
 
 import org.tent4j.store.Tier;
 import org.tent4j.store.master.DurableLog;
+import org.tent4j.store.master.LogMetrics;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.rpc.RpcStats;
 
@@ -18,8 +19,8 @@ final class StatusPage {
         return segs.stream().filter(v -> v.tier() == tier).mapToLong(f).sum();
     }
 
-    /** {@code role}: where a durable master stands in its group; null for a master in memory. */
-    static String render(MasterState state, RpcStats rpc, long now, String self, DurableLog.Role role) {
+    /** {@code role} and {@code log}: where a durable master stands in its group and what its log did; null in memory. */
+    static String render(MasterState state, RpcStats rpc, long now, String self, DurableLog.Role role, LogMetrics log) {
         MasterState.Stats s = state.stats();
         List<MasterState.SegmentView> segs = state.segments();
         List<MasterState.ClientView> clients = state.clients(now);
@@ -49,7 +50,7 @@ final class StatusPage {
                 """);
         h.append("<h1>tent4j store master</h1><div class=\"sub\">").append(segs.size()).append(" segments · ")
                 .append(clients.size()).append(" clients alive · eviction above ").append(pct(hwm)).append(" (red mark)</div>");
-        role(h, self, role);
+        role(h, self, role, log);
         h.append("<div class=\"cards\">");
         card(h, Long.toString(s.objects()), "objects");
         card(h, bytes(s.objectBytes()), "object bytes");
@@ -133,8 +134,11 @@ final class StatusPage {
         return h.toString();
     }
 
-    /** This master's role, term and log position: a follower's page shows its (possibly lagging) copy of the state. */
-    private static void role(StringBuilder h, String self, DurableLog.Role role) {
+    /**
+     * This master's role, term and log position (a follower's page shows its possibly lagging copy of the state), and
+     * its log's commit latency, leader changes and latest snapshot.
+     */
+    private static void role(StringBuilder h, String self, DurableLog.Role role, LogMetrics log) {
         if (role == null) {
             h.append("<div class=\"sub\" id=\"role\"><span class=\"ok\">leader</span> · in memory (no log, no term)</div>");
             return;
@@ -144,8 +148,16 @@ final class StatusPage {
                 .append(" · term <b id=\"term\">").append(role.term()).append("</b> · leader ")
                 .append(role.leaderId() == null ? "unknown (election running)" : esc(role.leaderId())
                         + (role.leaderRpc() == null ? "" : " at " + esc(role.leaderRpc())))
-                .append(" · log committed ").append(role.commitIndex()).append(", applied ").append(role.appliedIndex())
+                .append(" · log from ").append(role.startIndex()).append(", committed ").append(role.commitIndex())
+                .append(", applied ").append(role.appliedIndex())
                 .append("</div>");
+        double mean = log.meanCommitMicros();
+        h.append("<div class=\"sub\" id=\"log\">commits <b id=\"commits\">").append(log.commits()).append("</b> (mean ")
+                .append(mean < 0 ? "-" : String.format("%.1f µs", mean)).append(") · leader changes <b id=\"leader-changes\">")
+                .append(log.leaderChanges()).append("</b> · snapshot <span id=\"snapshot\">")
+                .append(log.snapshotIndex() < 0 ? "none yet" : "at index " + log.snapshotIndex()
+                        + String.format(", %.0f s old", log.snapshotAgeSeconds()))
+                .append("</span></div>");
     }
 
     private static void card(StringBuilder h, String value, String label) {

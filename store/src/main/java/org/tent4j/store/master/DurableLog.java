@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
@@ -54,9 +55,16 @@ public final class DurableLog implements AutoCloseable {
 
     /**
      * Ratis settings the master chooses (docs/STORE.md, "Durable mode", says why): snapshot every
-     * {@code snapshotEvery} applied entries, and whether one is taken when the master stops.
+     * {@code snapshotEvery} applied entries, and whether one is taken when the master stops; log segments of at most
+     * {@code segmentBytes} (a closed segment is what a snapshot lets Ratis delete), deleted once a snapshot is
+     * {@code purgeGap} entries past the last purge.
      */
-    public record Settings(long snapshotEvery, boolean snapshotOnStop, long startTimeoutMillis) {
+    public record Settings(long snapshotEvery, boolean snapshotOnStop, long startTimeoutMillis, long segmentBytes,
+            int purgeGap) {
+        public Settings(long snapshotEvery, boolean snapshotOnStop, long startTimeoutMillis) {
+            this(snapshotEvery, snapshotOnStop, startTimeoutMillis, 32 << 20, 1024);
+        }
+
         public static Settings defaults() {
             return new Settings(100_000, true, 60_000);
         }
@@ -76,9 +84,11 @@ public final class DurableLog implements AutoCloseable {
      * Where this master stands in its group: whether it leads (and may apply), the Raft term, and the leader's id and
      * store RPC address as far as it knows them (null when it knows none), and Ratis's log indexes: the last
      * committed (on a majority) as far as this master knows, and the last applied to its state (Ratis's own indexes,
-     * configuration entries included: not the state's command count).
+     * configuration entries included: not the state's command count), and the first index its log still holds (past
+     * 0 once a snapshot let Ratis purge what came before, or once this master installed the leader's snapshot).
      */
-    public record Role(boolean leader, long term, String leaderId, String leaderRpc, long commitIndex, long appliedIndex) {
+    public record Role(boolean leader, long term, String leaderId, String leaderRpc, long commitIndex, long appliedIndex,
+            long startIndex) {
     }
 
     private final RaftServer server;
@@ -119,6 +129,12 @@ public final class DurableLog implements AutoCloseable {
 
     public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
+        return open(config, dataDir, selfId, peers, settings, InstantSource.system());
+    }
+
+    /** {@link #open}, with the wall clock the snapshot age is measured on ({@link LogMetrics}). */
+    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings,
+            InstantSource clock) throws IOException {
         List<RaftPeer> group = (peers.isEmpty() ? List.of(new Peer(selfId, "127.0.0.1:0")) : peers).stream()
                 .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
@@ -128,7 +144,7 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.setStorageDir(props, List.of(dataDir.resolve("raft").toFile()));
         // acknowledged means on disk: the leader counts itself towards a commit only after its fsync
         RaftServerConfigKeys.Log.setUnsafeFlushEnabled(props, false);
-        RaftServerConfigKeys.Log.setSegmentSizeMax(props, SizeInBytes.valueOf("32MB"));
+        RaftServerConfigKeys.Log.setSegmentSizeMax(props, SizeInBytes.valueOf(settings.segmentBytes()));
         // the largest entry (a batch, or a RemoveKeys of many keys) must fit the write buffer
         RaftServerConfigKeys.Log.setWriteBufferSize(props, SizeInBytes.valueOf("16MB"));
         RaftServerConfigKeys.Log.setCorruptionPolicy(props, RaftServerConfigKeys.Log.CorruptionPolicy.EXCEPTION);
@@ -138,6 +154,7 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Snapshot.setTriggerWhenStopEnabled(props, settings.snapshotOnStop());
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(props, 2);
         RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(props, true);
+        RaftServerConfigKeys.Log.setPurgeGap(props, settings.purgeGap());
         // Ratis's 150-300 ms election timeouts let a starved leader (two cores shared with nodes and clients, a GC pause)
         // miss heartbeats: the survivors then deposed each other for 10 s and more. A dead leader is noticed after
         // ELECTION_MIN-ELECTION_MAX (failover-bench: p99 2.4 s at 0.5-1 s, 4.3 s at 1-2 s); the first election at start
@@ -147,7 +164,7 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
-        MasterStateMachine machine = new MasterStateMachine(config, dataDir);
+        MasterStateMachine machine = new MasterStateMachine(config, dataDir, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
                 .setServerId(me.getId())
                 .setGroup(RaftGroup.valueOf(GROUP, group))
@@ -227,9 +244,10 @@ public final class DurableLog implements AutoCloseable {
             RaftPeerId leader = info.getLeaderId();
             String id = leader == null ? null : leader.toString();
             return new Role(info.isLeader(), info.getCurrentTerm(), id, id == null ? null : rpcOf.get(id),
-                    division.getRaftLog().getLastCommittedIndex(), info.getLastAppliedIndex());
+                    division.getRaftLog().getLastCommittedIndex(), info.getLastAppliedIndex(),
+                    division.getRaftLog().getStartIndex());
         } catch (IOException closed) {
-            return new Role(false, 0, null, null, -1, -1);
+            return new Role(false, 0, null, null, -1, -1, -1);
         }
     }
 
@@ -342,6 +360,11 @@ public final class DurableLog implements AutoCloseable {
     /** Completes the first time this master is a leader ready to serve (at once for a group of one). */
     public CompletableFuture<Void> leaderReady() {
         return machine.leaderReady;
+    }
+
+    /** Commit latency, leader changes and the latest snapshot, for {@code /metrics} and the status page. */
+    public LogMetrics metrics() {
+        return machine.metrics;
     }
 
     /** Entries of commands applied since this log was opened: a batch committed as one entry counts once. */

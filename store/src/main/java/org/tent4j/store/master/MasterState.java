@@ -97,6 +97,15 @@ public final class MasterState {
         segments.onEvictionWanted(hook);
     }
 
+    /**
+     * Tells this state's changes to {@code replaced}'s listeners (eviction hook, journal): this state was restored in
+     * its place while the master runs (a snapshot installed from the leader).
+     */
+    void takeListenersOf(MasterState replaced) {
+        segments.onEvictionWanted(replaced.segments.evictionHook());
+        journal = replaced.journal;
+    }
+
     /** Whether allocated bytes exceed the high watermark of the mounted capacity. */
     public boolean overHighWatermark() {
         return segments.overHighWatermark();

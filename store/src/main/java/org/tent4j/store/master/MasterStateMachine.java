@@ -26,6 +26,7 @@ import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
 import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
+import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.MD5FileUtil;
 
 /**
@@ -35,11 +36,19 @@ import org.apache.ratis.util.MD5FileUtil;
  * id and gets the commands' results from here, so a call is answered only once its entry is committed and applied.
  */
 final class MasterStateMachine extends BaseStateMachine {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(MasterStateMachine.class);
     private final MasterConfig config;
     private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
-    /** Replaced only while Ratis (re)initializes us, before anything is served. */
+    /**
+     * Replaced when Ratis initializes us (before anything is served) and when it installs a leader's snapshot (while
+     * serving: readers take it from here each time, see {@link StoreMaster#state}).
+     */
     private volatile MasterState state;
-    private final ConcurrentHashMap<Long, CompletableFuture<List<Object>>> waiting = new ConcurrentHashMap<>();
+    /** A proposal this master made, waited for: where its results go, and when it was submitted. */
+    private record Waiting(CompletableFuture<List<Object>> results, long since) {
+    }
+
+    private final ConcurrentHashMap<Long, Waiting> waiting = new ConcurrentHashMap<>();
     /** Completed once this server leads and has applied every entry before its term's first (all it ever acknowledged). */
     final CompletableFuture<Void> ready = new CompletableFuture<>();
     /** Entries of commands applied since start (Ratis's own entries, configuration and metadata, not counted). */
@@ -56,9 +65,11 @@ final class MasterStateMachine extends BaseStateMachine {
     private final Path keyFile;
     final CompletableFuture<byte[]> credentialKey = new CompletableFuture<>();
     private volatile Runnable onLeaderReady = () -> { };
+    final LogMetrics metrics;
 
-    MasterStateMachine(MasterConfig config, Path dataDir) throws IOException {
+    MasterStateMachine(MasterConfig config, Path dataDir, LogMetrics metrics) throws IOException {
         this.config = config;
+        this.metrics = metrics;
         this.keyFile = dataDir.resolve(KEY_FILE);
         if (Files.exists(keyFile)) {
             byte[] k = Files.readAllBytes(keyFile);
@@ -107,7 +118,7 @@ final class MasterStateMachine extends BaseStateMachine {
     }
 
     void await(long proposal, CompletableFuture<List<Object>> results) {
-        waiting.put(proposal, results);
+        waiting.put(proposal, new Waiting(results, System.nanoTime()));
     }
 
     void forget(long proposal) {
@@ -121,14 +132,42 @@ final class MasterStateMachine extends BaseStateMachine {
 
     @Override
     public void initialize(RaftServer server, RaftGroupId groupId, RaftStorage raftStorage) throws IOException {
-        super.initialize(server, groupId, raftStorage);
-        storage.init(raftStorage);
-        load(storage.getLatestSnapshot());
+        // RUNNING once loaded, so Ratis can pause it (and reload it) to install a leader's snapshot
+        getLifeCycle().startAndTransition(() -> {
+            super.initialize(server, groupId, raftStorage);
+            storage.init(raftStorage);
+            load(storage.getLatestSnapshot());
+        }, IOException.class);
     }
 
+    /**
+     * Ratis calls this after it installed a snapshot the leader sent (this master was too far behind: the entries it
+     * lacked were purged from the leader's log), with the applier paused. The restored state takes the running one's
+     * place and its listeners (the evictor's wake-up, a journal), and Ratis goes on with the entries after it.
+     */
     @Override
     public void reinitialize() throws IOException {
+        MasterState before = state;
         load(storage.loadLatestSnapshot());
+        if (before != null && state != before) {
+            state.takeListenersOf(before);
+        }
+        if (getLifeCycleState() == LifeCycle.State.PAUSED) {
+            getLifeCycle().transition(LifeCycle.State.STARTING);
+            getLifeCycle().transition(LifeCycle.State.RUNNING);
+        }
+        LOG.info("store master state reloaded from snapshot {} (installed from the leader)", getLastAppliedTermIndex());
+    }
+
+    /**
+     * Ratis pauses the state machine before it installs the leader's snapshot, and reloads it only from
+     * {@code PAUSED}: without this (the base class does nothing) the install fails and this master's Raft server
+     * shuts down.
+     */
+    @Override
+    public void pause() {
+        getLifeCycle().transition(LifeCycle.State.PAUSING);
+        getLifeCycle().transition(LifeCycle.State.PAUSED);
     }
 
     /** Restores the latest snapshot, refusing one whose bytes do not match its MD5 or do not read as a state. */
@@ -153,6 +192,7 @@ final class MasterStateMachine extends BaseStateMachine {
             throw new IOException("store master snapshot " + file + " refused: " + e.getMessage(), e);
         }
         setLastAppliedTermIndex(snapshot.getTermIndex());
+        metrics.snapshotAt(snapshot.getIndex(), Files.getLastModifiedTime(file.toPath()).toMillis());
     }
 
     @Override
@@ -193,9 +233,11 @@ final class MasterStateMachine extends BaseStateMachine {
         }
         updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
         entriesApplied.incrementAndGet();
-        CompletableFuture<List<Object>> w = waiting.remove(e.proposal());
+        Waiting w = waiting.remove(e.proposal());
         if (w != null) {
-            w.complete(results);
+            // before the answer: whoever sees the call answered sees it counted
+            metrics.committed(System.nanoTime() - w.since());
+            w.results().complete(results);
         }
         return CompletableFuture.completedFuture(Message.EMPTY);
     }
@@ -206,6 +248,7 @@ final class MasterStateMachine extends BaseStateMachine {
      */
     @Override
     public void notifyLeaderChanged(RaftGroupMemberId member, RaftPeerId leader) {
+        metrics.leaderIs(leader == null ? null : leader.toString());
         if (leader != null && !leader.equals(member.getPeerId())) {
             ready.complete(null);
         }
@@ -246,6 +289,7 @@ final class MasterStateMachine extends BaseStateMachine {
         Files.move(tmp, file.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         var md5 = MD5FileUtil.computeAndSaveMd5ForFile(file);
         storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(file.toPath(), md5), last));
+        metrics.snapshotAt(last.getIndex(), metrics.nowMillis());
         return last.getIndex();
     }
 }

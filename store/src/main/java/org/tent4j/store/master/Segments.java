@@ -58,6 +58,10 @@ final class Segments {
         this.evictionWanted = hook;
     }
 
+    Runnable evictionHook() {
+        return evictionWanted;
+    }
+
     void wantEviction() {
         evictionWanted.run();
     }

@@ -29,6 +29,7 @@ import org.tent4j.store.master.Command.TickReport;
 public final class StoreMaster implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StoreMaster.class);
 
+    /** Null on a durable log: its state is replaced when a snapshot from the leader is installed, read it there. */
     private final MasterState state;
     private final StoreClock clock;
     /** Null in memory: commands are applied on the caller's thread and nothing survives the process. */
@@ -51,7 +52,7 @@ public final class StoreMaster implements AutoCloseable {
      * applied. Closing the master closes the log.
      */
     public StoreMaster(DurableLog log, StoreClock clock) {
-        this.state = log.state();
+        this.state = null;
         this.clock = clock;
         this.log = log;
     }
@@ -72,7 +73,7 @@ public final class StoreMaster implements AutoCloseable {
     }
 
     public MasterState state() {
-        return state;
+        return log == null ? state : log.state();
     }
 
     public StoreClock clock() {
@@ -103,7 +104,7 @@ public final class StoreMaster implements AutoCloseable {
      * log each item is its own entry (the point is taken by the log's applier; holding it here would deadlock).
      */
     public <T> T inOrder(java.util.function.Supplier<T> work) {
-        return log == null ? state.inOrder(work) : work.get();
+        return log == null ? state().inOrder(work) : work.get();
     }
 
     public PutTicket putStart(String clientId, String key, long size, ReplicateConfig config, String writerHost) {
@@ -131,11 +132,11 @@ public final class StoreMaster implements AutoCloseable {
     }
 
     public boolean exists(String key) {
-        return state.exists(key);
+        return state().exists(key);
     }
 
     public long size(String key) {
-        return state.size(key);
+        return state().size(key);
     }
 
     public void remove(String key, boolean force) {
@@ -152,7 +153,7 @@ public final class StoreMaster implements AutoCloseable {
 
     /** The command {@link #removeByRegex} applies: the keys matching now, matched on the calling thread. */
     public Command.RemoveKeys removalByRegex(String regex, boolean force) {
-        return new Command.RemoveKeys(state.keysMatching(regex), force);
+        return new Command.RemoveKeys(state().keysMatching(regex), force);
     }
 
     public int removeAll(boolean force) {
@@ -213,7 +214,7 @@ public final class StoreMaster implements AutoCloseable {
     }
 
     public List<MasterState.SegmentView> segments() {
-        return state.segments();
+        return state().segments();
     }
 
     /**
@@ -232,7 +233,7 @@ public final class StoreMaster implements AutoCloseable {
                 gracedTerm = role.term();
                 if (clients > 0) {
                     LOG.info("leading in term {}: the {} clients the log holds get a fresh {} to be heard from",
-                            role.term(), clients, state.config().clientTtl());
+                            role.term(), clients, state().config().clientTtl());
                 }
             }
         }
@@ -292,7 +293,7 @@ public final class StoreMaster implements AutoCloseable {
                     Command.Evicted r = apply(new Command.Evict());
                     if (r.objects() > 0) {
                         observer.accept(new TickReport(List.of(), 0, r.objects(), r.bytes()));
-                    } else if (state.overHighWatermark()) {
+                    } else if (state().overHighWatermark()) {
                         // nothing evictable (leased, pinned, reserved): wait for the next wake-up, not a spin
                         LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
                     }
@@ -302,7 +303,7 @@ public final class StoreMaster implements AutoCloseable {
             }
         });
         Thread t = evictor;
-        state.onEvictionWanted(() -> {
+        state().onEvictionWanted(() -> {
             if (!evictionWanted.get() && !evictionWanted.getAndSet(true)) {
                 LockSupport.unpark(t);
             }
@@ -314,7 +315,7 @@ public final class StoreMaster implements AutoCloseable {
     public synchronized void close() {
         closed = true;
         if (evictor != null) {
-            state.onEvictionWanted(() -> { });
+            state().onEvictionWanted(() -> { });
             LockSupport.unpark(evictor);
             evictor = null;
         }

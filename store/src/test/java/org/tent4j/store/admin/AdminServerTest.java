@@ -17,12 +17,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.Tier;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.rpc.MasterClient;
 import org.tent4j.store.master.Command;
+import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.rpc.MasterServer;
@@ -99,21 +101,42 @@ class AdminServerTest {
     }
 
     @Test
-    void statusPageRendersInHeadlessChromium() throws Exception {
+    void statusPageRendersInHeadlessChromium(@TempDir Path dataDir) throws Exception {
         Path chromium = Path.of("/usr/bin/chromium");
         assumeTrue(Files.isExecutable(chromium), "chromium is not installed (scripts/install-deps.sh installs it)");
         Path shot = Path.of("target", "store-status.png").toAbsolutePath();
         Files.deleteIfExists(shot);
         String url = "http://127.0.0.1:" + admin.port() + "/";
-        String dom = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url);
+        // one run for the DOM and the screenshot: each start of Chromium costs seconds on a loaded box
+        String dom = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                "--window-size=1100,1250", "--screenshot=" + shot, "--dump-dom", url);
         for (String s : List.of("tent4j store master", "10.0.0.1:15000", "10.0.0.2:15000", "Clients", "node-a", "Hot keys",
                 "kv/layer1/block9", "GetReplicaList", "objects", "<th>tier</th>", "<td>disk</td>", "<td>memory</td>",
                 "disk used / capacity", "Disk tier", "offloads completed", "disk reads failing their checksum")) {
             assertTrue(dom.contains(s), "rendered page lacks '" + s + "'");
         }
-        run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1100,1250",
-                "--screenshot=" + shot, url);
         assertTrue(Files.size(shot) > 10_000, "screenshot written");
+
+        // a durable master (a group of one, a snapshot every 3 entries) adds its log's line: commits, leader changes,
+        // the latest snapshot
+        StoreMaster durable = new StoreMaster(DurableLog.open(MasterConfig.defaults(), dataDir, "m1", List.of(),
+                new DurableLog.Settings(3, false, 60_000)), StoreClock.system());
+        try (MasterServer s = MasterServer.start(durable, "127.0.0.1", 0, 0, r -> { });
+                AdminServer a = AdminServer.start(s, "127.0.0.1", 0)) {
+            durable.mount("node-a", new SegmentSpec("seg-a", "10.0.0.1:15000", "10.0.0.1", 1L << 32, 64L << 20), 1L);
+            for (int i = 0; i < 3; i++) {
+                durable.putEnd("writer", "k" + i, durable.putStart("writer", "k" + i, 4096, ReplicateConfig.replicas(1), "10.0.0.9").putId());
+            }
+            long commits = durable.log().metrics().commits();
+            org.tent4j.testkit.Poll.until("a snapshot was taken", Duration.ofSeconds(10), Duration.ofMillis(20),
+                    () -> durable.log().metrics().snapshotIndex() > 0);
+            String page = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                    "http://127.0.0.1:" + a.port() + "/");
+            for (String f : List.of("<b id=\"commits\">" + commits + "</b>", "<b id=\"leader-changes\">1</b>",
+                    "<span id=\"snapshot\">at index " + durable.log().metrics().snapshotIndex() + ", ", "log from ")) {
+                assertTrue(page.contains(f), "rendered page lacks '" + f + "': " + page);
+            }
+        }
     }
 
     private static String run(String... cmd) throws Exception {

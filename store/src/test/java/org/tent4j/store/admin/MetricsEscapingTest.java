@@ -41,7 +41,7 @@ class MetricsEscapingTest {
     void everyLineOfARealMastersMetricsIsACommentOrOneSample() {
         try (StoreMaster master = new StoreMaster(MasterConfig.defaults(), org.tent4j.store.StoreClock.system())) {
             master.mount("node", new SegmentSpec("seg", "10.0.0.1:15000", "10.0.0.1", 4096, 1 << 20), 1L);
-            String text = Metrics.render(master.state(), new RpcStats(), null);
+            String text = Metrics.render(master.state(), new RpcStats(), null, null);
             assertTrue(samples(text).stream().anyMatch(l -> l.startsWith("store_segment_used_bytes{segment=\"seg\"")), text);
         }
     }

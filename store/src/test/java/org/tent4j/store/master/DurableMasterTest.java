@@ -6,12 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
@@ -25,6 +31,7 @@ import org.tent4j.store.StoreException;
 import org.tent4j.store.client.PutResult;
 import org.tent4j.store.client.StoreClient;
 import org.tent4j.store.rpc.MasterServer;
+import org.tent4j.testkit.Poll;
 
 /**
  * The master on its durable log (Ratis, a group of one): what was acknowledged survives the master, a snapshot plus
@@ -205,64 +212,118 @@ class DurableMasterTest {
 
     /**
      * Three masters on three dirs elect a leader; what the leader acknowledges (each after a majority has it) is
-     * applied by both followers to the same state; a follower refuses a write rather than apply it on its own.
+     * applied by both followers to the same state; a follower refuses a write rather than apply it on its own. With
+     * small log segments and a snapshot every 10 entries, a follower that was down while the others snapshotted and
+     * purged their logs catches up from the leader's snapshot plus the log's tail (Ratis's snapshot install) to the
+     * leader's state, read through the {@link StoreMaster} that serves it. The log's metrics move meanwhile: a
+     * commit-latency sample per entry, the latest snapshot's index, its age on an injected wall clock.
      */
     @Test
-    void threeMastersElectALeaderAndApplyTheSameLog() throws Exception {
+    void threeMastersApplyTheSameLogAndOneThatWasDownCatchesUpFromASnapshot() throws Exception {
         List<DurableLog.Peer> peers = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
             try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + s.getLocalPort()));
             }
         }
-        List<java.util.concurrent.CompletableFuture<DurableLog>> opening = new ArrayList<>();
+        AtomicLong wallMillis = new AtomicLong(Instant.parse("2030-01-01T00:00:00Z").toEpochMilli());
+        InstantSource wall = () -> Instant.ofEpochMilli(wallMillis.get());
+        List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
         for (DurableLog.Peer p : peers) {
-            opening.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, NO_SNAPSHOTS);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }));
+            opening.add(CompletableFuture.supplyAsync(() -> openInGroup(p, peers, wall)));
         }
-        List<DurableLog> logs = opening.stream().map(java.util.concurrent.CompletableFuture::join).toList();
+        List<DurableLog> logs = new ArrayList<>(opening.stream().map(CompletableFuture::join).toList());
         try {
             // a follower's open returns once it knows a leader, which may not be ready yet
-            java.util.concurrent.CompletableFuture.anyOf(logs.stream().map(DurableLog::leaderReady)
-                    .toArray(java.util.concurrent.CompletableFuture[]::new)).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            CompletableFuture.anyOf(logs.stream().map(DurableLog::leaderReady).toArray(CompletableFuture[]::new))
+                    .get(30, TimeUnit.SECONDS);
             DurableLog leader = logs.stream().filter(l -> l.leaderReady().isDone() && l.leads()).findFirst().orElseThrow();
-            List<java.util.concurrent.CountDownLatch> caughtUp = new ArrayList<>();
             StoreMaster m = new StoreMaster(leader, StoreClock.system());
             workload(m, 0);
             long last = leader.state().lastApplied();
             for (DurableLog f : logs) {
                 if (f != leader) {
-                    java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
-                    f.state().journal(e -> {
-                        if (e.index() == last) {
-                            done.countDown();
-                        }
-                    });
-                    if (f.state().lastApplied() >= last) {
-                        done.countDown();
-                    }
-                    caughtUp.add(done);
                     StoreException refused = assertThrows(StoreException.class,
                             () -> new StoreMaster(f, StoreClock.system()).heartbeat("c0"));
                     assertEquals(StoreError.NOT_LEADER, refused.error());
                 }
             }
-            for (java.util.concurrent.CountDownLatch done : caughtUp) {
-                assertTrue(done.await(30, java.util.concurrent.TimeUnit.SECONDS), "a follower applied the leader's log");
-            }
+            Poll.until("both followers applied the leader's log", Duration.ofSeconds(30), Duration.ofMillis(20),
+                    () -> logs.stream().allMatch(f -> f.state().lastApplied() >= last));
             List<String> expected = StateDump.of(leader.state());
             for (DurableLog f : logs) {
                 assertEquals(expected, StateDump.of(f.state()));
             }
-        } finally {
-            for (DurableLog l : logs) {
-                l.close();
+
+            // one commit-latency sample per entry this master proposed and applied: a single put is two (start, end)
+            long commits = leader.metrics().commits();
+            long entries = leader.entriesApplied();
+            put(m, "tail/", 0, 5);
+            assertEquals(10, leader.metrics().commits() - commits, "a sample per entry");
+            assertEquals(10, leader.entriesApplied() - entries, "each put call one entry");
+            StringBuilder text = new StringBuilder();
+            leader.metrics().appendPrometheus(text);
+            assertTrue(text.toString().contains("\nstore_raft_commit_latency_seconds_count " + leader.metrics().commits()
+                    + "\n") && text.toString().contains("store_raft_commit_latency_seconds_bucket{le=\"+Inf\"} "
+                    + leader.metrics().commits() + "\n"), text.toString());
+
+            // a follower stops; the others go on until the leader's log no longer holds the entry after its last
+            int down = logs.indexOf(logs.stream().filter(l -> l != leader).findFirst().orElseThrow());
+            logs.get(down).close();
+            // nothing is in flight: the stopped master's log holds no entry past the leader's last applied
+            long stoppedAt = leader.role().appliedIndex();
+            int n = 5;
+            while (leader.role().startIndex() <= stoppedAt + 1) {
+                assertTrue(n < 1_000, "the leader purged its log up to a snapshot within 1,000 puts: " + leader.role());
+                put(m, "tail/", n, n + 5);
+                n += 5;
             }
+            assertTrue(leader.metrics().snapshotIndex() > stoppedAt, "the leader snapshotted past " + stoppedAt);
+
+            DurableLog back = openInGroup(peers.get(down), peers, wall);
+            logs.set(down, back);
+            StoreMaster serving = new StoreMaster(back, StoreClock.system());
+            Poll.until("the restarted master applied what the leader applied", Duration.ofSeconds(20),
+                    Duration.ofMillis(20), () -> back.state().lastApplied() == leader.state().lastApplied()
+                            && back.role().appliedIndex() >= leader.role().appliedIndex());
+            // its log starts past where it stopped: what it missed came as a snapshot, not as entries
+            assertTrue(back.role().startIndex() > stoppedAt + 1, "stopped at " + stoppedAt + ", now " + back.role());
+            assertTrue(back.metrics().snapshotIndex() > stoppedAt, "holds the leader's snapshot: " + back.metrics().snapshotIndex());
+            // the state it serves was replaced under the master serving it
+            assertEquals(StateDump.of(leader.state()), StateDump.of(serving.state()));
+
+            // the snapshot's age moves with the wall clock, from when the leader wrote it (nothing is applied now)
+            long snapshot = leader.metrics().snapshotIndex();
+            wallMillis.addAndGet(7_000);
+            assertEquals(7.0, leader.metrics().snapshotAgeSeconds(), 0.0);
+            assertEquals(snapshot, leader.metrics().snapshotIndex(), "no snapshot taken meanwhile");
+        } finally {
+            // each takes about a second (Ratis closes its log worker): all at once
+            CompletableFuture.allOf(logs.stream().map(l -> CompletableFuture.runAsync(() -> {
+                try {
+                    l.close();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            })).toArray(CompletableFuture[]::new)).join();
+        }
+    }
+
+    /** A snapshot every 10 entries; 2 KiB segments (about 15 entries each), purged once a snapshot covers them. */
+    private DurableLog openInGroup(DurableLog.Peer p, List<DurableLog.Peer> peers, InstantSource wall) {
+        try {
+            return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers,
+                    new DurableLog.Settings(10, false, 60_000, 2 << 10, 1), wall);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Puts keys {@code prefix + from} to {@code prefix + (to - 1)} on a mounted segment, each a start and an end. */
+    private static void put(StoreMaster m, String prefix, int from, int to) {
+        for (int i = from; i < to; i++) {
+            String key = prefix + i;
+            m.putEnd("c0", key, m.putStart("c0", key, 1000 + i, ReplicateConfig.defaults(), "host0").putId());
         }
     }
 

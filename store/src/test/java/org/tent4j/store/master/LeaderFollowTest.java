@@ -121,6 +121,7 @@ class LeaderFollowTest {
             Random rnd = new Random(22);
             List<String> keys = new ArrayList<>();
             List<byte[]> values = new ArrayList<>();
+            long commitsBefore = metric(admins.get(leader), "store_raft_commit_latency_seconds_count");
             for (int i = 0; i < 20; i++) {
                 byte[] v = value(rnd);
                 assertEquals(PutResult.Status.STORED, user.put("before/" + i, v, ReplicateConfig.replicas(1)).status());
@@ -129,6 +130,13 @@ class LeaderFollowTest {
             }
 
             assertEquals(term, user.masterTerm(), "the answers carry the leader's term");
+            // each put is at least one entry the leader proposed (the node's heartbeats add more)
+            long commits = metric(admins.get(leader), "store_raft_commit_latency_seconds_count") - commitsBefore;
+            assertTrue(commits >= 20, commits + " commit-latency samples for 20 puts");
+            long[] changesBefore = new long[3];
+            for (int i = 0; i < 3; i++) {
+                changesBefore[i] = metric(admins.get(i), "store_raft_leader_changes_total");
+            }
             String nodeId = node.clientId();
             String userId = user.clientId();
             servers.get(leader).close();
@@ -157,6 +165,9 @@ class LeaderFollowTest {
             long newTerm = term(health(admins.get(newLeader)));
             assertTrue(newTerm > term, "the new leader's term " + newTerm + " is after " + term);
             assertTermAndRole(admins.get(newLeader), newTerm, true);
+            // a put landed on it, so it had seen itself elected before: one change (or more, had the vote gone back and forth)
+            assertTrue(metric(admins.get(newLeader), "store_raft_leader_changes_total") > changesBefore[newLeader],
+                    get(admins.get(newLeader), "/metrics"));
             for (int i = 0; i < 10; i++) {
                 byte[] v = value(rnd);
                 assertEquals(PutResult.Status.STORED, user.put("after/" + i, v, ReplicateConfig.replicas(1)).status());
@@ -273,9 +284,23 @@ class LeaderFollowTest {
         var applied = java.util.regex.Pattern.compile("\nstore_raft_applied_index (\\d+)\n").matcher(metrics);
         assertTrue(commit.find() && applied.find(), metrics);
         assertTrue(Long.parseLong(commit.group(1)) > 0, metrics);
+        // the log's own series: no snapshot here (one every 1,000,000 entries), so an index of -1 and no age
+        assertTrue(metric(admin, "store_raft_leader_changes_total") >= 1, metrics);
+        assertTrue(metrics.contains("\nstore_raft_snapshot_index -1\n") && !metrics.contains("store_raft_snapshot_age_seconds"),
+                metrics);
         String page = get(admin, "/");
         assertTrue(page.contains("<b id=\"term\">" + term + "</b>"), page);
+        assertTrue(page.contains("<b id=\"leader-changes\">" + metric(admin, "store_raft_leader_changes_total") + "</b>")
+                && page.contains("<span id=\"snapshot\">none yet</span>"), page);
         assertTrue(page.contains(leads ? "<span class=\"ok\">leader</span>" : "<span class=\"warn\">follower</span>"), page);
+    }
+
+    /** A sample without labels from {@code /metrics}. */
+    private static long metric(AdminServer admin, String name) throws Exception {
+        String metrics = get(admin, "/metrics");
+        var m = java.util.regex.Pattern.compile("\n" + name + " (\\d+)\n").matcher(metrics);
+        assertTrue(m.find(), name + " in " + metrics);
+        return Long.parseLong(m.group(1));
     }
 
     private static byte[] value(Random rnd) {
