@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
@@ -80,6 +82,39 @@ class DistributionTest {
             assertTrue(conf.contains(key), key + " missing from conf/tent4j.properties:\n" + conf);
         }
         assertTrue(!conf.contains("transports.faulty."), "the test-only fault injector is documented in conf/");
+    }
+
+    /**
+     * LICENSE and NOTICE at the top, and licenses/THIRD-PARTY.txt naming every third-party jar in lib/ (its
+     * {@code groupId:artifactId:version}) with the license its own POM declares. tent4j's own jars carry the
+     * distribution's version and LICENSE itself.
+     */
+    @Test
+    void everyBundledLibraryIsListedWithItsLicense() throws Exception {
+        assertTrue(Files.readString(home.resolve("LICENSE")).contains("Apache License"), "LICENSE");
+        assertTrue(Files.readString(home.resolve("NOTICE")).contains("licenses/THIRD-PARTY.txt"), "NOTICE");
+        String version = home.getFileName().toString().substring("tent4j-".length());
+        // "     (License) Name (group:artifact:version - url)": the jar it covers is artifact-version[-classifier].jar
+        Pattern line = Pattern.compile("\\s*\\((.+)\\) .* \\(([^:() ]+):([^:() ]+):([^:() ]+) - [^)]*\\)");
+        List<String> covered = new ArrayList<>();
+        for (String l : Files.readAllLines(home.resolve("licenses").resolve("THIRD-PARTY.txt"))) {
+            Matcher m = line.matcher(l);
+            if (m.matches() && !m.group(1).contains("Unknown license")) {
+                covered.add(m.group(3) + "-" + m.group(4));
+            }
+        }
+        List<String> unlisted = new ArrayList<>();
+        try (Stream<Path> lib = Files.list(home.resolve("lib"))) {
+            for (String jar : lib.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".jar")).sorted().toList()) {
+                boolean own = jar.endsWith("-" + version + ".jar");
+                boolean listed = covered.stream().anyMatch(c -> jar.equals(c + ".jar") || jar.startsWith(c + "-linux-"));
+                if (!own && !listed) {
+                    unlisted.add(jar);
+                }
+            }
+        }
+        assertTrue(covered.size() > 50, "licenses/THIRD-PARTY.txt lists " + covered.size() + " libraries");
+        assertEquals(List.of(), unlisted, "lib/ jars without a license line in licenses/THIRD-PARTY.txt");
     }
 
     /** The build's training run (scripts/aot-cache.sh) shipped a cache, and the scripts start the JVM with it. */
