@@ -30,14 +30,19 @@ final class Eviction {
     // ---------------------------------------------------------------- parking
 
     void park(long[] replicas, long size, long releaseAt) {
-        synchronized (parked) {
-            for (long r : replicas) {
-                parked.add(new Parked(r, size, releaseAt));
-            }
+        for (long r : replicas) {
+            restoreParked(r, size, releaseAt);
         }
         for (long r : replicas) {
             // a disk range leaves its object now: the node's index must forget it even if it goes down before release
             state.segments.at(ObjectRecord.segment(r)).forget(ObjectRecord.offset(r), size);
+        }
+    }
+
+    /** Parks a range as {@link #park} did, without telling its node again (a restore: the snapshot kept that). */
+    void restoreParked(long replica, long size, long releaseAt) {
+        synchronized (parked) {
+            parked.add(new Parked(replica, size, releaseAt));
         }
     }
 

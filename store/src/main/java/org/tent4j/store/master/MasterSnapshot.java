@@ -238,7 +238,8 @@ final class MasterSnapshot {
                 s.objects.restoreShard(i, shard);
             }
             for (int n = in.readInt(); n > 0; n--) {
-                s.eviction.park(new long[] {in.readLong()}, in.readLong(), in.readLong());
+                // not park(): that tells a disk segment's node to forget the range, which the snapshot's freed ranges hold
+                s.eviction.restoreParked(in.readLong(), in.readLong(), in.readLong());
             }
             long lastTask = in.readLong();
             for (int n = in.readInt(); n > 0; n--) {
