@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.SplittableRandom;
+import java.util.function.LongConsumer;
 
 /**
  * Eviction and parking: the rounds that free space above the high watermark, a put's bounded eviction of its own, and
@@ -29,13 +30,19 @@ final class Eviction {
 
     // ---------------------------------------------------------------- parking
 
+    /**
+     * Keeps {@code replicas}' ranges from reuse until {@code releaseAt}. A range of an unmounted segment is not parked:
+     * its bytes went with the segment and nothing is allocated there again (so no parked range names an unmounted
+     * segment, and none keeps its index from reuse).
+     */
     void park(long[] replicas, long size, long releaseAt) {
         for (long r : replicas) {
-            restoreParked(r, size, releaseAt);
-        }
-        for (long r : replicas) {
-            // a disk range leaves its object now: the node's index must forget it even if it goes down before release
-            state.segments.at(ObjectRecord.segment(r)).forget(ObjectRecord.offset(r), size);
+            MountedSegment seg = state.segments.at(ObjectRecord.segment(r));
+            if (seg.mounted()) {
+                restoreParked(r, size, releaseAt);
+                // a disk range leaves its object now: the node's index must forget it even if it goes down before release
+                seg.forget(ObjectRecord.offset(r), size);
+            }
         }
     }
 
@@ -43,6 +50,15 @@ final class Eviction {
     void restoreParked(long replica, long size, long releaseAt) {
         synchronized (parked) {
             parked.add(new Parked(replica, size, releaseAt));
+        }
+    }
+
+    /** Hands every parked range to {@code packed} ({@link IndexSweep}: the segment indexes still named). */
+    void references(LongConsumer packed) {
+        synchronized (parked) {
+            for (Parked p : parked) {
+                packed.accept(p.replica);
+            }
         }
     }
 
