@@ -78,9 +78,9 @@ final class SegmentIndexes {
         if (free.isEmpty() && table.length >= limit) {
             throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "segment " + segmentId
                     + " is refused: all " + limit + " segment indexes of this master are taken (" + mounted
-                    + " segments mounted, " + retired.cardinality() + " unmounted ones still named by a reservation, a "
-                    + "parked range or a task in flight; those indexes come free as these end, within the put release "
-                    + "timeout)");
+                    + " segments mounted, " + retired.cardinality() + " unmounted ones still named by a reservation or "
+                    + "a task in flight; those indexes come free at the tick's reclaim sweep after these end, at most "
+                    + "the put release timeout for an unused reservation)");
         }
     }
 
