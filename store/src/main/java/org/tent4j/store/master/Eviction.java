@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.SplittableRandom;
+import java.util.function.LongConsumer;
 
 /**
  * Eviction and parking: the rounds that free space above the high watermark, a put's bounded eviction of its own, and
@@ -29,15 +30,35 @@ final class Eviction {
 
     // ---------------------------------------------------------------- parking
 
+    /**
+     * Keeps {@code replicas}' ranges from reuse until {@code releaseAt}. A range of an unmounted segment is not parked:
+     * its bytes went with the segment and nothing is allocated there again (so no parked range names an unmounted
+     * segment, and none keeps its index from reuse).
+     */
     void park(long[] replicas, long size, long releaseAt) {
-        synchronized (parked) {
-            for (long r : replicas) {
-                parked.add(new Parked(r, size, releaseAt));
+        for (long r : replicas) {
+            MountedSegment seg = state.segments.at(ObjectRecord.segment(r));
+            if (seg.mounted()) {
+                restoreParked(r, size, releaseAt);
+                // a disk range leaves its object now: the node's index must forget it even if it goes down before release
+                seg.forget(ObjectRecord.offset(r), size);
             }
         }
-        for (long r : replicas) {
-            // a disk range leaves its object now: the node's index must forget it even if it goes down before release
-            state.segments.at(ObjectRecord.segment(r)).forget(ObjectRecord.offset(r), size);
+    }
+
+    /** Parks a range as {@link #park} did, without telling its node again (a restore: the snapshot kept that). */
+    void restoreParked(long replica, long size, long releaseAt) {
+        synchronized (parked) {
+            parked.add(new Parked(replica, size, releaseAt));
+        }
+    }
+
+    /** Hands every parked range to {@code packed} ({@link IndexSweep}: the segment indexes still named). */
+    void references(LongConsumer packed) {
+        synchronized (parked) {
+            for (Parked p : parked) {
+                packed.accept(p.replica);
+            }
         }
     }
 

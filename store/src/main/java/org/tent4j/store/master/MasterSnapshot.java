@@ -17,7 +17,7 @@ import org.tent4j.store.Tier;
 /**
  * The master's state as bytes, at one point of the command stream, and back: restoring it and applying the entries
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
- * applying later entries reads: the segment table with each allocator's free list and owner's incarnation, clients with their reservations
+ * applying later entries reads: the segment table (its free slots and number of indexes) with each allocator's free list and owner's incarnation, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
  * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
  */
@@ -29,9 +29,10 @@ final class MasterSnapshot {
      * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
      * the repair counters; 6: each disk segment's freed ranges its node has not yet confirmed (docs/STORE.md, "Disk
      * tier": restart); 7: each segment's owner incarnation, and the count of segments replaced by a restarted node's
-     * mount. No version is read as another.
+     * mount; 8: free slots in the segment table (an index is reused) and the number of segment indexes. No version is
+     * read as another.
      */
-    private static final int VERSION = 7;
+    private static final int VERSION = 8;
 
     private MasterSnapshot() {
     }
@@ -52,9 +53,15 @@ final class MasterSnapshot {
             out.writeLong(s.reservations.lastId());
             out.writeLong(s.clients.lastIndex());
             longs(out, s.counters.sums());
+            out.writeInt(s.segments.indexLimit());
             MountedSegment[] table = s.segments.table();
             out.writeInt(table.length);
             for (MountedSegment seg : table) {
+                // a free slot: the lowest is the index the next mount takes
+                out.writeBoolean(seg != null);
+                if (seg == null) {
+                    continue;
+                }
                 out.writeUTF(seg.spec.id());
                 out.writeUTF(seg.spec.engineSegment());
                 out.writeUTF(seg.spec.host());
@@ -164,8 +171,17 @@ final class MasterSnapshot {
             long lastReservation = in.readLong();
             long lastClient = in.readLong();
             s.counters.restore(longs(in));
-            MountedSegment[] table = new MountedSegment[in.readInt()];
+            int indexLimit = in.readInt();
+            int slots = in.readInt();
+            if (indexLimit < 1 || indexLimit > ObjectRecord.MAX_SEGMENTS || slots < 0 || slots > indexLimit) {
+                throw new IllegalArgumentException("a segment table of " + slots + " slots over " + indexLimit
+                        + " indexes (at most " + ObjectRecord.MAX_SEGMENTS + ")");
+            }
+            MountedSegment[] table = new MountedSegment[slots];
             for (int i = 0; i < table.length; i++) {
+                if (!in.readBoolean()) {
+                    continue;
+                }
                 String id = in.readUTF();
                 String engine = in.readUTF();
                 String host = in.readUTF();
@@ -199,14 +215,14 @@ final class MasterSnapshot {
                 }
                 table[i] = seg;
             }
-            s.segments.restore(table);
+            s.segments.restore(table, indexLimit);
             for (int n = in.readInt(); n > 0; n--) {
                 Clients.ClientRecord c = new Clients.ClientRecord(in.readUTF(), in.readInt(), in.readLong());
                 for (int k = in.readInt(); k > 0; k--) {
-                    c.segments.add(table[in.readInt()]);
+                    c.segments.add(slot(table, in.readInt()));
                 }
                 for (int k = in.readInt(); k > 0; k--) {
-                    Reservations.Reservation r = new Reservations.Reservation(in.readLong(), c, table[in.readInt()],
+                    Reservations.Reservation r = new Reservations.Reservation(in.readLong(), c, slot(table, in.readInt()),
                             in.readLong(), in.readLong(), 0);
                     r.mark = in.readLong();
                     r.lastUsed = in.readLong();
@@ -238,7 +254,8 @@ final class MasterSnapshot {
                 s.objects.restoreShard(i, shard);
             }
             for (int n = in.readInt(); n > 0; n--) {
-                s.eviction.park(new long[] {in.readLong()}, in.readLong(), in.readLong());
+                // not park(): that tells a disk segment's node to forget the range, which the snapshot's freed ranges hold
+                s.eviction.restoreParked(in.readLong(), in.readLong(), in.readLong());
             }
             long lastTask = in.readLong();
             for (int n = in.readInt(); n > 0; n--) {
@@ -255,6 +272,14 @@ final class MasterSnapshot {
         } catch (IOException e) {
             throw new IllegalArgumentException("master snapshot cut short or corrupt: " + e, e);
         }
+    }
+
+    /** The segment in slot {@code index} of a table being restored; a free or absent slot is a corrupt snapshot. */
+    private static MountedSegment slot(MountedSegment[] table, int index) throws IOException {
+        if (index < 0 || index >= table.length || table[index] == null) {
+            throw new IOException("a reference to segment slot " + index + ", free or outside the table of " + table.length);
+        }
+        return table[index];
     }
 
     private static void object(DataOutputStream out, ObjectRecord r) throws IOException {

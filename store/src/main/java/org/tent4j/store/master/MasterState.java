@@ -72,8 +72,16 @@ public final class MasterState {
     private volatile Consumer<LogEntry> journal;
 
     public MasterState(MasterConfig config) {
+        this(config, ObjectRecord.MAX_SEGMENTS);
+    }
+
+    /**
+     * A state handing out at most {@code segmentIndexes} segment indexes (every one the packing holds in production;
+     * tests churn through a small table). A snapshot carries it, so a restored state keeps the one it was taken with.
+     */
+    MasterState(MasterConfig config, int segmentIndexes) {
         this.config = config;
-        this.segments = new Segments(this);
+        this.segments = new Segments(this, segmentIndexes);
         this.clients = new Clients(this);
         this.objects = new ObjectTable(this);
         this.puts = new Puts(this);
@@ -319,6 +327,8 @@ public final class MasterState {
         if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
             lastReclaimSweep = now;
             reclaimed = objects.reclaimAbandonedPuts(now);
+            // indexes of unmounted segments a reservation, parked range or task named at their drop, free once those end
+            segments.reclaim();
         }
         Command.Evicted evicted = eviction.evict(now);
         objects.trimReadCounts();

@@ -277,7 +277,7 @@ final class ObjectTable {
                     ObjectRecord rec = e.getValue();
                     if (rec.disk != -1 && ObjectRecord.segment(rec.disk) == seg.index && seen++ >= from) {
                         if (out.size() == limit) {
-                            return out;
+                            return listedWhileMounted(seg, out);
                         }
                         out.add(new Command.DiskReplica(e.getKey(), ObjectRecord.offset(rec.disk), rec.size,
                                 Integer.toUnsignedLong(rec.crc)));
@@ -285,7 +285,18 @@ final class ObjectTable {
                 }
             }
         }
-        return out;
+        return listedWhileMounted(seg, out);
+    }
+
+    /**
+     * {@code listed} if {@code seg} is still mounted after the walk (read off the stream): unmounted meanwhile, its
+     * index may have been taken by a newer segment whose replicas the walk listed as its own.
+     */
+    private static List<Command.DiskReplica> listedWhileMounted(MountedSegment seg, List<Command.DiskReplica> listed) {
+        if (!seg.mounted()) {
+            throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "disk segment " + seg.spec.id() + " was unmounted");
+        }
+        return listed;
     }
 
     int dropDiskReplicas(long now, Command.DropDiskReplicas c) {

@@ -7,6 +7,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongConsumer;
 
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.Tier;
@@ -362,6 +363,18 @@ final class Offloads {
             } else if (!t.promote()) {
                 counters.offloadsCancelled.increment();
             }
+        }
+    }
+
+    /**
+     * Hands each task in flight's source and target to {@code packed} ({@link IndexSweep}: the segment indexes still
+     * named). A task no longer in flight is never looked at again ({@link #take} skips it), so what it names does not
+     * count.
+     */
+    synchronized void references(LongConsumer packed) {
+        for (Task t : inFlight.values()) {
+            packed.accept(t.source);
+            packed.accept(t.target);
         }
     }
 

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.ReplicateConfig;
@@ -251,6 +252,17 @@ final class Reservations {
                     release(r, parkUntil);
                 }
             }
+        }
+    }
+
+    /**
+     * Hands each live reservation's segment to {@code packed} ({@link IndexSweep}: the segment indexes still named): a
+     * reservation on an unmounted segment keeps its index until it is released, since its commit and release pack that
+     * index (both find the segment unmounted: the commit is refused, the release parks nothing).
+     */
+    void references(LongConsumer packed) {
+        for (Reservation r : byId.values()) {
+            packed.accept(ObjectRecord.pack(r.seg.index, 0));
         }
     }
 

@@ -3,9 +3,7 @@ package org.tent4j.store.master;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -18,7 +16,8 @@ import org.tent4j.store.Tier;
 
 /**
  * Segments and placement: the mounted segments, their allocators, and where a new object's replicas go. Owns the
- * segment table (index -> segment, indexes never reused) and the count of allocated bytes the watermark is read from.
+ * segment table ({@link SegmentIndexes}: index -> segment, an index reused once nothing names it) and the count of
+ * allocated bytes the watermark is read from.
  */
 final class Segments {
     private final MasterState state;
@@ -26,11 +25,11 @@ final class Segments {
 
     private final Object lock = new Object();
     private final ConcurrentHashMap<String, MountedSegment> byId = new ConcurrentHashMap<>();
-    /** Index -> segment, copy-on-write; indexes are never reused, so a stale packed replica never names a new segment. */
-    private volatile MountedSegment[] table = new MountedSegment[0];
-    /** Memory segments open for allocation, copy-on-write. Placement, reservations and the watermark see only these. */
+    /** Index -> segment; an index is reused only once no packed reference names it ({@link #reclaim}). */
+    private final SegmentIndexes indexes;
+    /** Memory segments open for allocation, in index order, copy-on-write. Placement, reservations and the watermark see only these. */
     private volatile MountedSegment[] active = new MountedSegment[0];
-    /** Disk segments open for offloads, copy-on-write. */
+    /** Disk segments open for offloads, in index order, copy-on-write. */
     private volatile MountedSegment[] disks = new MountedSegment[0];
     /** Bytes allocated on the active memory segments (objects, reservations, parked ranges). */
     private final AtomicLong allocated = new AtomicLong();
@@ -49,9 +48,10 @@ final class Segments {
      */
     private volatile Runnable evictionWanted = () -> { };
 
-    Segments(MasterState state) {
+    Segments(MasterState state, int segmentIndexes) {
         this.state = state;
         this.config = state.config();
+        this.indexes = new SegmentIndexes(segmentIndexes);
     }
 
     void onEvictionWanted(Runnable hook) {
@@ -87,13 +87,23 @@ final class Segments {
         return diskAllocated.get();
     }
 
-    /** Every segment ever mounted, by index (unmounted ones included). */
+    /** The segment table by index: mounted segments, unmounted ones something may still name, null where free. */
     MountedSegment[] table() {
-        return table;
+        return indexes.table();
     }
 
     MountedSegment at(int index) {
-        return table[index];
+        return indexes.at(index);
+    }
+
+    /** How many segment indexes this master hands out at most. */
+    int indexLimit() {
+        return indexes.limit();
+    }
+
+    /** Unmounted segments whose index is not yet free (something may still name it). */
+    int retiredCount() {
+        return indexes.retiredCount();
     }
 
     MountedSegment byId(String id) {
@@ -105,14 +115,17 @@ final class Segments {
         return disk ? diskAllocated : allocated;
     }
 
-    /** Installs a restored segment table (a restore, before the first command); the mounted ones are active. */
-    void restore(MountedSegment[] restored) {
+    /**
+     * Installs a restored segment table over {@code limit} indexes (a restore, before the first command); the mounted
+     * ones are active.
+     */
+    void restore(MountedSegment[] restored, int limit) {
         synchronized (lock) {
-            table = restored;
-            active = Arrays.stream(restored).filter(s -> s.mounted() && !s.disk).toArray(MountedSegment[]::new);
-            disks = Arrays.stream(restored).filter(s -> s.mounted() && s.disk).toArray(MountedSegment[]::new);
+            indexes.restore(restored, limit);
+            active = Arrays.stream(restored).filter(s -> s != null && s.mounted() && !s.disk).toArray(MountedSegment[]::new);
+            disks = Arrays.stream(restored).filter(s -> s != null && s.mounted() && s.disk).toArray(MountedSegment[]::new);
             for (MountedSegment seg : restored) {
-                if (seg.mounted()) {
+                if (seg != null && seg.mounted()) {
                     byId.put(seg.spec.id(), seg);
                 }
             }
@@ -125,10 +138,11 @@ final class Segments {
      * owner in the same incarnation is a remount and changes nothing: its objects stay. A segment mounted in another
      * incarnation is the memory of a process that is gone (its node restarted): a mount of the same id on the same
      * engine segment, or of a range of the same engine segment overlapping it, drops it first, as an unmount does
-     * (every replica on it, objects left with none erased), and the new mount gets a new index and a fresh allocator;
-     * so none of its objects is served from the new memory and none of its ranges is handed out as free beside them.
-     * Refused, changing nothing: the id mounted by another client or in this incarnation with another spec, or on
-     * another engine segment; a range overlapping a segment mounted in this incarnation (one memory handed out twice).
+     * (every replica on it, objects left with none erased), and the new mount gets a fresh allocator (and an index
+     * nothing names: the old one only if the drop left no reference to it); so none of its objects is served from the
+     * new memory and none of its ranges is handed out as free beside them. Refused, changing nothing: the id mounted
+     * by another client or in this incarnation with another spec, or on another engine segment; a range overlapping a
+     * segment mounted in this incarnation (one memory handed out twice); no segment index left.
      */
     void mount(long now, String clientId, SegmentSpec spec, long incarnation) {
         // a client is registered by its first mount, and these ids reach the log, the output and /metrics
@@ -160,10 +174,8 @@ final class Segments {
                         + kept + " segments, the limit per client; segment " + spec.id()
                         + " is refused (unmount one first)");
             }
-            if (table.length >= ObjectRecord.MAX_SEGMENTS) {
-                throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, "this master has mounted its maximum of "
-                        + ObjectRecord.MAX_SEGMENTS + " segments; restart it");
-            }
+            // before the drop below: a refusal changes nothing (the drop may free an index too, not counted here)
+            indexes.checkRoom(spec.id(), byId.size());
         }
         List<long[]> writing = List.of();
         if (!gone.isEmpty()) {
@@ -173,28 +185,38 @@ final class Segments {
         MountedSegment seg;
         synchronized (lock) {
             Clients.ClientRecord client = state.clients.seen(clientId, now);
-            int index = table.length;
             boolean disk = spec.tier() == Tier.DISK;
-            seg = new MountedSegment(index, spec, clientId, incarnation, allocatedCounter(disk));
-            MountedSegment[] t = Arrays.copyOf(table, index + 1);
-            t[index] = seg;
-            table = t;
+            seg = new MountedSegment(indexes.next(), spec, clientId, incarnation, allocatedCounter(disk));
+            indexes.install(seg);
             byId.put(spec.id(), seg);
             if (disk) {
-                MountedSegment[] d = Arrays.copyOf(disks, disks.length + 1);
-                d[d.length - 1] = seg;
-                disks = d;
+                disks = inIndexOrder(disks, seg);
             } else {
-                MountedSegment[] act = Arrays.copyOf(active, active.length + 1);
-                act[act.length - 1] = seg;
-                active = act;
-                evictAbove = evictAbove(act);
+                active = inIndexOrder(active, seg);
+                evictAbove = evictAbove(active);
             }
             client.segments.add(seg);
         }
         if (!gone.isEmpty() && !seg.disk) {
-            quarantine(now, seg, gone, writing);
+            Quarantine.park(state, now, seg, gone, writing);
         }
+    }
+
+    /**
+     * {@code segs} with {@code seg} in its place by index: the order a restore rebuilds them in from the table, and
+     * placement, repairs and a node's disk or memory lookup walk them in it (a segment that took a freed lower index
+     * is not last).
+     */
+    private static MountedSegment[] inIndexOrder(MountedSegment[] segs, MountedSegment seg) {
+        int at = 0;
+        while (at < segs.length && segs[at].index < seg.index) {
+            at++;
+        }
+        MountedSegment[] out = new MountedSegment[segs.length + 1];
+        System.arraycopy(segs, 0, out, 0, at);
+        out[at] = seg;
+        System.arraycopy(segs, at, out, at + 1, segs.length - at);
+        return out;
     }
 
     /**
@@ -213,8 +235,8 @@ final class Segments {
             gone.add(existing);
         }
         // index order, not the map's: which segment a refusal names and the order of the drops are state
-        for (MountedSegment other : table) {
-            if (other != existing && other.mounted() && other.overlaps(spec)) {
+        for (MountedSegment other : indexes.table()) {
+            if (other != null && other != existing && other.mounted() && other.overlaps(spec)) {
                 if (other.incarnation == incarnation) {
                     throw new StoreException(StoreError.SEGMENT_ALREADY_EXISTS, "segment " + spec.id() + " ["
                             + spec.base() + ", +" + spec.size() + ") of engine segment " + spec.engineSegment()
@@ -241,8 +263,9 @@ final class Segments {
     }
 
     /**
-     * Takes segments out of service; replicas on them vanish and objects left without one are erased. Answers the
-     * dropped replicas a writer may still be writing (puts in flight) as {replica, size}.
+     * Takes segments out of service; replicas on them vanish and objects left without one are erased, and their
+     * indexes are freed if nothing names them any more ({@link #reclaim}). Answers the dropped replicas a writer may
+     * still be writing (puts in flight) as {address in the engine segment, size}.
      */
     List<long[]> drop(List<MountedSegment> gone) {
         List<long[]> writing = new ArrayList<>();
@@ -262,63 +285,26 @@ final class Segments {
             disks = Arrays.stream(disks).filter(MountedSegment::mounted).toArray(MountedSegment[]::new);
             evictAbove = evictAbove(active);
         }
-        boolean[] dropped = new boolean[table.length];
+        boolean[] dropped = new boolean[indexes.table().length];
         for (MountedSegment seg : gone) {
             dropped[seg.index] = true;
         }
         state.objects.dropReplicasOn(dropped, writing);
         state.eviction.forgetUnmounted();
+        for (long[] w : writing) {
+            // as an address now: the sweep below may free the index, and the mount that follows take it
+            w[0] = at(ObjectRecord.segment(w[0])).spec.base() + ObjectRecord.offset(w[0]);
+        }
+        for (MountedSegment seg : gone) {
+            indexes.retire(seg);
+        }
+        reclaim();
         return writing;
     }
 
-    /**
-     * Parks, in {@code seg}'s new memory, every range of the {@code gone} segments it overlaps that a live writer may
-     * still write into: a put in flight ({@code writing}) and the uncommitted rest of any client's reservation. A
-     * writer that has not heard of the restart writes its old addresses, which are now the new process's memory; parked
-     * for the put release timeout, as an abandoned put's space is, no new object is placed where such a write lands.
-     */
-    private void quarantine(long now, MountedSegment seg, List<MountedSegment> gone, List<long[]> writing) {
-        List<long[]> ranges = new ArrayList<>(); // {address, length} in the engine segment's address space
-        for (long[] w : writing) {
-            ranges.add(new long[] {at(ObjectRecord.segment(w[0])).spec.base() + ObjectRecord.offset(w[0]), w[1]});
-        }
-        for (Clients.ClientRecord c : state.clients.all()) {
-            synchronized (c.reserved) {
-                for (Reservations.Reservation r : c.reserved) {
-                    if (gone.contains(r.seg) && r.mark < r.end) {
-                        ranges.add(new long[] {r.seg.spec.base() + r.mark, r.end - r.mark});
-                    }
-                }
-            }
-        }
-        // as aligned runs of the new segment, sorted and merged: each byte parked once, in the same order on a replay
-        long capacity = seg.allocator.capacity();
-        TreeMap<Long, Long> runs = new TreeMap<>();
-        for (long[] r : ranges) {
-            long start = Math.max(0, r[0] - seg.spec.base()) & -RangeAllocator.ALIGNMENT;
-            long end = Math.min(capacity, RangeAllocator.aligned(Math.max(0, r[0] + RangeAllocator.aligned(r[1]) - seg.spec.base())));
-            if (start < end) {
-                runs.merge(start, end, Math::max);
-            }
-        }
-        long releaseAt = now + config.putReleaseTimeout().toNanos();
-        long start = -1;
-        long end = -1;
-        for (Map.Entry<Long, Long> run : runs.entrySet()) {
-            if (run.getKey() > end) {
-                park(seg, start, end, releaseAt);
-                start = run.getKey();
-            }
-            end = Math.max(end, run.getValue());
-        }
-        park(seg, start, end, releaseAt);
-    }
-
-    private void park(MountedSegment seg, long start, long end, long releaseAt) {
-        if (start >= 0 && start < end) {
-            seg.take(start, end - start);
-            state.eviction.park(new long[] {ObjectRecord.pack(seg.index, start)}, end - start, releaseAt);
-        }
+    /** Frees the index of every unmounted segment that nothing names any more ({@link IndexSweep}). */
+    void reclaim() {
+        IndexSweep.reclaim(state, indexes);
     }
 
     private long evictAbove(MountedSegment[] segs) {

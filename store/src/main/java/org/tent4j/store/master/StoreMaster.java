@@ -42,7 +42,12 @@ public final class StoreMaster implements AutoCloseable {
     private volatile boolean closed;
 
     public StoreMaster(MasterConfig config, StoreClock clock) {
-        this.state = new MasterState(config);
+        this(new MasterState(config), clock);
+    }
+
+    /** A master in memory over {@code state} (tests: a state with a small segment table). */
+    StoreMaster(MasterState state, StoreClock clock) {
+        this.state = state;
         this.clock = clock;
         this.log = null;
     }

@@ -112,4 +112,17 @@ class DiskAdoptionTest {
         journal.forEach(replayed::replay);
         assertEquals(StateDump.of(state), StateDump.of(replayed));
     }
+
+    /** A disk range parked (a leased object removed) when a snapshot is taken is handed to its node once, not again. */
+    @Test
+    void aDiskRangeParkedAtASnapshotIsHandedToItsNodeOnceAfterARestore() {
+        mount("a", "disk-1");
+        apply(new Command.AdoptDiskReplicas("a", "disk-1", List.of(new Adopted("k", 0, SIZE, 1, 5))));
+        replicas("k"); // leased: the removal parks its disk range
+        apply(new Command.Remove("k", true));
+        assertEquals(List.of(new Command.Freed(1, 0, 4096)), apply(new Command.TakeDiskWork("a", 64, 0)).freed());
+        MasterState restored = MasterState.restore(MasterConfig.defaults(), state.snapshot());
+        assertEquals(StateDump.of(state), StateDump.of(restored));
+        assertEquals(List.of(new Command.Freed(1, 0, 4096)), restored.apply(now, new Command.TakeDiskWork("a", 64, 0)).freed());
+    }
 }

@@ -35,14 +35,20 @@ import org.tent4j.store.master.Command.Reserve;
  * The master's one ordering point: the command stream recorded from a concurrent workload (writers putting values of
  * mixed sizes, upserting, revoking, committing into reservations, reading and removing on four threads; a housekeeper mounting, unmounting,
  * heartbeating, ticking and evicting while an injected clock moves; a node that goes silent and is expired; a node
- * started again, mounting its segment in a new incarnation, then its memory under a new id) replays
+ * started again, mounting its segment in a new incarnation, then its memory under a new id; a node mounting and
+ * unmounting in a loop, many times over the master's small segment table, so indexes are freed and reused) replays
  * into an empty state as the same state: every object, every allocator's free list, every client and reservation,
- * every parked range.
+ * every parked range, the segment table's free slots.
  */
 class ReplayDeterminismTest {
     private static final int WRITERS = 4;
     private static final int ROUNDS = 1500;
     private static final long SEGMENT = 256 << 10;
+    /**
+     * Segment indexes the master hands out: more than are ever mounted or named by a reservation at once (3 nodes, node3's
+     * one or two, node4's, node5's, and the writers' 8 reservations), far fewer than the workload mounts.
+     */
+    private static final int INDEXES = 24;
 
     private final ManualClock clock = new ManualClock();
 
@@ -71,7 +77,7 @@ class ReplayDeterminismTest {
     void theComparisonSeesTwoPutsLandInTheOtherOrderAndALeaseLeftOut() throws Exception {
         List<LogEntry> log = record();
         List<Object> results = new ArrayList<>();
-        MasterState fresh = new MasterState(config());
+        MasterState fresh = new MasterState(config(), INDEXES);
         for (LogEntry e : log) {
             results.add(fresh.replay(e));
         }
@@ -169,7 +175,7 @@ class ReplayDeterminismTest {
     private List<String> recorded;
 
     private MasterState replay(List<LogEntry> log, Function<List<LogEntry>, List<LogEntry>> edit) {
-        MasterState fresh = new MasterState(config());
+        MasterState fresh = new MasterState(config(), INDEXES);
         for (LogEntry e : edit.apply(log)) {
             fresh.replay(e);
         }
@@ -187,7 +193,7 @@ class ReplayDeterminismTest {
 
     /** Runs the workload on a master whose journal records every entry; the stream, and the state it left in {@link #recorded}. */
     private List<LogEntry> record() throws Exception {
-        StoreMaster master = new StoreMaster(config(), clock);
+        StoreMaster master = new StoreMaster(new MasterState(config(), INDEXES), clock);
         ConcurrentLinkedQueue<LogEntry> log = new ConcurrentLinkedQueue<>();
         master.state().journal(log::add);
         for (int n = 0; n < 3; n++) {
@@ -233,6 +239,8 @@ class ReplayDeterminismTest {
         assertTrue(master.state().stats().evictedObjects() > 0, "eviction happened: " + master.state().stats());
         assertTrue(master.state().stats().clientsExpired() > 0, "a client expired: " + master.state().stats());
         assertTrue(master.state().stats().segmentsReplaced() >= 2, "restarted nodes replaced segments: " + master.state().stats());
+        long mounts = out.stream().filter(e -> e.command() instanceof Command.Mount).count();
+        assertTrue(mounts > 4 * INDEXES, "indexes were reused: " + mounts + " mounts over " + INDEXES + " indexes");
         return out;
     }
 
@@ -288,7 +296,8 @@ class ReplayDeterminismTest {
 
     /**
      * Moves the clock 20 ms a round, heartbeats the nodes (node2 falls silent for good a third of the way in and is
-     * expired; node3 mounts and unmounts a segment now and then; node4 mounts one and leaves), ticks and evicts, until the writers are done.
+     * expired; node3 mounts and unmounts a segment now and then; node4 mounts one and leaves; node5 mounts one every
+     * fourth round and unmounts it two rounds later), ticks and evicts, until the writers are done.
      */
     private void housekeeper(StoreMaster master, CountDownLatch writersDone, AtomicBoolean done) {
         AtomicInteger round = new AtomicInteger();
@@ -315,6 +324,11 @@ class ReplayDeterminismTest {
                 master.unmount("node3", "x" + (r - 25)); // gone already: changes nothing
             } else if (r % 50 == 45) {
                 master.unmount("node3", "z" + (r - 15));
+            }
+            if (r % 4 == 1) {
+                master.mount("node5", new SegmentSpec("v" + r, "engine-v" + r, "h5", 1L << 42, SEGMENT / 4), 1L);
+            } else if (r % 4 == 3) {
+                master.unmount("node5", "v" + (r - 2));
             }
             if (r % 100 == 60) {
                 master.mount("node4", new SegmentSpec("y" + r, "engine-y" + r, "h4", 1L << 41, SEGMENT / 2), 1L);

@@ -117,17 +117,18 @@ class RequestIdTest {
     }
 
     /**
-     * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges, 6 no segment's incarnation: each is refused
+     * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges, 6 no segment's
+     * incarnation, 7 no free slot in the segment table: each is refused
      * naming both versions, never misread.
      */
     @Test
     void anOlderSnapshotIsRefusedNamingItsVersion() {
-        for (int old = 3; old <= 6; old++) {
+        for (int old = 3; old <= 7; old++) {
             byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
             java.nio.ByteBuffer.wrap(snapshot).putInt(4, old);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 7"),
+            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 8"),
                     e.getMessage());
         }
     }

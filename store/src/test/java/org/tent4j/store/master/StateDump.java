@@ -9,7 +9,7 @@ import java.util.TreeMap;
 /**
  * Every piece of a {@link MasterState}, written out in a canonical order: two states are the same state when their
  * dumps are equal. Objects (key, size, state, flags, lease, pin, put start, put id, owner, replicas, an upsert's
- * pending replicas, disk replica, CRC, offload and asked replicas), the offloads and repairs in flight, the repair walk's position, every segment's owner, incarnation and allocator (used bytes and free list), clients (index, last heard, segments,
+ * pending replicas, disk replica, CRC, offload and asked replicas), the offloads and repairs in flight, the repair walk's position, the segment table's free slots, every segment's owner, incarnation and allocator (used bytes and free list), clients (index, last heard, segments,
  * reservations with their marks), parked ranges, the id counters, the log position and the counters.
  */
 final class StateDump {
@@ -19,7 +19,14 @@ final class StateDump {
     static List<String> of(MasterState s) {
         List<String> out = new ArrayList<>();
         out.add("applied " + s.lastApplied() + " putIds " + s.puts.lastPutId() + " reservationIds " + s.reservations.lastId());
-        for (MountedSegment seg : s.segments.table()) {
+        out.add("segment indexes " + s.segments.indexLimit() + " retired " + s.segments.retiredCount());
+        MountedSegment[] table = s.segments.table();
+        for (int i = 0; i < table.length; i++) {
+            MountedSegment seg = table[i];
+            if (seg == null) {
+                out.add("segment " + i + " free");
+                continue;
+            }
             out.add("segment " + seg.index + " " + seg.spec + " owner " + seg.owner + " incarnation " + seg.incarnation
                     + " mounted " + seg.mounted()
                     + " used " + seg.allocator.used() + " free " + seg.allocator.freeRanges() + " freed " + seg.freedSeq() + " "
