@@ -5,7 +5,8 @@
 #   iperf3, fio and redis-tools (redis-benchmark) for the baselines in docs/PERFORMANCE.md,
 #   linux-libc-dev (linux/io_uring.h) for the nvmeof transport's io_uring layout check,
 #   chromium and chromium-driver for the store master's status page test,
-#   iproute2 and nftables for te-testkit's TestNetwork (namespaces, veths, tc tbf; drops and loss).
+#   iproute2 and nftables for te-testkit's TestNetwork (namespaces, veths, tc tbf; drops and loss),
+#   mmdebstrap for the container image's base (scripts/image-base.sh).
 set -euo pipefail
 packages=(etcd-server redis-server openssl
           libibverbs1 libibverbs-dev ibverbs-providers ibverbs-utils rdma-core
@@ -13,7 +14,7 @@ packages=(etcd-server redis-server openssl
           libamdhip64-5 libamdhip64-dev
           iperf3 fio linux-libc-dev
           redis-tools chromium chromium-driver
-          iproute2 nftables)
+          iproute2 nftables mmdebstrap)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,4 +7,5 @@ scripts/install-deps.sh
 # One module per core at a time (-T 1C): most of the suite's time is tests waiting on other processes (servers,
 # child JVMs, timeouts), so modules that do not depend on each other share the cores. `scripts/test.sh -T 1` runs
 # them one after another.
-exec ./mvnw -B -ntp -T 1C verify "$@"
+# -Pimage adds the container image module (image/: Jib to a tar, checked and run by ImageTest).
+exec ./mvnw -B -ntp -T 1C -Pimage verify "$@"
