@@ -321,6 +321,11 @@ public final class DurableLog implements AutoCloseable {
                     throw new IOException(dir + " is not a store master's data dir: it holds files but no " + marker);
                 }
             }
+            // the log and snapshots hold the group's client-credential key: only this master's user reads them
+            // (as etcd keeps its data dir 0700)
+            if (Files.getFileStore(dir).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
+                Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            }
             Properties p = new Properties();
             p.setProperty("group", GROUP.getUuid().toString());
             p.setProperty("id", selfId);

@@ -218,6 +218,9 @@ class DurableMasterTest {
 
         Path other = dir.resolve("other");
         open(other, NO_SNAPSHOTS).close();
+        // made by the master: owner-only, as its log and snapshots hold the group's client-credential key
+        assertEquals(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"),
+                Files.getPosixFilePermissions(other));
         IOException wrongId = assertThrows(IOException.class,
                 () -> DurableLog.open(MasterConfig.defaults(), other, "m2", List.of(), NO_SNAPSHOTS));
         assertTrue(wrongId.getMessage().contains(other.resolve(DurableLog.MARKER).toString())
