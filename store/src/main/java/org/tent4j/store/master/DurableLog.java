@@ -99,23 +99,16 @@ public final class DurableLog implements AutoCloseable {
     // random start: a restarted master never waits on a proposal id its log holds from before
     private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
-    private final Path dataDir;
     /** Peer id to store RPC address, for naming the leader to clients. */
     private final java.util.Map<String, String> rpcOf;
 
-    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, Path dataDir, List<Peer> peers) {
+    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, List<Peer> peers) {
         this.server = server;
         this.machine = machine;
         this.self = self;
-        this.dataDir = dataDir;
         java.util.Map<String, String> m = new java.util.HashMap<>();
         peers.stream().filter(p -> p.rpc() != null).forEach(p -> m.put(p.id(), p.rpc()));
         this.rpcOf = java.util.Map.copyOf(m);
-    }
-
-    /** The directory this log (and what else the master keeps, such as its client-credential key) lives in. */
-    public Path dataDir() {
-        return dataDir;
     }
 
     /**
@@ -164,7 +157,7 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
-        MasterStateMachine machine = new MasterStateMachine(config, dataDir, new LogMetrics(clock));
+        MasterStateMachine machine = new MasterStateMachine(config, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
                 .setServerId(me.getId())
                 .setGroup(RaftGroup.valueOf(GROUP, group))
@@ -203,7 +196,7 @@ public final class DurableLog implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
         }
-        return new DurableLog(server, machine, me.getId(), dataDir, peers);
+        return new DurableLog(server, machine, me.getId(), peers);
     }
 
     /**
@@ -229,8 +222,8 @@ public final class DurableLog implements AutoCloseable {
     }
 
     /**
-     * The group's client-credential key: completes once applied from the log (on every master alike), or at once from
-     * {@link MasterStateMachine#KEY_FILE} in the data dir where an earlier run applied it.
+     * The group's client-credential key: completes once this master's state holds it, applied from the log's first key
+     * entry or restored from a snapshot (its own at start, or the leader's it installed), on every master alike.
      */
     public CompletableFuture<byte[]> credentialKey() {
         return machine.credentialKey;
@@ -327,6 +320,11 @@ public final class DurableLog implements AutoCloseable {
                 if (files.findAny().isPresent()) {
                     throw new IOException(dir + " is not a store master's data dir: it holds files but no " + marker);
                 }
+            }
+            // the log and snapshots hold the group's client-credential key: only this master's user reads them
+            // (as etcd keeps its data dir 0700)
+            if (Files.getFileStore(dir).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
+                Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
             }
             Properties p = new Properties();
             p.setProperty("group", GROUP.getUuid().toString());

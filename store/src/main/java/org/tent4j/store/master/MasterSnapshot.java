@@ -19,7 +19,7 @@ import org.tent4j.store.Tier;
  * after that point gives the state the master had after them. Written under the ordering point. Carries what
  * applying later entries reads: the segment table (its free slots and number of indexes) with each allocator's free list and owner's incarnation, clients with their reservations
  * and marks, every shard's objects in walk order with the table size its map grew to, parked ranges, the id counters,
- * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, and each client's recent request ids with their answers. Hot-key samples are a metric and are not kept.
+ * the last index and time, the last reclaim sweep, the offloads and repairs in flight, the repair walk's position, the counters, each client's recent request ids with their answers, and the group's client-credential key. Hot-key samples are a metric and are not kept.
  */
 final class MasterSnapshot {
     private static final int MAGIC = 0x5434_4D53; // "T4MS"
@@ -29,10 +29,10 @@ final class MasterSnapshot {
      * object's asked replica count, repair tasks among the offloads (a task's kind), the repair walk's position, and
      * the repair counters; 6: each disk segment's freed ranges its node has not yet confirmed (docs/STORE.md, "Disk
      * tier": restart); 7: each segment's owner incarnation, and the count of segments replaced by a restarted node's
-     * mount; 8: free slots in the segment table (an index is reused) and the number of segment indexes. No version is
-     * read as another.
+     * mount; 8: free slots in the segment table (an index is reused) and the number of segment indexes; 9: the group's
+     * client-credential key (a master that caught up from a snapshot lacked it). No version is read as another.
      */
-    private static final int VERSION = 8;
+    private static final int VERSION = 9;
 
     private MasterSnapshot() {
     }
@@ -145,6 +145,11 @@ final class MasterSnapshot {
                 out.writeUTF(cursor);
             }
             s.requestIds.write(out);
+            byte[] key = s.credentialKey();
+            out.writeBoolean(key != null);
+            if (key != null) {
+                out.write(key);
+            }
             out.flush();
             return bytes.toByteArray();
         } catch (IOException e) {
@@ -265,6 +270,11 @@ final class MasterSnapshot {
             s.offloads.restore(null, false, lastTask);
             s.repairs.restore(in.readBoolean() ? in.readUTF() : null, flagged);
             s.requestIds.read(in);
+            if (in.readBoolean()) {
+                byte[] key = new byte[MasterState.CREDENTIAL_KEY_BYTES];
+                in.readFully(key);
+                s.adoptCredentialKey(key);
+            }
             if (in.available() != 0) {
                 throw new IllegalArgumentException(in.available() + " bytes after the end of the master snapshot");
             }

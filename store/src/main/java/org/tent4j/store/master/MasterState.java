@@ -63,6 +63,12 @@ public final class MasterState {
     final RequestIds requestIds = new RequestIds();
     private final MasterViews views;
     private long lastReclaimSweep = Long.MIN_VALUE;
+    /**
+     * A durable group's client-credential key (null in memory, and until the log's first key entry is applied):
+     * replicated state like the rest, so in snapshots, and a master that caught up from one holds its group's key.
+     */
+    private volatile byte[] credentialKey;
+    static final int CREDENTIAL_KEY_BYTES = 32;
 
     /** The ordering point: held while an entry is numbered, journaled and applied. */
     private final ReentrantLock order = new ReentrantLock();
@@ -213,6 +219,25 @@ public final class MasterState {
         s.lastNow = at.lastNow();
         s.lastReclaimSweep = at.lastReclaimSweep();
         return s;
+    }
+
+    /** The group's client-credential key, or null while the state holds none. */
+    byte[] credentialKey() {
+        return credentialKey;
+    }
+
+    /**
+     * Adopts {@code key} unless the state holds one: the first key entry of the log is the group's key on every master
+     * and in every replay, later ones change nothing. Called on the applier in log order, and by a snapshot's restore.
+     */
+    void adoptCredentialKey(byte[] key) {
+        if (key.length != CREDENTIAL_KEY_BYTES) {
+            throw new IllegalArgumentException("a client-credential key of " + key.length + " bytes, not "
+                    + CREDENTIAL_KEY_BYTES);
+        }
+        if (credentialKey == null) {
+            credentialKey = key.clone();
+        }
     }
 
     /** The index of the last entry applied (0 before the first). */

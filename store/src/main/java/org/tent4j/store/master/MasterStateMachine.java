@@ -56,28 +56,20 @@ final class MasterStateMachine extends BaseStateMachine {
     /** Completed the first time this server is a ready leader. */
     final CompletableFuture<Void> leaderReady = new CompletableFuture<>();
 
-    /** The group's client-credential key, kept in the data dir once applied: see {@link DurableLog#credentialKey}. */
-    static final String KEY_FILE = "client-credentials.key";
-    static final int KEY_BYTES = 32;
     /** Marks a key entry ("T4CK"), which is not a command entry ({@link CommandCodec}'s magic is "T4LE"). */
     private static final int KEY_MAGIC = 0x5434_434B;
 
-    private final Path keyFile;
+    /**
+     * The group's client-credential key, completed once the state holds one (see {@link DurableLog#credentialKey});
+     * never replaced: every master's state adopts the log's first key entry, and a snapshot carries it.
+     */
     final CompletableFuture<byte[]> credentialKey = new CompletableFuture<>();
     private volatile Runnable onLeaderReady = () -> { };
     final LogMetrics metrics;
 
-    MasterStateMachine(MasterConfig config, Path dataDir, LogMetrics metrics) throws IOException {
+    MasterStateMachine(MasterConfig config, LogMetrics metrics) {
         this.config = config;
         this.metrics = metrics;
-        this.keyFile = dataDir.resolve(KEY_FILE);
-        if (Files.exists(keyFile)) {
-            byte[] k = Files.readAllBytes(keyFile);
-            if (k.length != KEY_BYTES) {
-                throw new IOException(keyFile + " is corrupt: " + k.length + " bytes, not " + KEY_BYTES);
-            }
-            credentialKey.complete(k);
-        }
     }
 
     void onLeaderReady(Runnable r) {
@@ -86,30 +78,24 @@ final class MasterStateMachine extends BaseStateMachine {
 
     /** A key entry holding a fresh random key. */
     static byte[] keyEntry() {
-        byte[] k = new byte[KEY_BYTES];
+        byte[] k = new byte[MasterState.CREDENTIAL_KEY_BYTES];
         new java.security.SecureRandom().nextBytes(k);
-        return ByteBuffer.allocate(4 + KEY_BYTES).putInt(KEY_MAGIC).put(k).array();
+        return ByteBuffer.allocate(4 + k.length).putInt(KEY_MAGIC).put(k).array();
     }
 
     /**
-     * Applies a key entry: the first one the log holds is the group's key on every master (kept in the data dir,
-     * owner-only, before it is used); any later one is ignored.
+     * Completes {@link #credentialKey} from the state once it holds a key. A state restored from a snapshot holding
+     * another key than the one this master serves with cannot be its group's: refused rather than served.
      */
-    private void applyKey(byte[] data) throws IOException {
-        if (credentialKey.isDone()) {
+    private void keyOf(MasterState s) throws IOException {
+        byte[] k = s.credentialKey();
+        if (k == null) {
             return;
         }
-        if (data.length != 4 + KEY_BYTES) {
-            throw new IOException("key entry of " + data.length + " bytes, not " + (4 + KEY_BYTES));
+        if (credentialKey.isDone() && !java.util.Arrays.equals(credentialKey.join(), k)) {
+            throw new IOException("the store master's state holds another client-credential key than the one this "
+                    + "master issued credentials with; refusing to serve");
         }
-        byte[] k = java.util.Arrays.copyOfRange(data, 4, data.length);
-        Path tmp = Files.createTempFile(keyFile.getParent(), KEY_FILE, ".tmp", java.nio.file.attribute.PosixFilePermissions
-                .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-            ch.write(ByteBuffer.wrap(k));
-            ch.force(true);
-        }
-        Files.move(tmp, keyFile, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         credentialKey.complete(k);
     }
 
@@ -186,11 +172,18 @@ final class MasterStateMachine extends BaseStateMachine {
             throw new IOException("store master snapshot " + file + " is corrupt: its MD5 is " + computed
                     + ", its .md5 file says " + stored + "; refusing to serve from it");
         }
+        MasterState restored;
         try {
-            state = MasterState.restore(config, Files.readAllBytes(file.toPath()));
+            restored = MasterState.restore(config, Files.readAllBytes(file.toPath()));
         } catch (IllegalArgumentException e) {
             throw new IOException("store master snapshot " + file + " refused: " + e.getMessage(), e);
         }
+        try {
+            keyOf(restored);
+        } catch (IOException e) {
+            throw new IOException("store master snapshot " + file + " refused: " + e.getMessage(), e);
+        }
+        state = restored;
         setLastAppliedTermIndex(snapshot.getTermIndex());
         metrics.snapshotAt(snapshot.getIndex(), Files.getLastModifiedTime(file.toPath()).toMillis());
     }
@@ -200,11 +193,16 @@ final class MasterStateMachine extends BaseStateMachine {
         LogEntryProto entry = trx.getLogEntry();
         byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
         if (data.length >= 4 && ByteBuffer.wrap(data).getInt() == KEY_MAGIC) {
+            MasterState s = state;
             try {
-                applyKey(data);
-            } catch (IOException failed) {
+                // the first key entry is the group's on every master; a later one (a leader that proposed before it
+                // applied the first) changes nothing
+                s.adoptCredentialKey(java.util.Arrays.copyOfRange(data, 4, data.length));
+                keyOf(s);
+            } catch (IllegalArgumentException | IOException bad) {
                 return CompletableFuture.failedFuture(new IllegalStateException("store master log entry "
-                        + entry.getIndex() + " (the group's credential key) could not be kept in " + keyFile, failed));
+                        + entry.getIndex() + " (the group's client-credential key) cannot be applied: "
+                        + bad.getMessage(), bad));
             }
             updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
             return CompletableFuture.completedFuture(Message.EMPTY);
@@ -259,7 +257,9 @@ final class MasterStateMachine extends BaseStateMachine {
     public void notifyLeaderReady() {
         leaderReady.complete(null);
         ready.complete(null);
-        if (!credentialKey.isDone()) {
+        // the state, not this process, says whether the group has a key: a master that caught up from a snapshot
+        // holds it there, and one proposed by an earlier leader is applied before this leader is ready
+        if (state.credentialKey() == null) {
             onLeaderReady.run();
         }
     }

@@ -24,9 +24,10 @@ import org.tent4j.store.StoreException;
  * remount as before, and nobody without the key can make the credential of an id it did not get.
  *
  * <p>In memory the key is random per process (a restarted master's state is empty, and its clients register again).
- * A durable master takes its group's key from the log ({@link org.tent4j.store.master.DurableLog#credentialKey}): the
- * first leader proposes one, every master applies the same, and each keeps it in its data dir, so a restart and a
- * failover to another master both recognize the clients the log knows, with the credentials they hold.
+ * A durable master takes its group's key from the replicated state ({@link org.tent4j.store.master.DurableLog#credentialKey}):
+ * the first leader proposes one, every master applies the same, and snapshots carry it, so a restart, a failover to
+ * another master and a master that caught up from a snapshot all recognize the clients the log knows, with the
+ * credentials they hold.
  */
 public final class ClientCredentials {
     private static final int KEY_BYTES = 32;

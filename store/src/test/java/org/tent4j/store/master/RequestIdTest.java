@@ -118,17 +118,17 @@ class RequestIdTest {
 
     /**
      * Version 3 snapshots cannot hold a count in a window, 4 and 5 no disk segment's freed ranges, 6 no segment's
-     * incarnation, 7 no free slot in the segment table: each is refused
+     * incarnation, 7 no free slot in the segment table, 8 no client-credential key: each is refused
      * naming both versions, never misread.
      */
     @Test
     void anOlderSnapshotIsRefusedNamingItsVersion() {
-        for (int old = 3; old <= 7; old++) {
+        for (int old = 3; old <= 8; old++) {
             byte[] snapshot = new MasterState(MasterConfig.defaults()).snapshot();
             java.nio.ByteBuffer.wrap(snapshot).putInt(4, old);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 8"),
+            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only version 9"),
                     e.getMessage());
         }
     }
