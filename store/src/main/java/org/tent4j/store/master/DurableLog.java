@@ -126,6 +126,16 @@ public final class DurableLog implements AutoCloseable {
     /** How long followers wait for a leader's heartbeat before an election: the shortest and longest (random between). */
     static final TimeDuration ELECTION_MIN = TimeDuration.valueOf(500, TimeUnit.MILLISECONDS);
     static final TimeDuration ELECTION_MAX = TimeDuration.valueOf(1000, TimeUnit.MILLISECONDS);
+    /**
+     * The leader lease as a share of {@link #ELECTION_MIN} (Ratis's default): the margin is for the masters' clocks
+     * running at different rates, not for their offsets (Ratis measures on each master's monotonic clock).
+     */
+    static final double LEASE_RATIO = 0.9;
+    /**
+     * The longest a read waits for Ratis to confirm this master leads. Ratis itself gives up sooner: a leader that
+     * hears no majority for {@link #ELECTION_MAX} steps down and fails the reads waiting; this bound is the backstop.
+     */
+    static final long READ_CHECK_MILLIS = 5_000;
 
     public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
@@ -163,6 +173,12 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Rpc.setTimeoutMax(props, ELECTION_MAX);
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
+        // reads off the log (awaitReadable) are Ratis's linearizable reads: served while the leader lease holds
+        // (LEASE_RATIO of ELECTION_MIN since a heartbeat a majority acknowledged was sent: no other master can have
+        // been elected before that), else after a round of heartbeats a majority acknowledges
+        RaftServerConfigKeys.Read.setOption(props, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
+        RaftServerConfigKeys.Read.setLeaderLeaseEnabled(props, true);
+        RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(props, LEASE_RATIO);
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, dataDir, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
@@ -422,6 +438,54 @@ public final class DurableLog implements AutoCloseable {
             throw refused;
         }
         return (R) r;
+    }
+
+    /**
+     * Returns once this master may answer a read from its own state, with no log entry: Ratis's linearizable read
+     * (a read-only request, {@code LINEARIZABLE}) found that it leads and that its state has applied everything
+     * committed when the read began. While the leader lease holds that is a clock comparison on this thread's
+     * hand-off into Ratis, no network round trip; past it (a leader that was stopped, starved or cut off) it takes a
+     * round of heartbeats a majority acknowledges. Refused {@code NOT_LEADER} when Ratis says this master does not
+     * lead, or could not confirm it within {@link #READ_CHECK_MILLIS}: never answered from a state another leader
+     * may have moved past.
+     */
+    public void awaitReadable() {
+        RaftClientRequest request = RaftClientRequest.newBuilder()
+                .setClientId(clientId)
+                .setServerId(self)
+                .setGroupId(GROUP)
+                .setCallId(calls.incrementAndGet())
+                .setMessage(Message.EMPTY)
+                .setType(RaftClientRequest.readRequestType())
+                .build();
+        Throwable why;
+        try {
+            var reply = server.submitClientRequestAsync(request).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+            if (reply.isSuccess()) {
+                return;
+            }
+            why = reply.getException();
+        } catch (IOException | ExecutionException e) {
+            why = e;
+        } catch (TimeoutException e) {
+            why = new IOException("no confirmation within " + READ_CHECK_MILLIS + " ms", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            why = e;
+        }
+        throw unconfirmed(why);
+    }
+
+    /** A read Ratis did not let through, as the client should see it: always {@code NOT_LEADER}, naming the leader if known. */
+    private org.tent4j.store.NotLeaderException unconfirmed(Throwable why) {
+        if (unavailable(why) instanceof org.tent4j.store.NotLeaderException notLeader) {
+            return notLeader;
+        }
+        Role role = role();
+        boolean other = role.leaderId() != null && !role.leaderId().equals(self.toString());
+        return new org.tent4j.store.NotLeaderException("master " + self + " could not confirm it still leads its group"
+                + " (term " + role.term() + ") and answers no read from its own state: " + why
+                + (other ? "; the leader is " + role.leaderId() : ""), other ? role.leaderRpc() : null);
     }
 
     /**
