@@ -1,15 +1,11 @@
 package org.tent4j.store.master;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -118,11 +114,6 @@ public final class DurableLog implements AutoCloseable {
         return dataDir;
     }
 
-    /**
-     * Opens (or creates) the log in {@code dataDir} and waits until this master may serve. {@code peers} empty: a
-     * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
-     * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
-     */
     /** How long followers wait for a leader's heartbeat before an election: the shortest and longest (random between). */
     static final TimeDuration ELECTION_MIN = TimeDuration.valueOf(500, TimeUnit.MILLISECONDS);
     static final TimeDuration ELECTION_MAX = TimeDuration.valueOf(1000, TimeUnit.MILLISECONDS);
@@ -137,6 +128,11 @@ public final class DurableLog implements AutoCloseable {
      */
     static final long READ_CHECK_MILLIS = 5_000;
 
+    /**
+     * Opens (or creates) the log in {@code dataDir} and waits until this master may serve. {@code peers} empty: a
+     * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
+     * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
+     */
     public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
         return open(config, dataDir, selfId, peers, settings, InstantSource.system());
@@ -149,7 +145,7 @@ public final class DurableLog implements AutoCloseable {
                 .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
-        boolean fresh = checkMarker(dataDir, selfId);
+        boolean fresh = MasterDataDir.checkMarker(dataDir, selfId, GROUP.getUuid().toString());
         RaftProperties props = new RaftProperties();
         RaftServerConfigKeys.setStorageDir(props, List.of(dataDir.resolve("raft").toFile()));
         // acknowledged means on disk: the leader counts itself towards a commit only after its fsync
@@ -203,7 +199,7 @@ public final class DurableLog implements AutoCloseable {
                 if (c instanceof ChecksumException bad) {
                     // Ratis names neither the segment nor the directory
                     throw new IOException("the store master's log in " + dataDir.resolve("raft") + " is corrupt "
-                            + segments(dataDir) + ": " + bad.getMessage() + "; refusing to serve", bad);
+                            + MasterDataDir.segments(dataDir) + ": " + bad.getMessage() + "; refusing to serve", bad);
                 }
                 if (c instanceof IOException io) {
                     throw io;
@@ -281,15 +277,6 @@ public final class DurableLog implements AutoCloseable {
         return self.toString();
     }
 
-    /** The log segment files under {@code dataDir}, for an error naming them. */
-    private static List<String> segments(Path dataDir) {
-        try (var files = Files.walk(dataDir.resolve("raft"))) {
-            return files.filter(f -> f.getFileName().toString().startsWith("log_")).map(Path::toString).sorted().toList();
-        } catch (IOException | RuntimeException e) {
-            return List.of();
-        }
-    }
-
     /** Parses {@code id1=host:port,id2=host:port}; a peer named twice is refused naming it. */
     public static List<Peer> parsePeers(String spec) {
         List<Peer> peers = new ArrayList<>();
@@ -329,44 +316,6 @@ public final class DurableLog implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("peer address '" + address + "' is not host:port");
         }
-    }
-
-    /**
-     * True when the directory is new. A directory with files and no marker is someone else's; a marker naming
-     * another peer or group belongs to another master: both refused, naming the file.
-     */
-    private static boolean checkMarker(Path dir, String selfId) throws IOException {
-        Files.createDirectories(dir);
-        Path marker = dir.resolve(MARKER);
-        if (!Files.exists(marker)) {
-            try (var files = Files.list(dir)) {
-                if (files.findAny().isPresent()) {
-                    throw new IOException(dir + " is not a store master's data dir: it holds files but no " + marker);
-                }
-            }
-            Properties p = new Properties();
-            p.setProperty("group", GROUP.getUuid().toString());
-            p.setProperty("id", selfId);
-            try (OutputStream out = Files.newOutputStream(marker)) {
-                p.store(out, "tent4j store master data dir");
-            }
-            return true;
-        }
-        Properties p = new Properties();
-        try (InputStream in = Files.newInputStream(marker)) {
-            p.load(in);
-        } catch (IllegalArgumentException malformed) {
-            throw new IOException(marker + " is corrupt: " + malformed.getMessage(), malformed);
-        }
-        if (!GROUP.getUuid().toString().equals(p.getProperty("group")) || !selfId.equals(p.getProperty("id"))) {
-            throw new IOException(marker + " belongs to master " + p.getProperty("id") + " of group "
-                    + p.getProperty("group") + ", not to master " + selfId + " of group " + GROUP.getUuid());
-        }
-        if (!Files.isDirectory(dir.resolve("raft"))) {
-            throw new IOException(dir + " has " + marker.getFileName() + " but no raft/ log directory: refusing to "
-                    + "start empty over a log that is gone");
-        }
-        return false;
     }
 
     public MasterState state() {
