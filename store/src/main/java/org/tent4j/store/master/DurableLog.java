@@ -1,15 +1,11 @@
 package org.tent4j.store.master;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -111,15 +107,25 @@ public final class DurableLog implements AutoCloseable {
         this.rpcOf = java.util.Map.copyOf(m);
     }
 
+    /** How long followers wait for a leader's heartbeat before an election: the shortest and longest (random between). */
+    static final TimeDuration ELECTION_MIN = TimeDuration.valueOf(500, TimeUnit.MILLISECONDS);
+    static final TimeDuration ELECTION_MAX = TimeDuration.valueOf(1000, TimeUnit.MILLISECONDS);
+    /**
+     * The leader lease as a share of {@link #ELECTION_MIN} (Ratis's default): the margin is for the masters' clocks
+     * running at different rates, not for their offsets (Ratis measures on each master's monotonic clock).
+     */
+    static final double LEASE_RATIO = 0.9;
+    /**
+     * The longest a read waits for Ratis to confirm this master leads. Ratis itself gives up sooner: a leader that
+     * hears no majority for {@link #ELECTION_MAX} steps down and fails the reads waiting; this bound is the backstop.
+     */
+    static final long READ_CHECK_MILLIS = 5_000;
+
     /**
      * Opens (or creates) the log in {@code dataDir} and waits until this master may serve. {@code peers} empty: a
      * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
      * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
      */
-    /** How long followers wait for a leader's heartbeat before an election: the shortest and longest (random between). */
-    static final TimeDuration ELECTION_MIN = TimeDuration.valueOf(500, TimeUnit.MILLISECONDS);
-    static final TimeDuration ELECTION_MAX = TimeDuration.valueOf(1000, TimeUnit.MILLISECONDS);
-
     public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
             throws IOException {
         return open(config, dataDir, selfId, peers, settings, InstantSource.system());
@@ -132,7 +138,7 @@ public final class DurableLog implements AutoCloseable {
                 .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
-        boolean fresh = checkMarker(dataDir, selfId);
+        boolean fresh = MasterDataDir.checkMarker(dataDir, selfId, GROUP.getUuid().toString());
         RaftProperties props = new RaftProperties();
         RaftServerConfigKeys.setStorageDir(props, List.of(dataDir.resolve("raft").toFile()));
         // acknowledged means on disk: the leader counts itself towards a commit only after its fsync
@@ -156,6 +162,12 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Rpc.setTimeoutMax(props, ELECTION_MAX);
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
         RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
+        // reads off the log (awaitReadable) are Ratis's linearizable reads: served while the leader lease holds
+        // (LEASE_RATIO of ELECTION_MIN since a heartbeat a majority acknowledged was sent: no other master can have
+        // been elected before that), else after a round of heartbeats a majority acknowledges
+        RaftServerConfigKeys.Read.setOption(props, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
+        RaftServerConfigKeys.Read.setLeaderLeaseEnabled(props, true);
+        RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(props, LEASE_RATIO);
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
@@ -180,7 +192,7 @@ public final class DurableLog implements AutoCloseable {
                 if (c instanceof ChecksumException bad) {
                     // Ratis names neither the segment nor the directory
                     throw new IOException("the store master's log in " + dataDir.resolve("raft") + " is corrupt "
-                            + segments(dataDir) + ": " + bad.getMessage() + "; refusing to serve", bad);
+                            + MasterDataDir.segments(dataDir) + ": " + bad.getMessage() + "; refusing to serve", bad);
                 }
                 if (c instanceof IOException io) {
                     throw io;
@@ -258,15 +270,6 @@ public final class DurableLog implements AutoCloseable {
         return self.toString();
     }
 
-    /** The log segment files under {@code dataDir}, for an error naming them. */
-    private static List<String> segments(Path dataDir) {
-        try (var files = Files.walk(dataDir.resolve("raft"))) {
-            return files.filter(f -> f.getFileName().toString().startsWith("log_")).map(Path::toString).sorted().toList();
-        } catch (IOException | RuntimeException e) {
-            return List.of();
-        }
-    }
-
     /** Parses {@code id1=host:port,id2=host:port}; a peer named twice is refused naming it. */
     public static List<Peer> parsePeers(String spec) {
         List<Peer> peers = new ArrayList<>();
@@ -306,49 +309,6 @@ public final class DurableLog implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("peer address '" + address + "' is not host:port");
         }
-    }
-
-    /**
-     * True when the directory is new. A directory with files and no marker is someone else's; a marker naming
-     * another peer or group belongs to another master: both refused, naming the file.
-     */
-    private static boolean checkMarker(Path dir, String selfId) throws IOException {
-        Files.createDirectories(dir);
-        Path marker = dir.resolve(MARKER);
-        if (!Files.exists(marker)) {
-            try (var files = Files.list(dir)) {
-                if (files.findAny().isPresent()) {
-                    throw new IOException(dir + " is not a store master's data dir: it holds files but no " + marker);
-                }
-            }
-            // the log and snapshots hold the group's client-credential key: only this master's user reads them
-            // (as etcd keeps its data dir 0700)
-            if (Files.getFileStore(dir).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
-                Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
-            }
-            Properties p = new Properties();
-            p.setProperty("group", GROUP.getUuid().toString());
-            p.setProperty("id", selfId);
-            try (OutputStream out = Files.newOutputStream(marker)) {
-                p.store(out, "tent4j store master data dir");
-            }
-            return true;
-        }
-        Properties p = new Properties();
-        try (InputStream in = Files.newInputStream(marker)) {
-            p.load(in);
-        } catch (IllegalArgumentException malformed) {
-            throw new IOException(marker + " is corrupt: " + malformed.getMessage(), malformed);
-        }
-        if (!GROUP.getUuid().toString().equals(p.getProperty("group")) || !selfId.equals(p.getProperty("id"))) {
-            throw new IOException(marker + " belongs to master " + p.getProperty("id") + " of group "
-                    + p.getProperty("group") + ", not to master " + selfId + " of group " + GROUP.getUuid());
-        }
-        if (!Files.isDirectory(dir.resolve("raft"))) {
-            throw new IOException(dir + " has " + marker.getFileName() + " but no raft/ log directory: refusing to "
-                    + "start empty over a log that is gone");
-        }
-        return false;
     }
 
     public MasterState state() {
@@ -420,6 +380,54 @@ public final class DurableLog implements AutoCloseable {
             throw refused;
         }
         return (R) r;
+    }
+
+    /**
+     * Returns once this master may answer a read from its own state, with no log entry: Ratis's linearizable read
+     * (a read-only request, {@code LINEARIZABLE}) found that it leads and that its state has applied everything
+     * committed when the read began. While the leader lease holds that is a clock comparison on this thread's
+     * hand-off into Ratis, no network round trip; past it (a leader that was stopped, starved or cut off) it takes a
+     * round of heartbeats a majority acknowledges. Refused {@code NOT_LEADER} when Ratis says this master does not
+     * lead, or could not confirm it within {@link #READ_CHECK_MILLIS}: never answered from a state another leader
+     * may have moved past.
+     */
+    public void awaitReadable() {
+        RaftClientRequest request = RaftClientRequest.newBuilder()
+                .setClientId(clientId)
+                .setServerId(self)
+                .setGroupId(GROUP)
+                .setCallId(calls.incrementAndGet())
+                .setMessage(Message.EMPTY)
+                .setType(RaftClientRequest.readRequestType())
+                .build();
+        Throwable why;
+        try {
+            var reply = server.submitClientRequestAsync(request).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+            if (reply.isSuccess()) {
+                return;
+            }
+            why = reply.getException();
+        } catch (IOException | ExecutionException e) {
+            why = e;
+        } catch (TimeoutException e) {
+            why = new IOException("no confirmation within " + READ_CHECK_MILLIS + " ms", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            why = e;
+        }
+        throw unconfirmed(why);
+    }
+
+    /** A read Ratis did not let through, as the client should see it: always {@code NOT_LEADER}, naming the leader if known. */
+    private org.tent4j.store.NotLeaderException unconfirmed(Throwable why) {
+        if (unavailable(why) instanceof org.tent4j.store.NotLeaderException notLeader) {
+            return notLeader;
+        }
+        Role role = role();
+        boolean other = role.leaderId() != null && !role.leaderId().equals(self.toString());
+        return new org.tent4j.store.NotLeaderException("master " + self + " could not confirm it still leads its group"
+                + " (term " + role.term() + ") and answers no read from its own state: " + why
+                + (other ? "; the leader is " + role.leaderId() : ""), other ? role.leaderRpc() : null);
     }
 
     /**

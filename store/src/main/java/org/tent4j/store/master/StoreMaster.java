@@ -14,6 +14,7 @@ import org.tent4j.store.PrintableId;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command.ClientStatus;
 import org.tent4j.store.master.Command.PutTicket;
 import org.tent4j.store.master.Command.ReplicaList;
@@ -22,7 +23,8 @@ import org.tent4j.store.master.Command.TickReport;
 /**
  * The metadata master, embeddable: a {@link MasterState} driven by a clock. Every mutating call (a read lease
  * included) builds a {@link Command}, reads the clock once, and hands both to the state's ordering point, which
- * numbers and applies it on this thread; {@link #exists} and {@link #size} change nothing and are read off it.
+ * numbers and applies it on this thread; {@link #exists} and {@link #size} change nothing and are read off it (on
+ * a durable log only once Ratis confirmed this master leads: {@link #awaitReadable}).
  * {@link #startHousekeeping} runs {@link #tick} on a timer and evicts on its own thread, both through the same point;
  * tests call them themselves in virtual time.
  */
@@ -136,11 +138,48 @@ public final class StoreMaster implements AutoCloseable {
         return apply(new Command.GrantRead(key));
     }
 
+    /**
+     * Returns once this master may answer a read from its own state: at once in memory; on a durable log once Ratis
+     * confirmed it leads ({@link DurableLog#awaitReadable}), else refused {@code NOT_LEADER}. Every read that is not
+     * a log entry ({@link #exists}, {@link #size}, the disk tier's lists) makes this check first.
+     */
+    public void awaitReadable() {
+        if (log != null) {
+            log.awaitReadable();
+        }
+    }
+
     public boolean exists(String key) {
+        awaitReadable();
         return state().exists(key);
     }
 
+    /**
+     * {@link #exists} for the keys of one batch call: the read check is made once, at the first key, and its outcome
+     * (a refusal too) holds for the rest; the state only moves forward, so a later key still reads a state at or past
+     * the confirmed one.
+     */
+    public java.util.function.Predicate<String> existsInBatch() {
+        StoreException[] refused = new StoreException[1];
+        boolean[] checked = new boolean[1];
+        return key -> {
+            if (!checked[0]) {
+                checked[0] = true;
+                try {
+                    awaitReadable();
+                } catch (StoreException e) {
+                    refused[0] = e;
+                }
+            }
+            if (refused[0] != null) {
+                throw refused[0];
+            }
+            return state().exists(key);
+        };
+    }
+
     public long size(String key) {
+        awaitReadable();
         return state().size(key);
     }
 
@@ -188,6 +227,8 @@ public final class StoreMaster implements AutoCloseable {
      * {@code max}; none (and no command) if nothing waits.
      */
     public Command.DiskWork takeDiskWork(String clientId, int max, long freedAck) {
+        // "nothing waits" is read off the log
+        awaitReadable();
         boolean tasks = max > 0 && state().hasOffloadsFor(clientId);
         return tasks || state().hasFreedFor(clientId, freedAck)
                 ? apply(new Command.TakeDiskWork(clientId, Math.max(0, max), freedAck)) : Command.DiskWork.NONE;
@@ -201,6 +242,7 @@ public final class StoreMaster implements AutoCloseable {
 
     /** The disk replicas on the client's disk segment, for its scrub. */
     public List<Command.DiskReplica> diskReplicas(String clientId, String segmentId, long from, int limit) {
+        awaitReadable();
         return state().diskReplicas(clientId, segmentId, from, limit);
     }
 

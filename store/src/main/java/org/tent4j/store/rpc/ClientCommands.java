@@ -144,4 +144,10 @@ final class ClientCommands {
     ExistResponse exist(String key) {
         return ExistResponse.newBuilder().setExists(master.exists(key)).build();
     }
+
+    /** {@link #exist} for the items of one batch call: one read check for the batch ({@link StoreMaster#existsInBatch}). */
+    java.util.function.Function<String, ExistResponse> existBatch() {
+        java.util.function.Predicate<String> exists = master.existsInBatch();
+        return key -> ExistResponse.newBuilder().setExists(exists.test(key)).build();
+    }
 }

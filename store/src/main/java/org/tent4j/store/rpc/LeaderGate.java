@@ -13,8 +13,9 @@ import org.tent4j.store.proto.MasterGrpc;
  * from a state that may lag the leader's) is closed {@code FAILED_PRECONDITION} with {@code NOT_LEADER} in its
  * description and the leader's store address in the {@link #LEADER} trailer when it knows it, before its message is
  * read, so it touches no state. {@link MasterClient} turns that into a {@link org.tent4j.store.NotLeaderException}
- * and follows the leader. A leader that loses its term while a call is in flight has that call's entry refused by
- * its log, which answers {@code NOT_LEADER} too.
+ * and follows the leader. The gate sees a call when it starts: a leader that loses its term while a call is in
+ * flight, or while a client's Calls stream it admitted stays open, has that call's entry refused by its log, and a
+ * read off the log refused by Ratis's read check ({@link DurableLog#awaitReadable}): both answer {@code NOT_LEADER} too.
  */
 final class LeaderGate implements ServerInterceptor {
     /** The leader's store RPC address on a {@code NOT_LEADER} refusal. */

@@ -120,7 +120,7 @@ final class ServedStream implements StreamObserver<Call> {
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());
             }
-            case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), svc.commands::exist,
+            case BATCH_EXIST -> batch("BatchExist", id, c.getBatchExist().getKeysList(), svc.commands.existBatch(),
                     s -> ExistResponse.newBuilder().setStatus(s).build(),
                     items -> a.setBatchExist(BatchExistResponse.newBuilder().addAllItems(items)).build());
             case COMMIT -> answer(a.setCommit(svc.one("Commit", () -> svc.commands.commit(session, c.getCommit()),

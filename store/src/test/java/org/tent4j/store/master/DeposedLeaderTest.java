@@ -1,6 +1,7 @@
 package org.tent4j.store.master;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.tent4j.store.master.MasterGroup.OBJECTS;
 import static org.tent4j.store.master.MasterGroup.TERM;
@@ -35,9 +36,11 @@ import org.tent4j.testkit.Poll;
 
 /**
  * Fencing with real processes: three masters in child JVMs, the leader SIGSTOPped until another is elected and puts
- * land there, then SIGCONTed. Every call the deposed leader gets from then on (a removal of every object, sent by a
- * client pinned to it) is refused {@code NOT_LEADER}, never acknowledged; its state catches up with the new leader's,
- * and every acknowledged object reads back CRC-equal.
+ * and a removal land there, then SIGCONTed. The reads it was sent while stopped (exists, size, replica lists of an
+ * object put and of one removed on the new leader: {@link StaleReads}) are refused {@code NOT_LEADER} or answered as
+ * the new leader would, never from its stale state. Every call it gets from then on (a removal of every object, sent
+ * by a client pinned to it) is refused {@code NOT_LEADER}, never acknowledged; its state catches up with the new
+ * leader's, and every acknowledged object reads back CRC-equal.
  */
 class DeposedLeaderTest {
     @TempDir
@@ -86,6 +89,9 @@ class DeposedLeaderTest {
             MasterGrpc.MasterBlockingStub stale = MasterGrpc.newBlockingStub(pinned)
                     .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(credential));
 
+            // a stream opened while it leads, as a client's is: the follower gate checks a call only when it starts
+            StaleReads reads = new StaleReads(pinned, credential, "before/0");
+
             group.signal(leader, "STOP");
             int newLeader = group.awaitLeader(leader, term);
             long newTerm = number(TERM, group.health(newLeader));
@@ -105,9 +111,44 @@ class DeposedLeaderTest {
                 }
             }
 
+            // removed on the new leader: the deposed one's state still holds it
+            int gone = before.size() - 1;
+            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+            while (true) {
+                try {
+                    user.remove("before/" + gone);
+                    break;
+                } catch (StoreException notYet) {
+                    if (notYet.error() == StoreError.OBJECT_NOT_FOUND) {
+                        // an earlier try whose answer was lost removed it
+                        break;
+                    }
+                    assertTrue(System.nanoTime() < deadline, "no removal landed on the new leader within 15 s: " + notYet);
+                }
+            }
+            // reads sent while it is stopped: the first calls it serves when it wakes, maybe still believing it leads
+            reads.send("after/0", after.get(0).length, "before/" + gone);
+            // the other two stopped before it wakes: it hears of no later term and cannot catch up, so its state
+            // stays the stale one until they are let go
+            int third = 3 - leader - newLeader;
+            group.signal(newLeader, "STOP");
+            group.signal(third, "STOP");
             group.signal(leader, "CONT");
-            // from the moment it wakes (still believing it leads, or already told otherwise) the deposed leader is
-            // asked to remove every object, until it says it follows: each call is refused NOT_LEADER
+            reads.assertNoneStale("while it was stopped", Duration.ofSeconds(30));
+            int deposed = leader;
+            Poll.until("the deposed leader steps down (it hears from no majority)", Duration.ofSeconds(10),
+                    Duration.ofMillis(20), () -> {
+                        String h = group.health(deposed);
+                        return h != null && !h.contains("\"role\":\"leader\"");
+                    });
+            // reads on the stream it took while it led, of a state it has not caught up from
+            reads.send("after/0", after.get(0).length, "before/" + gone);
+            reads.assertNoneStale("after it stepped down", Duration.ofSeconds(30));
+            reads.close();
+            group.signal(newLeader, "CONT");
+            group.signal(third, "CONT");
+            // from then on the deposed leader is asked to remove every object, until it says it follows the new
+            // leader: each call is refused NOT_LEADER
             int refusals = 0;
             deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (true) {
@@ -130,15 +171,15 @@ class DeposedLeaderTest {
             assertTrue(refusals > 0);
 
             // nothing it was asked took effect: its state catches up with the new leader's, every object in it
-            long objects = before.size() + after.size();
+            long objects = before.size() - 1 + after.size();
             assertEquals(objects, number(OBJECTS, group.health(newLeader)));
-            int deposed = leader;
             Poll.until("the deposed leader's state catches up to " + objects + " objects", Duration.ofSeconds(10),
                     Duration.ofMillis(20), () -> {
                         String h = group.health(deposed);
                         return h != null && number(OBJECTS, h) == objects;
                     });
-            DurableValues.assertReadBack(user, "before/", before);
+            DurableValues.assertReadBack(user, "before/", before.subList(0, gone));
+            assertFalse(user.exists("before/" + gone), "before/" + gone + " was removed on the new leader");
             DurableValues.assertReadBack(user, "after/", after);
         } finally {
             if (pinned != null) {
