@@ -23,6 +23,7 @@ packages=libfabric1,libibverbs1,ibverbs-providers
 
 key=$( { cat "$0"; "$JAVA_HOME/bin/java" -version 2>&1; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/tent4j/image-base-$key.tar
+mkdir -p "$(dirname "$out")"
 if [ -s "$cache" ]; then
   cp "$cache" "$out"
   echo "image base: $out (cached $cache)"
@@ -56,5 +57,7 @@ echo '[{"Config":"config.json","RepoTags":["tent4j-base:local"],"Layers":["layer
 mkdir -p "$(dirname "$cache")"
 tar -cf "$cache.tmp" -C "$work" manifest.json config.json layer.tar
 mv "$cache.tmp" "$cache"
+# bases of other versions of this script or of the JDK are not used again
+find "$(dirname "$cache")" -maxdepth 1 -name 'image-base-*.tar' ! -name "$(basename "$cache")" -delete
 cp "$cache" "$out"
 echo "image base: $out ($(du -h "$out" | cut -f1))"
