@@ -15,9 +15,7 @@ public final class LogMetrics {
     static final long NONE = -1;
 
     private final InstantSource clock;
-    private final LongAdder commits = new LongAdder();
-    private final LongAdder commitNanos = new LongAdder();
-    private final LongAdder[] buckets = new LongAdder[BUCKETS.length];
+    private final PrometheusHistogram commits = new PrometheusHistogram(BUCKETS);
     private final LongAdder leaderChanges = new LongAdder();
     /** The last leader this master knew of (null before the first); guarded by this. */
     private String lastLeader;
@@ -26,22 +24,11 @@ public final class LogMetrics {
 
     LogMetrics(InstantSource clock) {
         this.clock = clock;
-        for (int i = 0; i < buckets.length; i++) {
-            buckets[i] = new LongAdder();
-        }
     }
 
     /** One entry this master proposed was committed and applied, {@code nanos} after it was submitted. */
     void committed(long nanos) {
-        commits.increment();
-        commitNanos.add(nanos);
-        double s = nanos / 1e9;
-        for (int i = 0; i < BUCKETS.length; i++) {
-            if (s <= BUCKETS[i]) {
-                buckets[i].increment();
-                break;
-            }
-        }
+        commits.record(nanos);
     }
 
     /**
@@ -68,7 +55,7 @@ public final class LogMetrics {
 
     /** Entries this master proposed that were committed and applied since it started. */
     public long commits() {
-        return commits.sum();
+        return commits.count();
     }
 
     public long leaderChanges() {
@@ -87,8 +74,8 @@ public final class LogMetrics {
 
     /** Mean commit latency in microseconds, or -1 before the first commit. */
     public double meanCommitMicros() {
-        long n = commits.sum();
-        return n == 0 ? -1 : commitNanos.sum() / 1e3 / n;
+        long n = commits.count();
+        return n == 0 ? -1 : commits.nanos() / 1e3 / n;
     }
 
     /** Appends the {@code store_raft_*} families of this log (the role and indexes are rendered beside them). */
@@ -96,15 +83,7 @@ public final class LogMetrics {
         sb.append("# HELP store_raft_commit_latency_seconds Time from proposing an entry (one command or a batch) to "
                 + "its commit and apply on this master, for entries this master proposed\n"
                 + "# TYPE store_raft_commit_latency_seconds histogram\n");
-        long cum = 0;
-        for (int i = 0; i < BUCKETS.length; i++) {
-            cum += buckets[i].sum();
-            sb.append("store_raft_commit_latency_seconds_bucket{le=\"").append(BUCKETS[i]).append("\"} ").append(cum).append('\n');
-        }
-        long n = commits.sum();
-        sb.append("store_raft_commit_latency_seconds_bucket{le=\"+Inf\"} ").append(n).append('\n')
-                .append("store_raft_commit_latency_seconds_sum ").append(commitNanos.sum() / 1e9).append('\n')
-                .append("store_raft_commit_latency_seconds_count ").append(n).append('\n');
+        commits.appendSamples(sb, "store_raft_commit_latency_seconds", "");
         sb.append("# HELP store_raft_leader_changes_total Times the leader this master knows changed (the first one "
                 + "known after start included)\n# TYPE store_raft_leader_changes_total counter\nstore_raft_leader_changes_total ")
                 .append(leaderChanges.sum()).append('\n');

@@ -4,25 +4,19 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
+import org.tent4j.store.master.PrometheusHistogram;
+
 /** Per-RPC call counts, failures and a latency histogram, rendered as Prometheus text by the admin server. */
 public final class RpcStats {
     /** Histogram bucket upper bounds in seconds. */
     static final double[] BUCKETS = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1};
 
     public static final class Method {
-        final LongAdder calls = new LongAdder();
+        final PrometheusHistogram latency = new PrometheusHistogram(BUCKETS);
         final LongAdder failures = new LongAdder();
-        final LongAdder nanos = new LongAdder();
-        final LongAdder[] buckets = new LongAdder[BUCKETS.length];
-
-        Method() {
-            for (int i = 0; i < buckets.length; i++) {
-                buckets[i] = new LongAdder();
-            }
-        }
 
         public long calls() {
-            return calls.sum();
+            return latency.count();
         }
 
         public long failures() {
@@ -30,21 +24,13 @@ public final class RpcStats {
         }
 
         public long nanos() {
-            return nanos.sum();
+            return latency.nanos();
         }
 
         void record(long elapsedNanos, boolean failed) {
-            calls.increment();
-            nanos.add(elapsedNanos);
+            latency.record(elapsedNanos);
             if (failed) {
                 failures.increment();
-            }
-            double s = elapsedNanos / 1e9;
-            for (int i = 0; i < BUCKETS.length; i++) {
-                if (s <= BUCKETS[i]) {
-                    buckets[i].increment();
-                    break;
-                }
             }
         }
     }
@@ -96,20 +82,11 @@ public final class RpcStats {
         sb.append("# HELP store_rpc_unproven_connections_evicted_total Connections closed before authenticating, to make room for newer ones\n")
                 .append("# TYPE store_rpc_unproven_connections_evicted_total counter\nstore_rpc_unproven_connections_evicted_total ").append(unprovenEvicted.sum()).append('\n');
         sb.append("# HELP store_rpc_requests_total Master RPCs served, by method\n# TYPE store_rpc_requests_total counter\n");
-        methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls.sum()).append('\n'));
+        methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls()).append('\n'));
         sb.append("# HELP store_rpc_failures_total Master RPCs (or batch items) that returned an error\n# TYPE store_rpc_failures_total counter\n");
         methods.forEach((m, s) -> sb.append("store_rpc_failures_total{method=\"").append(m).append("\"} ").append(s.failures.sum()).append('\n'));
         sb.append("# HELP store_rpc_latency_seconds Time the master spent serving an RPC\n# TYPE store_rpc_latency_seconds histogram\n");
-        methods.forEach((m, s) -> {
-            long cum = 0;
-            for (int i = 0; i < BUCKETS.length; i++) {
-                cum += s.buckets[i].sum();
-                sb.append("store_rpc_latency_seconds_bucket{method=\"").append(m).append("\",le=\"").append(BUCKETS[i]).append("\"} ").append(cum).append('\n');
-            }
-            sb.append("store_rpc_latency_seconds_bucket{method=\"").append(m).append("\",le=\"+Inf\"} ").append(s.calls.sum()).append('\n');
-            sb.append("store_rpc_latency_seconds_sum{method=\"").append(m).append("\"} ").append(s.nanos.sum() / 1e9).append('\n');
-            sb.append("store_rpc_latency_seconds_count{method=\"").append(m).append("\"} ").append(s.calls.sum()).append('\n');
-        });
+        methods.forEach((m, s) -> s.latency.appendSamples(sb, "store_rpc_latency_seconds", "method=\"" + m + "\""));
     }
 
     public Map<String, Method> methods() {
