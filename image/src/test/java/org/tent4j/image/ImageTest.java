@@ -41,7 +41,7 @@ class ImageTest {
         Path tar = Path.of(System.getProperty("image.tar", "target/tent4j-image.tar"));
         assertTrue(Files.isRegularFile(tar), "no image tar at " + tar + ": build the image module with -Pimage");
         Path blobs = Files.createDirectory(dir.resolve("tar"));
-        run(List.of("tar", "-xf", tar.toString(), "-C", blobs.toString()));
+        untar(tar, blobs);
         JsonNode manifest = JSON.readTree(blobs.resolve("manifest.json").toFile());
         assertEquals(1, manifest.size(), "one image in the tar: " + manifest);
         config = JSON.readTree(blobs.resolve(manifest.get(0).get("Config").asText()).toFile());
@@ -49,7 +49,7 @@ class ImageTest {
         manifest.get(0).get("Layers").forEach(l -> layers.add(l.asText()));
         rootfs = Files.createDirectory(dir.resolve("rootfs"));
         for (String layer : layers) {
-            run(List.of("tar", "-xf", blobs.resolve(layer).toString(), "-C", rootfs.toString()));
+            untar(blobs.resolve(layer), rootfs);
         }
     }
 
@@ -126,15 +126,17 @@ class ImageTest {
         return run(command);
     }
 
+    private static void untar(Path archive, Path into) throws Exception {
+        List<String> command = List.of("tar", "-xf", archive.toString(), "-C", into.toString());
+        Result r = run(command);
+        assertEquals(0, r.status, command + ": " + r.output);
+    }
+
     private static Result run(List<String> command) throws Exception {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         p.getOutputStream().close();
         byte[] out = p.getInputStream().readAllBytes();
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "still running: " + command);
-        Result r = new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
-        if (command.getFirst().equals("tar")) {
-            assertEquals(0, r.status, command + ": " + r.output);
-        }
-        return r;
+        return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
     }
 }
