@@ -19,7 +19,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * The few libc calls that {@link java.nio.channels.FileChannel} does not offer: {@code posix_fallocate}, so a tmpfs
  * file's pages are reserved up front (a sparse file that runs out of tmpfs space later faults on first touch instead
- * of failing at allocation), and {@code flock}, so a live owner is visible to other processes by its lock (a
+ * of failing at allocation), {@code madvise} to populate a mapping's page tables ahead of its first copies, and
+ * {@code flock}, so a live owner is visible to other processes by its lock (a
  * {@link java.nio.channels.FileLock} is an fcntl lock, which the JVM drops when any channel on the file closes).
  *
  * <p>Bound lazily and once; when native access is denied or a symbol is missing, {@link #isAvailable()} is false and
@@ -36,6 +37,10 @@ final class LibC {
     static final int LOCK_NB = 4;
     static final int EINTR = 4;
     static final int EWOULDBLOCK = 11;
+    static final int EINVAL = 22;
+    // Linux 5.14+; older kernels answer EINVAL
+    static final int MADV_POPULATE_READ = 22;
+    static final int MADV_POPULATE_WRITE = 23;
 
     private static final Binding BINDING = bind();
 
@@ -121,6 +126,36 @@ final class LibC {
         }
     }
 
+    /**
+     * {@code madvise(range, advice)}; returns 0 or the errno (the caller decides what a refusal means). {@code range}
+     * must start on a page boundary.
+     */
+    static int madvise(MemorySegment range, int advice) {
+        Binding b = binding();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(b.stateLayout);
+            for (;;) {
+                int rc = (int) b.madvise.invokeExact(state, range, range.byteSize(), advice);
+                if (rc == 0) {
+                    return 0;
+                }
+                int errno = (int) b.errno.get(state, 0L);
+                if (errno != EINTR) {
+                    return errno;
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("madvise could not be called", t);
+        }
+    }
+
+    /** The kernel's base page size in bytes. */
+    static long pageSize() {
+        return binding().pageSize;
+    }
+
     /** Closes {@code fd}, ignoring errors: it is only ever called on descriptors that are done with. */
     static void closeQuietly(int fd) {
         if (fd < 0 || !isAvailable()) {
@@ -144,6 +179,7 @@ final class LibC {
             case 11 -> "EWOULDBLOCK";
             case 12 -> "ENOMEM";
             case 13 -> "EACCES";
+            case 14 -> "EFAULT";
             case 17 -> "EEXIST";
             case 21 -> "EISDIR";
             case 22 -> "EINVAL";
@@ -181,10 +217,14 @@ final class LibC {
                     FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
             MethodHandle close = linker.downcallHandle(find(libc, "close"),
                     FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-            return new Binding(null, stateLayout, errno, open, flock, fallocate, close);
+            MethodHandle madvise = linker.downcallHandle(find(libc, "madvise"),
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), captureErrno);
+            MethodHandle getpagesize = linker.downcallHandle(find(libc, "getpagesize"), FunctionDescriptor.of(JAVA_INT));
+            return new Binding(null, stateLayout, errno, open, flock, fallocate, close, madvise,
+                    (int) getpagesize.invokeExact());
         } catch (Throwable t) {
             // IllegalCallerException when --enable-native-access does not cover this module, or a missing symbol
-            return new Binding(t, null, null, null, null, null, null);
+            return new Binding(t, null, null, null, null, null, null, null, 0);
         }
     }
 
@@ -193,6 +233,6 @@ final class LibC {
     }
 
     private record Binding(Throwable error, StructLayout stateLayout, VarHandle errno, MethodHandle open,
-                           MethodHandle flock, MethodHandle fallocate, MethodHandle close) {
+                           MethodHandle flock, MethodHandle fallocate, MethodHandle close, MethodHandle madvise, int pageSize) {
     }
 }

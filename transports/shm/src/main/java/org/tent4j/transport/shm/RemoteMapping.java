@@ -39,15 +39,17 @@ final class RemoteMapping {
     final Permission permission;
     final MemorySegment segment;
     private final Arena arena;
+    final Prefaulter.Prefault prefault;
 
     private RemoteMapping(long address, long length, String path, Permission permission, MemorySegment segment,
-                          Arena arena) {
+                          Arena arena, Prefaulter prefaulter) {
         this.address = address;
         this.length = length;
         this.path = path;
         this.permission = permission;
         this.segment = segment;
         this.arena = arena;
+        this.prefault = prefaulter.start(segment, permission == Permission.READ_WRITE, path);
     }
 
     /** Whether this mapping is the one for {@code buffer} as currently published. Allocation-free. */
@@ -62,7 +64,7 @@ final class RemoteMapping {
      * @throws TransferException PEER_FAILED when the file is missing or cannot be mapped, PERMISSION_DENIED for a
      *                           LOCAL_ONLY buffer, PROTOCOL when the published attributes are malformed
      */
-    static RemoteMapping map(ShmDirectory directory, String segmentName, BufferDescriptor buffer) {
+    static RemoteMapping map(ShmDirectory directory, Prefaulter prefaulter, String segmentName, BufferDescriptor buffer) {
         String where = "buffer [0x" + Long.toHexString(buffer.address()) + ", +" + buffer.length() + ") of segment '"
                 + segmentName + "'";
         if (buffer.permission() == Permission.LOCAL_ONLY) {
@@ -117,7 +119,7 @@ final class RemoteMapping {
                         offset, buffer.length(), arena);
                 LOG.debug("mapped {} {} of {}", writable ? "read-write" : "read-only", path, where);
                 return new RemoteMapping(buffer.address(), buffer.length(), pathText, buffer.permission(), segment,
-                        arena);
+                        arena, prefaulter);
             }
         } catch (NoSuchFileException e) {
             arena.close();
@@ -135,6 +137,7 @@ final class RemoteMapping {
 
     /** Unmaps; a copy still running on it fails with {@link IllegalStateException}, which its slice reports. */
     void unmap() {
+        prefault.stop();
         try {
             arena.close();
             LOG.debug("unmapped {}", path);

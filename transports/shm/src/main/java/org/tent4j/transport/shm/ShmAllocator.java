@@ -40,12 +40,14 @@ final class ShmAllocator implements MemoryAllocator {
     static final String SIZE = "size";
 
     private final ShmDirectory directory;
+    private final Prefaulter prefaulter;
     private final String segmentName;
     private final Map<String, ShmFile> files = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    ShmAllocator(ShmDirectory directory, String segmentName) {
+    ShmAllocator(ShmDirectory directory, Prefaulter prefaulter, String segmentName) {
         this.directory = directory;
+        this.prefaulter = prefaulter;
         this.segmentName = segmentName;
     }
 
@@ -67,7 +69,7 @@ final class ShmAllocator implements MemoryAllocator {
             throw new TransferException(ErrorCode.ENGINE_CLOSED, "shm transport is closed; cannot allocate " + size
                     + " bytes");
         }
-        ShmFile file = ShmFile.create(directory.newFilePath(segmentName), size);
+        ShmFile file = ShmFile.create(directory.newFilePath(segmentName), size, prefaulter);
         files.put(file.path.toString(), file);
         if (closed) { // closeAll ran between the check above and the put
             file.release();
@@ -108,17 +110,20 @@ final class ShmAllocator implements MemoryAllocator {
         final MemorySegment segment;
         private final Arena arena;
         private final int lockFd;
+        // the owner writes its own pages too (a tcp target receiving into them, the store node's own copies)
+        final Prefaulter.Prefault prefault;
         private final AtomicBoolean released = new AtomicBoolean();
 
-        private ShmFile(Path path, long size, MemorySegment segment, Arena arena, int lockFd) {
+        private ShmFile(Path path, long size, MemorySegment segment, Arena arena, int lockFd, Prefaulter prefaulter) {
             this.path = path;
             this.size = size;
             this.segment = segment;
             this.arena = arena;
             this.lockFd = lockFd;
+            this.prefault = prefaulter.start(segment, true, path.toString());
         }
 
-        static ShmFile create(Path path, long size) {
+        static ShmFile create(Path path, long size, Prefaulter prefaulter) {
             int fd = -1;
             boolean created = false;
             Arena arena = null;
@@ -144,7 +149,7 @@ final class ShmAllocator implements MemoryAllocator {
                     // extends the file to size when fallocate was not available
                     segment = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
                 }
-                return new ShmFile(path, size, segment, arena, fd);
+                return new ShmFile(path, size, segment, arena, fd, prefaulter);
             } catch (IOException | RuntimeException e) {
                 if (arena != null) {
                     arena.close();
@@ -163,6 +168,7 @@ final class ShmAllocator implements MemoryAllocator {
             if (!released.compareAndSet(false, true)) {
                 return;
             }
+            prefault.stop();
             try {
                 arena.close();
             } catch (IllegalStateException e) {

@@ -76,6 +76,19 @@ final class ShmDirectory {
         }
     }
 
+    /**
+     * Whether the directory is a memory file system (tmpfs, hugetlbfs). Only there is populating a writable mapping
+     * free of side effects; on a disk file system it would dirty every page for writeback.
+     */
+    boolean inMemory() {
+        try {
+            String type = Files.getFileStore(dir).type();
+            return type.equals("tmpfs") || type.equals("hugetlbfs");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** A fresh, unused file name for this process's segment {@code segmentName}. */
     Path newFilePath(String segmentName) {
         return dir.resolve("tent4j-" + ProcessHandle.current().pid() + "-" + segmentTag(segmentName) + "-"

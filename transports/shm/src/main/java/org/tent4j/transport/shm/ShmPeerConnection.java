@@ -209,6 +209,15 @@ final class ShmPeerConnection implements PeerConnection {
         return mappings.length;
     }
 
+    /** Each mapping's {address, length} in this process, for tests. */
+    List<long[]> mappedRanges() {
+        List<long[]> ranges = new ArrayList<>();
+        for (RemoteMapping m : mappings) {
+            ranges.add(new long[]{m.segment.address(), m.segment.byteSize()});
+        }
+        return ranges;
+    }
+
     // ------------------------------------------------------------------------------------------------ data path
 
     /** Checks bounds, permission and deadline; fails the slice and returns true if it must not move. */
@@ -365,7 +374,7 @@ final class ShmPeerConnection implements PeerConnection {
             if (i >= 0 && current[i].matches(buffer)) {
                 return current[i];
             }
-            created = RemoteMapping.map(transport.directory(), segmentName, buffer);
+            created = RemoteMapping.map(transport.directory(), transport.prefaulter(), segmentName, buffer);
             RemoteMapping[] next;
             if (i >= 0) {
                 // the peer freed the buffer at this address and published another (new file, size or permission)

@@ -28,16 +28,19 @@ final class ShmTransport implements Transport {
 
     private final TransportContext context;
     private final ShmDirectory directory;
+    private final Prefaulter prefaulter;
     private final ShmAllocator allocator;
     private final long copyThreshold;
     private final int copyParallelism;
     private final Set<ShmPeerConnection> connections = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    ShmTransport(TransportContext context, ShmDirectory directory, long copyThreshold, int copyParallelism) {
+    ShmTransport(TransportContext context, ShmDirectory directory, long copyThreshold, int copyParallelism,
+                 long prefaultLimit) {
         this.context = context;
         this.directory = directory;
-        this.allocator = new ShmAllocator(directory, context.segmentName());
+        this.prefaulter = new Prefaulter(directory.inMemory() ? prefaultLimit : 0, context.segmentName());
+        this.allocator = new ShmAllocator(directory, prefaulter, context.segmentName());
         this.copyThreshold = copyThreshold;
         this.copyParallelism = copyParallelism;
         directory.sweepStaleFiles();
@@ -123,6 +126,7 @@ final class ShmTransport implements Transport {
             c.close();
         }
         allocator.closeAll();
+        prefaulter.close();
         LOG.debug("closed shm transport of segment '{}'", context.segmentName());
     }
 
@@ -132,6 +136,10 @@ final class ShmTransport implements Transport {
 
     ShmDirectory directory() {
         return directory;
+    }
+
+    Prefaulter prefaulter() {
+        return prefaulter;
     }
 
     String machineId() {

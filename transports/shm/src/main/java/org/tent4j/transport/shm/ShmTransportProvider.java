@@ -42,7 +42,10 @@ public final class ShmTransportProvider implements TransportProvider {
             OptionSpec.of("copy_threshold", OptionSpec.Type.SIZE, DEFAULT_COPY_THRESHOLD,
                     "slices up to this size are copied on the posting thread, larger ones on engine workers"),
             OptionSpec.of("copy_parallelism", OptionSpec.Type.INT, 2,
-                    "most engine workers copying for one peer at once"));
+                    "most engine workers copying for one peer at once"),
+            OptionSpec.of("prefault_limit", OptionSpec.Type.SIZE, "4g",
+                    "most bytes of live mappings (peers' buffers and this engine's own, in a tmpfs dir) whose page "
+                            + "tables are populated in the background ahead of first use; 0 turns it off"));
 
     private volatile Availability availability;
 
@@ -118,6 +121,10 @@ public final class ShmTransportProvider implements TransportProvider {
         if (parallelism < 1) {
             throw new ConfigException("transports.shm.copy_parallelism", "must be >= 1, got " + parallelism);
         }
-        return new ShmTransport(context, new ShmDirectory(dir), threshold, parallelism);
+        long prefaultLimit = options.getSize("prefault_limit");
+        if (prefaultLimit < 0) {
+            throw new ConfigException("transports.shm.prefault_limit", "must be >= 0, got " + prefaultLimit);
+        }
+        return new ShmTransport(context, new ShmDirectory(dir), threshold, parallelism, prefaultLimit);
     }
 }
