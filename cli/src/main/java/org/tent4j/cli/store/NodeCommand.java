@@ -25,10 +25,14 @@ import picocli.CommandLine.Spec;
  * {@code tent4j store node}: a client service that contributes memory (and, with {@code --disk-dir}, a disk segment)
  * to the store and keeps them mounted (heartbeats, remount after a master restart) until killed. Prints
  * {@code DISK <segment id> <file> <index records dropped on reopening it>} for a disk segment, then {@code READY <client id> <segment id> <engine segment>}.
+ * With a disk segment it scrubs it every {@code --scrub-interval} and serves {@code tent4j store scrub} on its control
+ * socket ({@link NodeControl}).
  */
 @Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         description = {"Contributes memory (and a disk segment) to the store and keeps it mounted until killed.",
-                "Prints 'DISK <segment id> <file> <records dropped>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'."})
+                "Prints 'DISK <segment id> <file> <records dropped>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'.",
+                "With --disk-dir, 'tent4j store scrub --disk-dir DIR' asks it for a scrub of its disk (through the Unix socket "
+                        + "DIR/" + NodeControl.SOCKET + ", its user's alone)."})
 public final class NodeCommand implements Callable<Integer> {
     private static final Logger LOG = LoggerFactory.getLogger(NodeCommand.class);
 
