@@ -29,7 +29,7 @@ class Tent4jCommandTest {
             assertTrue(out.contains(command), command + " missing from:\n" + out);
         }
         String store = run(0, "store", "--help")[0];
-        for (String command : new String[]{"master", "node", "bench", "failover-bench"}) {
+        for (String command : new String[]{"master", "node", "scrub", "bench", "failover-bench"}) {
             assertTrue(store.contains(command), command + " missing from:\n" + store);
         }
     }

@@ -1,5 +1,7 @@
 package org.tent4j.cli.store;
 
+import java.nio.file.Path;
+
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.store.client.StoreClient;
@@ -21,12 +23,23 @@ final class ClientOptions {
             description = "The address peers reach this engine at (engine key control.host).")
     String controlHost;
 
+    @Option(names = "--config", paramLabel = "FILE",
+            description = "Engine config file (.json or .properties), below these options and above the defaults; e.g. "
+                    + "transports.nvmeof.peer_roots so a client reads a node's disk on this host through nvmeof.")
+    Path configFile;
+
     @Mixin
     SecurityOptions security;
 
-    /** A new engine, reachable at {@code --control-host} when given, secured by the same token and TLS as the store calls. */
+    /**
+     * A new engine from {@code --config} when given, reachable at {@code --control-host} when given, secured by the same
+     * token and TLS as the store calls.
+     */
     TransferEngine engine() {
         EngineConfig.Builder cfg = EngineConfig.builder();
+        if (configFile != null) {
+            cfg.file(configFile);
+        }
         if (controlHost != null) {
             cfg.set(EngineConfig.CONTROL_HOST, controlHost);
         }

@@ -1,10 +1,15 @@
 package org.tent4j.cli.store;
 
+import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreException;
@@ -20,11 +25,17 @@ import picocli.CommandLine.Spec;
  * {@code tent4j store node}: a client service that contributes memory (and, with {@code --disk-dir}, a disk segment)
  * to the store and keeps them mounted (heartbeats, remount after a master restart) until killed. Prints
  * {@code DISK <segment id> <file> <index records dropped on reopening it>} for a disk segment, then {@code READY <client id> <segment id> <engine segment>}.
+ * With a disk segment it scrubs it every {@code --scrub-interval} and serves {@code tent4j store scrub} on its control
+ * socket ({@link NodeControl}).
  */
 @Command(name = "node", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         description = {"Contributes memory (and a disk segment) to the store and keeps it mounted until killed.",
-                "Prints 'DISK <segment id> <file> <records dropped>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'."})
+                "Prints 'DISK <segment id> <file> <records dropped>' with --disk-dir, then 'READY <client id> <segment id> <engine segment>'.",
+                "With --disk-dir, 'tent4j store scrub --disk-dir DIR' asks it for a scrub of its disk (through the Unix socket "
+                        + "DIR/" + NodeControl.SOCKET + ", its user's alone)."})
 public final class NodeCommand implements Callable<Integer> {
+    private static final Logger LOG = LoggerFactory.getLogger(NodeCommand.class);
+
     @Spec
     CommandSpec spec;
 
@@ -49,6 +60,13 @@ public final class NodeCommand implements Callable<Integer> {
             paramLabel = "SIZE", description = "Size of the disk segment (with --disk-dir). Default: ${DEFAULT-VALUE}.")
     long diskSize;
 
+    @Option(names = {"--scrub-interval", "--scrub_interval"}, defaultValue = "0s", converter = DurationConverter.class,
+            paramLabel = "DURATION", description = {"With --disk-dir, scrub the disk segment by itself: read every disk "
+                    + "replica back, check it against its CRC32C, and have the master drop the corrupt ones; the next "
+                    + "scrub starts this long after the last one ended. Summaries go to the log. 'tent4j store scrub "
+                    + "--disk-dir DIR' asks for one at any time. Default: ${DEFAULT-VALUE} (only when asked)."})
+    Duration scrubInterval;
+
     @Override
     public Integer call() throws InterruptedException {
         if (diskDir != null) {
@@ -67,6 +85,9 @@ public final class NodeCommand implements Callable<Integer> {
             if (host != null) {
                 b.host(host);
             }
+            if (diskDir != null) {
+                b.scrubInterval(scrubInterval);
+            }
             node = b.connect();
             try {
                 seg = node.contribute(segmentSize);
@@ -80,6 +101,7 @@ public final class NodeCommand implements Callable<Integer> {
             System.err.println("tent4j store node: " + e.getMessage());
             return 1;
         }
+        NodeControl control = null;
         if (diskDir != null) {
             try {
                 SegmentSpec disk = node.contributeDisk(diskDir, diskSize);
@@ -90,9 +112,20 @@ public final class NodeCommand implements Callable<Integer> {
                 engine.close();
                 return 2;
             }
+            try {
+                control = NodeControl.open(diskDir, node);
+            } catch (IOException | RuntimeException e) {
+                // the node serves its segments without it; only 'store scrub' cannot reach it
+                LOG.warn("no control socket {} ({}): 'tent4j store scrub --disk-dir {}' cannot reach this node",
+                        NodeControl.socket(diskDir), e.toString(), diskDir);
+            }
         }
+        NodeControl served = control;
         CountDownLatch stop = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (served != null) {
+                served.close();
+            }
             node.close();
             engine.close();
             stop.countDown();

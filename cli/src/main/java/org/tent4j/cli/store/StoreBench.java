@@ -38,8 +38,9 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code store-bench}: put / get / mixed load against a store, zero-copy from registered buffers, with batches and
- * threads; a live progress line on stderr, a summary (or {@code --json}) on stdout. Keys are
- * {@code <prefix>/<thread>/<n>}, so a get run reads what a put run with the same prefix, threads and count wrote.
+ * threads, or more than its memory holds ({@link OverflowBench}); a live progress line on stderr, a summary (or
+ * {@code --json}) on stdout. Keys are {@code <prefix>/<thread>/<n>}, so a get run reads what a put run with the same
+ * prefix, threads and count wrote.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
         description = {"Put / get / mixed load on the store, zero-copy from registered buffers.",
@@ -50,13 +51,16 @@ public final class StoreBench implements Callable<Integer> {
     @Mixin
     ClientOptions connection;
 
-    @Option(names = "--mode", defaultValue = "put", paramLabel = "put|get|get-session|mixed|exist", description = {
+    @Option(names = "--mode", defaultValue = "put", paramLabel = "put|get|get-session|mixed|exist|overflow", description = {
             "put: writes count values per thread (batch > 1 uses batch put).",
             "get: reads them back (run a put with the same prefix/threads/count first).",
             "get-session: reads them back through a GetSession per thread: one replica-list fetch for the thread's "
                     + "count keys (at most 65536), then reads without the master until the leases end, then one fetch again.",
             "mixed: each thread writes its values, then alternates a get of a written value with a put.",
             "exist: metadata only (batched exist checks of the keys a put wrote): the master's RPC rate.",
+            "overflow: writes --total (more than the memory tier holds: the rest is offloaded to the nodes' disks), "
+                    + "waits for the offloads, reads every key back; put rate (and into a full memory tier), read rate "
+                    + "from memory and from disk. One key per call; ignores --batch, --count, --warmup, --duration.",
             "Default: ${DEFAULT-VALUE}."})
     String mode;
 
@@ -103,6 +107,9 @@ public final class StoreBench implements Callable<Integer> {
     @Option(names = "--json", description = "Ends with one JSON line instead of the summary.")
     boolean json;
 
+    @Mixin
+    OverflowBench.Options overflow;
+
     private PrintStream out = System.out;
     private PrintStream err = System.err;
 
@@ -119,8 +126,8 @@ public final class StoreBench implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         mode = mode.toLowerCase(Locale.ROOT);
-        if (!Set.of("put", "get", "get-session", "mixed", "exist").contains(mode)) {
-            err.println("store-bench: --mode must be put, get, get-session, mixed or exist: " + mode);
+        if (!Set.of("put", "get", "get-session", "mixed", "exist", "overflow").contains(mode)) {
+            err.println("store-bench: --mode must be put, get, get-session, mixed, exist or overflow: " + mode);
             return 2;
         }
         int batch = Math.max(1, batchOption);
@@ -135,6 +142,9 @@ public final class StoreBench implements Callable<Integer> {
         if (size > Integer.MAX_VALUE) {
             err.println("store-bench: --size must be under 2 GiB: " + size);
             return 2;
+        }
+        if (mode.equals("overflow")) {
+            return new OverflowBench(this, out, err).run();
         }
         MemorySegment body = Values.body(size);
         try (TransferEngine engine = connection.engine();

@@ -25,8 +25,10 @@ class NodeCommandTest {
     void aDiskDirThatIsNotADirectoryOrASizeUnderABlockIsRefusedByNameBeforeAnythingStarts() throws Exception {
         Path notADir = Files.writeString(dir.resolve("plain"), "x");
         // the master named is never asked: nothing listens there
-        String[][] bad = {{"--disk-dir", notADir.toString(), "--disk-size", "1m"}, {"--disk-dir", dir.toString(), "--disk-size", "0"}};
-        String[] why = {"disk dir " + notADir + " is not a directory", "disk segment in " + dir + ": size must be at least 4096"};
+        String[][] bad = {{"--disk-dir", notADir.toString(), "--disk-size", "1m"}, {"--disk-dir", dir.toString(), "--disk-size", "0"},
+                {"--disk-dir", dir.toString(), "--scrub-interval", "-1s"}};
+        String[] why = {"disk dir " + notADir + " is not a directory", "disk segment in " + dir + ": size must be at least 4096",
+                "a duration cannot be negative: '-1s'"};
         for (int i = 0; i < bad.length; i++) {
             StringWriter err = new StringWriter();
             CommandLine cl = Tent4jCommand.commandLine();

@@ -20,6 +20,8 @@ import org.tent4j.store.rpc.MasterClient;
 final class DiskScrub {
     private static final Logger LOG = LoggerFactory.getLogger(DiskScrub.class);
     static final int PAGE = 1024;
+    /** How often a long scrub logs how far it got. */
+    private static final long PROGRESS_NANOS = 10_000_000_000L;
 
     private DiskScrub() {
     }
@@ -27,8 +29,9 @@ final class DiskScrub {
     static ScrubReport run(ReplicaAccess client, MasterClient master, DiskSegment disk) {
         long checked = 0;
         long dropped = 0;
-        List<String> corrupt = new ArrayList<>();
-        for (long from = 0; ; ) {
+        List<ScrubReport.Mismatch> corrupt = new ArrayList<>();
+        long lastProgress = System.nanoTime();
+        for (long from = 0; !Thread.currentThread().isInterrupted(); ) { // interrupted: the client closes
             List<DiskReplica> page = master.diskReplicas(client.id(), disk.spec.id(), from, PAGE);
             if (page.isEmpty()) {
                 break;
@@ -43,15 +46,19 @@ final class DiskScrub {
                 StoreException e = check(client, d.getKey(), r);
                 if (e != null) {
                     LOG.warn("scrub of {}: {}", disk.spec.file(), e.getMessage());
-                    corrupt.add(d.getKey());
+                    corrupt.add(new ScrubReport.Mismatch(d.getKey(), disk.spec.file(), d.getOffset(), d.getSize(), e.getMessage()));
                     bad.add(d);
                 }
             }
             if (!bad.isEmpty()) {
                 dropped += master.dropDiskReplicas(client.id(), disk.spec.id(), bad);
             }
+            if (System.nanoTime() - lastProgress >= PROGRESS_NANOS) {
+                lastProgress = System.nanoTime();
+                LOG.info("scrub of {}: {} disk replicas checked so far, {} corrupt", disk.spec.file(), checked, corrupt.size());
+            }
         }
-        return new ScrubReport(checked, List.copyOf(corrupt), dropped);
+        return new ScrubReport(checked, corrupt, dropped);
     }
 
     /** Null if the replica reads back matching its CRC32C; else why not (a failed read counts as corrupt too). */

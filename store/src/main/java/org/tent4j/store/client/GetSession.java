@@ -8,6 +8,7 @@ import java.util.List;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.Tier;
 import org.tent4j.store.proto.ReplicaListResponse;
 import org.tent4j.store.rpc.SegmentTable;
 
@@ -69,6 +70,16 @@ public final class GetSession implements AutoCloseable {
         open();
         check(i);
         return lists.get(i).getSize();
+    }
+
+    /**
+     * The tier of the replica a read of value {@code i} tries first (memory when it has one), as the master listed it
+     * at the fetch; throws the error the master gave for it.
+     */
+    public Tier tier(int i) {
+        open();
+        check(i);
+        return replicas.get(i).getFirst().tier();
     }
 
     /** Reads value {@code i} into registered {@code destination}; returns its size. */

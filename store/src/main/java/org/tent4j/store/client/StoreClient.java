@@ -48,6 +48,7 @@ public final class StoreClient implements AutoCloseable {
     private final GetPath gets;
     private final Contributions contributions;
     private final Heartbeats heartbeats;
+    private final ScrubSchedule scrubs;
 
     private StoreClient(Builder b) {
         this.master = new MasterClient(b.masterAddress, b.rpcTimeout, b.security);
@@ -58,6 +59,7 @@ public final class StoreClient implements AutoCloseable {
         this.gets = new GetPath(access);
         this.contributions = new Contributions(access, Math.max(1, b.offloadPollInterval.toMillis()));
         this.heartbeats = new Heartbeats(access, contributions, reserved, b.heartbeatInterval);
+        this.scrubs = new ScrubSchedule(contributions, b.scrubInterval);
     }
 
     /** A client of the masters of a group ({@code host:port} each): calls go to its leader, followed on failover. */
@@ -81,6 +83,7 @@ public final class StoreClient implements AutoCloseable {
         private long stagingBytes = 64L << 20;
         private long reservationBytes = ReservedPuts.DEFAULT_RESERVATION_BYTES;
         private Duration offloadPollInterval = Duration.ofMillis(100);
+        private Duration scrubInterval = Duration.ZERO;
 
         private Builder(TransferEngine engine, String masterAddress) {
             this.engine = Objects.requireNonNull(engine, "engine");
@@ -130,6 +133,18 @@ public final class StoreClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * How often a node with a disk segment scrubs it ({@link #scrubDisk}) by itself: the next scrub starts this
+         * long after the last one ended. Zero (the default): only when asked.
+         */
+        public Builder scrubInterval(Duration interval) {
+            if (interval.isNegative()) {
+                throw new IllegalArgumentException("scrub interval must not be negative: " + interval);
+            }
+            this.scrubInterval = interval;
+            return this;
+        }
+
         /** Registered scratch memory for the copying API. */
         public Builder stagingBytes(long bytes) {
             this.stagingBytes = bytes;
@@ -159,6 +174,7 @@ public final class StoreClient implements AutoCloseable {
                 c.master.serviceReady();
                 c.access.id(c.master.register());
                 c.heartbeats.start();
+                c.scrubs.start();
             } catch (StoreException e) {
                 c.close();
                 throw e;
@@ -258,10 +274,21 @@ public final class StoreClient implements AutoCloseable {
 
     /**
      * Reads every replica on this node's disk segment back through the engine and checks it against its CRC32C; the
-     * master drops those that fail (never handed to a reader again). INVALID_PARAMS without a disk segment.
+     * master drops those that fail (never handed to a reader again). INVALID_PARAMS without a disk segment. Waits for a
+     * scrub in progress (a periodic one: {@link Builder#scrubInterval}) to end first.
      */
     public ScrubReport scrubDisk() {
-        return contributions.scrubDisk();
+        return scrubs.scrubNow();
+    }
+
+    /** Scrubs of the disk segment completed since this client connected, periodic and asked for. */
+    public long scrubsCompleted() {
+        return scrubs.completed();
+    }
+
+    /** Disk replicas those scrubs found not matching their CRC32C. */
+    public long scrubMismatches() {
+        return scrubs.mismatches();
     }
 
     /** The disk segment this client contributes, if any. */
@@ -428,6 +455,7 @@ public final class StoreClient implements AutoCloseable {
      */
     @Override
     public void close() {
+        scrubs.stop();
         heartbeats.stop();
         contributions.closeDisk();
         reserved.retireAll();
