@@ -10,6 +10,7 @@ import java.util.concurrent.Callable;
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
 import org.tent4j.cli.options.DurationConverter;
+import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.store.PrintableId;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreSecurity;
@@ -69,6 +70,14 @@ public final class MasterCommand implements Callable<Integer> {
                     + "only connections that authenticated count, and up to 64 others wait in slots of their own "
                     + "(the oldest closed first), so silent connections cannot lock clients out. Default: ${DEFAULT-VALUE}.")
     int maxConnections;
+
+    @Option(names = {"--inbound-bytes-budget", "--inbound_bytes_budget"}, defaultValue = "256m",
+            converter = SizeConverter.class, paramLabel = "SIZE",
+            description = "Bytes of partly received RPC messages the master holds, all connections together; a message "
+                    + "that would go beyond is refused RESOURCE_EXHAUSTED (each call's first 16 KiB is free, so small "
+                    + "calls go on). Keep it above the largest message clients send (up to 64 MiB) with room: each "
+                    + "piece received costs 256 bytes besides its bytes. Default: ${DEFAULT-VALUE}.")
+    long inboundBytesBudget;
 
     @Option(names = {"--admin-port", "--admin_port"}, defaultValue = "9003", paramLabel = "PORT",
             description = "Admin HTTP port (/, /health, /metrics, /segments, /clients, /keys); -1: none. "
@@ -199,6 +208,12 @@ public final class MasterCommand implements Callable<Integer> {
             spec.commandLine().getErr().println("tent4j store master: --max-connections must be at least 1: " + maxConnections);
             return 2;
         }
+        if (inboundBytesBudget < 1) {
+            master.close();
+            spec.commandLine().getErr().println("tent4j store master: --inbound-bytes-budget must be at least 1 byte: "
+                    + inboundBytesBudget);
+            return 2;
+        }
         TransferEngine proofEngine = null;
         if (mountProof) {
             EngineConfig.Builder cfg = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, host);
@@ -211,7 +226,8 @@ public final class MasterCommand implements Callable<Integer> {
                 System.out.println("EXPIRED " + PrintableId.forLog(id));
             }
         }, secured, credentials, proofEngine, new MasterServer.Limits(maxConnections,
-                MasterServer.Limits.DEFAULT.unprovenConnections(), MasterServer.Limits.DEFAULT.callsPerConnection()));
+                MasterServer.Limits.DEFAULT.unprovenConnections(), MasterServer.Limits.DEFAULT.callsPerConnection(),
+                inboundBytesBudget));
         TransferEngine engine = proofEngine;
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -42,6 +42,20 @@ class MasterCommandTest {
     }
 
     @Test
+    void theInboundBytesBudgetIsASizeOfAtLeastOneByte() {
+        MasterCommand defaults = new MasterCommand();
+        new CommandLine(defaults).parseArgs();
+        assertEquals(256L << 20, defaults.inboundBytesBudget);
+        MasterCommand set = new MasterCommand();
+        new CommandLine(set).parseArgs("--inbound-bytes-budget", "64m");
+        assertEquals(64L << 20, set.inboundBytesBudget);
+        StringWriter err = new StringWriter();
+        assertEquals(2, run(err, "store", "master", "--port", "0", "--admin-port", "-1", "--inbound-bytes-budget", "0"),
+                err::toString);
+        assertTrue(err.toString().contains("--inbound-bytes-budget must be at least 1 byte: 0"), err::toString);
+    }
+
+    @Test
     void peersWithoutADataDirAndAPeerNamedTwiceAreRefused() {
         StringWriter err = new StringWriter();
         assertEquals(2, run(err, "store", "master", "--port", "0", "--admin-port", "-1",

@@ -41,19 +41,29 @@ public final class MasterServer implements AutoCloseable {
     public static final int SLOW_WORK_QUEUE = 64;
 
     /**
-     * What one peer can make the master hold: connections (all of them, or with a token or TLS those that proved
-     * themselves), connections that have not yet carried an authenticated call (their own slots, the oldest closed
-     * when full: see {@link ConnectionGate}), and concurrent calls per connection (HTTP/2 streams; each may buffer up
-     * to {@link #MAX_MESSAGE_BYTES} of a message it has not finished sending, and a client needs one stream for its
-     * calls plus a few unary ones).
+     * HTTP/2 flow-control window of each stream (and the connection), fixed: gRPC's default grows it with the measured
+     * bandwidth-delay product up to 8 MiB, and a stream whose handler has not asked for its next message (a Calls
+     * stream whose client reads no answers) holds up to a window outside the {@link InboundBudget}. The master's
+     * messages are small and its clients near, so 64 KiB (about HTTP/2's own default) costs honest calls nothing.
      */
-    public record Limits(int maxConnections, int unprovenConnections, int callsPerConnection) {
-        public static final Limits DEFAULT = new Limits(1024, 64, 16);
+    public static final int FLOW_CONTROL_WINDOW = 64 << 10;
+
+    /**
+     * What peers can make the master hold: connections (all of them, or with a token or TLS those that proved
+     * themselves), connections that have not yet carried an authenticated call (their own slots, the oldest closed
+     * when full: see {@link ConnectionGate}), concurrent calls per connection (HTTP/2 streams; a client needs one
+     * stream for its calls plus a few unary ones), and bytes of messages received in part and not yet handed to a
+     * handler, all connections together ({@link InboundBudget}: a message that would go beyond is refused
+     * {@code RESOURCE_EXHAUSTED}).
+     */
+    public record Limits(int maxConnections, int unprovenConnections, int callsPerConnection, long inboundBytesBudget) {
+        public static final Limits DEFAULT = new Limits(1024, 64, 16, 256L << 20);
 
         public Limits {
-            if (maxConnections < 1 || unprovenConnections < 1 || callsPerConnection < 1) {
+            if (maxConnections < 1 || unprovenConnections < 1 || callsPerConnection < 1 || inboundBytesBudget < 1) {
                 throw new IllegalArgumentException("store master limits must be >= 1: " + maxConnections + " connections, "
-                        + unprovenConnections + " unproven, " + callsPerConnection + " calls per connection");
+                        + unprovenConnections + " unproven, " + callsPerConnection + " calls per connection, "
+                        + inboundBytesBudget + " inbound bytes budget");
             }
         }
     }
@@ -64,17 +74,19 @@ public final class MasterServer implements AutoCloseable {
     private final ExecutorService slowWork;
     private final AuthInterceptor auth;
     private final ConnectionGate gate;
+    private final InboundBudget budget;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
 
     private MasterServer(StoreMaster master, Server server, RpcStats stats, ExecutorService slowWork, AuthInterceptor auth,
-                         ConnectionGate gate, EventLoopGroup boss, EventLoopGroup workers) {
+                         ConnectionGate gate, InboundBudget budget, EventLoopGroup boss, EventLoopGroup workers) {
         this.master = master;
         this.server = server;
         this.stats = stats;
         this.slowWork = slowWork;
         this.auth = auth;
         this.gate = gate;
+        this.budget = budget;
         this.boss = boss;
         this.workers = workers;
     }
@@ -132,6 +144,7 @@ public final class MasterServer implements AutoCloseable {
         ConnectionGate gate = new ConnectionGate(limits.maxConnections(), limits.unprovenConnections(),
                 security.authenticates() || security.tls(), stats);
         AuthInterceptor auth = new AuthInterceptor(security, credentials, stats, gate);
+        InboundBudget budget = new InboundBudget(limits.inboundBytesBudget(), stats);
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, daemons("store-master-accept"), io);
@@ -152,6 +165,8 @@ public final class MasterServer implements AutoCloseable {
                     })
                     .maxConcurrentCallsPerConnection(limits.callsPerConnection())
                     .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+                    .flowControlWindow(FLOW_CONTROL_WINDOW)
+                    .addStreamTracerFactory(budget)
                     .directExecutor()
                     // interceptors run last-named first: the token check, then the follower's refusal
                     .addService(ServerInterceptors.intercept(new MasterService(master, stats, slowWork, credentials,
@@ -167,7 +182,7 @@ public final class MasterServer implements AutoCloseable {
             master.close();
             throw e;
         }
-        MasterServer self = new MasterServer(master, server, stats, slowWork, auth, gate, boss, workers);
+        MasterServer self = new MasterServer(master, server, stats, slowWork, auth, gate, budget, boss, workers);
         if (tickMillis > 0) {
             master.startHousekeeping(tickMillis, observer);
         }
@@ -230,6 +245,16 @@ public final class MasterServer implements AutoCloseable {
     /** Connections counted against the limit now. */
     public int openConnections() {
         return gate.open();
+    }
+
+    /** Bytes of partly received messages charged to the inbound budget now. */
+    public long inboundBytesHeld() {
+        return budget.held();
+    }
+
+    /** Messages refused because the inbound budget was spent, since start. */
+    public long inboundRefused() {
+        return budget.refused();
     }
 
     /** Calls refused for a missing or wrong token since start. */

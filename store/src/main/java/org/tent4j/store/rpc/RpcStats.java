@@ -47,6 +47,11 @@ public final class RpcStats {
     final LongAdder unprovenEvicted = new LongAdder();
     /** Connections counted against the limit now; set by the server that owns the gate. */
     volatile java.util.function.IntSupplier connections = () -> 0;
+    /** Messages refused because partly received messages had spent the inbound bytes budget ({@link InboundBudget}). */
+    final LongAdder inboundRefused = new LongAdder();
+    /** The inbound bytes budget and what it holds now; set by the server that owns the budget. */
+    volatile long inboundBudget;
+    volatile java.util.function.LongSupplier inboundHeld = () -> 0;
 
     public void addClientChecksumFailures(long n) {
         clientChecksumFailures.add(n);
@@ -81,6 +86,12 @@ public final class RpcStats {
                 .append("# TYPE store_rpc_connections_refused_total counter\nstore_rpc_connections_refused_total ").append(connectionsRefused.sum()).append('\n');
         sb.append("# HELP store_rpc_unproven_connections_evicted_total Connections closed before authenticating, to make room for newer ones\n")
                 .append("# TYPE store_rpc_unproven_connections_evicted_total counter\nstore_rpc_unproven_connections_evicted_total ").append(unprovenEvicted.sum()).append('\n');
+        sb.append("# HELP store_rpc_inbound_budget_bytes Bytes of partly received messages the master may hold (--inbound-bytes-budget)\n")
+                .append("# TYPE store_rpc_inbound_budget_bytes gauge\nstore_rpc_inbound_budget_bytes ").append(inboundBudget).append('\n');
+        sb.append("# HELP store_rpc_inbound_held_bytes Bytes of partly received messages charged to the inbound budget now\n")
+                .append("# TYPE store_rpc_inbound_held_bytes gauge\nstore_rpc_inbound_held_bytes ").append(inboundHeld.getAsLong()).append('\n');
+        sb.append("# HELP store_rpc_inbound_refused_total Messages refused RESOURCE_EXHAUSTED because the inbound budget was spent\n")
+                .append("# TYPE store_rpc_inbound_refused_total counter\nstore_rpc_inbound_refused_total ").append(inboundRefused.sum()).append('\n');
         sb.append("# HELP store_rpc_requests_total Master RPCs served, by method\n# TYPE store_rpc_requests_total counter\n");
         methods.forEach((m, s) -> sb.append("store_rpc_requests_total{method=\"").append(m).append("\"} ").append(s.calls()).append('\n'));
         sb.append("# HELP store_rpc_failures_total Master RPCs (or batch items) that returned an error\n# TYPE store_rpc_failures_total counter\n");

@@ -71,7 +71,7 @@ class ConnectionLimitsTest {
 
     @Test
     void silentConnectionsCannotLockOutATokenHolder() throws Exception {
-        MasterServer m = master(MEMBER, new MasterServer.Limits(4, 3, 16));
+        MasterServer m = master(MEMBER, new MasterServer.Limits(4, 3, 16, 1 << 20));
         List<Socket> flood = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
             flood.add(silent(m));
@@ -100,7 +100,7 @@ class ConnectionLimitsTest {
 
     @Test
     void withoutATokenConnectionsBeyondTheLimitAreClosedAtAcceptUntilOneCloses() throws Exception {
-        MasterServer m = master(StoreSecurity.NONE, new MasterServer.Limits(3, 1, 16));
+        MasterServer m = master(StoreSecurity.NONE, new MasterServer.Limits(3, 1, 16, 1 << 20));
         List<Socket> held = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             held.add(silent(m));
