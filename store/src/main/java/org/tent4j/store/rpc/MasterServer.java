@@ -154,6 +154,7 @@ public final class MasterServer implements AutoCloseable {
         try {
             // handlers run on the event loops (MasterService hands its slow work to slowWork): a small RPC then costs
             // two thread hand-offs on the master instead of four
+            GrpcLogLimit.install();
             NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
                     .bossEventLoopGroup(boss)
                     .workerEventLoopGroup(workers)
