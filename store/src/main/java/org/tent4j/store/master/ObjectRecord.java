@@ -17,6 +17,8 @@ final class ObjectRecord {
     static final byte OFFLOAD_FAILED = 8;
     /** Fewer memory replicas than {@link #asked} and no disk one: its key is among {@link Repairs}' candidates. */
     static final byte UNDER_REPLICATED = 16;
+    /** The put in flight is written through: its end starts an offload ({@link Offloads#writeThrough}). */
+    static final byte WRITE_THROUGH = 32;
 
     static final int OFFSET_BITS = 44;
     static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
@@ -44,6 +46,11 @@ final class ObjectRecord {
     int owner;
     /** CRC32C of the bytes of {@link #disk}, reported by the node that made them durable. */
     int crc;
+    /**
+     * When the first of {@link #hits} was counted, in milliseconds of command time cut to 32 bits (the promotion window
+     * is at most a day, so the difference of two such stamps is exact; an int fits beside the other fields at no cost).
+     */
+    int hitsSince;
     byte state;
     byte flags;
     /** Reads of this object from disk since it was last in memory (promotion counts them). */

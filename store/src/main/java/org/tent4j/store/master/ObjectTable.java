@@ -30,6 +30,7 @@ final class ObjectTable {
     private final MasterConfig config;
     private final MasterCounters counters;
     private final long leaseNanos;
+    private final long promoteWindowMillis;
     private final Shard[] shards;
     private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
 
@@ -38,6 +39,7 @@ final class ObjectTable {
         this.config = state.config();
         this.counters = state.counters;
         this.leaseNanos = config.leaseTtl().toNanos();
+        this.promoteWindowMillis = config.promoteWindow().toMillis();
         this.shards = new Shard[config.shards()];
         for (int i = 0; i < shards.length; i++) {
             shards[i] = new Shard();
@@ -87,6 +89,7 @@ final class ObjectTable {
             if (locs.isEmpty()) {
                 throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
             }
+            long leasedUntil = rec.lease;
             // the lease covers the disk replica as it covers memory ones: neither range is reused before it ends
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             counters.leasesGranted.increment();
@@ -94,9 +97,7 @@ final class ObjectTable {
                 counters.diskReads.increment();
                 int promoteAfter = config.promoteAfterHits();
                 // the read goes on from disk; the copy into memory runs beside it, once
-                if (rec.hits < Byte.MAX_VALUE) {
-                    rec.hits++;
-                }
+                countHit(now, rec, leasedUntil);
                 if (promoteAfter > 0 && rec.offloadTask == 0 && rec.hits >= promoteAfter) {
                     state.offloads.promote(now, key, rec);
                 }
@@ -106,6 +107,27 @@ final class ObjectTable {
                 readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
             }
             return new ReplicaList(rec.size, locs, config.leaseTtl());
+        }
+    }
+
+    /**
+     * Counts a read from disk of {@code rec} (its shard lock held) towards promotion. With a window, hits older than
+     * it are forgotten: the count starts again when the first hit counted lies more than a window back. The stamp is
+     * 32 bits of milliseconds, so two stamps more than 49.7 days apart would look close; {@code leasedUntil} (the lease
+     * before this read, which ended no earlier than a lease after the last hit) catches that case: a lease that ended
+     * more than a window ago means every counted hit is older than the window.
+     */
+    private void countHit(long now, ObjectRecord rec, long leasedUntil) {
+        int nowMillis = (int) Math.floorDiv(now, 1_000_000L);
+        if (promoteWindowMillis > 0 && rec.hits > 0 && (now - leasedUntil > promoteWindowMillis * 1_000_000L
+                || Integer.toUnsignedLong(nowMillis - rec.hitsSince) > promoteWindowMillis)) {
+            rec.hits = 0;
+        }
+        if (rec.hits == 0) {
+            rec.hitsSince = nowMillis;
+        }
+        if (rec.hits < Byte.MAX_VALUE) {
+            rec.hits++;
         }
     }
 
@@ -431,7 +453,7 @@ final class ObjectTable {
                     } else {
                         state.segments.free(rec.pending, rec.pendingSize);
                         rec.pending = null;
-                        rec.flags &= ~ObjectRecord.UPSERTING;
+                        rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
                     }
                 }
             }
