@@ -58,8 +58,10 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
         if (promoteAfterHits < 0 || promoteAfterHits > 100) {
             throw new IllegalArgumentException("promoteAfterHits must be in [0, 100]: " + promoteAfterHits);
         }
-        if (promoteWindow == null || promoteWindow.isNegative() || promoteWindow.compareTo(MAX_PROMOTE_WINDOW) > 0) {
-            throw new IllegalArgumentException("promoteWindow (--promote-window) must be between 0 (no window) and "
+        if (promoteWindow == null || promoteWindow.isNegative() || promoteWindow.compareTo(MAX_PROMOTE_WINDOW) > 0
+                || (!promoteWindow.isZero() && promoteWindow.toMillis() == 0)) {
+            // counted in milliseconds: a shorter window would read as none
+            throw new IllegalArgumentException("promoteWindow (--promote-window) must be 0 (no window) or between 1 ms and "
                     + MAX_PROMOTE_WINDOW.toHours() + " h: " + promoteWindow);
         }
         if (repairsInFlight < 0 || repairsPerNode < 0) {
