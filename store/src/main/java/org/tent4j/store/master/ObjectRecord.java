@@ -60,6 +60,28 @@ final class ObjectRecord {
     /** Replicas the upsert in flight asked for. */
     byte pendingAsked;
 
+    /**
+     * Counts a read from disk towards promotion (the shard lock held). With a window ({@code windowMillis} above 0),
+     * hits older than it are forgotten: the count starts again when the first hit counted lies more than a window
+     * back. {@link #hitsSince} is 32 bits of milliseconds, so two stamps 49.7 days apart would look close;
+     * {@code leasedUntil} (the lease before this read: every counted hit leased the object, and nothing else extends
+     * the lease of an object read only from disk) catches that case: a lease that ended more than a window ago means
+     * every counted hit is older than the window.
+     */
+    void countHit(long now, long leasedUntil, long windowMillis) {
+        int nowMillis = (int) Math.floorDiv(now, 1_000_000L);
+        if (windowMillis > 0 && hits > 0 && (now - leasedUntil > windowMillis * 1_000_000L
+                || Integer.toUnsignedLong(nowMillis - hitsSince) > windowMillis)) {
+            hits = 0;
+        }
+        if (hits == 0) {
+            hitsSince = nowMillis;
+        }
+        if (hits < Byte.MAX_VALUE) {
+            hits++;
+        }
+    }
+
     static long pack(int segment, long offset) {
         return ((long) segment << OFFSET_BITS) | offset;
     }

@@ -97,7 +97,7 @@ final class ObjectTable {
                 counters.diskReads.increment();
                 int promoteAfter = config.promoteAfterHits();
                 // the read goes on from disk; the copy into memory runs beside it, once
-                countHit(now, rec, leasedUntil);
+                rec.countHit(now, leasedUntil, promoteWindowMillis);
                 if (promoteAfter > 0 && rec.offloadTask == 0 && rec.hits >= promoteAfter) {
                     state.offloads.promote(now, key, rec);
                 }
@@ -107,27 +107,6 @@ final class ObjectTable {
                 readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
             }
             return new ReplicaList(rec.size, locs, config.leaseTtl());
-        }
-    }
-
-    /**
-     * Counts a read from disk of {@code rec} (its shard lock held) towards promotion. With a window, hits older than
-     * it are forgotten: the count starts again when the first hit counted lies more than a window back. The stamp is
-     * 32 bits of milliseconds, so two stamps more than 49.7 days apart would look close; {@code leasedUntil} (the lease
-     * before this read, which ended no earlier than a lease after the last hit) catches that case: a lease that ended
-     * more than a window ago means every counted hit is older than the window.
-     */
-    private void countHit(long now, ObjectRecord rec, long leasedUntil) {
-        int nowMillis = (int) Math.floorDiv(now, 1_000_000L);
-        if (promoteWindowMillis > 0 && rec.hits > 0 && (now - leasedUntil > promoteWindowMillis * 1_000_000L
-                || Integer.toUnsignedLong(nowMillis - rec.hitsSince) > promoteWindowMillis)) {
-            rec.hits = 0;
-        }
-        if (rec.hits == 0) {
-            rec.hitsSince = nowMillis;
-        }
-        if (rec.hits < Byte.MAX_VALUE) {
-            rec.hits++;
         }
     }
 

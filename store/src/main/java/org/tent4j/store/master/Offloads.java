@@ -306,10 +306,10 @@ final class Offloads {
                 }
                 rec.disk = t.target;
                 rec.crc = (int) r.crc32c();
-                counters.offloadsCompleted.increment();
                 if (t.kind == WRITE_THROUGH) {
                     // on disk beside its memory replicas (as a promoted object): a later eviction only drops memory
                     state.repairs.mark(t.key, rec);
+                    counters.offloadsCompleted.increment();
                     continue;
                 }
                 long[] memory = rec.replicas();
@@ -321,7 +321,9 @@ final class Offloads {
                 } else {
                     state.segments.free(memory, rec.size);
                 }
-                // it left memory: counted as evicted, as a victim dropped is
+                // it left memory: counted as evicted, as a victim dropped is (completed last: a reader of the
+                // counters that sees it completed sees its memory freed)
+                counters.offloadsCompleted.increment();
                 counters.evictedObjects.increment();
                 counters.evictedBytes.add(t.memoryBytes);
             }
