@@ -16,21 +16,30 @@ import java.util.Objects;
  * @param softPinTtl        soft pin lifetime; {@code null} for the master's default
  * @param hardPin           never evict (only an explicit remove frees it)
  * @param excludedSegments  segment ids never to place on (the client fills it when a write to a segment failed)
+ * @param writeThrough      copy the object to its memory replica owner's disk as soon as the put ends, keeping the
+ *                          memory replica (docs/STORE.md, "Disk tier"); {@code null} for the master's default
+ *                          ({@code store master --write-through}, off unless set)
  */
 public record ReplicateConfig(int replicas, List<String> preferredSegments, boolean preferLocalHost, boolean softPin,
-                              Duration softPinTtl, boolean hardPin, List<String> excludedSegments) {
+                              Duration softPinTtl, boolean hardPin, List<String> excludedSegments, Boolean writeThrough) {
     public ReplicateConfig {
         preferredSegments = List.copyOf(Objects.requireNonNull(preferredSegments, "preferredSegments"));
         excludedSegments = List.copyOf(Objects.requireNonNull(excludedSegments, "excludedSegments"));
     }
 
     public ReplicateConfig(int replicas, List<String> preferredSegments, boolean preferLocalHost, boolean softPin,
+                           Duration softPinTtl, boolean hardPin, List<String> excludedSegments) {
+        this(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, excludedSegments, null);
+    }
+
+    public ReplicateConfig(int replicas, List<String> preferredSegments, boolean preferLocalHost, boolean softPin,
                            Duration softPinTtl, boolean hardPin) {
-        this(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, List.of());
+        this(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, List.of(), null);
     }
 
     public ReplicateConfig withExcludedSegments(List<String> segmentIds) {
-        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, segmentIds);
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, segmentIds,
+                writeThrough);
     }
 
     public static ReplicateConfig defaults() {
@@ -42,22 +51,28 @@ public record ReplicateConfig(int replicas, List<String> preferredSegments, bool
     }
 
     public ReplicateConfig withReplicas(int n) {
-        return new ReplicateConfig(n, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin);
+        return new ReplicateConfig(n, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, List.of(), writeThrough);
     }
 
     public ReplicateConfig withPreferredSegments(List<String> segments) {
-        return new ReplicateConfig(replicas, segments, preferLocalHost, softPin, softPinTtl, hardPin);
+        return new ReplicateConfig(replicas, segments, preferLocalHost, softPin, softPinTtl, hardPin, List.of(), writeThrough);
     }
 
     public ReplicateConfig withPreferLocalHost(boolean prefer) {
-        return new ReplicateConfig(replicas, preferredSegments, prefer, softPin, softPinTtl, hardPin);
+        return new ReplicateConfig(replicas, preferredSegments, prefer, softPin, softPinTtl, hardPin, List.of(), writeThrough);
     }
 
     public ReplicateConfig withSoftPin(Duration ttl) {
-        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, true, ttl, hardPin);
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, true, ttl, hardPin, List.of(), writeThrough);
     }
 
     public ReplicateConfig withHardPin() {
-        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, true);
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, true, List.of(), writeThrough);
+    }
+
+    /** Writes the object through to disk as its put ends ({@code true}) or not ({@code false}), whatever the master's default. */
+    public ReplicateConfig withWriteThrough(boolean on) {
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin,
+                excludedSegments, on);
     }
 }

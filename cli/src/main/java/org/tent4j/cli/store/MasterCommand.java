@@ -119,6 +119,18 @@ public final class MasterCommand implements Callable<Integer> {
                     + "Default: ${DEFAULT-VALUE}.")
     int promoteAfterHits;
 
+    @Option(names = {"--promote-window", "--promote_window"}, defaultValue = "0s", converter = DurationConverter.class,
+            paramLabel = "DURATION", description = "Count towards --promote-after-hits only reads within this long of "
+                    + "the first one counted; an older count starts again (0: no window, reads count since the object "
+                    + "last left memory; at most a day, 1440m). Default: ${DEFAULT-VALUE}.")
+    Duration promoteWindow;
+
+    @Option(names = {"--write-through", "--write_through"}, defaultValue = "false", arity = "0..1",
+            paramLabel = "true|false", description = "With a disk segment mounted, copy every put to its node's disk "
+                    + "as soon as it ends (the object keeps its memory replica), unless the put says otherwise "
+                    + "(ReplicateConfig.withWriteThrough). Default: ${DEFAULT-VALUE}.")
+    boolean writeThrough;
+
     @Option(names = {"--repairs-in-flight", "--repairs_in_flight"}, defaultValue = "64", paramLabel = "N",
             description = "Most under-replicated objects being copied back to their asked replica count at once "
                     + "(0: no repair). Default: ${DEFAULT-VALUE}.")
@@ -160,7 +172,7 @@ public final class MasterCommand implements Callable<Integer> {
         return new MasterConfig(leaseTtl == null ? d.leaseTtl() : leaseTtl, d.defaultSoftPinTtl(), d.maxSoftPinTtl(),
                 highWatermark, evictionRatio, clientTtl == null ? d.clientTtl() : clientTtl, d.putDiscardTimeout(),
                 d.putReleaseTimeout(), p, d.maxKeyBytes(), d.maxReplicas(), d.shards(), offloadOnEvict, offloadTimeout,
-                promoteAfterHits, repairsInFlight, repairsPerNode);
+                promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     @Override

@@ -66,4 +66,21 @@ class MasterCommandTest {
                 dir.resolve("m").toString(), "--peers", "m1=127.0.0.1:1,m1=127.0.0.1:2"), twice::toString);
         assertTrue(twice.toString().contains("names m1"), twice::toString);
     }
+
+    @Test
+    void writeThroughAndThePromotionWindowReachTheMastersConfig() {
+        MasterCommand plain = new MasterCommand();
+        new CommandLine(plain).parseArgs();
+        assertEquals(false, plain.config().writeThrough());
+        assertEquals(java.time.Duration.ZERO, plain.config().promoteWindow(), "no window: today's counting");
+        MasterCommand set = new MasterCommand();
+        new CommandLine(set).parseArgs("--write-through", "--promote-after-hits", "2", "--promote-window", "30s");
+        assertEquals(true, set.config().writeThrough());
+        assertEquals(java.time.Duration.ofSeconds(30), set.config().promoteWindow());
+        assertEquals(2, set.config().promoteAfterHits());
+        StringWriter err = new StringWriter();
+        assertEquals(2, run(err, "store", "master", "--port", "0", "--admin-port", "-1", "--promote-window", "1441m"),
+                err::toString);
+        assertTrue(err.toString().contains("--promote-window") && err.toString().contains("PT24H1M"), err::toString);
+    }
 }

@@ -93,7 +93,10 @@ final class ReservedPuts {
     boolean reservable(List<MemorySegment> sources, ReplicateConfig c) {
         if (reservationBytes == 0 || sources.isEmpty() || sources.size() > MasterState.MAX_COMMIT_ITEMS
                 || !c.preferredSegments().isEmpty() || c.preferLocalHost() || c.softPin() || c.hardPin()
-                || !c.excludedSegments().isEmpty() || c.replicas() < 1) {
+                || !c.excludedSegments().isEmpty() || c.replicas() < 1
+                // a commit carries no write-through choice: it follows the master's default, so a put naming one
+                // takes the two-call path, whose put start carries it
+                || c.writeThrough() != null) {
             return false;
         }
         for (MemorySegment s : sources) {

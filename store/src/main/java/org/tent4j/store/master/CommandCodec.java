@@ -80,11 +80,14 @@ final class CommandCodec {
     private static void write(DataOutputStream out, Command<?> command) throws IOException {
         switch (command) {
             case Command.PutStart c -> {
-                out.writeByte(1);
+                // 1 was a put start without the write-through choice: logs written before it still read, as unset
+                out.writeByte(26);
                 str(out, c.clientId());
                 str(out, c.key());
                 out.writeLong(c.size());
                 config(out, c.config());
+                Boolean wt = c.config().writeThrough();
+                out.writeByte(wt == null ? -1 : wt ? 1 : 0);
                 str(out, c.writerHost());
                 out.writeBoolean(c.upsert());
                 out.writeLong(c.seed());
@@ -232,6 +235,8 @@ final class CommandCodec {
         int tag = in.readUnsignedByte();
         return switch (tag) {
             case 1 -> new Command.PutStart(str(in), str(in), in.readLong(), config(in), str(in), in.readBoolean(), in.readLong());
+            case 26 -> new Command.PutStart(str(in), str(in), in.readLong(), writeThrough(config(in), in.readByte()), str(in),
+                    in.readBoolean(), in.readLong());
             case 2 -> new Command.PutEnd(str(in), str(in), in.readLong());
             case 3 -> new Command.PutRevoke(str(in), str(in), in.readLong());
             case 4 -> {
@@ -328,6 +333,14 @@ final class CommandCodec {
         long ttl = in.readLong();
         boolean hard = in.readBoolean();
         return new ReplicateConfig(replicas, preferred, local, soft, ttl < 0 ? null : Duration.ofNanos(ttl), hard, strs(in));
+    }
+
+    private static ReplicateConfig writeThrough(ReplicateConfig c, byte choice) {
+        return switch (choice) {
+            case -1 -> c;
+            case 0, 1 -> c.withWriteThrough(choice == 1);
+            default -> throw new IllegalArgumentException("write-through choice " + choice + " (expected -1, 0 or 1)");
+        };
     }
 
     // strings are length-prefixed UTF-8, -1 for null: writeUTF stops at 64 KiB and has no null

@@ -7,13 +7,29 @@ import java.time.Duration;
  * round, 30 min soft pin (24 h max), 10 s client TTL, abandoned puts taken over after 30 s and reclaimed after 600 s.
  * With a disk tier mounted, eviction from memory offloads to it ({@code offloadOnEvict}, on by default); an offload
  * not reported done within {@code offloadTimeout} (30 s) fails. An object read from disk {@code promoteAfterHits} times
- * is copied back into memory (0, the default: never).
+ * within {@code promoteWindow} (zero, the default: no window, hits count since the object last left memory) is copied
+ * back into memory (0 hits, the default: never). With {@code writeThrough} a put that does not say otherwise is copied
+ * to its node's disk as soon as it ends, keeping its memory replica (off by default).
  */
 public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl,
                            double highWatermark, double evictionRatio, Duration clientTtl,
                            Duration putDiscardTimeout, Duration putReleaseTimeout, Placement placement,
                            int maxKeyBytes, int maxReplicas, int shards, boolean offloadOnEvict,
-                           Duration offloadTimeout, int promoteAfterHits, int repairsInFlight, int repairsPerNode) {
+                           Duration offloadTimeout, int promoteAfterHits, int repairsInFlight, int repairsPerNode,
+                           boolean writeThrough, Duration promoteWindow) {
+
+    /** The longest promotion window: a window's start is kept in 32 bits of milliseconds ({@code ObjectRecord.hitsSince}). */
+    public static final Duration MAX_PROMOTE_WINDOW = Duration.ofDays(1);
+
+    /** Without write-through or a promotion window (their defaults). */
+    public MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl, double highWatermark,
+                        double evictionRatio, Duration clientTtl, Duration putDiscardTimeout, Duration putReleaseTimeout,
+                        Placement placement, int maxKeyBytes, int maxReplicas, int shards, boolean offloadOnEvict,
+                        Duration offloadTimeout, int promoteAfterHits, int repairsInFlight, int repairsPerNode) {
+        this(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl, putDiscardTimeout,
+                putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout,
+                promoteAfterHits, repairsInFlight, repairsPerNode, false, Duration.ZERO);
+    }
 
     /** With the disk tier's defaults: offload on eviction, 30 s offload timeout. */
     public MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Duration maxSoftPinTtl, double highWatermark,
@@ -42,6 +58,12 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
         if (promoteAfterHits < 0 || promoteAfterHits > 100) {
             throw new IllegalArgumentException("promoteAfterHits must be in [0, 100]: " + promoteAfterHits);
         }
+        if (promoteWindow == null || promoteWindow.isNegative() || promoteWindow.compareTo(MAX_PROMOTE_WINDOW) > 0
+                || (!promoteWindow.isZero() && promoteWindow.toMillis() == 0)) {
+            // counted in milliseconds: a shorter window would read as none
+            throw new IllegalArgumentException("promoteWindow (--promote-window) must be 0 (no window) or between 1 ms and "
+                    + MAX_PROMOTE_WINDOW.toHours() + " h: " + promoteWindow);
+        }
         if (repairsInFlight < 0 || repairsPerNode < 0) {
             throw new IllegalArgumentException("repairsInFlight and repairsPerNode must be >= 0 (0: no repair): "
                     + repairsInFlight + ", " + repairsPerNode);
@@ -59,40 +81,54 @@ public record MasterConfig(Duration leaseTtl, Duration defaultSoftPinTtl, Durati
     /** Whether eviction from memory offloads to a disk tier (when one is mounted) instead of dropping. */
     public MasterConfig withOffloadOnEvict(boolean on) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, on, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, on, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     public MasterConfig withOffloadTimeout(Duration timeout) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, timeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, timeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     /** Copies an object back into memory after this many reads from disk (0: never). */
     public MasterConfig withPromoteAfterHits(int hits) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
                 putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
-                offloadTimeout, hits, repairsInFlight, repairsPerNode);
+                offloadTimeout, hits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     public MasterConfig withPlacement(Placement p) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+                putDiscardTimeout, putReleaseTimeout, p, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     public MasterConfig withLeaseTtl(Duration ttl) {
         return new MasterConfig(ttl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     public MasterConfig withClientTtl(Duration ttl) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, ttl,
-                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode);
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict, offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
     /** At most {@code inFlight} repairs at once, at most {@code perNode} of them copying to one node (0: no repair). */
     public MasterConfig withRepairLimits(int inFlight, int perNode) {
         return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
                 putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
-                offloadTimeout, promoteAfterHits, inFlight, perNode);
+                offloadTimeout, promoteAfterHits, inFlight, perNode, writeThrough, promoteWindow);
+    }
+
+    /** Whether a put that does not say ({@code ReplicateConfig.writeThrough} null) is written through to disk. */
+    public MasterConfig withWriteThrough(boolean on) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
+                offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, on, promoteWindow);
+    }
+
+    /** Promotion counts only hits within this window of the first one counted (zero: no window). */
+    public MasterConfig withPromoteWindow(Duration window) {
+        return new MasterConfig(leaseTtl, defaultSoftPinTtl, maxSoftPinTtl, highWatermark, evictionRatio, clientTtl,
+                putDiscardTimeout, putReleaseTimeout, placement, maxKeyBytes, maxReplicas, shards, offloadOnEvict,
+                offloadTimeout, promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, window);
     }
 }

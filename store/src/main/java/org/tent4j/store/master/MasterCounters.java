@@ -33,6 +33,8 @@ final class MasterCounters {
     final LongAdder offloadsDuplicate = new LongAdder();
     /** Victims dropped instead of offloaded because their owner's disk had no room. */
     final LongAdder offloadsNoSpace = new LongAdder();
+    /** Offloads started as a write-through put ended (counted among {@link #offloadsStarted} too). */
+    final LongAdder writeThroughStarted = new LongAdder();
     /** Disk-only objects being copied back into memory after enough reads. */
     final LongAdder promotionsStarted = new LongAdder();
     final LongAdder promotionsCompleted = new LongAdder();
@@ -59,7 +61,9 @@ final class MasterCounters {
                 clientsExpired, reservationsGranted, reservationsReleased, objectsCommitted, offloadsStarted,
                 offloadsCompleted, offloadsFailed, offloadsCancelled, offloadsDuplicate, offloadsNoSpace, diskReads,
                 diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped, repairsStarted, repairsCompleted,
-                repairsFailed, repairsExpired, repairsCancelled, segmentsReplaced};
+                repairsFailed, repairsExpired, repairsCancelled, segmentsReplaced,
+                // appended: a version 9 snapshot holds every counter before it (MasterSnapshot)
+                writeThroughStarted};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

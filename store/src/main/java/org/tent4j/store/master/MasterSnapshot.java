@@ -7,6 +7,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -30,9 +31,13 @@ final class MasterSnapshot {
      * the repair counters; 6: each disk segment's freed ranges its node has not yet confirmed (docs/STORE.md, "Disk
      * tier": restart); 7: each segment's owner incarnation, and the count of segments replaced by a restarted node's
      * mount; 8: free slots in the segment table (an index is reused) and the number of segment indexes; 9: the group's
-     * client-credential key (a master that caught up from a snapshot lacked it). No version is read as another.
+     * client-credential key (a master that caught up from a snapshot lacked it); 10: each object's promotion window
+     * start ({@code hitsSince}) and the count of write-through offloads (a write-through put in flight is a flag, and
+     * its offload a task kind). Version 9 is still read: its objects' hits count as made at the snapshot's time, its
+     * write-through count is zero. No other version is read as another.
      */
-    private static final int VERSION = 9;
+    private static final int VERSION = 10;
+    private static final int OLDEST_READ = 9;
 
     private MasterSnapshot() {
     }
@@ -165,17 +170,20 @@ final class MasterSnapshot {
                 throw new IllegalArgumentException("not a master snapshot (bad magic)");
             }
             int version = in.readInt();
-            if (version != VERSION) {
+            if (version < OLDEST_READ || version > VERSION) {
                 // each version added what an older one lacks (see VERSION): none is read as another
                 throw new IllegalArgumentException("master snapshot version " + version + ", this master reads only "
-                        + "version " + VERSION + " (a snapshot of " + (version < VERSION ? "an older" : "a newer")
+                        + "versions " + OLDEST_READ + " to " + VERSION + " (a snapshot of " + (version < VERSION ? "an older" : "a newer")
                         + " release: start the master of that release, or remove the data dir to start empty)");
             }
             Position at = new Position(in.readLong(), in.readLong(), in.readLong());
             s.puts.restoreLastPutId(in.readLong());
             long lastReservation = in.readLong();
             long lastClient = in.readLong();
-            s.counters.restore(longs(in));
+            long[] counters = longs(in);
+            // version 9 lacks the counters appended since (MasterCounters): they start at zero
+            s.counters.restore(version == 9 && counters != null ? Arrays.copyOf(counters, counters.length + 1) : counters);
+            int oldHitsSince = (int) Math.floorDiv(at.lastNow(), 1_000_000L);
             int indexLimit = in.readInt();
             int slots = in.readInt();
             if (indexLimit < 1 || indexLimit > ObjectRecord.MAX_SEGMENTS || slots < 0 || slots > indexLimit) {
@@ -250,7 +258,7 @@ final class MasterSnapshot {
                 shard = new ObjectTable.Shard(shard.capacity(), peak);
                 for (int n = in.readInt(); n > 0; n--) {
                     String key = in.readUTF();
-                    ObjectRecord rec = object(in);
+                    ObjectRecord rec = object(in, version, oldHitsSince);
                     shard.map.put(key, rec);
                     if ((rec.flags & ObjectRecord.UNDER_REPLICATED) != 0) {
                         flagged.add(key);
@@ -309,11 +317,13 @@ final class MasterSnapshot {
         out.writeLong(r.offloadTask);
         out.writeInt(r.crc);
         out.writeByte(r.hits);
+        out.writeInt(r.hitsSince);
         out.writeByte(r.asked);
         out.writeByte(r.pendingAsked);
     }
 
-    private static ObjectRecord object(DataInputStream in) throws IOException {
+    /** A record as written; a version 9 one has no window start ({@code hitsSince}): {@code oldHitsSince} stands in. */
+    private static ObjectRecord object(DataInputStream in, int version, int oldHitsSince) throws IOException {
         ObjectRecord r = new ObjectRecord();
         r.size = in.readLong();
         r.pendingSize = in.readLong();
@@ -331,6 +341,7 @@ final class MasterSnapshot {
         r.offloadTask = in.readLong();
         r.crc = in.readInt();
         r.hits = in.readByte();
+        r.hitsSince = version == 9 ? oldHitsSince : in.readInt();
         r.asked = in.readByte();
         r.pendingAsked = in.readByte();
         return r;
@@ -338,7 +349,7 @@ final class MasterSnapshot {
 
     private static byte kind(DataInputStream in) throws IOException {
         byte kind = in.readByte();
-        if (kind != Offloads.OFFLOAD && kind != Offloads.PROMOTE && kind != Offloads.REPAIR) {
+        if (kind != Offloads.OFFLOAD && kind != Offloads.PROMOTE && kind != Offloads.REPAIR && kind != Offloads.WRITE_THROUGH) {
             throw new IOException("offload task of kind " + kind);
         }
         return kind;

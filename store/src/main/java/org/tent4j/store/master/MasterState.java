@@ -463,7 +463,8 @@ public final class MasterState {
     /** The disk tier: offloads by outcome, disk reads and evictions, and the offloads in flight now. */
     public record Tiering(long offloadsStarted, long offloadsCompleted, long offloadsFailed, long offloadsCancelled,
                           long offloadsDuplicate, long offloadsNoSpace, long diskReads, long diskEvictedObjects,
-                          int offloadsInFlight, long promotionsStarted, long promotionsCompleted, long scrubDropped) {
+                          int offloadsInFlight, long promotionsStarted, long promotionsCompleted, long scrubDropped,
+                          long writeThroughStarted) {
     }
 
     public Stats stats() {

@@ -17,6 +17,8 @@ final class ObjectRecord {
     static final byte OFFLOAD_FAILED = 8;
     /** Fewer memory replicas than {@link #asked} and no disk one: its key is among {@link Repairs}' candidates. */
     static final byte UNDER_REPLICATED = 16;
+    /** The put in flight is written through: its end starts an offload ({@link Offloads#writeThrough}). */
+    static final byte WRITE_THROUGH = 32;
 
     static final int OFFSET_BITS = 44;
     static final long OFFSET_MASK = (1L << OFFSET_BITS) - 1;
@@ -44,6 +46,11 @@ final class ObjectRecord {
     int owner;
     /** CRC32C of the bytes of {@link #disk}, reported by the node that made them durable. */
     int crc;
+    /**
+     * When the first of {@link #hits} was counted, in milliseconds of command time cut to 32 bits (the promotion window
+     * is at most a day, so the difference of two such stamps is exact; an int fits beside the other fields at no cost).
+     */
+    int hitsSince;
     byte state;
     byte flags;
     /** Reads of this object from disk since it was last in memory (promotion counts them). */
@@ -52,6 +59,28 @@ final class ObjectRecord {
     byte asked;
     /** Replicas the upsert in flight asked for. */
     byte pendingAsked;
+
+    /**
+     * Counts a read from disk towards promotion (the shard lock held). With a window ({@code windowMillis} above 0),
+     * hits older than it are forgotten: the count starts again when the first hit counted lies more than a window
+     * back. {@link #hitsSince} is 32 bits of milliseconds, so two stamps 49.7 days apart would look close;
+     * {@code leasedUntil} (the lease before this read: every counted hit leased the object, and nothing else extends
+     * the lease of an object read only from disk) catches that case: a lease that ended more than a window ago means
+     * every counted hit is older than the window.
+     */
+    void countHit(long now, long leasedUntil, long windowMillis) {
+        int nowMillis = (int) Math.floorDiv(now, 1_000_000L);
+        if (windowMillis > 0 && hits > 0 && (now - leasedUntil > windowMillis * 1_000_000L
+                || Integer.toUnsignedLong(nowMillis - hitsSince) > windowMillis)) {
+            hits = 0;
+        }
+        if (hits == 0) {
+            hitsSince = nowMillis;
+        }
+        if (hits < Byte.MAX_VALUE) {
+            hits++;
+        }
+    }
 
     static long pack(int segment, long offset) {
         return ((long) segment << OFFSET_BITS) | offset;

@@ -30,6 +30,7 @@ final class ObjectTable {
     private final MasterConfig config;
     private final MasterCounters counters;
     private final long leaseNanos;
+    private final long promoteWindowMillis;
     private final Shard[] shards;
     private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
 
@@ -38,6 +39,7 @@ final class ObjectTable {
         this.config = state.config();
         this.counters = state.counters;
         this.leaseNanos = config.leaseTtl().toNanos();
+        this.promoteWindowMillis = config.promoteWindow().toMillis();
         this.shards = new Shard[config.shards()];
         for (int i = 0; i < shards.length; i++) {
             shards[i] = new Shard();
@@ -87,6 +89,7 @@ final class ObjectTable {
             if (locs.isEmpty()) {
                 throw new StoreException(StoreError.OBJECT_NOT_FOUND, "key '" + key + "' has no readable replica left");
             }
+            long leasedUntil = rec.lease;
             // the lease covers the disk replica as it covers memory ones: neither range is reused before it ends
             rec.lease = Math.max(rec.lease, now + leaseNanos);
             counters.leasesGranted.increment();
@@ -94,9 +97,7 @@ final class ObjectTable {
                 counters.diskReads.increment();
                 int promoteAfter = config.promoteAfterHits();
                 // the read goes on from disk; the copy into memory runs beside it, once
-                if (rec.hits < Byte.MAX_VALUE) {
-                    rec.hits++;
-                }
+                rec.countHit(now, leasedUntil, promoteWindowMillis);
                 if (promoteAfter > 0 && rec.offloadTask == 0 && rec.hits >= promoteAfter) {
                     state.offloads.promote(now, key, rec);
                 }
@@ -431,7 +432,7 @@ final class ObjectTable {
                     } else {
                         state.segments.free(rec.pending, rec.pendingSize);
                         rec.pending = null;
-                        rec.flags &= ~ObjectRecord.UPSERTING;
+                        rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
                     }
                 }
             }

@@ -23,7 +23,9 @@ import org.tent4j.store.master.Command.OffloadTask;
  * object changed meanwhile gives its disk range back; one the node may still be writing (expired, cancelled) is parked
  * until the node can no longer write it. Every change here comes from a command and its time, so a replay hands out
  * and completes the same offloads. {@link Repairs} hands tasks out the same way: a repair copies a live memory replica
- * (on any node) into a range of the node that takes the task, and its report adds that range as a replica.
+ * (on any node) into a range of the node that takes the task, and its report adds that range as a replica. A
+ * write-through put's offload ({@link #writeThrough}) is an offload started when the put ends instead of at eviction:
+ * the object keeps its memory replica and gains the disk one beside it.
  */
 final class Offloads {
     private final MasterState state;
@@ -46,6 +48,8 @@ final class Offloads {
     static final byte PROMOTE = 1;
     /** The source is a live memory replica on any node, the target a memory range of the node taking the task. */
     static final byte REPAIR = 2;
+    /** An offload of a write-through put: on completion the object keeps its memory replicas beside the disk one. */
+    static final byte WRITE_THROUGH = 3;
 
     record Task(long id, String key, String client, long source, long target, long size, long memoryBytes, long deadline,
                 byte kind) {
@@ -55,6 +59,11 @@ final class Offloads {
 
         boolean repair() {
             return kind == REPAIR;
+        }
+
+        /** Whether it copies memory to disk (at eviction or for a write-through put). */
+        boolean toDisk() {
+            return kind == OFFLOAD || kind == WRITE_THROUGH;
         }
     }
 
@@ -94,6 +103,21 @@ final class Offloads {
      * can (no disk segment of a replica's owner with room), so the caller drops it as before.
      */
     boolean start(long now, String key, ObjectRecord rec, long memoryFootprint) {
+        return begin(now, key, rec, memoryFootprint, OFFLOAD);
+    }
+
+    /**
+     * Starts the offload of a write-through put that just ended ({@code rec}, its shard lock held), if a memory
+     * replica's owner has a disk segment with room: the object stays readable from memory meanwhile and afterwards.
+     * Its memory is not counted as coming free (it stays).
+     */
+    void writeThrough(long now, String key, ObjectRecord rec) {
+        if (begin(now, key, rec, 0, WRITE_THROUGH)) {
+            counters.writeThroughStarted.increment();
+        }
+    }
+
+    private boolean begin(long now, String key, ObjectRecord rec, long memoryFootprint, byte kind) {
         if (rec.offloadTask != 0 || rec.disk != -1) {
             // eviction never picks such an object; if it ever did, this is where a second copy would have started
             counters.offloadsDuplicate.increment();
@@ -107,12 +131,14 @@ final class Offloads {
             }
             long off = disk.allocate(rec.size);
             if (off < 0) {
-                counters.offloadsNoSpace.increment();
+                if (kind == OFFLOAD) {
+                    counters.offloadsNoSpace.increment(); // a victim about to be dropped; a write-through put stays
+                }
                 continue;
             }
             synchronized (this) {
                 rec.offloadTask = add(new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off),
-                        rec.size, memoryFootprint, now + timeoutNanos, OFFLOAD));
+                        rec.size, memoryFootprint, now + timeoutNanos, kind));
             }
             counters.offloadsStarted.increment();
             return true;
@@ -266,9 +292,8 @@ final class Offloads {
                 if (!current || !r.ok()) {
                     // the node stopped writing (it reported): the range can go back now
                     target.free(ObjectRecord.offset(t.target), t.size);
-                    if (current && !t.promote()) {
-                        rec.flags |= ObjectRecord.OFFLOAD_FAILED;
-                        counters.offloadsFailed.increment();
+                    if (current && t.toDisk()) {
+                        failed(rec, t);
                     }
                     continue;
                 }
@@ -281,6 +306,12 @@ final class Offloads {
                 }
                 rec.disk = t.target;
                 rec.crc = (int) r.crc32c();
+                if (t.kind == WRITE_THROUGH) {
+                    // on disk beside its memory replicas (as a promoted object): a later eviction only drops memory
+                    state.repairs.mark(t.key, rec);
+                    counters.offloadsCompleted.increment();
+                    continue;
+                }
                 long[] memory = rec.replicas();
                 rec.setReplicas(new long[0]);
                 state.repairs.mark(t.key, rec); // its disk replica stands for the memory ones now
@@ -290,7 +321,8 @@ final class Offloads {
                 } else {
                     state.segments.free(memory, rec.size);
                 }
-                // it left memory: counted as evicted, as a victim dropped is
+                // it left memory: counted as evicted, as a victim dropped is (completed last: a reader of the
+                // counters that sees it completed sees its memory freed)
                 counters.offloadsCompleted.increment();
                 counters.evictedObjects.increment();
                 counters.evictedBytes.add(t.memoryBytes);
@@ -322,9 +354,8 @@ final class Offloads {
                 ObjectRecord rec = shard.map.get(t.key);
                 if (rec != null && rec.offloadTask == t.id) {
                     rec.offloadTask = 0;
-                    if (t.kind == OFFLOAD) {
-                        rec.flags |= ObjectRecord.OFFLOAD_FAILED;
-                        counters.offloadsFailed.increment();
+                    if (t.toDisk()) {
+                        failed(rec, t);
                     }
                 }
                 if (t.repair()) {
@@ -332,6 +363,17 @@ final class Offloads {
                 }
             }
         }
+    }
+
+    /**
+     * An offload of {@code rec} failed or expired: an eviction victim is flagged so the next eviction drops it rather
+     * than trying again; a write-through put stays in memory as any put, so its eviction may still offload it.
+     */
+    private void failed(ObjectRecord rec, Task t) {
+        if (t.kind == OFFLOAD) {
+            rec.flags |= ObjectRecord.OFFLOAD_FAILED;
+        }
+        counters.offloadsFailed.increment();
     }
 
     /** Whether the offload in flight of {@code rec} (if any) writes to a segment marked in {@code dropped}. */

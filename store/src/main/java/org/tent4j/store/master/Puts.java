@@ -166,6 +166,12 @@ final class Puts {
             if (c.config().hardPin()) {
                 rec.flags |= ObjectRecord.HARD_PIN;
             }
+            Boolean wt = c.config().writeThrough();
+            if (wt == null ? config.writeThrough() : wt) {
+                rec.flags |= ObjectRecord.WRITE_THROUGH;
+            } else {
+                rec.flags &= ~ObjectRecord.WRITE_THROUGH;
+            }
             return new PutTicket(putId, state.segments.locations(placed, c.size()));
         }
     }
@@ -204,7 +210,7 @@ final class Puts {
         }
         state.eviction.park(rec.pending, rec.pendingSize, releaseAt);
         rec.pending = null;
-        rec.flags &= ~ObjectRecord.UPSERTING;
+        rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
         return rec;
     }
 
@@ -227,7 +233,7 @@ final class Puts {
             } else {
                 if (rec.pending.length == 0) {
                     rec.pending = null;
-                    rec.flags &= ~ObjectRecord.UPSERTING;
+                    rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
                     throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for the upsert of key '"
                             + c.key() + "' was unmounted before it ended");
                 }
@@ -235,6 +241,7 @@ final class Puts {
                 state.offloads.cancel(rec);
                 state.eviction.park(rec.allReplicas(), rec.size, Math.max(now, rec.lease));
                 rec.disk = -1;
+                rec.hits = 0; // a new version: the old one's reads from disk do not count towards its promotion
                 rec.flags &= ~ObjectRecord.OFFLOAD_FAILED;
                 counters.objectBytes.add(rec.pendingSize - rec.size);
                 rec.size = rec.pendingSize;
@@ -249,6 +256,10 @@ final class Puts {
             if (rec.pin > 0) {
                 rec.flags |= ObjectRecord.SOFT_PIN;
                 rec.pin = now + rec.pin;
+            }
+            if ((rec.flags & ObjectRecord.WRITE_THROUGH) != 0) {
+                rec.flags &= ~ObjectRecord.WRITE_THROUGH;
+                state.offloads.writeThrough(now, c.key(), rec);
             }
         }
     }
@@ -268,7 +279,7 @@ final class Puts {
             } else {
                 state.segments.free(rec.pending, rec.pendingSize);
                 rec.pending = null;
-                rec.flags &= ~ObjectRecord.UPSERTING;
+                rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
             }
         }
     }

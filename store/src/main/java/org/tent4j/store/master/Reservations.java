@@ -172,6 +172,10 @@ final class Reservations {
             counters.objects.increment();
             counters.objectBytes.add(item.size());
             counters.objectsCommitted.increment();
+            if (config.writeThrough()) {
+                // a commit carries no choice of its own (a put naming one takes the two-call path): the master's default
+                state.offloads.writeThrough(now, key, rec);
+            }
         }
     }
 

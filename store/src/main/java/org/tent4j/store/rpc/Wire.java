@@ -86,15 +86,19 @@ public final class Wire {
     }
 
     public static org.tent4j.store.proto.ReplicateConfig config(ReplicateConfig c) {
-        return org.tent4j.store.proto.ReplicateConfig.newBuilder().setReplicas(c.replicas())
+        var b = org.tent4j.store.proto.ReplicateConfig.newBuilder().setReplicas(c.replicas())
                 .addAllPreferredSegments(c.preferredSegments()).setPreferLocalHost(c.preferLocalHost())
                 .setSoftPin(c.softPin()).setSoftPinTtlMs(c.softPinTtl() == null ? -1 : c.softPinTtl().toMillis())
-                .setHardPin(c.hardPin()).addAllExcludedSegments(c.excludedSegments()).build();
+                .setHardPin(c.hardPin()).addAllExcludedSegments(c.excludedSegments());
+        if (c.writeThrough() != null) {
+            b.setWriteThrough(c.writeThrough());
+        }
+        return b.build();
     }
 
     public static ReplicateConfig config(org.tent4j.store.proto.ReplicateConfig c) {
         return new ReplicateConfig(c.getReplicas(), c.getPreferredSegmentsList(), c.getPreferLocalHost(), c.getSoftPin(),
                 c.getSoftPinTtlMs() < 0 ? null : Duration.ofMillis(c.getSoftPinTtlMs()), c.getHardPin(),
-                c.getExcludedSegmentsList());
+                c.getExcludedSegmentsList(), c.hasWriteThrough() ? c.getWriteThrough() : null);
     }
 }

@@ -291,6 +291,44 @@ class DiskTierTest {
     }
 
     @Test
+    void aWriteThroughPutIsOnDiskWithoutAnEvictionAndReadFromThereOnceItsMemoryCopyIsEvicted() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
+            StoreClient a = node(store, "a");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                byte[] bytes = value(-1);
+                writer.put("through", bytes, ReplicateConfig.defaults().withWriteThrough(true));
+                Poll.until("the write-through offload is done", LIMIT, PAUSE,
+                        () -> state.stats().tiering().offloadsCompleted() == 1);
+                List<ReplicaLocation> both = state.describe(clock.nanoTime(), "through").replicas();
+                assertEquals(List.of(Tier.MEMORY, Tier.DISK), both.stream().map(ReplicaLocation::tier).toList());
+                java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+                crc.update(bytes);
+                assertEquals(crc.getValue(), both.get(1).crc32c(), "the CRC32C of the bytes the node wrote");
+                assertEquals(0, state.stats().evictedObjects(), "on disk without any eviction");
+                assertEquals(1, state.stats().tiering().writeThroughStarted());
+                // memory fills with other puts until its copy is evicted: only the memory copy goes
+                Map<String, Long> written = new ConcurrentHashMap<>();
+                for (int round = 0; round < 16 && state.describe(clock.nanoTime(), "through").replicas().size() > 1; round++) {
+                    putRound(writer, state, clock, written, "fill/" + round + "/", round * 100L);
+                }
+                List<ReplicaLocation> disk = state.describe(clock.nanoTime(), "through").replicas();
+                assertEquals(List.of(Tier.DISK), disk.stream().map(ReplicaLocation::tier).toList());
+                assertEquals(both.get(1).fileOffset(), disk.get(0).fileOffset(), "the disk replica written through");
+                assertArrayEquals(bytes, writer.get("through"), "read from node a's disk (tcp file serving)");
+                assertEquals(1, state.stats().tiering().writeThroughStarted(), "never offloaded again");
+                assertEquals(0, state.stats().tiering().offloadsDuplicate());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
+    @Test
     void aBadDiskDirOrSizeIsRefusedNamingTheDirAndMountsNothing() throws Exception {
         try (LoopbackStore store = LoopbackStore.start(new ManualClock())) {
             StoreClient a = StoreClient.builder(store.engine(), store.address()).connect();

@@ -41,7 +41,7 @@ final class StateDump {
                             + " pin " + r.pin + " putStart " + r.putStart + " putId " + r.putId + " owner " + r.owner
                             + " replicas " + Arrays.toString(r.replicas()) + " pending " + Arrays.toString(r.pending)
                             + " pendingSize " + r.pendingSize + " disk " + r.disk + " crc " + r.crc
-                            + " offloadTask " + r.offloadTask + " hits " + r.hits + " asked " + r.asked + "/" + r.pendingAsked);
+                            + " offloadTask " + r.offloadTask + " hits " + r.hits + " since " + r.hitsSince + " asked " + r.asked + "/" + r.pendingAsked);
                 }
             }
         }
