@@ -51,23 +51,23 @@ public record ReplicateConfig(int replicas, List<String> preferredSegments, bool
     }
 
     public ReplicateConfig withReplicas(int n) {
-        return new ReplicateConfig(n, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, List.of(), writeThrough);
+        return new ReplicateConfig(n, preferredSegments, preferLocalHost, softPin, softPinTtl, hardPin, excludedSegments, writeThrough);
     }
 
     public ReplicateConfig withPreferredSegments(List<String> segments) {
-        return new ReplicateConfig(replicas, segments, preferLocalHost, softPin, softPinTtl, hardPin, List.of(), writeThrough);
+        return new ReplicateConfig(replicas, segments, preferLocalHost, softPin, softPinTtl, hardPin, excludedSegments, writeThrough);
     }
 
     public ReplicateConfig withPreferLocalHost(boolean prefer) {
-        return new ReplicateConfig(replicas, preferredSegments, prefer, softPin, softPinTtl, hardPin, List.of(), writeThrough);
+        return new ReplicateConfig(replicas, preferredSegments, prefer, softPin, softPinTtl, hardPin, excludedSegments, writeThrough);
     }
 
     public ReplicateConfig withSoftPin(Duration ttl) {
-        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, true, ttl, hardPin, List.of(), writeThrough);
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, true, ttl, hardPin, excludedSegments, writeThrough);
     }
 
     public ReplicateConfig withHardPin() {
-        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, true, List.of(), writeThrough);
+        return new ReplicateConfig(replicas, preferredSegments, preferLocalHost, softPin, softPinTtl, true, excludedSegments, writeThrough);
     }
 
     /** Writes the object through to disk as its put ends ({@code true}) or not ({@code false}), whatever the master's default. */
