@@ -1,6 +1,8 @@
 #!/bin/bash
 # Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "Issue 11").
 #   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" /tmp/base .
+# A BUILD may end in :durable (one master with its durable log, --data-dir) or :group3 (three durable masters, each
+# with its own log, on this machine), e.g. ". .:durable .:group3" compares the in-memory master with both (issue 22).
 # Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
 # fetch per thread, then reads without the master; a build without that mode prints n/a).
 # Every build must have run `./mvnw -B -ntp -o -DskipTests package` (bin/store-* run from cli/target/lib, or from
@@ -22,28 +24,61 @@ sum_field() { # sum of a numeric JSON field over the given files
 import json, sys
 field = sys.argv[1]; tot = 0.0; p50 = []; bad = 0
 for f in sys.argv[2:]:
-    line = [l for l in open(f) if l.startswith('{')][-1]
-    d = json.loads(line); tot += d[field]; p50.append(d.get('callP50Us', 0))
+    lines = [l for l in open(f) if l.startswith('{')]
+    if not lines:
+        print(f"NO RESULT from {f}: " + open(f + '.err').read()[-300:].replace('\n', ' | ')); sys.exit()
+    d = json.loads(lines[-1]); tot += d[field]; p50.append(d.get('callP50Us', 0))
     bad += d.get('errors', 0) + d.get('mismatches', 0)
 print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us){f' ERRORS/MISMATCHES {bad}' if bad else ''}")
 PY
 }
 
-one_case() { # build case
-  local R=$1 C=$2 tmp
+start_masters() { # build mode tmp: starts the master(s); sets mpids and MASTERS
+  local R=$1 MODE=$2 tmp=$3
+  mpids=()
+  local mlogs=("$tmp/master")
+  case $MODE in
+    memory) "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) > "$tmp/master" 2>&1 &
+            mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
+    durable) "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) \
+               --data-dir "$tmp/m0" > "$tmp/master" 2>&1 &
+            mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
+    group3) local peers="" i
+            MASTERS="" mlogs=()
+            for i in 0 1 2; do
+              peers+="${peers:+,}m$i=127.0.0.1:$((PORT + 200 + i))/$((PORT + i * 10))"
+              MASTERS+="${MASTERS:+,}127.0.0.1:$((PORT + i * 10))"
+            done
+            for i in 0 1 2; do
+              "$R/bin/store-master" --host 127.0.0.1 --port $((PORT + i * 10)) --admin-port $((PORT + 100 + i)) \
+                --data-dir "$tmp/m$i" --id m$i --peers "$peers" > "$tmp/master$i" 2>&1 &
+              mpids+=($!) mlogs+=("$tmp/master$i")
+            done ;;
+    *) echo "unknown master mode '$MODE' (memory, durable, group3)" >&2; return 1 ;;
+  esac
+  local f
+  for f in "${mlogs[@]}"; do
+    until grep -q LISTENING "$f" 2>/dev/null; do
+      for p in "${mpids[@]}"; do kill -0 "$p" 2>/dev/null || { cat "$f"; return 1; }; done; sleep 0.2
+    done
+  done
+}
+
+one_case() { # build[:mode] case
+  local R=${1%%:*} MODE=memory C=$2 tmp
+  [[ $1 == *:* ]] && MODE=${1#*:}
   case $C in sget*) if ! grep -q get-session "$R"/*/src/main/java/org/tent4j/*/*/StoreBench.java; then
     echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)") n/a (no --mode get-session)"; return 0; fi ;; esac
   tmp=$(mktemp -d)
-  "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) > "$tmp/master" 2>&1 &
-  local mpid=$!
-  until grep -q LISTENING "$tmp/master" 2>/dev/null; do kill -0 $mpid 2>/dev/null || { cat "$tmp/master"; return 1; }; sleep 0.2; done
+  local mpids MASTERS
+  start_masters "$R" "$MODE" "$tmp" || return 1
   local npids=()
   for n in 1 2; do
-    "$R/bin/store-node" --master 127.0.0.1:$PORT --segment-size 1g --control-host 127.0.0.1 > "$tmp/node$n" 2>&1 &
+    "$R/bin/store-node" --master "$MASTERS" --segment-size 1g --control-host 127.0.0.1 > "$tmp/node$n" 2>&1 &
     npids+=($!)
   done
   for n in 1 2; do until grep -q READY "$tmp/node$n" 2>/dev/null; do sleep 0.2; done; done
-  local B=("$R/bin/store-bench" --master 127.0.0.1:$PORT --control-host 127.0.0.1 --json --threads 2)
+  local B=("$R/bin/store-bench" --master "$MASTERS" --control-host 127.0.0.1 --json --threads 2)
   local pre=() args field=opsPerSecond
   case $C in
     put4k) args=(--mode put --size 4k --batch 32 --warmup $WARM --duration $DUR) ;;
@@ -66,9 +101,9 @@ one_case() { # build case
   "${B[@]}" "${args[@]}" --prefix a > "$tmp/a" 2>"$tmp/a.err" & local b1=$!
   "${B[@]}" "${args[@]}" --prefix b > "$tmp/b" 2>"$tmp/b.err" & local b2=$!
   wait $b1 $b2
-  echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)") $field $(sum_field $field "$tmp/a" "$tmp/b") load $l0-$(load)"
-  kill "${npids[@]}" $mpid 2>/dev/null
-  wait "${npids[@]}" $mpid 2>/dev/null
+  echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)")${1#"$R"} $field $(sum_field $field "$tmp/a" "$tmp/b") load $l0-$(load)"
+  kill "${npids[@]}" "${mpids[@]}" 2>/dev/null
+  wait "${npids[@]}" "${mpids[@]}" 2>/dev/null
   rm -rf "$tmp"
 }
 
