@@ -55,6 +55,33 @@ final class FileConnection implements PeerConnection {
         this.own = own;
         this.segment = peer.name();
         this.entries = own ? new Entry[0] : entries(peer, null);
+        refuseUnreachableFiles(peer);
+    }
+
+    /**
+     * A peer whose published files all lie outside {@code peer_roots} can get nothing from this engine's nvmeof: say
+     * so at connect, which moves its requests to the next transport (tcp file serving), rather than fail each of
+     * them PERMISSION_DENIED at first use, which no transport would retry.
+     */
+    private void refuseUnreachableFiles(SegmentDescriptor peer) {
+        Entry[] es = entries;
+        if (es.length == 0) {
+            return;
+        }
+        List<Path> paths = new ArrayList<>();
+        for (Entry e : es) {
+            if (fileAllowed(e.path)) {
+                return;
+            }
+            paths.add(e.path);
+        }
+        throw new TransferException(ErrorCode.TRANSPORT_UNAVAILABLE, "nvmeof: segment '" + peer.name() + "' publishes "
+                + "files " + paths + ", none under transports.nvmeof.peer_roots " + transport.peerRoots()
+                + "; this engine opens peers' files only there");
+    }
+
+    private boolean fileAllowed(Path p) {
+        return p.isAbsolute() && p.normalize().equals(p) && transport.peerFileAllowed(p);
     }
 
     private Entry[] entries(SegmentDescriptor d, Entry[] previous) {
@@ -177,7 +204,7 @@ final class FileConnection implements PeerConnection {
 
     private OpenFile openPeerFile(Entry e) {
         Path p = e.path;
-        if (!p.isAbsolute() || !p.normalize().equals(p) || !transport.peerFileAllowed(p)) {
+        if (!fileAllowed(p)) {
             throw new TransferException(ErrorCode.PERMISSION_DENIED, "nvmeof: segment '" + segment + "' publishes file " + p
                     + ", which is not under transports.nvmeof.peer_roots " + transport.peerRoots()
                     + "; this engine opens peers' files only there");

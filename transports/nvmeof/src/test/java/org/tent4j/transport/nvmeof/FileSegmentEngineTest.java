@@ -275,6 +275,32 @@ class FileSegmentEngineTest {
     }
 
     @Test
+    void aSameHostPeerWithoutPeerRootsReadsTheFileOverTcpInstead() throws Exception {
+        try (TransferEngine owner = TransferEngine.create(withTcp("tcp-owner"));
+             TransferEngine reader = TransferEngine.create(withTcp("tcp-reader"))) {
+            byte[] content = new byte[(int) (2 * MIB)];
+            new Random(17).nextBytes(content);
+            Files.write(dir.resolve("served.bin"), content);
+            RegisteredFile f = owner.registerFile(dir.resolve("served.bin"), 0, Permission.READ_ONLY);
+            RegisteredMemory m = reader.allocate(MIB, Location.CPU, Permission.READ_WRITE);
+            SegmentHandle seg = reader.openSegment("tcp-owner");
+            for (int round = 0; round < 2; round++) { // the second finds nvmeof's connection refused already
+                m.segment().fill((byte) 0);
+                ok(read(reader, m.segment(), seg, f.address() + round * MIB));
+                assertEquals(crc(MemorySegment.ofArray(content).asSlice(round * MIB, MIB)), crc(m.segment()),
+                        "bytes of round " + round);
+            }
+        }
+    }
+
+    /** nvmeof (without peer_roots) and tcp. */
+    private static EngineConfig withTcp(String name) {
+        return EngineConfig.builder().set(EngineConfig.SEGMENT_NAME, name)
+                .set(EngineConfig.METADATA_URI, "memory://files-tcp").set(EngineConfig.CONTROL_HOST, "127.0.0.1")
+                .set(EngineConfig.TRANSPORTS_ENABLED, "nvmeof,tcp").set(EngineConfig.WORKERS, 2).build();
+    }
+
+    @Test
     void samehostPeerReadsAFileOnlyUnderItsPeerRoots() throws Exception {
         try (TransferEngine owner = engine("auto", "peer-owner", null);
              TransferEngine refused = engine("auto", "peer-refused", null);
