@@ -208,6 +208,9 @@ public final class DurableLog implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
         }
+        if (fresh && group.size() > 1) {
+            CatchUpWatch.start(server, RaftGroup.valueOf(GROUP, group), me.getId());
+        }
         return new DurableLog(server, machine, me.getId(), peers);
     }
 
