@@ -440,4 +440,41 @@ public class InProcessTransportProvider implements TransportProvider {
             return super.capabilities();
         }
     }
+
+    /**
+     * Two providers whose probes, when {@code pair} is set, each wait up to 5 s for the other's to run at the same
+     * time: both answer "probed together" only if the engine probes them side by side. Unset, they answer at once.
+     */
+    public abstract static class Paired extends InProcessTransportProvider {
+        private static final java.util.concurrent.Exchanger<String> MEET = new java.util.concurrent.Exchanger<>();
+
+        @Override
+        public List<OptionSpec> options() {
+            return List.of(OptionSpec.of("pair", OptionSpec.Type.BOOLEAN, false, "wait for the other paired probe"));
+        }
+
+        @Override
+        public Availability availability(OptionValues options) {
+            if (!options.getBoolean("pair")) {
+                return Availability.unavailable("not paired");
+            }
+            try {
+                MEET.exchange(id(), 5, TimeUnit.SECONDS);
+                return Availability.unavailable("probed together");
+            } catch (java.util.concurrent.TimeoutException e) {
+                return Availability.unavailable("probed alone");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return Availability.unavailable("interrupted");
+            }
+        }
+    }
+
+    public static final class PairedA extends Paired {
+        @Override public String id() { return "paired-a"; }
+    }
+
+    public static final class PairedB extends Paired {
+        @Override public String id() { return "paired-b"; }
+    }
 }

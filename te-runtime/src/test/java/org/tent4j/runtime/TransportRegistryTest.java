@@ -51,4 +51,16 @@ class TransportRegistryTest {
             assertEquals(capabilities, InProcessTransportProvider.Unprobed.CAPABILITY_CALLS.get());
         }
     }
+
+    @Test
+    void theEnabledPluginsAreProbedSideBySide() {
+        // each probe waits for the other: probed one after the other, both answer "probed alone" after 5 s
+        try (TransferEngine e = TransferEngine.create(EngineTest.cfg().set(EngineConfig.TRANSPORTS_ENABLED, "inproc,paired-a,paired-b")
+                .set("transports.paired-a.pair", "true").set("transports.paired-b.pair", "true").build())) {
+            for (String id : List.of("paired-a", "paired-b")) {
+                TransportInfo info = e.transports().stream().filter(t -> t.id().equals(id)).findFirst().orElseThrow();
+                assertEquals("probed together", info.cause(), info.toString());
+            }
+        }
+    }
 }

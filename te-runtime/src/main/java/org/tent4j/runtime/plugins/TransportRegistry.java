@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.BiFunction;
 
 import org.slf4j.Logger;
@@ -46,6 +47,48 @@ public final class TransportRegistry implements AutoCloseable {
     private final int[] preference;
     private final boolean explicitPreference;
 
+    /**
+     * Probes the enabled providers at once, each on a thread of its own: a probe mostly waits on native libraries
+     * (loading libibverbs, libfabric or the CUDA runtime and asking for devices), which took about half a second each
+     * for rdma, efa and nvlink on a 2-core machine without the hardware, one after the other the largest part of an
+     * engine's start.
+     */
+    private static Map<TransportProvider, CompletableFuture<Availability>> probeAll(List<TransportProvider> providers,
+            ResolvedConfig config, Set<String> enabled) {
+        Map<TransportProvider, CompletableFuture<Availability>> probes = new java.util.IdentityHashMap<>();
+        for (TransportProvider p : providers) {
+            if (!(enabled.contains("*") || enabled.contains(p.id()))) {
+                continue;
+            }
+            OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
+            CompletableFuture<Availability> f = new CompletableFuture<>();
+            Thread.ofPlatform().daemon().name("tent4j-probe-" + p.id()).start(() -> {
+                try {
+                    f.complete(p.availability(options));
+                } catch (RuntimeException | Error e) {
+                    f.completeExceptionally(e);
+                }
+            });
+            probes.put(p, f);
+        }
+        return probes;
+    }
+
+    /** A probe's answer; what it threw is thrown here, as if it had run on this thread. */
+    private static Availability probed(CompletableFuture<Availability> probe) {
+        try {
+            return probe.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            if (e.getCause() instanceof Error err) {
+                throw err;
+            }
+            throw e;
+        }
+    }
+
     /** The compatible providers on the class path, in {@code order()} then id order. */
     public static List<TransportProvider> discover() {
         return PluginLoader.load(PluginLoader.TRANSPORTS);
@@ -81,6 +124,7 @@ public final class TransportRegistry implements AutoCloseable {
         List<Started> started = new ArrayList<>();
         List<TransportInfo> info = new ArrayList<>();
         Map<Integer, Map.Entry<TransportProvider, OptionValues>> disabled = new LinkedHashMap<>();
+        Map<TransportProvider, CompletableFuture<Availability>> probes = probeAll(providers, config, enabled);
         try {
             for (TransportProvider p : providers) {
                 OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
@@ -90,7 +134,7 @@ public final class TransportRegistry implements AutoCloseable {
                     disabled.put(info.size() - 1, Map.entry(p, options));
                     continue;
                 }
-                Availability availability = p.availability(options);
+                Availability availability = probed(probes.get(p));
                 if (!availability.isAvailable()) {
                     info.add(new TransportInfo(p.id(), false, availability.reason(), false));
                     log.info("transport '{}' skipped: unavailable: {}", p.id(), availability.reason());
