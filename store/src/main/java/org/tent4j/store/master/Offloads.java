@@ -423,11 +423,14 @@ final class Offloads {
 
     /**
      * The object changed (removed, upserted, a segment of it gone) while an offload of it was in flight (its shard lock
-     * held): the offload is dropped and its range parked until the node can no longer write it.
+     * held): the offload is dropped and its range parked until the node can no longer write it. Returns until when the
+     * node may still read the task's source (its deadline; 0 when none was in flight): the caller keeps the object's
+     * old ranges from reuse until then, since that node may be another than the source's (it pulls them through its
+     * engine) and no reuse may feed it someone else's bytes.
      */
-    void cancel(ObjectRecord rec) {
+    long cancel(ObjectRecord rec) {
         if (rec.offloadTask == 0) {
-            return;
+            return 0;
         }
         Task t;
         synchronized (this) {
@@ -445,6 +448,7 @@ final class Offloads {
                 counters.offloadsCancelled.increment();
             }
         }
+        return t == null ? 0 : t.deadline;
     }
 
     /**

@@ -145,6 +145,21 @@ class RemoteOffloadTest {
     }
 
     @Test
+    void aRemovalDuringAnOffloadKeepsItsMemoryFromReuseUntilThePullingNodeCanNoLongerReadIt() {
+        MasterState s = twoNodes(0);
+        put(s, "x", ReplicateConfig.defaults().withPreferredSegments(List.of("a-mem")).withWriteThrough(true));
+        assertEquals(1, s.apply(now, new Command.TakeOffloads("b", 10)).size());
+        long used = s.segments.allocated();
+        now += 20_000_000_000L; // past any read lease, not past the task's deadline
+        s.apply(now, new Command.Remove("x", false));
+        assertEquals(1, s.stats().tiering().offloadsCancelled());
+        assertEquals(used, s.segments.allocated(), "b may still be reading x's memory on a: not reusable yet");
+        now += MasterConfig.defaults().offloadTimeout().toNanos();
+        s.apply(now, new Command.Tick());
+        assertEquals(used - RangeAllocator.aligned(SIZE), s.segments.allocated(), "freed once the task's time is over");
+    }
+
+    @Test
     void aStreamOfOffloadsToAnotherNodesDiskReplaysAndRestoresToTheSameState() {
         MasterState s = twoNodes(0);
         List<LogEntry> log = new ArrayList<>();
