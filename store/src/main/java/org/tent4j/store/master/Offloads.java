@@ -2,6 +2,7 @@ package org.tent4j.store.master;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -163,7 +164,7 @@ final class Offloads {
         for (int i = 0; i < disks.length; i++) {
             byRoom[i] = new long[]{disks[i].allocator.capacity() - disks[i].allocator.used(), disks[i].index, i};
         }
-        java.util.Arrays.sort(byRoom, (x, y) -> x[0] != y[0] ? Long.compare(y[0], x[0]) : Long.compare(x[1], y[1]));
+        Arrays.sort(byRoom, (x, y) -> x[0] != y[0] ? Long.compare(y[0], x[0]) : Long.compare(x[1], y[1]));
         MountedSegment[] out = new MountedSegment[disks.length];
         for (int i = 0; i < out.length; i++) {
             out[i] = disks[(int) byRoom[i][2]];
@@ -172,9 +173,9 @@ final class Offloads {
     }
 
     /**
-     * Queues the offload of {@code rec} from memory replica {@code source} into {@code [off,
-     * ...)} of {@code disk} (allocated) for the disk's owner, which writes its own file (the engine has no remote
-     * flush, so only the disk's node can make the bytes durable); it reads a source on another node through its engine.
+     * Queues the offload of {@code rec} from memory replica {@code source} into the range at {@code off} of {@code disk}
+     * (allocated) for the disk's owner, which writes its own file (the engine has no remote flush, so only the disk's
+     * node can make the bytes durable); it reads a source on another node through its engine.
      */
     private void queue(long now, String key, ObjectRecord rec, long source, MountedSegment disk, long off,
                        long memoryFootprint, byte kind) {
