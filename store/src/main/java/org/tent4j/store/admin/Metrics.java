@@ -70,8 +70,9 @@ final class Metrics {
         counter(sb, "store_offloads_failed_total", "Offloads the node reported failed or that expired", t.offloadsFailed());
         counter(sb, "store_offloads_cancelled_total", "Offloads given up because the object changed meanwhile", t.offloadsCancelled());
         counter(sb, "store_offloads_duplicate_total", "Offloads asked for an object already offloaded or offloading (refused; never expected)", t.offloadsDuplicate());
-        counter(sb, "store_offloads_no_space_total", "Victims dropped because their node's disk had no room", t.offloadsNoSpace());
+        counter(sb, "store_offloads_no_space_total", "Victims dropped because no disk segment had room", t.offloadsNoSpace());
         counter(sb, "store_offloads_write_through_started_total", "Offloads started as a write-through put ended (also in store_offloads_started_total)", t.writeThroughStarted());
+        counter(sb, "store_offloads_remote_started_total", "Offloads to another node's disk, pulled by that node (also in store_offloads_started_total)", t.offloadsRemote());
         gauge(sb, "store_offloads_in_flight", "Offloads handed out and not yet reported", t.offloadsInFlight());
         counter(sb, "store_promotions_started_total", "Disk-only objects being copied back into memory after enough reads", t.promotionsStarted());
         counter(sb, "store_promotions_completed_total", "Objects copied back into memory (beside their disk replica)", t.promotionsCompleted());

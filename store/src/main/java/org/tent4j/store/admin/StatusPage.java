@@ -102,6 +102,7 @@ final class StatusPage {
         h.append("<h2>Disk tier</h2><table><tr><th>what</th><th class=\"n\">count</th></tr>");
         row(h, "offloads started", t.offloadsStarted());
         row(h, "offloads started by write-through puts", t.writeThroughStarted());
+        row(h, "offloads to another node's disk", t.offloadsRemote());
         row(h, "offloads completed", t.offloadsCompleted());
         row(h, "offloads in flight", t.offloadsInFlight());
         row(h, "offloads failed or expired", t.offloadsFailed());

@@ -34,7 +34,9 @@ import org.tent4j.store.rpc.Wire;
  * waiting tasks out), copies each object's bytes from this node's memory segment to its disk segment through the
  * engine (one batch; the engine's nvmeof transport writes the file), makes them durable with one fdatasync for the
  * batch, records them in the disk index (made durable too: {@link #record}), and reports each task's CRC32C, computed
- * over the memory it copied (which the master keeps from reuse while the offload is in flight). A node without a disk
+ * over the memory it copied (which the master keeps from reuse while the offload is in flight). An offload of an
+ * object held in another node's memory ({@link OffloadPulls}) is read through the engine into staging memory first and
+ * written from there like the others. A node without a disk
  * segment runs repairs only. A task that names memory or disk this node does not hold, or that the engine failed, is
  * reported failed; a task whose time ran out is not started.
  */
@@ -142,6 +144,27 @@ final class Offloader implements AutoCloseable {
         if (!repairing.isEmpty()) {
             results.addAll(RepairCopies.run(client, repairing, received, this::failure));
         }
+        try (OffloadPulls pulls = new OffloadPulls(client)) {
+            List<OffloadTask> remote = new ArrayList<>();
+            List<OffloadTask> rest = new ArrayList<>(tasks.size());
+            for (OffloadTask t : tasks) {
+                (disk != null && OffloadPulls.remote(client, t) ? remote : rest).add(t);
+            }
+            pulls.run(remote, results, this::failure);
+            for (OffloadTask t : remote) {
+                if (pulls.bytes(t) != null) {
+                    rest.add(t);
+                }
+            }
+            return move(rest, pulls, results, received);
+        }
+    }
+
+    /**
+     * Moves each task's bytes between memory (this node's, or {@code pulls}' copy of another node's) and this node's
+     * disk in one engine batch, makes the writes durable and records them; adds each task's result.
+     */
+    private List<OffloadResult> move(List<OffloadTask> tasks, OffloadPulls pulls, List<OffloadResult> results, long received) {
         List<TransferRequest> moves = new ArrayList<>(tasks.size());
         List<OffloadTask> moving = new ArrayList<>(tasks.size());
         List<MemorySegment> memory = new ArrayList<>(tasks.size());
@@ -157,9 +180,12 @@ final class Offloader implements AutoCloseable {
             // an offload moves memory -> disk, a promotion disk -> memory: either way one side of each is this node's
             ReplicaLocation mem = Wire.replica(t.getPromote() ? t.getTarget() : t.getSource());
             ReplicaLocation disk = Wire.replica(t.getPromote() ? t.getSource() : t.getTarget());
-            MemorySegment bytes;
+            MemorySegment bytes = null;
             try {
-                bytes = t.getSize() == mem.length() && t.getSize() == disk.length() ? client.contributedRange(mem, 0, t.getSize()) : null;
+                if (t.getSize() == mem.length() && t.getSize() == disk.length()) {
+                    MemorySegment pulled = pulls.bytes(t);
+                    bytes = pulled != null ? pulled : client.contributedRange(mem, 0, t.getSize());
+                }
             } catch (IndexOutOfBoundsException e) {
                 bytes = null;
             }

@@ -79,6 +79,11 @@ final class ReplicaAccess {
         return List.copyOf(contributions.values());
     }
 
+    /** Whether this client contributed the segment {@code segmentId}. */
+    boolean contributes(String segmentId) {
+        return contributions.containsKey(segmentId);
+    }
+
     /** The range of a replica in memory this client contributed (copied directly, no engine), else null. */
     MemorySegment contributedRange(ReplicaLocation r, long offset, long length) {
         Contribution mine = contributions.get(r.segmentId());

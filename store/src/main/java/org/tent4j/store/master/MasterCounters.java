@@ -31,10 +31,15 @@ final class MasterCounters {
     final LongAdder offloadsCancelled = new LongAdder();
     /** An offload asked for an object that already had one in flight or a disk replica: refused (never should be). */
     final LongAdder offloadsDuplicate = new LongAdder();
-    /** Victims dropped instead of offloaded because their owner's disk had no room. */
+    /** Victims dropped instead of offloaded because no disk segment had room. */
     final LongAdder offloadsNoSpace = new LongAdder();
     /** Offloads started as a write-through put ended (counted among {@link #offloadsStarted} too). */
     final LongAdder writeThroughStarted = new LongAdder();
+    /**
+     * Offloads to another node's disk (no owner of a memory replica had a disk with room; counted among
+     * {@link #offloadsStarted} too): that disk's node pulls the bytes through its engine.
+     */
+    final LongAdder offloadsRemote = new LongAdder();
     /** Disk-only objects being copied back into memory after enough reads. */
     final LongAdder promotionsStarted = new LongAdder();
     final LongAdder promotionsCompleted = new LongAdder();
@@ -63,7 +68,9 @@ final class MasterCounters {
                 diskEvictedObjects, promotionsStarted, promotionsCompleted, scrubDropped, repairsStarted, repairsCompleted,
                 repairsFailed, repairsExpired, repairsCancelled, segmentsReplaced,
                 // appended: a version 9 snapshot holds every counter before it (MasterSnapshot)
-                writeThroughStarted};
+                writeThroughStarted,
+                // appended: a version 10 snapshot holds every counter before it
+                offloadsRemote};
     }
 
     /** Every counter's sum, in a fixed order (for a snapshot). */

@@ -34,9 +34,10 @@ final class MasterSnapshot {
      * client-credential key (a master that caught up from a snapshot lacked it); 10: each object's promotion window
      * start ({@code hitsSince}) and the count of write-through offloads (a write-through put in flight is a flag, and
      * its offload a task kind). Version 9 is still read: its objects' hits count as made at the snapshot's time, its
-     * write-through count is zero. No other version is read as another.
+     * write-through count is zero; 11: the count of offloads to another node's disk (versions 9 and 10 are still
+     * read, that count zero). No other version is read as another.
      */
-    private static final int VERSION = 10;
+    private static final int VERSION = 11;
     private static final int OLDEST_READ = 9;
 
     private MasterSnapshot() {
@@ -181,8 +182,9 @@ final class MasterSnapshot {
             long lastReservation = in.readLong();
             long lastClient = in.readLong();
             long[] counters = longs(in);
-            // version 9 lacks the counters appended since (MasterCounters): they start at zero
-            s.counters.restore(version == 9 && counters != null ? Arrays.copyOf(counters, counters.length + 1) : counters);
+            // versions 9 and 10 lack the counters appended since (MasterCounters): they start at zero
+            s.counters.restore(version < VERSION && counters != null
+                    ? Arrays.copyOf(counters, counters.length + VERSION - version) : counters);
             int oldHitsSince = (int) Math.floorDiv(at.lastNow(), 1_000_000L);
             int indexLimit = in.readInt();
             int slots = in.readInt();

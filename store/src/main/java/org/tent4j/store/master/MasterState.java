@@ -464,7 +464,7 @@ public final class MasterState {
     public record Tiering(long offloadsStarted, long offloadsCompleted, long offloadsFailed, long offloadsCancelled,
                           long offloadsDuplicate, long offloadsNoSpace, long diskReads, long diskEvictedObjects,
                           int offloadsInFlight, long promotionsStarted, long promotionsCompleted, long scrubDropped,
-                          long writeThroughStarted) {
+                          long writeThroughStarted, long offloadsRemote) {
     }
 
     public Stats stats() {

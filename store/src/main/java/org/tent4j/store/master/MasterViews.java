@@ -87,7 +87,8 @@ final class MasterViews {
                 c.offloadsFailed.sum(), c.offloadsCancelled.sum(), c.offloadsDuplicate.sum(), c.offloadsNoSpace.sum(),
                 c.diskReads.sum(), c.diskEvictedObjects.sum(),
                 state.offloads.inFlightCount() - state.offloads.repairsInFlight(), c.promotionsStarted.sum(),
-                c.promotionsCompleted.sum(), c.scrubDropped.sum(), c.writeThroughStarted.sum()),
+                c.promotionsCompleted.sum(), c.scrubDropped.sum(), c.writeThroughStarted.sum(),
+                c.offloadsRemote.sum()),
                 new MasterState.Repair(state.repairs.underReplicated(), state.offloads.repairsInFlight(),
                         c.repairsStarted.sum(), c.repairsCompleted.sum(), c.repairsFailed.sum(), c.repairsExpired.sum(),
                         c.repairsCancelled.sum()));

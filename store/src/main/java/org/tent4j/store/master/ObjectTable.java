@@ -224,14 +224,15 @@ final class ObjectTable {
         return matched;
     }
 
-    /** Frees a removed record's space, or parks it while a lease may still cover it. */
+    /** Frees a removed record's space, or parks it while a lease or a cancelled task may still read it. */
     void release(String key, ObjectRecord rec, long now) {
         state.repairs.forget(key, rec);
         counters.objects.decrement();
         counters.objectBytes.add(-rec.size);
-        state.offloads.cancel(rec);
-        if (rec.lease > now) {
-            state.eviction.park(rec.allReplicas(), rec.size, rec.lease);
+        // a lease's readers, or the node of a task cancelled here, may still be reading the bytes
+        long busy = Math.max(rec.lease, state.offloads.cancel(rec));
+        if (busy > now) {
+            state.eviction.park(rec.allReplicas(), rec.size, busy);
         } else {
             state.segments.free(rec.allReplicas(), rec.size);
         }

@@ -2,6 +2,7 @@ package org.tent4j.store.master;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -123,27 +124,66 @@ final class Offloads {
             counters.offloadsDuplicate.increment();
             return false;
         }
+        long source = -1;
         for (long r : rec.replicas()) {
             MountedSegment mem = state.segments.at(ObjectRecord.segment(r));
-            MountedSegment disk = mem.mounted() ? state.segments.diskOf(mem.owner) : null;
-            if (disk == null) {
+            if (!mem.mounted()) {
                 continue;
             }
+            source = source == -1 ? r : source;
+            MountedSegment disk = state.segments.diskOf(mem.owner);
+            long off = disk == null ? -1 : disk.allocate(rec.size);
+            if (off >= 0) {
+                queue(now, key, rec, r, disk, off, memoryFootprint, kind);
+                return true;
+            }
+        }
+        // no owner of a memory replica has a disk with room: another node's disk, whose node pulls the bytes
+        MountedSegment[] disks = source == -1 ? new MountedSegment[0] : roomiest();
+        for (MountedSegment disk : disks) {
             long off = disk.allocate(rec.size);
-            if (off < 0) {
-                if (kind == OFFLOAD) {
-                    counters.offloadsNoSpace.increment(); // a victim about to be dropped; a write-through put stays
-                }
-                continue;
+            if (off >= 0) {
+                queue(now, key, rec, source, disk, off, memoryFootprint, kind);
+                counters.offloadsRemote.increment();
+                return true;
             }
-            synchronized (this) {
-                rec.offloadTask = add(new Task(++lastTaskId, key, mem.owner, r, ObjectRecord.pack(disk.index, off),
-                        rec.size, memoryFootprint, now + timeoutNanos, kind));
-            }
-            counters.offloadsStarted.increment();
-            return true;
+        }
+        if (kind == OFFLOAD && disks.length > 0) {
+            counters.offloadsNoSpace.increment(); // a victim about to be dropped; a write-through put stays
         }
         return false;
+    }
+
+    /**
+     * The mounted disk segments, most free bytes first (lowest index among equals): an offload to another node's disk
+     * goes where there is most room, and a replay chooses alike (the allocators are state).
+     */
+    private MountedSegment[] roomiest() {
+        MountedSegment[] disks = state.segments.disks();
+        long[][] byRoom = new long[disks.length][];
+        for (int i = 0; i < disks.length; i++) {
+            byRoom[i] = new long[]{disks[i].allocator.capacity() - disks[i].allocator.used(), disks[i].index, i};
+        }
+        Arrays.sort(byRoom, (x, y) -> x[0] != y[0] ? Long.compare(y[0], x[0]) : Long.compare(x[1], y[1]));
+        MountedSegment[] out = new MountedSegment[disks.length];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = disks[(int) byRoom[i][2]];
+        }
+        return out;
+    }
+
+    /**
+     * Queues the offload of {@code rec} from memory replica {@code source} into the range at {@code off} of {@code disk}
+     * (allocated) for the disk's owner, which writes its own file (the engine has no remote flush, so only the disk's
+     * node can make the bytes durable); it reads a source on another node through its engine.
+     */
+    private void queue(long now, String key, ObjectRecord rec, long source, MountedSegment disk, long off,
+                       long memoryFootprint, byte kind) {
+        synchronized (this) {
+            rec.offloadTask = add(new Task(++lastTaskId, key, disk.owner, source, ObjectRecord.pack(disk.index, off),
+                    rec.size, memoryFootprint, now + timeoutNanos, kind));
+        }
+        counters.offloadsStarted.increment();
     }
 
     /**
@@ -384,11 +424,14 @@ final class Offloads {
 
     /**
      * The object changed (removed, upserted, a segment of it gone) while an offload of it was in flight (its shard lock
-     * held): the offload is dropped and its range parked until the node can no longer write it.
+     * held): the offload is dropped and its range parked until the node can no longer write it. Returns until when the
+     * node may still read the task's source (its deadline; 0 when none was in flight): the caller keeps the object's
+     * old ranges from reuse until then, since that node may be another than the source's (it pulls them through its
+     * engine) and no reuse may feed it someone else's bytes.
      */
-    void cancel(ObjectRecord rec) {
+    long cancel(ObjectRecord rec) {
         if (rec.offloadTask == 0) {
-            return;
+            return 0;
         }
         Task t;
         synchronized (this) {
@@ -406,6 +449,7 @@ final class Offloads {
                 counters.offloadsCancelled.increment();
             }
         }
+        return t == null ? 0 : t.deadline;
     }
 
     /**

@@ -237,9 +237,9 @@ final class Puts {
                     throw new StoreException(StoreError.SEGMENT_NOT_FOUND, "every segment written for the upsert of key '"
                             + c.key() + "' was unmounted before it ended");
                 }
-                // readers holding a lease may still be copying the old version, from memory or disk
-                state.offloads.cancel(rec);
-                state.eviction.park(rec.allReplicas(), rec.size, Math.max(now, rec.lease));
+                // readers holding a lease, or a cancelled task's node, may still be copying the old version
+                long busy = state.offloads.cancel(rec);
+                state.eviction.park(rec.allReplicas(), rec.size, Math.max(Math.max(now, rec.lease), busy));
                 rec.disk = -1;
                 rec.hits = 0; // a new version: the old one's reads from disk do not count towards its promotion
                 rec.flags &= ~ObjectRecord.OFFLOAD_FAILED;

@@ -128,7 +128,7 @@ class RequestIdTest {
             java.nio.ByteBuffer.wrap(snapshot).putInt(4, old);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> MasterState.restore(MasterConfig.defaults(), snapshot));
-            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only versions 9 to 10"),
+            assertTrue(e.getMessage().contains("master snapshot version " + old + ", this master reads only versions 9 to 11"),
                     e.getMessage());
         }
     }

@@ -216,21 +216,25 @@ class WriteThroughTest {
     }
 
     @Test
-    void aVersion9SnapshotIsStillRead() {
+    void version9And10SnapshotsAreStillRead() {
         MasterState s = master(MasterConfig.defaults());
-        byte[] v10 = s.snapshot();
-        // version 9: the same bytes without the last counter (write-through offloads) and, per object, no window
-        // start (there are no objects here)
-        ByteBuffer b = ByteBuffer.wrap(v10);
-        int counters = b.getInt(56);
-        int last = 60 + 8 * (counters - 1);
-        byte[] v9 = new byte[v10.length - 8];
-        System.arraycopy(v10, 0, v9, 0, last);
-        System.arraycopy(v10, last + 8, v9, last, v10.length - last - 8);
-        ByteBuffer.wrap(v9).putInt(4, 9).putInt(56, counters - 1);
-        MasterState restored = MasterState.restore(MasterConfig.defaults(), v9);
-        assertEquals(StateDump.of(s), StateDump.of(restored));
-        assertEquals(0, restored.stats().tiering().writeThroughStarted());
-        assertEquals(10, ByteBuffer.wrap(restored.snapshot()).getInt(4), "written again as version 10");
+        byte[] v11 = s.snapshot();
+        // version 10: the same bytes without the last counter (offloads to another node's disk); 9 also without the
+        // one before it (write-through offloads) and, per object, no window start (there are no objects here)
+        for (int version = 9; version <= 10; version++) {
+            int lacking = 11 - version;
+            ByteBuffer b = ByteBuffer.wrap(v11);
+            int counters = b.getInt(56);
+            int last = 60 + 8 * (counters - lacking);
+            byte[] old = new byte[v11.length - 8 * lacking];
+            System.arraycopy(v11, 0, old, 0, last);
+            System.arraycopy(v11, last + 8 * lacking, old, last, v11.length - last - 8 * lacking);
+            ByteBuffer.wrap(old).putInt(4, version).putInt(56, counters - lacking);
+            MasterState restored = MasterState.restore(MasterConfig.defaults(), old);
+            assertEquals(StateDump.of(s), StateDump.of(restored), "version " + version);
+            assertEquals(0, restored.stats().tiering().writeThroughStarted());
+            assertEquals(0, restored.stats().tiering().offloadsRemote());
+            assertEquals(11, ByteBuffer.wrap(restored.snapshot()).getInt(4), "written again as version 11");
+        }
     }
 }
