@@ -4,10 +4,12 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongConsumer;
 
 import org.tent4j.store.ReplicaLocation;
@@ -81,6 +83,32 @@ final class Offloads {
 
     synchronized long memoryBytesInFlight() {
         return memoryBytes;
+    }
+
+    /**
+     * Whether an offload in flight will, once it completes, free a memory range of at least {@code need} bytes
+     * (aligned) on a segment marked in {@code usable}: a put that finds no room then waits for it rather than start
+     * offloads of others (O(offloads in flight)).
+     */
+    synchronized boolean freesRoomFor(long need, boolean[] usable) {
+        for (Task t : inFlight.values()) {
+            int seg = ObjectRecord.segment(t.source);
+            if (t.kind == OFFLOAD && RangeAllocator.aligned(t.size) >= need && seg < usable.length && usable[seg]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The ids of the offloads in flight (not promotions or repairs): their objects' memory comes free on completion. */
+    synchronized Set<Long> offloadIds() {
+        Set<Long> ids = new HashSet<>();
+        for (Task t : inFlight.values()) {
+            if (t.kind == OFFLOAD) {
+                ids.add(t.id);
+            }
+        }
+        return ids;
     }
 
     synchronized int inFlightCount() {
