@@ -192,6 +192,35 @@ class OffloadTest {
         assertEquals(n - inMemory / value, t.offloadsCompleted(), "every value not in memory went to disk once");
     }
 
+    @Test
+    void aPutLargerThanAnyObjectWaitsForNeighboursBeingOffloadedRatherThanOffloadOthers() {
+        mountNode("a", 1 << 20);
+        fillAndEvict(); // offloads the oldest: written first, so neighbours
+        int i = 0;
+        try {
+            while (true) {
+                put("fill" + i++);
+            }
+        } catch (StoreException full) {
+            assertEquals(StoreError.NO_AVAILABLE_HANDLE, full.error(), full.getMessage());
+        }
+        long started = state.stats().tiering().offloadsStarted();
+        long memUsed = state.segments.allocated();
+        assertTrue(started >= 2, "the round started offloads: " + state.stats().tiering());
+        StoreException wait = assertThrows(StoreException.class, () -> put("large", 2 * SIZE));
+        assertEquals(StoreError.NO_AVAILABLE_HANDLE, wait.error(), wait.getMessage());
+        assertTrue(wait.isTransient(), wait.getMessage());
+        assertTrue(wait.getMessage().contains("'large'"), wait.getMessage());
+        assertEquals(started, state.stats().tiering().offloadsStarted(), "neighbours being offloaded make its room: "
+                + "no other object offloaded");
+        assertEquals(memUsed, state.segments.allocated(), "nothing placed, nothing freed");
+        assertEquals(0, state.stats().evictedObjects());
+        completeOffloads(new HashMap<>());
+        put("large", 2 * SIZE);
+        assertEquals(started, state.stats().tiering().offloadsStarted());
+        assertTrue(state.exists("large"));
+    }
+
     /** The node's poll: takes every waiting offload and reports it written, with a CRC32C per key. */
     private void completeOffloads(Map<String, Long> crcs) {
         List<OffloadTask> tasks = state.apply(now, new Command.TakeOffloads("a", 1000));
