@@ -173,6 +173,44 @@ class DiskTierTest {
         }
     }
 
+    @Test
+    void aPutFloodWithNoHousekeepingKeepsMemoryNearTheWatermarkAndOffloadsOnlyTheExcess() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
+            StoreClient a = node(store, "a");
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                int slots = (int) (MEMORY / VALUE);
+                int n = 4 * slots;
+                // no round of housekeeping: only the evictor thread and the puts themselves make room, and puts into
+                // the full memory wait for the node's offloads (RoomWait)
+                for (int i = 0; i < n; i++) {
+                    writer.put("overflow/" + i, value(50_000 + i), ReplicateConfig.defaults());
+                }
+                Poll.until("the flood's offloads are done", LIMIT, PAUSE, () -> {
+                    MasterState.Tiering t = state.stats().tiering();
+                    return t.offloadsInFlight() == 0 && t.offloadsStarted() == t.offloadsCompleted() + t.offloadsFailed();
+                });
+                MasterState.Tiering t = state.stats().tiering();
+                assertEquals(n, state.objectCount(), "nothing dropped: " + t);
+                assertEquals(0, t.offloadsFailed() + t.offloadsDuplicate(), t.toString());
+                long used = memoryUsed(state);
+                assertTrue(used >= MEMORY / 2, "memory holds " + used + " of " + MEMORY + " bytes after the flood: " + t);
+                assertTrue(t.offloadsStarted() <= n - slots / 2, t.offloadsStarted() + " offloads for " + n
+                        + " values into memory for " + slots);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(value(50_000 + i), writer.get("overflow/" + i), "overflow/" + i);
+                }
+                assertEquals(0, writer.checksumFailures());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
     /**
      * Puts four values, moves virtual time past the read leases, and runs a housekeeping round (parked ranges back,
      * eviction: offloads), waiting until the nodes completed its offloads.
