@@ -2,6 +2,7 @@ package org.tent4j.store.master;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -37,11 +38,29 @@ final class ContiguousRoom {
     /** What the search did: whether room is free now, or will be once the offloads it started complete. */
     enum Outcome { NONE, FREED, OFFLOADING }
 
+    /**
+     * Whether an offload in flight will, once it completes, free a memory range of at least {@code need} bytes
+     * (aligned) on a usable segment: a put that finds no room then waits for it rather than start offloads of others
+     * (O(offloads in flight), no pass over the objects).
+     */
+    boolean beingMade(long need, boolean[] usable) {
+        for (Offloads.Task t : state.offloads.offloadsInFlight()) {
+            int seg = ObjectRecord.segment(t.source());
+            if (RangeAllocator.aligned(t.size()) >= need && seg < usable.length && usable[seg]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Evicts the cheapest window of at least {@code need} bytes (aligned) on a usable segment, if one exists. */
     Outcome makeRoom(long now, long need, boolean[] usable) {
         // the evictable and the being-offloaded memory replicas on usable segments: packed (segment, offset), and their
         // aligned lengths with the soft-pinned and the being-offloaded ones flagged
-        Set<Long> offloads = state.offloads.offloadIds();
+        Set<Long> offloads = new HashSet<>();
+        for (Offloads.Task t : state.offloads.offloadsInFlight()) {
+            offloads.add(t.id());
+        }
         long[] at = new long[64];
         long[] len = new long[64];
         int n = 0;

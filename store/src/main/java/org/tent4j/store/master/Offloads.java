@@ -4,12 +4,10 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.LongConsumer;
 
 import org.tent4j.store.ReplicaLocation;
@@ -25,7 +23,7 @@ import org.tent4j.store.master.Command.OffloadTask;
  * only then the object switches to its disk replica and its memory is freed. A task that fails, expires or whose
  * object changed meanwhile gives its disk range back; one the node may still be writing (expired, cancelled) is parked
  * until the node can no longer write it. The memory of the offloads in flight is room already being made: eviction
- * rounds count it as freed ({@link #memoryBytesInFlight}) and a put waits for it ({@link #freesRoomFor}) rather than
+ * rounds count it as freed ({@link #memoryBytesInFlight}) and a put waits for it ({@link ContiguousRoom#beingMade}) rather than
  * start more. Every change here comes from a command and its time, so a replay hands out
  * and completes the same offloads. {@link Repairs} hands tasks out the same way: a repair copies a live memory replica
  * (on any node) into a range of the node that takes the task, and its report adds that range as a replica. A
@@ -87,30 +85,9 @@ final class Offloads {
         return memoryBytes;
     }
 
-    /**
-     * Whether an offload in flight will, once it completes, free a memory range of at least {@code need} bytes
-     * (aligned) on a segment marked in {@code usable}: a put that finds no room then waits for it rather than start
-     * offloads of others (O(offloads in flight)).
-     */
-    synchronized boolean freesRoomFor(long need, boolean[] usable) {
-        for (Task t : inFlight.values()) {
-            int seg = ObjectRecord.segment(t.source);
-            if (t.kind == OFFLOAD && RangeAllocator.aligned(t.size) >= need && seg < usable.length && usable[seg]) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** The ids of the offloads in flight (not promotions or repairs): their objects' memory comes free on completion. */
-    synchronized Set<Long> offloadIds() {
-        Set<Long> ids = new HashSet<>();
-        for (Task t : inFlight.values()) {
-            if (t.kind == OFFLOAD) {
-                ids.add(t.id);
-            }
-        }
-        return ids;
+    /** The offloads in flight (not promotions, repairs or write-throughs): their objects' memory comes free on completion. */
+    synchronized List<Task> offloadsInFlight() {
+        return inFlight.values().stream().filter(t -> t.kind == OFFLOAD).toList();
     }
 
     synchronized int inFlightCount() {

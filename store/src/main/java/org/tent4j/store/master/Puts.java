@@ -93,7 +93,8 @@ final class Puts {
         state.segments.wantEviction();
         long need = RangeAllocator.aligned(c.size());
         boolean[] usable = usableSegments(c);
-        if (state.offloads.freesRoomFor(need, usable)) {
+        ContiguousRoom room = new ContiguousRoom(state);
+        if (room.beingMade(need, usable)) {
             throw waitForOffloads(c.key(), need);
         }
         SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
@@ -109,7 +110,6 @@ final class Puts {
         if (made == ContiguousRoom.Outcome.OFFLOADING) {
             throw waitForOffloads(c.key(), need);
         }
-        ContiguousRoom room = new ContiguousRoom(state);
         if (ticket == null) {
             made = room.makeRoom(now, need, usable);
             if (made == ContiguousRoom.Outcome.FREED) {
