@@ -56,7 +56,10 @@ class OverflowBenchTest {
             assertEquals(128, field(j, "reads"), "every key read back: " + j);
             assertEquals(128, field(j, "memoryReads") + field(j, "diskReads"));
             assertTrue(field(j, "diskReads") >= 64, "most of 4x memory is read from disk: " + j);
-            assertTrue(field(j, "memoryReads") >= 1, j);
+            // puts into the full memory wait for the offloads in flight: memory ends near the watermark (32 values
+            // fill it), only the excess goes to disk (before: 127 offloaded, one value left in memory)
+            assertTrue(field(j, "memoryReads") >= 16, "at least half the memory tier holds values: " + j);
+            assertTrue(field(j, "offloadsStarted") <= 112, "about the excess offloaded: " + j);
             assertTrue(field(j, "offloadsStarted") >= field(j, "diskReads"), j);
             assertTrue(field(j, "fullPuts") >= 1, "puts into the full memory tier counted: " + j);
             assertEquals(0, field(j, "errors"));

@@ -2,17 +2,21 @@ package org.tent4j.store.master;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A put's last resort when no memory segment has the contiguous bytes it asks for and no single evictable object is
  * large enough ({@link Eviction#evictLargeEnough}): finds, over every segment the put may use, the cheapest window of
- * at least that many bytes made only of free ranges and evictable objects (not leased, pinned, in flight or being
- * offloaded; anything else in between, a reservation or a parked range included, ends a window), and evicts the
- * objects in it. Cheapest: the fewest soft-pinned bytes, then the fewest bytes evicted, then the lowest segment index
- * and offset. Victims are chosen from state only (no randomness, no clock), so a replay evicts the same.
+ * at least that many bytes made only of free ranges, objects being offloaded (their memory comes free when the offload
+ * completes) and evictable objects (not leased, pinned or in flight; anything else in between, a reservation or a
+ * parked range included, ends a window), and evicts the evictable objects in it. Cheapest: the fewest soft-pinned
+ * bytes, then the fewest bytes evicted, then the fewest being offloaded, then the lowest segment index and offset: so
+ * a window that offloads in flight already make needs no new one, and the put waits for them. Victims are chosen from
+ * state only (no randomness, no clock), so a replay evicts the same.
  *
  * <p>Cost, for N objects, E of them evictable in memory and F free ranges: one pass over the shards (O(N)), a sort of
  * the evictable replicas (O(E log E), 16 bytes each, transient), one scan per segment merging them with its free
@@ -22,6 +26,8 @@ import java.util.Map;
  */
 final class ContiguousRoom {
     private static final long SOFT = Long.MIN_VALUE;
+    /** A replica being offloaded: it comes free by itself, so a window counts it as free to be, evicting nothing. */
+    private static final long PENDING = 1L << 62;
 
     private final MasterState state;
 
@@ -32,21 +38,41 @@ final class ContiguousRoom {
     /** What the search did: whether room is free now, or will be once the offloads it started complete. */
     enum Outcome { NONE, FREED, OFFLOADING }
 
+    /**
+     * Whether an offload in flight will, once it completes, free a memory range of at least {@code need} bytes
+     * (aligned) on a usable segment: a put that finds no room then waits for it rather than start offloads of others
+     * (O(offloads in flight), no pass over the objects).
+     */
+    boolean beingMade(long need, boolean[] usable) {
+        for (Offloads.Task t : state.offloads.offloadsInFlight()) {
+            int seg = ObjectRecord.segment(t.source());
+            if (RangeAllocator.aligned(t.size()) >= need && seg < usable.length && usable[seg]) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Evicts the cheapest window of at least {@code need} bytes (aligned) on a usable segment, if one exists. */
     Outcome makeRoom(long now, long need, boolean[] usable) {
-        // the evictable memory replicas on usable segments: packed (segment, offset), and their aligned lengths with
-        // the soft-pinned ones flagged
+        // the evictable and the being-offloaded memory replicas on usable segments: packed (segment, offset), and their
+        // aligned lengths with the soft-pinned and the being-offloaded ones flagged
+        Set<Long> offloads = new HashSet<>();
+        for (Offloads.Task t : state.offloads.offloadsInFlight()) {
+            offloads.add(t.id());
+        }
         long[] at = new long[64];
         long[] len = new long[64];
         int n = 0;
         for (ObjectTable.Shard shard : state.objects.shards()) {
             synchronized (shard) {
                 for (ObjectRecord rec : shard.map.values()) {
-                    if (!Eviction.evictable(rec, now, true, false)) {
+                    boolean pending = rec.offloadTask != 0 && offloads.contains(rec.offloadTask);
+                    if (!pending && !Eviction.evictable(rec, now, true, false)) {
                         continue;
                     }
-                    boolean soft = (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;
-                    long l = RangeAllocator.aligned(rec.size) | (soft ? SOFT : 0);
+                    boolean soft = !pending && (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;
+                    long l = RangeAllocator.aligned(rec.size) | (soft ? SOFT : 0) | (pending ? PENDING : 0);
                     for (long r : rec.replicas()) {
                         int seg = ObjectRecord.segment(r);
                         if (seg < usable.length && usable[seg]) {
@@ -98,6 +124,7 @@ final class ContiguousRoom {
         long[] end = new long[k];
         long[] evicted = new long[k];
         long[] soft = new long[k];
+        long[] pending = new long[k];
         int m = 0;
         var fr = free.entrySet().iterator();
         Map.Entry<Long, Long> f = fr.hasNext() ? fr.next() : null;
@@ -108,10 +135,12 @@ final class ContiguousRoom {
                 end[m++] = f.getKey() + f.getValue();
                 f = fr.hasNext() ? fr.next() : null;
             } else {
-                long l = sortedLen[o] & ~SOFT;
+                long l = sortedLen[o] & ~(SOFT | PENDING);
+                boolean offloading = (sortedLen[o] & PENDING) != 0;
                 start[m] = ObjectRecord.offset(sorted[o]);
                 end[m] = start[m] + l;
-                evicted[m] = l;
+                evicted[m] = offloading ? 0 : l;
+                pending[m] = offloading ? l : 0;
                 soft[m++] = sortedLen[o] < 0 ? l : 0;
                 o++;
             }
@@ -120,23 +149,27 @@ final class ContiguousRoom {
         int left = 0;
         long winEvicted = 0;
         long winSoft = 0;
+        long winPending = 0;
         for (int r = 0; r < m; r++) {
             if (r > 0 && start[r] != end[r - 1]) {
                 // something neither free nor evictable lies in between: a window cannot span it
                 left = r;
                 winEvicted = 0;
                 winSoft = 0;
+                winPending = 0;
             }
             winEvicted += evicted[r];
             winSoft += soft[r];
+            winPending += pending[r];
             // the shortest window ending at r that is still large enough
             while (left < r && end[r] - start[left + 1] >= need) {
                 winEvicted -= evicted[left];
                 winSoft -= soft[left];
+                winPending -= pending[left];
                 left++;
             }
             if (end[r] - start[left] >= need) {
-                Window w = new Window(seg.index, start[left], end[r], winSoft, winEvicted);
+                Window w = new Window(seg.index, start[left], end[r], winSoft, winEvicted, winPending);
                 if (best == null || w.cheaperThan(best)) {
                     best = w;
                 }
@@ -166,7 +199,7 @@ final class ContiguousRoom {
                 offloading |= state.eviction.evictRecord(now, shard, keys.get(i), shard.map.get(keys.get(i)));
             }
         }
-        return offloading ? Outcome.OFFLOADING : Outcome.FREED;
+        return offloading || w.pendingBytes > 0 ? Outcome.OFFLOADING : Outcome.FREED;
     }
 
     private static boolean inWindow(ObjectRecord rec, Window w) {
@@ -178,13 +211,16 @@ final class ContiguousRoom {
         return false;
     }
 
-    private record Window(int segment, long start, long end, long softBytes, long evictedBytes) {
+    private record Window(int segment, long start, long end, long softBytes, long evictedBytes, long pendingBytes) {
         boolean cheaperThan(Window o) {
             if (softBytes != o.softBytes) {
                 return softBytes < o.softBytes;
             }
             if (evictedBytes != o.evictedBytes) {
                 return evictedBytes < o.evictedBytes;
+            }
+            if (pendingBytes != o.pendingBytes) {
+                return pendingBytes < o.pendingBytes;
             }
             return segment != o.segment ? segment < o.segment : start < o.start;
         }

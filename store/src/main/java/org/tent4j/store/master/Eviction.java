@@ -260,10 +260,11 @@ final class Eviction {
      * up to {@link MasterState#EVICTION_SAMPLES} unpinned evictable objects whose own range is large enough for the
      * put ({@code need}, aligned, or more) and lies on a segment it may use ({@code usable}, by segment index), found
      * walking the shards from a random one (at most 64 records looked at per sample). Freeing such a range makes room
-     * by itself, so a small object never dies for nothing here. False if none was found within reach; true when one
-     * was evicted or its offload started (its memory comes free when the offload completes).
+     * by itself, so a small object never dies for nothing here. NONE if none was found within reach; FREED when one was
+     * evicted; OFFLOADING when its offload started (its memory comes free when the offload completes, so the put waits
+     * for that rather than take another).
      */
-    boolean evictLargeEnough(long now, long need, boolean[] usable, SplittableRandom rnd) {
+    ContiguousRoom.Outcome evictLargeEnough(long now, long need, boolean[] usable, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
         int samples = MasterState.EVICTION_SAMPLES;
         int start = rnd.nextInt(shards.length);
@@ -292,13 +293,13 @@ final class Eviction {
             }
         }
         if (bestShard == null) {
-            return false;
+            return ContiguousRoom.Outcome.NONE;
         }
         // every change is applied under the ordering point, so the victim is as it was when sampled
         synchronized (bestShard) {
-            evictRecord(now, bestShard, bestKey, bestShard.map.get(bestKey));
+            return evictRecord(now, bestShard, bestKey, bestShard.map.get(bestKey))
+                    ? ContiguousRoom.Outcome.OFFLOADING : ContiguousRoom.Outcome.FREED;
         }
-        return true;
     }
 
     private static boolean onUsable(ObjectRecord rec, boolean[] usable) {

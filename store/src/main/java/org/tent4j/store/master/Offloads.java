@@ -22,7 +22,9 @@ import org.tent4j.store.master.Command.OffloadTask;
  * owner copies the bytes through its engine, makes them durable, and reports the CRC32C ({@link Command.OffloadDone});
  * only then the object switches to its disk replica and its memory is freed. A task that fails, expires or whose
  * object changed meanwhile gives its disk range back; one the node may still be writing (expired, cancelled) is parked
- * until the node can no longer write it. Every change here comes from a command and its time, so a replay hands out
+ * until the node can no longer write it. The memory of the offloads in flight is room already being made: eviction
+ * rounds count it as freed ({@link #memoryBytesInFlight}) and a put waits for it ({@link ContiguousRoom#beingMade}) rather than
+ * start more. Every change here comes from a command and its time, so a replay hands out
  * and completes the same offloads. {@link Repairs} hands tasks out the same way: a repair copies a live memory replica
  * (on any node) into a range of the node that takes the task, and its report adds that range as a replica. A
  * write-through put's offload ({@link #writeThrough}) is an offload started when the put ends instead of at eviction:
@@ -81,6 +83,11 @@ final class Offloads {
 
     synchronized long memoryBytesInFlight() {
         return memoryBytes;
+    }
+
+    /** The offloads in flight (not promotions, repairs or write-throughs): their objects' memory comes free on completion. */
+    synchronized List<Task> offloadsInFlight() {
+        return inFlight.values().stream().filter(t -> t.kind == OFFLOAD).toList();
     }
 
     synchronized int inFlightCount() {

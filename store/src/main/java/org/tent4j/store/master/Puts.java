@@ -81,26 +81,38 @@ final class Puts {
     }
 
     /**
-     * No segment has the contiguous bytes the put asks for. First the cheap step: up to
-     * {@link MasterState#MAX_INLINE_EVICTIONS} objects each large enough alone (sampled, bounded); then the cheapest
-     * window of free and evictable bytes on a segment the put may use ({@link ContiguousRoom}, a pass over the
-     * objects). Refused only when neither finds room, with where the bytes are.
+     * No segment has the contiguous bytes the put asks for. When an offload in flight will free a range large enough,
+     * the put is refused as transient at once: the client asks again, and room being made is not made twice (each
+     * put asking again would otherwise offload others, and a flood would empty memory). Else the cheap step: up to
+     * {@link MasterState#MAX_INLINE_EVICTIONS} objects each large enough alone (sampled, bounded; the first offload
+     * started ends it); then the cheapest window of free, being-offloaded and evictable bytes on a segment the put may
+     * use ({@link ContiguousRoom}, a pass over the objects). Refused only when neither finds room, with where the bytes
+     * are.
      */
     private PutTicket startAfterEviction(long now, Command.PutStart c, Clients.ClientRecord client) {
         state.segments.wantEviction();
         long need = RangeAllocator.aligned(c.size());
         boolean[] usable = usableSegments(c);
+        ContiguousRoom room = new ContiguousRoom(state);
+        if (room.beingMade(need, usable)) {
+            throw waitForOffloads(c.key(), need);
+        }
         SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
         PutTicket ticket = null;
-        for (int i = 0; i < MasterState.MAX_INLINE_EVICTIONS && ticket == null
-                && state.eviction.evictLargeEnough(now, need, usable, rnd); i++) {
+        ContiguousRoom.Outcome made = ContiguousRoom.Outcome.NONE;
+        for (int i = 0; i < MasterState.MAX_INLINE_EVICTIONS && ticket == null; i++) {
+            made = state.eviction.evictLargeEnough(now, need, usable, rnd);
+            if (made != ContiguousRoom.Outcome.FREED) {
+                break;
+            }
             ticket = tryStart(now, c, client);
         }
-        ContiguousRoom room = new ContiguousRoom(state);
-        ContiguousRoom.Outcome made = ContiguousRoom.Outcome.NONE;
+        if (made == ContiguousRoom.Outcome.OFFLOADING) {
+            throw waitForOffloads(c.key(), need);
+        }
         if (ticket == null) {
             made = room.makeRoom(now, need, usable);
-            if (made != ContiguousRoom.Outcome.NONE) {
+            if (made == ContiguousRoom.Outcome.FREED) {
                 ticket = tryStart(now, c, client);
             }
         }
@@ -114,6 +126,14 @@ final class Puts {
                     + " contiguous free bytes for key '" + c.key() + "' even after eviction: " + why + retry);
         }
         return ticket;
+    }
+
+    /** The refusal of a put that waits for offloads in flight to free room: transient, so its client asks again. */
+    private StoreException waitForOffloads(String key, long need) {
+        counters.allocationFailures.increment();
+        return new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + need + " contiguous free bytes for key '"
+                + key + "' yet: offloads in flight (" + ContiguousRoom.mib(state.offloads.memoryBytesInFlight())
+                + ") free room when they complete; " + StoreException.TRANSIENT + " ask again");
     }
 
     /** By segment index: the memory segments this put may be placed on (mounted, not excluded). */

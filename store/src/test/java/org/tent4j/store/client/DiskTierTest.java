@@ -173,6 +173,55 @@ class DiskTierTest {
         }
     }
 
+    @Test
+    void aPutFloodWithNoHousekeepingKeepsMemoryNearTheWatermarkAndOffloadsOnlyTheExcess() throws Exception {
+        ManualClock clock = new ManualClock();
+        try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
+            // a node slower to come back than a waiting put's first tries (1, 2, 4, ... ms): each try finds the
+            // offloads still in flight, as a node polling every 100 ms does
+            StoreClient a = node(store, "a", Duration.ofMillis(40));
+            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
+                    .stagingBytes(1 << 20).connect();
+            try {
+                MasterState state = store.server().master().state();
+                int slots = (int) (MEMORY / VALUE);
+                int n = 4 * slots;
+                // no round of housekeeping: only the evictor thread and the puts themselves make room, and puts into
+                // the full memory wait for the node's offloads (RoomWait)
+                long lowest = MEMORY;
+                for (int i = 0; i < n; i++) {
+                    writer.put("overflow/" + i, value(50_000 + i), ReplicateConfig.defaults());
+                    if (i >= slots) {
+                        // what memory keeps, less what is being offloaded (an offload completing between the two looks
+                        // makes it one value less: the bound below leaves room for that)
+                        long offloading = state.stats().tiering().offloadsInFlight() * (long) VALUE;
+                        lowest = Math.min(lowest, memoryUsed(state) - offloading);
+                    }
+                }
+                Poll.until("the flood's offloads are done", LIMIT, PAUSE, () -> {
+                    MasterState.Tiering t = state.stats().tiering();
+                    return t.offloadsInFlight() == 0 && t.offloadsStarted() == t.offloadsCompleted() + t.offloadsFailed();
+                });
+                MasterState.Tiering t = state.stats().tiering();
+                assertEquals(n, state.objectCount(), "nothing dropped: " + t);
+                assertEquals(0, t.offloadsFailed() + t.offloadsDuplicate(), t.toString());
+                long used = memoryUsed(state);
+                assertTrue(lowest >= MEMORY / 2, "once full, memory kept as little as " + lowest + " of " + MEMORY
+                        + " bytes (less what was being offloaded): " + t);
+                assertTrue(used >= MEMORY / 2, "memory holds " + used + " of " + MEMORY + " bytes after the flood: " + t);
+                assertTrue(t.offloadsStarted() <= n - slots / 2, t.offloadsStarted() + " offloads for " + n
+                        + " values into memory for " + slots);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(value(50_000 + i), writer.get("overflow/" + i), "overflow/" + i);
+                }
+                assertEquals(0, writer.checksumFailures());
+            } finally {
+                writer.close();
+                a.close();
+            }
+        }
+    }
+
     /**
      * Puts four values, moves virtual time past the read leases, and runs a housekeeping round (parked ranges back,
      * eviction: offloads), waiting until the nodes completed its offloads.
@@ -400,9 +449,13 @@ class DiskTierTest {
     }
 
     private StoreClient node(LoopbackStore store, String name) throws Exception {
+        return node(store, name, Duration.ofMillis(5));
+    }
+
+    private StoreClient node(LoopbackStore store, String name, Duration poll) throws Exception {
         // nodes on one host open each other's files through nvmeof, under the roots they are allowed
         StoreClient n = StoreClient.builder(store.engine(Map.of("transports.nvmeof.peer_roots", dir.toString())), store.address())
-                .offloadPollInterval(Duration.ofMillis(5)).stagingBytes(1 << 20).connect();
+                .offloadPollInterval(poll).stagingBytes(1 << 20).connect();
         n.contribute(MEMORY);
         n.contributeDisk(Files.createDirectories(dir.resolve(name)), 8 << 20);
         return n;

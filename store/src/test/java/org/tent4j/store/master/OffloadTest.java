@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
@@ -39,7 +41,11 @@ class OffloadTest {
     }
 
     private void put(String key) {
-        Command.PutTicket t = state.apply(now, new Command.PutStart("writer", key, SIZE, ReplicateConfig.defaults(), "h", false, key.hashCode()));
+        put(key, SIZE);
+    }
+
+    private void put(String key, long size) {
+        Command.PutTicket t = state.apply(now, new Command.PutStart("writer", key, size, ReplicateConfig.defaults(), "h", false, key.hashCode()));
         state.apply(now, new Command.PutEnd("writer", key, t.putId()));
         now += 1_000;
     }
@@ -74,8 +80,8 @@ class OffloadTest {
         state.apply(now, new Command.Tick());
         assertEquals(t.offloadsStarted(), state.stats().tiering().offloadsStarted(), "no offload started twice");
         assertEquals(memUsed, state.segments.allocated(), "memory is freed only when an offload completes");
-        // puts into the full memory evict for themselves: they start offloads of others, never a second of one in
-        // flight (the oldest, so the first a sample would take)
+        // puts into the full memory wait for the offloads in flight (refused as transient) or evict for themselves,
+        // never starting a second offload of one in flight (the oldest, so the first a sample would take)
         for (int i = 0; i < 16; i++) {
             try {
                 put("more" + i);
@@ -128,6 +134,103 @@ class OffloadTest {
         long disk = diskUsed();
         state.apply(now, new Command.Remove(tasks.get(0).key(), false));
         assertEquals(disk - 4096, diskUsed());
+    }
+
+    @Test
+    void aPutFloodIntoMemoryFullOfOffloadsInFlightWaitsForThemAndOffloadsOnlyTheExcess() {
+        mountNode("a", 4 << 20);
+        long value = 8 << 10; // 32 values fill memory, as the overflow bench's 256 KiB fill 8 MiB
+        int capacity = (int) (MEM / value);
+        int n = 4 * capacity;
+        Map<String, Long> crcs = new HashMap<>();
+        long lowest = MEM;
+        for (int i = 0; i < n; i++) {
+            String key = "flood" + i;
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    put(key, value);
+                    break;
+                } catch (StoreException full) {
+                    assertEquals(StoreError.NO_AVAILABLE_HANDLE, full.error(), full.getMessage());
+                    assertTrue(full.isTransient(), "offloads in flight free room by themselves: " + full.getMessage());
+                    assertTrue(attempt < 32, key + " never found room: " + full.getMessage());
+                    // the client asks again with backoff (1 ms doubling: 8 tries) before the node's next poll (100 ms)
+                    // completes the offloads in flight
+                    if (attempt % 8 == 7) {
+                        completeOffloads(crcs);
+                    }
+                }
+            }
+            state.apply(now, new Command.Evict()); // the evictor, woken by puts over the watermark
+            if (i >= capacity) {
+                lowest = Math.min(lowest, state.segments.allocated() - state.offloads.memoryBytesInFlight());
+            }
+        }
+        completeOffloads(crcs);
+        MasterState.Tiering t = state.stats().tiering();
+        assertEquals(n, state.objectCount(), "nothing dropped");
+        assertEquals(0, t.offloadsDuplicate() + t.offloadsFailed(), t.toString());
+        assertEquals(t.offloadsStarted(), t.offloadsCompleted(), t.toString());
+        assertTrue(lowest >= MEM / 2, "once full, memory kept as little as " + lowest + " of " + MEM
+                + " bytes (less what was being offloaded): " + t);
+        assertTrue(state.segments.allocated() >= MEM / 2, "memory holds " + state.segments.allocated() + " of " + MEM
+                + " bytes after the flood: " + t);
+        assertTrue(t.offloadsStarted() <= n - capacity / 2, t.offloadsStarted() + " offloads for " + n + " puts into "
+                + capacity + " values' worth of memory");
+        long inMemory = 0;
+        for (int i = 0; i < n; i++) {
+            String key = "flood" + i;
+            List<ReplicaLocation> rs = state.describe(now, key).replicas();
+            assertEquals(1, rs.size(), key + ": " + rs);
+            if (rs.get(0).onDisk()) {
+                assertEquals(crcs.get(key), rs.get(0).crc32c(), key + ": the CRC its node reported");
+            } else {
+                inMemory += value;
+            }
+        }
+        assertEquals(inMemory, state.segments.allocated(), "memory used = the objects in memory");
+        assertEquals(n - inMemory / value, t.offloadsCompleted(), "every value not in memory went to disk once");
+    }
+
+    @Test
+    void aPutLargerThanAnyObjectWaitsForNeighboursBeingOffloadedRatherThanOffloadOthers() {
+        mountNode("a", 1 << 20);
+        fillAndEvict(); // offloads the oldest: written first, so neighbours
+        int i = 0;
+        try {
+            while (true) {
+                put("fill" + i++);
+            }
+        } catch (StoreException full) {
+            assertEquals(StoreError.NO_AVAILABLE_HANDLE, full.error(), full.getMessage());
+        }
+        long started = state.stats().tiering().offloadsStarted();
+        long memUsed = state.segments.allocated();
+        assertTrue(started >= 2, "the round started offloads: " + state.stats().tiering());
+        StoreException wait = assertThrows(StoreException.class, () -> put("large", 2 * SIZE));
+        assertEquals(StoreError.NO_AVAILABLE_HANDLE, wait.error(), wait.getMessage());
+        assertTrue(wait.isTransient(), wait.getMessage());
+        assertTrue(wait.getMessage().contains("'large'"), wait.getMessage());
+        assertEquals(started, state.stats().tiering().offloadsStarted(), "neighbours being offloaded make its room: "
+                + "no other object offloaded");
+        assertEquals(memUsed, state.segments.allocated(), "nothing placed, nothing freed");
+        assertEquals(0, state.stats().evictedObjects());
+        completeOffloads(new HashMap<>());
+        put("large", 2 * SIZE);
+        assertEquals(started, state.stats().tiering().offloadsStarted());
+        assertTrue(state.exists("large"));
+    }
+
+    /** The node's poll: takes every waiting offload and reports it written, with a CRC32C per key. */
+    private void completeOffloads(Map<String, Long> crcs) {
+        List<OffloadTask> tasks = state.apply(now, new Command.TakeOffloads("a", 1000));
+        List<OffloadResult> done = new java.util.ArrayList<>();
+        for (OffloadTask task : tasks) {
+            long crc = Integer.toUnsignedLong(task.key().hashCode());
+            crcs.put(task.key(), crc);
+            done.add(new OffloadResult(task.taskId(), true, crc, null));
+        }
+        state.apply(now, new Command.OffloadDone("a", done));
     }
 
     @Test
