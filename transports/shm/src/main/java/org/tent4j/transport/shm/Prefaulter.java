@@ -46,14 +46,12 @@ final class Prefaulter implements AutoCloseable {
     /** Starts populating {@code segment} in the background; the mapping stops it before it unmaps. */
     Prefault start(MemorySegment segment, boolean writable, String what) {
         Prefault p = new Prefault(segment, writable, what);
-        if (disabled) {
-            p.done.complete(0L);
-            return p;
-        }
-        try {
-            executor().execute(p::run);
-        } catch (RejectedExecutionException e) { // closed
-            p.done.complete(0L);
+        if (!disabled) {
+            try {
+                executor().execute(p::run);
+            } catch (RejectedExecutionException closed) {
+                // closed meanwhile: nothing to populate for
+            }
         }
         return p;
     }
@@ -80,7 +78,7 @@ final class Prefaulter implements AutoCloseable {
         disabled = true;
         if (thread != null) {
             for (Runnable queued : thread.shutdownNow()) {
-                queued.run(); // disabled now: each ends at once and completes its future
+                queued.run(); // disabled now: a population ends at once, and an idle() future completes
             }
         }
     }
@@ -104,8 +102,6 @@ final class Prefaulter implements AutoCloseable {
         private final String what;
         private long bytes; // guarded by this
         private boolean stopped; // guarded by this
-        /** Completes with the bytes populated when the walk ends (whole, at the budget, stopped or refused). */
-        final CompletableFuture<Long> done = new CompletableFuture<>();
 
         private Prefault(MemorySegment segment, boolean writable, String what) {
             this.segment = segment;
@@ -140,11 +136,6 @@ final class Prefaulter implements AutoCloseable {
                 }
                 at += n;
             }
-            done.complete(bytesNow());
-        }
-
-        private synchronized long bytesNow() {
-            return bytes;
         }
 
         private void refused(int errno) {

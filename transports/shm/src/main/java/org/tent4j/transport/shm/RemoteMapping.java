@@ -39,7 +39,7 @@ final class RemoteMapping {
     final Permission permission;
     final MemorySegment segment;
     private final Arena arena;
-    final Prefaulter.Prefault prefault;
+    private final Prefaulter.Prefault prefault;
 
     private RemoteMapping(long address, long length, String path, Permission permission, MemorySegment segment,
                           Arena arena, Prefaulter prefaulter) {

@@ -111,7 +111,7 @@ final class ShmAllocator implements MemoryAllocator {
         private final Arena arena;
         private final int lockFd;
         // the owner writes its own pages too (a tcp target receiving into them, the store node's own copies)
-        final Prefaulter.Prefault prefault;
+        private final Prefaulter.Prefault prefault;
         private final AtomicBoolean released = new AtomicBoolean();
 
         private ShmFile(Path path, long size, MemorySegment segment, Arena arena, int lockFd, Prefaulter prefaulter) {
