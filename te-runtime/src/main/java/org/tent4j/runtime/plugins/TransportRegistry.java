@@ -48,30 +48,21 @@ public final class TransportRegistry implements AutoCloseable {
     private final boolean explicitPreference;
 
     /**
-     * Probes the enabled providers at once, each on a thread of its own: a probe mostly waits on native libraries
-     * (loading libibverbs, libfabric or the CUDA runtime and asking for devices), which took about half a second each
-     * for rdma, efa and nvlink on a 2-core machine without the hardware, one after the other the largest part of an
-     * engine's start.
+     * Starts probing {@code p} on a thread of its own, so the enabled providers are probed at once: a probe mostly waits
+     * on native libraries (loading libibverbs, libfabric or the CUDA runtime and asking for devices), which took about
+     * half a second each for rdma, efa and nvlink on a 2-core machine without the hardware, one after the other the
+     * largest part of an engine's start.
      */
-    private static Map<TransportProvider, CompletableFuture<Availability>> probeAll(List<TransportProvider> providers,
-            ResolvedConfig config, Set<String> enabled) {
-        Map<TransportProvider, CompletableFuture<Availability>> probes = new java.util.IdentityHashMap<>();
-        for (TransportProvider p : providers) {
-            if (!(enabled.contains("*") || enabled.contains(p.id()))) {
-                continue;
+    private static CompletableFuture<Availability> probe(TransportProvider p, OptionValues options) {
+        CompletableFuture<Availability> f = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("tent4j-probe-" + p.id()).start(() -> {
+            try {
+                f.complete(p.availability(options));
+            } catch (RuntimeException | Error e) {
+                f.completeExceptionally(e);
             }
-            OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
-            CompletableFuture<Availability> f = new CompletableFuture<>();
-            Thread.ofPlatform().daemon().name("tent4j-probe-" + p.id()).start(() -> {
-                try {
-                    f.complete(p.availability(options));
-                } catch (RuntimeException | Error e) {
-                    f.completeExceptionally(e);
-                }
-            });
-            probes.put(p, f);
-        }
-        return probes;
+        });
+        return f;
     }
 
     /** A probe's answer; what it threw is thrown here, as if it had run on this thread. */
@@ -124,17 +115,25 @@ public final class TransportRegistry implements AutoCloseable {
         List<Started> started = new ArrayList<>();
         List<TransportInfo> info = new ArrayList<>();
         Map<Integer, Map.Entry<TransportProvider, OptionValues>> disabled = new LinkedHashMap<>();
-        Map<TransportProvider, CompletableFuture<Availability>> probes = probeAll(providers, config, enabled);
+        record Candidate(TransportProvider provider, OptionValues options, CompletableFuture<Availability> probe) {
+        }
+        List<Candidate> candidates = new ArrayList<>();
+        for (TransportProvider p : providers) {
+            OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
+            // a disabled plugin is probed only if someone asks (transports()): it loads no native library at start
+            boolean wanted = enabled.contains("*") || enabled.contains(p.id());
+            candidates.add(new Candidate(p, options, wanted ? probe(p, options) : null));
+        }
         try {
-            for (TransportProvider p : providers) {
-                OptionValues options = config.plugin("transports." + p.id() + ".", p.options());
-                if (!(enabled.contains("*") || enabled.contains(p.id()))) {
-                    // probed only if someone asks (transports()): an unwanted plugin loads no native library at start
+            for (Candidate c : candidates) {
+                TransportProvider p = c.provider();
+                OptionValues options = c.options();
+                if (c.probe() == null) {
                     info.add(null);
                     disabled.put(info.size() - 1, Map.entry(p, options));
                     continue;
                 }
-                Availability availability = probed(probes.get(p));
+                Availability availability = probed(c.probe());
                 if (!availability.isAvailable()) {
                     info.add(new TransportInfo(p.id(), false, availability.reason(), false));
                     log.info("transport '{}' skipped: unavailable: {}", p.id(), availability.reason());
