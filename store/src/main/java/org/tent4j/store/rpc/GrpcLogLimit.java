@@ -1,6 +1,7 @@
 package org.tent4j.store.rpc;
 
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -14,18 +15,15 @@ final class GrpcLogLimit {
     // java.util.logging holds its loggers weakly: the configured one must stay referenced or the filter goes with it
     private static final Logger STREAM = Logger.getLogger("io.grpc.netty.NettyServerStream");
     private static final AtomicLong SEEN = new AtomicLong();
-
-    static {
-        STREAM.setFilter(r -> r.getLevel().intValue() < Level.WARNING.intValue()
-                || Long.bitCount(SEEN.incrementAndGet()) == 1);
-    }
+    private static final Filter POWERS_OF_TWO = r -> r.getLevel().intValue() < Level.WARNING.intValue()
+            || Long.bitCount(SEEN.incrementAndGet()) == 1;
 
     private GrpcLogLimit() {
     }
 
-    /** Installs the filter (once, at class initialisation). */
+    /** Installs the filter; installing it again changes nothing. */
     static void install() {
-        // the static initialiser did the work
+        STREAM.setFilter(POWERS_OF_TWO);
     }
 
     /** How many WARNING-or-worse records the stream logger was asked to log. */
