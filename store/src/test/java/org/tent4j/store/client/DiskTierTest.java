@@ -61,8 +61,7 @@ class DiskTierTest {
         try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
             StoreClient a = node(store, "a");
             StoreClient b = node(store, "b");
-            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
-                    .stagingBytes(1 << 20).connect();
+            StoreClient writer = writer(store, clock);
             try {
                 MasterState state = store.server().master().state();
                 long capacity = 2 * MEMORY;
@@ -180,8 +179,7 @@ class DiskTierTest {
             // a node slower to come back than a waiting put's first tries (1, 2, 4, ... ms): each try finds the
             // offloads still in flight, as a node polling every 100 ms does
             StoreClient a = node(store, "a", Duration.ofMillis(40));
-            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
-                    .stagingBytes(1 << 20).connect();
+            StoreClient writer = writer(store, clock);
             try {
                 MasterState state = store.server().master().state();
                 int slots = (int) (MEMORY / VALUE);
@@ -252,8 +250,7 @@ class DiskTierTest {
         ManualClock clock = new ManualClock();
         try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
             StoreClient a = node(store, "a");
-            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
-                    .stagingBytes(1 << 20).connect();
+            StoreClient writer = writer(store, clock);
             try {
                 MasterState state = store.server().master().state();
                 Map<String, Long> written = new ConcurrentHashMap<>();
@@ -314,8 +311,7 @@ class DiskTierTest {
         try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1))
                 .withPromoteAfterHits(2))) {
             StoreClient a = node(store, "a");
-            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
-                    .stagingBytes(1 << 20).connect();
+            StoreClient writer = writer(store, clock);
             try {
                 MasterState state = store.server().master().state();
                 Map<String, Long> written = new ConcurrentHashMap<>();
@@ -344,8 +340,7 @@ class DiskTierTest {
         ManualClock clock = new ManualClock();
         try (LoopbackStore store = LoopbackStore.start(clock, MasterConfig.defaults().withClientTtl(Duration.ofDays(1)))) {
             StoreClient a = node(store, "a");
-            StoreClient writer = StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0)
-                    .stagingBytes(1 << 20).connect();
+            StoreClient writer = writer(store, clock);
             try {
                 MasterState state = store.server().master().state();
                 byte[] bytes = value(-1);
@@ -459,6 +454,12 @@ class DiskTierTest {
         n.contribute(MEMORY);
         n.contributeDisk(Files.createDirectories(dir.resolve(name)), 8 << 20);
         return n;
+    }
+
+    /** A client on a {@link #remote} engine that puts without reservations, on the test's clock. */
+    private static StoreClient writer(LoopbackStore store, ManualClock clock) {
+        return StoreClient.builder(remote(store), store.address()).clock(clock).reservationBytes(0).stagingBytes(1 << 20)
+                .connect();
     }
 
     /** An engine as on another host: no nvmeof, so a node's file is reached through its tcp file serving. */
