@@ -19,14 +19,14 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 field() { grep '^{' "$1" | tail -1 | python3 -c "import json,sys; d=json.load(sys.stdin); print(round(d['$2'], 1))"; }
 echo "$(date -u +%FT%TZ) $(git -C "$ROOT" rev-parse --short HEAD) load $(load), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(df -T "$BASE" | awk 'NR==2{print $2}') at $BASE"
 
-store() { # NAME DISK(yes|no): a master and one node; sets MASTER, ADMIN, DISK
-  local name=$1 withdisk=$2 dir="$BASE/run-$1"
+store() { # NAME DISK(yes|no) MEMORY: a master and one node; sets MASTER, ADMIN, DISK
+  local name=$1 withdisk=$2 memory=$3 dir="$BASE/run-$1"
   mkdir -p "$dir"
   "$ROOT/bin/tent4j" store master --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 1)) > "$T/$name.master" 2>&1 &
   pids+=($!)
   until grep -q '^LISTENING' "$T/$name.master"; do sleep 0.2; done
   MASTER=127.0.0.1:$PORT ADMIN=127.0.0.1:$((PORT + 1)) DISK="$dir/disk"
-  local args=(--master "$MASTER" --segment-size "$MEM" --control-host 127.0.0.1)
+  local args=(--master "$MASTER" --segment-size "$memory" --control-host 127.0.0.1)
   [ "$withdisk" = yes ] && args+=(--disk-dir "$DISK" --disk-size 8g)
   mkdir -p "$DISK"
   "$ROOT/bin/tent4j" store node "${args[@]}" > "$T/$name.node" 2>&1 &
@@ -38,15 +38,14 @@ stop() { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null ||
 # puts into a store with room, as the overflow below puts them (from a fresh process, no warm-up): as many MiB as
 # the overflow writes, into a memory tier twice that
 TOTAL_MIB=$(python3 -c "u={'k':1/1024,'m':1,'g':1024}; m='$MEM'; t='$TOTAL'; mem=float(m[:-1])*u[m[-1].lower()]; print(int(float(t[:-1])*mem if t[-1]=='x' else float(t[:-1])*u[t[-1].lower()]))")
-MEM_SAVED=$MEM; MEM=$((TOTAL_MIB * 2))m
-store room no
+store room no $((TOTAL_MIB * 2))m
 "$ROOT/bin/tent4j" store bench --master "$MASTER" --control-host 127.0.0.1 --mode put --size 1m --threads "$THREADS" \
   --count $((TOTAL_MIB / THREADS)) --warmup 0s --json > "$T/room" 2>&1
 echo "puts, memory with room:          $(field "$T/room" opsPerSecond) puts/s (1 MiB, $TOTAL_MIB puts)   load $(load)"
-stop; MEM=$MEM_SAVED
+stop
 
 # the overflow: local disk reads (nvmeof through peer_roots)
-store local yes
+store local yes "$MEM"
 printf '{"transports.nvmeof.peer_roots": "%s"}\n' "$DISK" > "$T/engine.json"
 "$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 --config "$T/engine.json" \
   --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --verify --json > "$T/local" 2>&1 || { cat "$T/local"; exit 1; }
@@ -58,7 +57,7 @@ echo "file-bench --via=local:          $(field "$T/fb-local" mib_per_sec) MiB/s 
 stop
 
 # the same over tcp file serving: the bench may use tcp only
-store tcp yes
+store tcp yes "$MEM"
 TENT4J_TRANSPORTS_ENABLED=tcp "$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 \
   --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --verify --json > "$T/tcp" 2>&1 || { cat "$T/tcp"; exit 1; }
 echo "store reads from disk over tcp:  $(field "$T/tcp" diskReadMibPerSecond) MiB/s ($(field "$T/tcp" diskReads) reads)   load $(load)"
