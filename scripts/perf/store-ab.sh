@@ -1,6 +1,6 @@
 #!/bin/bash
-# Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "Issue 11").
-#   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" /tmp/base .
+# Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "The store").
+#   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" BASE_CHECKOUT .
 # A BUILD may end in :durable (one master with its durable log, --data-dir) or :group3 (three durable masters, each
 # with its own log, on this machine), e.g. ". .:durable .:group3" compares the in-memory master with both (issue 22).
 # Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
@@ -12,7 +12,7 @@
 set -u
 ROUNDS=$1 CASES=$2; shift 2
 BUILDS=("$@")
-# 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/PERFORMANCE.md, session 7, lead)
+# 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/perf-notes/store.md, session 7)
 WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561}
 exec 9>/tmp/tent4j-bench.lock
 flock 9
