@@ -156,12 +156,12 @@ class DiskScrubTest {
         }
 
         ReplicaLocation replica(String key) {
-            return state().describe(server.master().clock().nanoTime(), key).replicas().getFirst();
+            return state().describe(server.master().now(), key).replicas().getFirst();
         }
 
         /** The values held on disk. */
         long diskObjects() {
-            long now = server.master().clock().nanoTime();
+            long now = server.master().now();
             return IntStream.range(0, 16).mapToObj(i -> state().describe(now, "scrub/" + i))
                     .filter(k -> k != null && k.replicas().getFirst().onDisk()).count();
         }

@@ -81,7 +81,7 @@ public final class AdminServer implements AutoCloseable {
             }
             Map<String, String> q = query(ex.getRequestURI().getRawQuery());
             MasterState state = master.master().state();
-            long now = master.master().clock().nanoTime();
+            long now = master.master().now();
             switch (ex.getRequestURI().getPath()) {
                 case "/" -> {
                     var log = master.master().log();

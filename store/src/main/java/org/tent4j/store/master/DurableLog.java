@@ -19,6 +19,7 @@ import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientAsynchronousProtocol;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
@@ -88,6 +89,13 @@ public final class DurableLog implements AutoCloseable {
     }
 
     private final RaftServer server;
+    /**
+     * The group's member on this server, which proposals and reads go to directly: through {@link RaftServer} each
+     * request is first handed to Ratis's client thread pool while the calling thread waits for it (a thread wake-up
+     * more per call, about half of a small call's latency on two busy cores), and requests of one caller could
+     * reach the log out of order. Directly, a request is in the log's queue when the call returns.
+     */
+    private final RaftClientAsynchronousProtocol member;
     private final MasterStateMachine machine;
     private final RaftPeerId self;
     private final ClientId clientId = ClientId.randomId();
@@ -98,8 +106,10 @@ public final class DurableLog implements AutoCloseable {
     /** Peer id to store RPC address, for naming the leader to clients. */
     private final java.util.Map<String, String> rpcOf;
 
-    private DurableLog(RaftServer server, MasterStateMachine machine, RaftPeerId self, List<Peer> peers) {
+    private DurableLog(RaftServer server, RaftClientAsynchronousProtocol member, MasterStateMachine machine,
+                       RaftPeerId self, List<Peer> peers) {
         this.server = server;
+        this.member = member;
         this.machine = machine;
         this.self = self;
         java.util.Map<String, String> m = new java.util.HashMap<>();
@@ -208,10 +218,22 @@ public final class DurableLog implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while starting the store master's log in " + dataDir, e);
         }
+        RaftClientAsynchronousProtocol member;
+        try {
+            member = server.getDivision(GROUP) instanceof RaftClientAsynchronousProtocol m ? m : null;
+        } catch (IOException e) {
+            server.close();
+            throw e;
+        }
+        if (member == null) {
+            server.close();
+            throw new IllegalStateException("this Ratis version's group member takes no client requests directly ("
+                    + RaftClientAsynchronousProtocol.class.getName() + "); the store master needs it to keep calls in order");
+        }
         if (fresh && group.size() > 1) {
             CatchUpWatch.start(server, RaftGroup.valueOf(GROUP, group), me.getId());
         }
-        return new DurableLog(server, machine, me.getId(), peers);
+        return new DurableLog(server, member, machine, me.getId(), peers);
     }
 
     /**
@@ -318,6 +340,14 @@ public final class DurableLog implements AutoCloseable {
         return machine.state();
     }
 
+    /**
+     * Runs {@code r} each time this master becomes a leader ready to serve (every entry of earlier terms applied),
+     * on Ratis's thread, before the master proposes anything of its own in that term.
+     */
+    public void onLeading(Runnable r) {
+        machine.onLeading(r);
+    }
+
     /** Completes the first time this master is a leader ready to serve (at once for a group of one). */
     public CompletableFuture<Void> leaderReady() {
         return machine.leaderReady;
@@ -356,7 +386,7 @@ public final class DurableLog implements AutoCloseable {
                 .setType(RaftClientRequest.writeRequestType())
                 .build();
         try {
-            server.submitClientRequestAsync(request).whenComplete((reply, err) -> {
+            member.submitClientRequestAsync(request).whenComplete((reply, err) -> {
                 Throwable why = err != null ? err : reply.isSuccess() ? null : reply.getException();
                 if (why != null) {
                     machine.forget(proposal);
@@ -405,7 +435,7 @@ public final class DurableLog implements AutoCloseable {
                 .build();
         Throwable why;
         try {
-            var reply = server.submitClientRequestAsync(request).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+            var reply = member.submitClientRequestAsync(request).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
             if (reply.isSuccess()) {
                 return;
             }

@@ -65,6 +65,8 @@ final class MasterStateMachine extends BaseStateMachine {
      */
     final CompletableFuture<byte[]> credentialKey = new CompletableFuture<>();
     private volatile Runnable onLeaderReady = () -> { };
+    /** Told each time this master becomes a ready leader, before it proposes anything of its own. */
+    private final List<Runnable> leading = new java.util.concurrent.CopyOnWriteArrayList<>();
     final LogMetrics metrics;
 
     MasterStateMachine(MasterConfig config, LogMetrics metrics) {
@@ -74,6 +76,10 @@ final class MasterStateMachine extends BaseStateMachine {
 
     void onLeaderReady(Runnable r) {
         onLeaderReady = r;
+    }
+
+    void onLeading(Runnable r) {
+        leading.add(r);
     }
 
     /** A key entry holding a fresh random key. */
@@ -255,6 +261,7 @@ final class MasterStateMachine extends BaseStateMachine {
     /** Ratis marks a leader ready once it has applied its own term's first entry, so every earlier one before it. */
     @Override
     public void notifyLeaderReady() {
+        leading.forEach(Runnable::run);
         leaderReady.complete(null);
         ready.complete(null);
         // the state, not this process, says whether the group has a key: a master that caught up from a snapshot

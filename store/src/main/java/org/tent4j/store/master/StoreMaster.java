@@ -34,6 +34,15 @@ public final class StoreMaster implements AutoCloseable {
     /** Null on a durable log: its state is replaced when a snapshot from the leader is installed, read it there. */
     private final MasterState state;
     private final StoreClock clock;
+    /**
+     * Added to {@link #clock} on a durable log, so that each time this master starts to lead, the state's time goes on
+     * from its last applied entry's. The masters' monotonic clocks have unrelated origins (each machine's boot, and a
+     * reboot starts again near 0): a leader's raw reading would jump the state's time ahead (every lease the last
+     * leader granted ended at once, reads in progress unprotected, every reservation and put deadline passed) or hold
+     * it at the last entry's for as long as this clock lags (nothing expires). The time between the last entry and
+     * this master's lead is not counted: leases and deadlines run that much longer, never shorter.
+     */
+    private volatile long timeOffset;
     /** Null in memory: commands are applied on the caller's thread and nothing survives the process. */
     private final DurableLog log;
     private ScheduledExecutorService housekeeping;
@@ -62,6 +71,22 @@ public final class StoreMaster implements AutoCloseable {
         this.state = null;
         this.clock = clock;
         this.log = log;
+        goOnFromLastEntry();
+        log.onLeading(this::goOnFromLastEntry);
+    }
+
+    private void goOnFromLastEntry() {
+        MasterState s = log.state();
+        // a state that applied nothing has no time to go on from: the clock's own reading starts it
+        timeOffset = s.lastApplied() == 0 ? 0 : s.lastAppliedTime() - clock.nanoTime();
+    }
+
+    /**
+     * The time commands are applied at: the clock's reading, on a durable log going on from the last entry applied
+     * when this master started to lead (see {@link #timeOffset}).
+     */
+    public long now() {
+        return clock.nanoTime() + timeOffset;
     }
 
     /** The Raft term this master is in (0 in memory): carried by every answer on the Calls stream. */
@@ -83,12 +108,8 @@ public final class StoreMaster implements AutoCloseable {
         return log == null ? state : log.state();
     }
 
-    public StoreClock clock() {
-        return clock;
-    }
-
     public <R> R apply(Command<R> command) {
-        return log == null ? state.apply(clock.nanoTime(), command) : log.apply(clock.nanoTime(), command);
+        return log == null ? state.apply(clock.nanoTime(), command) : log.apply(now(), command);
     }
 
     /**
@@ -96,14 +117,22 @@ public final class StoreMaster implements AutoCloseable {
      * result or the exception it was refused with. Only for a durable master; an entry not committed throws.
      */
     public List<Object> applyAll(List<Command<?>> commands) {
-        if (log == null) {
-            throw new IllegalStateException("applyAll is for a master on a durable log");
-        }
         try {
-            return log.submit(clock.nanoTime(), commands).join();
+            return submitAll(commands).join();
         } catch (java.util.concurrent.CompletionException e) {
             throw e.getCause() instanceof RuntimeException re ? re : e;
         }
+    }
+
+    /**
+     * {@link #applyAll} without waiting: completes, on the log's applier thread, once the entry is committed and
+     * applied (or fails as {@link DurableLog#submit} says), so the calling thread can serve other calls meanwhile.
+     */
+    public java.util.concurrent.CompletableFuture<List<Object>> submitAll(List<Command<?>> commands) {
+        if (log == null) {
+            throw new IllegalStateException("submitAll is for a master on a durable log");
+        }
+        return log.submit(now(), commands);
     }
 
     /**

@@ -94,6 +94,10 @@ final class ClientCommands {
     }
 
     CommitResponse commit(String session, CommitRequest req) {
+        return commitAnswer(master.apply(commitCommand(session, req)));
+    }
+
+    static Command<Command.CommitResult> commitCommand(String session, CommitRequest req) {
         self(session, req.getClientId());
         if (req.getItemsCount() > MasterState.MAX_COMMIT_ITEMS) {
             throw new StoreException(StoreError.INVALID_PARAMS, "commit of " + req.getItemsCount()
@@ -110,8 +114,11 @@ final class ClientCommands {
         }
         Command.Reserve refill = req.hasRefill() ? new Command.Reserve(Math.min(req.getRefill().getBytes(), Long.MAX_VALUE / 2),
                 req.getRefill().getReplicas(), req.getRefill().getWriterHost()) : null;
-        Command.CommitResult r = master.apply(once(req.getClientId(), req.getRequestSeq(), new Command.Commit(
-                req.getClientId(), items, req.getRetireList(), refill, ThreadLocalRandom.current().nextLong())));
+        return once(req.getClientId(), req.getRequestSeq(), new Command.Commit(
+                req.getClientId(), items, req.getRetireList(), refill, ThreadLocalRandom.current().nextLong()));
+    }
+
+    static CommitResponse commitAnswer(Command.CommitResult r) {
         CommitResponse.Builder b = CommitResponse.newBuilder();
         for (StoreException e : r.failures()) {
             b.addItems(e == null ? Wire.OK : Wire.status(e));

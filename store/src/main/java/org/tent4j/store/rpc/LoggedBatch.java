@@ -2,6 +2,8 @@ package org.tent4j.store.rpc;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 
@@ -35,43 +37,100 @@ final class LoggedBatch {
     }
 
     /**
-     * Serves the items through the master's log: an item refused before it is a command, or by its command, gets its
-     * own error; an entry the log could not commit fails each of its items with that reason.
+     * Serves the items through the master's log, waiting on this thread for each entry: an item refused before it is
+     * a command, or by its command, gets its own error; an entry the log could not commit fails each of its items
+     * with that reason.
      */
-    @SuppressWarnings("unchecked")
     static <I, R, T> List<T> serve(StoreMaster master, String method, List<I> items, Step<I, R, T> step,
                                    Function<Status, T> onError, RpcStats stats) {
         long start = System.nanoTime();
         List<T> answers = new ArrayList<>(items.size());
         boolean failed = false;
         for (int from = 0; from < items.size(); from += ENTRY_ITEMS) {
-            List<I> chunk = items.subList(from, Math.min(items.size(), from + ENTRY_ITEMS));
-            Object[] outcome = new Object[chunk.size()];
-            List<Command<?>> commands = new ArrayList<>(chunk.size());
-            List<Integer> slots = new ArrayList<>(chunk.size());
-            for (int i = 0; i < chunk.size(); i++) {
+            Entry<I, R, T> entry = new Entry<>(items.subList(from, Math.min(items.size(), from + ENTRY_ITEMS)), step);
+            try {
+                entry.committed(entry.commands.isEmpty() ? List.of() : master.applyAll(entry.commands), null);
+            } catch (RuntimeException notCommitted) {
+                entry.committed(null, notCommitted);
+            }
+            failed |= entry.answer(onError, answers);
+        }
+        stats.record(method, System.nanoTime() - start, failed);
+        return answers;
+    }
+
+    /**
+     * {@link #serve} of at most {@link #ENTRY_ITEMS} items (one entry) without waiting: the answers complete on the
+     * log's applier thread once the entry is applied, so the thread that proposed it goes on serving other calls.
+     */
+    static <I, R, T> CompletableFuture<List<T>> serveAsync(StoreMaster master, String method, List<I> items,
+                                                           Step<I, R, T> step, Function<Status, T> onError,
+                                                           RpcStats stats) {
+        if (items.size() > ENTRY_ITEMS) {
+            throw new IllegalArgumentException(method + ": " + items.size() + " items are more than one entry holds");
+        }
+        long start = System.nanoTime();
+        Entry<I, R, T> entry = new Entry<>(items, step);
+        CompletableFuture<List<Object>> results;
+        try {
+            results = entry.commands.isEmpty() ? CompletableFuture.completedFuture(List.of()) : master.submitAll(entry.commands);
+        } catch (RuntimeException notProposed) {
+            results = CompletableFuture.failedFuture(notProposed);
+        }
+        return results.handle((r, err) -> {
+            entry.committed(r, err == null ? null
+                    : err instanceof CompletionException && err.getCause() != null ? err.getCause() : err);
+            List<T> answers = new ArrayList<>(items.size());
+            stats.record(method, System.nanoTime() - start, entry.answer(onError, answers));
+            return answers;
+        });
+    }
+
+    /** One entry's items: their commands, which item each result belongs to, and each item's outcome. */
+    private static final class Entry<I, R, T> {
+        final List<I> items;
+        final Step<I, R, T> step;
+        final Object[] outcome;
+        final List<Command<?>> commands;
+        final int[] slots;
+
+        Entry(List<I> items, Step<I, R, T> step) {
+            this.items = items;
+            this.step = step;
+            this.outcome = new Object[items.size()];
+            this.commands = new ArrayList<>(items.size());
+            this.slots = new int[items.size()];
+            for (int i = 0; i < items.size(); i++) {
                 try {
-                    commands.add(step.command().apply(chunk.get(i)));
-                    slots.add(i);
+                    commands.add(step.command().apply(items.get(i)));
+                    slots[commands.size() - 1] = i;
                 } catch (RuntimeException refused) {
                     outcome[i] = refused;
                 }
             }
-            try {
-                List<Object> results = commands.isEmpty() ? List.of() : master.applyAll(commands);
-                for (int k = 0; k < slots.size(); k++) {
-                    outcome[slots.get(k)] = results.get(k);
-                }
-            } catch (RuntimeException notCommitted) {
-                slots.forEach(i -> outcome[i] = notCommitted);
+        }
+
+        /** The entry's results, one per command; or why it was not committed, which every command's item gets. */
+        void committed(List<Object> results, Throwable notCommitted) {
+            for (int k = 0; k < commands.size(); k++) {
+                outcome[slots[k]] = notCommitted != null ? notCommitted : results.get(k);
             }
-            for (int i = 0; i < chunk.size(); i++) {
+        }
+
+        /** Adds each item's answer (or error) to {@code answers}; whether any item failed. */
+        @SuppressWarnings("unchecked")
+        boolean answer(Function<Status, T> onError, List<T> answers) {
+            boolean failed = false;
+            for (int i = 0; i < items.size(); i++) {
                 Object o = outcome[i];
                 try {
                     if (o instanceof RuntimeException e) {
                         throw e;
                     }
-                    answers.add(step.answer().apply(chunk.get(i), (R) o));
+                    if (o instanceof Throwable t) {
+                        throw new StoreException(StoreError.INTERNAL_ERROR, "the master's log failed the call: " + t, t);
+                    }
+                    answers.add(step.answer().apply(items.get(i), (R) o));
                 } catch (StoreException e) {
                     failed = true;
                     answers.add(onError.apply(Wire.status(e)));
@@ -81,8 +140,7 @@ final class LoggedBatch {
                             .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build()));
                 }
             }
+            return failed;
         }
-        stats.record(method, System.nanoTime() - start, failed);
-        return answers;
     }
 }

@@ -14,6 +14,7 @@ import org.tent4j.store.proto.BatchPutStartResponse;
 import org.tent4j.store.proto.BatchReplicaListResponse;
 import org.tent4j.store.proto.BatchStatus;
 import org.tent4j.store.proto.Call;
+import org.tent4j.store.proto.CommitRequest;
 import org.tent4j.store.proto.CommitResponse;
 import org.tent4j.store.proto.ExistResponse;
 import org.tent4j.store.proto.KeysRequest;
@@ -30,6 +31,11 @@ import org.tent4j.store.proto.Status;
  * stream's credential proved when it opened.
  */
 final class ServedStream implements StreamObserver<Call> {
+    /**
+     * Most calls of one stream waiting for their log entry at once (durable master): the stream is not read past
+     * them, so the master holds at most this many of a client's calls, and their answers, per stream.
+     */
+    static final int MAX_LOGGED_CALLS = 32;
     private final MasterService svc;
     private final ServerCallStreamObserver<Answer> out;
     /** The client this stream's credential proves, checked once when it opened; null: none. */
@@ -37,11 +43,13 @@ final class ServedStream implements StreamObserver<Call> {
     private final LoggedBatch.Step<PutStartRequest, Command.PutTicket, PutStartResponse> putStartStep;
     private final LoggedBatch.Step<PutEndRequest, Void, Status> putEndStep;
     private final LoggedBatch.Step<PutEndRequest, Void, Status> putRevokeStep;
+    private final LoggedBatch.Step<CommitRequest, Command.CommitResult, CommitResponse> commitStep;
     // guarded by this: the event loop and slowWork's threads both answer and ask for the next call
     private boolean requested;
     private boolean closed;
     private boolean halfClosed;
     private int slowInFlight;
+    private int loggedInFlight;
 
     ServedStream(MasterService svc, ServerCallStreamObserver<Answer> out, String session) {
         this.svc = svc;
@@ -54,6 +62,8 @@ final class ServedStream implements StreamObserver<Call> {
         this.putRevokeStep = new LoggedBatch.Step<>(svc.master,
                 req -> ClientCommands.once(req.getClientId(), req.getRequestSeq(),
                         new Command.PutRevoke(ClientCommands.self(session, req.getClientId()), req.getKey(), req.getPutId())), (req, v) -> Wire.OK);
+        this.commitStep = new LoggedBatch.Step<>(svc.master, req -> ClientCommands.commitCommand(session, req),
+                (req, r) -> ClientCommands.commitAnswer(r));
         out.disableAutoRequest();
         out.setOnReadyHandler(this::pump);
         out.setOnCancelHandler(() -> {
@@ -65,7 +75,8 @@ final class ServedStream implements StreamObserver<Call> {
     }
 
     private synchronized void pump() {
-        if (!requested && !closed && !halfClosed && slowInFlight < MasterService.MAX_SLOW_CALLS && out.isReady()) {
+        if (!requested && !closed && !halfClosed && slowInFlight < MasterService.MAX_SLOW_CALLS
+                && loggedInFlight < MAX_LOGGED_CALLS && out.isReady()) {
             requested = true;
             out.request(1);
         }
@@ -94,6 +105,10 @@ final class ServedStream implements StreamObserver<Call> {
         }
         long id = c.getId();
         Answer.Builder a = answerTo(id);
+        if (svc.master.durable() && logged(c, a)) {
+            pump();
+            return;
+        }
         switch (c.getBodyCase()) {
             case PUT_START -> answer(a.setPutStart(svc.one("PutStart", () -> svc.commands.putStart(session, c.getPutStart()),
                     s -> PutStartResponse.newBuilder().setStatus(s).build())).build());
@@ -128,6 +143,83 @@ final class ServedStream implements StreamObserver<Call> {
             case BODY_NOT_SET -> answer(a.setRefused(MasterService.refusal("call " + id + " names no operation")).build());
         }
         pump();
+    }
+
+    /**
+     * On a durable master, a call that is one log entry is proposed here and answered once the entry is applied (on the
+     * log's applier thread), so this event loop serves other calls, this stream's next ones included, meanwhile and
+     * their entries share the log's fsync. Calls are proposed in the order they arrive, so they are applied in that
+     * order; answers may overtake each other (they carry the call's id). False: not such a call here.
+     */
+    private boolean logged(Call c, Answer.Builder a) {
+        switch (c.getBodyCase()) {
+            case PUT_START -> logged("PutStart", List.of(c.getPutStart()), putStartStep,
+                    s -> PutStartResponse.newBuilder().setStatus(s).build(), items -> a.setPutStart(items.getFirst()).build());
+            case PUT_END -> logged("PutEnd", List.of(c.getPutEnd()), putEndStep, s -> s,
+                    items -> a.setStatus(items.getFirst()).build());
+            case PUT_REVOKE -> logged("PutRevoke", List.of(c.getPutRevoke()), putRevokeStep, s -> s,
+                    items -> a.setStatus(items.getFirst()).build());
+            case GET_REPLICA_LIST -> logged("GetReplicaList", List.of(c.getGetReplicaList().getKey()),
+                    new LoggedBatch.Step<>(svc.master, Command.GrantRead::new, (k, list) -> ClientCommands.replicaList(list, null)),
+                    s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
+                    items -> a.setReplicaList(items.getFirst()).build());
+            case COMMIT -> logged("Commit", List.of(c.getCommit()), commitStep,
+                    s -> CommitResponse.newBuilder().setRefillStatus(s).build(), items -> a.setCommit(items.getFirst()).build());
+            case BATCH_PUT_START -> {
+                if (c.getBatchPutStart().getItemsCount() > MasterService.INLINE_BATCH) {
+                    return false;
+                }
+                logged("BatchPutStart", c.getBatchPutStart().getItemsList(), putStartStep,
+                        s -> PutStartResponse.newBuilder().setStatus(s).build(),
+                        items -> a.setBatchPutStart(BatchPutStartResponse.newBuilder().addAllItems(items)).build());
+            }
+            case BATCH_PUT_END, BATCH_PUT_REVOKE -> {
+                boolean end = c.getBodyCase() == Call.BodyCase.BATCH_PUT_END;
+                List<PutEndRequest> req = (end ? c.getBatchPutEnd() : c.getBatchPutRevoke()).getItemsList();
+                if (req.size() > MasterService.INLINE_BATCH) {
+                    return false;
+                }
+                logged(end ? "BatchPutEnd" : "BatchPutRevoke", req, end ? putEndStep : putRevokeStep, s -> s,
+                        items -> a.setBatchStatus(BatchStatus.newBuilder().addAllItems(items)).build());
+            }
+            case BATCH_GET_REPLICA_LIST -> {
+                KeysRequest req = c.getBatchGetReplicaList();
+                if (req.getKeysCount() > MasterService.INLINE_BATCH) {
+                    return false;
+                }
+                // filled by the answer step, on the applier thread, after the entry is applied
+                SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
+                logged("BatchGetReplicaList", req.getKeysList(), new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
+                                (k, list) -> ClientCommands.replicaList(list, table)),
+                        s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
+                        items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
+                                .addAllSegments(table == null ? List.of() : table.segments())).build());
+            }
+            default -> {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private <I, R, T> void logged(String method, List<I> items, LoggedBatch.Step<I, R, T> step,
+                                  Function<Status, T> onError, Function<List<T>, Answer> wrap) {
+        synchronized (this) {
+            loggedInFlight++;
+        }
+        LoggedBatch.serveAsync(svc.master, method, items, step, onError, svc.stats).whenComplete((answers, err) -> {
+            try {
+                if (answers != null) {
+                    answer(wrap.apply(answers));
+                }
+            } finally {
+                synchronized (this) {
+                    loggedInFlight--;
+                }
+                finishIfDrained();
+                pump();
+            }
+        });
     }
 
     private <I, T> void batch(String method, long id, List<I> items, Function<I, T> each, Function<Status, T> onError,
@@ -182,7 +274,7 @@ final class ServedStream implements StreamObserver<Call> {
     }
 
     private synchronized void finishIfDrained() {
-        if (halfClosed && slowInFlight == 0 && !closed) {
+        if (halfClosed && slowInFlight == 0 && loggedInFlight == 0 && !closed) {
             closed = true;
             out.onCompleted();
         }

@@ -1,0 +1,138 @@
+package org.tent4j.store.rpc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.store.StoreClock;
+import org.tent4j.store.StoreError;
+import org.tent4j.store.master.Command;
+import org.tent4j.store.master.DurableLog;
+import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.proto.Answer;
+import org.tent4j.store.proto.Call;
+import org.tent4j.store.proto.KeyRequest;
+import org.tent4j.store.proto.MasterGrpc;
+
+/**
+ * A durable master serves a client's Calls stream without waiting for each call's log entry: the calls behind one
+ * whose entry is not applied yet are proposed meanwhile (so they share the log's fsync), and every call is answered
+ * once its own entry is applied.
+ */
+class DurableStreamTest {
+    private final List<AutoCloseable> open = new ArrayList<>();
+    private final ExecutorService slowWork = Executors.newCachedThreadPool();
+
+    @TempDir
+    Path dir;
+
+    @AfterEach
+    void close() throws Exception {
+        Collections.reverse(open);
+        for (AutoCloseable c : open) {
+            c.close();
+        }
+        slowWork.shutdownNow();
+    }
+
+    @Test
+    void callsBehindOneWaitingForItsEntryAreProposedMeanwhileAndEachIsAnsweredWhenApplied() throws Exception {
+        DurableLog log = DurableLog.open(MasterConfig.defaults(), dir, "m1", List.of(),
+                new DurableLog.Settings(1_000_000, false, 60_000));
+        open.add(log);
+        StoreMaster master = new StoreMaster(log, StoreClock.system());
+        // the applier stops at the read lease of "held" until the test lets it go
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        log.state().journal(e -> {
+            if (e.command() instanceof Command.GrantRead g && g.key().equals("held")) {
+                held.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        open.add(release::countDown);
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).directExecutor()
+                .addService(new MasterService(master, new RpcStats(), slowWork, ClientCredentials.random()))
+                .build().start();
+        open.add(() -> {
+            server.shutdownNow();
+            server.awaitTermination(5, TimeUnit.SECONDS);
+        });
+        ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+        open.add(() -> {
+            channel.shutdownNow();
+            channel.awaitTermination(5, TimeUnit.SECONDS);
+        });
+
+        Map<Long, Answer> answers = new ConcurrentHashMap<>();
+        List<Long> order = Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch all = new CountDownLatch(4);
+        StreamObserver<Call> calls = MasterGrpc.newStub(channel).calls(new StreamObserver<>() {
+            @Override
+            public void onNext(Answer a) {
+                answers.put(a.getId(), a);
+                order.add(a.getId());
+                all.countDown();
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        });
+        calls.onNext(get(1, "held"));
+        assertTrue(held.await(10, TimeUnit.SECONDS), "the first call's entry never reached the applier");
+        long committed = log.role().commitIndex();
+        for (int i = 2; i <= 4; i++) {
+            calls.onNext(get(i, "k" + i));
+        }
+        // the three calls behind the held one are in the log (committed, not applied) while it waits
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (log.role().commitIndex() < committed + 3 && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        assertTrue(log.role().commitIndex() >= committed + 3,
+                "the calls behind one waiting for its entry were not proposed meanwhile");
+        assertTrue(answers.isEmpty(), "a call was answered before its entry was applied: " + answers.keySet());
+
+        release.countDown();
+        assertTrue(all.await(10, TimeUnit.SECONDS), "answers: " + answers.keySet());
+        for (long id = 1; id <= 4; id++) {
+            Answer a = answers.get(id);
+            assertEquals(StoreError.OBJECT_NOT_FOUND.code(), a.getReplicaList().getStatus().getCode(), "call " + id + ": " + a);
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L), order, "entries are applied, so answered, in the order the calls came");
+        calls.onCompleted();
+    }
+
+    private static Call get(long id, String key) {
+        return Call.newBuilder().setId(id).setGetReplicaList(KeyRequest.newBuilder().setKey(key)).build();
+    }
+}
