@@ -41,7 +41,11 @@ class NotificationBoundsTest {
     }
 
     private ControlPlaneNode node(String name) {
-        ControlPlaneNode n = new ControlPlaneNode("127.0.0.1", 0, workers, ControlPlaneNode.Settings.from(core(Map.of())));
+        return node(name, Map.of());
+    }
+
+    private ControlPlaneNode node(String name, Map<String, String> settings) {
+        ControlPlaneNode n = new ControlPlaneNode("127.0.0.1", 0, workers, ControlPlaneNode.Settings.from(core(settings)));
         open.add(n);
         n.localSegment(name);
         return n;
@@ -53,14 +57,16 @@ class NotificationBoundsTest {
 
     @Test
     void aFloodFromOnePeerStaysWithinItsShareAndOthersAreStillDelivered() {
-        ControlPlaneNode target = node("target");
+        // every peer holds the token: the token admits the flooder, the byte bounds are what stop it
+        Map<String, String> member = Map.of("security.token", "notification-flood-29");
+        ControlPlaneNode target = node("target", member);
         Notifications notifications = new Notifications("target", target, core(Map.of(
                 CoreKey.NOTIFICATIONS_MAX_QUEUED_BYTES, "1m", CoreKey.NOTIFICATIONS_MAX_QUEUED_BYTES_PER_PEER, "256k")));
         EngineMetrics metrics = new EngineMetrics("target");
         open.add(metrics);
         notifications.countDrops(metrics);
-        ControlPlaneNode flooder = node("flooder");
-        ControlPlaneNode honest = node("honest");
+        ControlPlaneNode flooder = node("flooder", member);
+        ControlPlaneNode honest = node("honest", member);
 
         for (int i = 0; i < 40; i++) {
             notify(flooder, target, LARGEST); // each is answered once it is queued or dropped
@@ -82,6 +88,7 @@ class NotificationBoundsTest {
         notify(flooder, target, LARGEST);
         assertEquals(LARGEST.length, notifications.queuedBytes(), "the flooder has room again once its queue is taken");
         assertEquals(36, notifications.dropped());
+        assertEquals(0, target.authFailures(), "both peers were authenticated");
     }
 
     @Test
