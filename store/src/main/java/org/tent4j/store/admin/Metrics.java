@@ -78,7 +78,7 @@ final class Metrics {
         counter(sb, "store_promotions_completed_total", "Objects copied back into memory (beside their disk replica)", t.promotionsCompleted());
         counter(sb, "store_scrub_dropped_total", "Disk replicas a node's scrub found not matching their CRC32C, dropped", t.scrubDropped());
         counter(sb, "store_disk_reads_total", "Read leases granted on objects whose only replica is on disk", t.diskReads());
-        counter(sb, "store_disk_evicted_objects_total", "Objects dropped from disk to keep it under its watermark", t.diskEvictedObjects());
+        counter(sb, "store_disk_evicted_objects_total", "Disk replicas dropped to keep the disk under its watermark (an object also in memory stays there)", t.diskEvictedObjects());
         MasterState.Repair r = s.repair();
         gauge(sb, "store_objects_under_replicated", "Readable objects with fewer memory replicas than their put asked for "
                 + "and no disk replica", r.underReplicated());

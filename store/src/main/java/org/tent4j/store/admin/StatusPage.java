@@ -111,7 +111,7 @@ final class StatusPage {
         row(h, "reads served from disk", t.diskReads());
         row(h, "promotions back to memory (completed)", t.promotionsCompleted());
         row(h, "disk reads failing their checksum", rpc.clientChecksumFailures());
-        row(h, "objects dropped from disk", t.diskEvictedObjects());
+        row(h, "disk replicas dropped by eviction", t.diskEvictedObjects());
         row(h, "disk replicas dropped by scrubs", t.scrubDropped());
         h.append("</table>");
 

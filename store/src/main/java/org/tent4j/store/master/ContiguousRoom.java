@@ -39,18 +39,18 @@ final class ContiguousRoom {
     enum Outcome { NONE, FREED, OFFLOADING }
 
     /**
-     * Whether an offload in flight will, once it completes, free a memory range of at least {@code need} bytes
-     * (aligned) on a usable segment: a put that finds no room then waits for it rather than start offloads of others
-     * (O(offloads in flight), no pass over the objects).
+     * The oldest offload in flight that will, once it completes, free a memory range of at least {@code need} bytes
+     * (aligned) on a usable segment, or null: a put that finds no room then waits for it rather than start offloads of
+     * others (O(offloads in flight), no pass over the objects).
      */
-    boolean beingMade(long need, boolean[] usable) {
+    Offloads.Task beingMade(long need, boolean[] usable) {
         for (Offloads.Task t : state.offloads.offloadsInFlight()) {
             int seg = ObjectRecord.segment(t.source());
             if (RangeAllocator.aligned(t.size()) >= need && seg < usable.length && usable[seg]) {
-                return true;
+                return t;
             }
         }
-        return false;
+        return null;
     }
 
     /** Evicts the cheapest window of at least {@code need} bytes (aligned) on a usable segment, if one exists. */

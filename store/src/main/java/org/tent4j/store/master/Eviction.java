@@ -115,8 +115,9 @@ final class Eviction {
 
     /**
      * One tier's round. Memory: victims are offloaded to their owner's disk where offloading is on and it has room
-     * (their memory comes free when the offload completes, so it counts as freed now), else dropped. Disk: objects
-     * whose only replica is on disk are dropped.
+     * (their memory comes free when the offload completes, so it counts as freed now), else dropped. Disk: victims lose
+     * their disk replica, by the same least-recently-leased order whether or not they are also in memory; those with
+     * no memory replica are gone (a disk full of objects also in memory could otherwise never make room).
      */
     private void evictTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd) {
         long capacity = 0;
@@ -219,11 +220,18 @@ final class Eviction {
                     long[] gone;
                     if (disk) {
                         gone = new long[]{rec.disk};
-                        it.remove();
-                        state.repairs.forget(e.getKey(), rec);
-                        counters.objects.decrement();
-                        counters.objectBytes.add(-rec.size);
+                        rec.disk = -1;
                         counters.diskEvictedObjects.increment();
+                        if (rec.hasReplicas()) {
+                            // only its disk copy goes: it stays readable from memory (and is offloaded again when
+                            // memory evicts it); without a disk copy, fewer memory replicas than asked are repaired
+                            state.repairs.mark(e.getKey(), rec);
+                        } else {
+                            it.remove();
+                            state.repairs.forget(e.getKey(), rec);
+                            counters.objects.decrement();
+                            counters.objectBytes.add(-rec.size);
+                        }
                     } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
                             && state.offloads.start(now, e.getKey(), rec, bytes)) {
                         continue; // its memory comes free when the offload completes
@@ -370,14 +378,14 @@ final class Eviction {
     }
 
     /**
-     * Whether eviction from memory ({@code disk} false: it has a memory replica and no offload in flight) or from disk
-     * (its only replica is on disk) may take it now.
+     * Whether eviction from memory ({@code disk} false: it has a memory replica) or from disk (it has a disk replica)
+     * may take it now: neither while it is being written, leased, hard-pinned or has an offload or promotion in flight.
      */
     static boolean evictable(ObjectRecord rec, long now, boolean softPinnedToo, boolean disk) {
         if (rec.inFlight() || rec.lease > now || (rec.flags & ObjectRecord.HARD_PIN) != 0 || rec.offloadTask != 0) {
             return false;
         }
-        if (disk ? rec.disk == -1 || rec.hasReplicas() : !rec.hasReplicas()) {
+        if (disk ? rec.disk == -1 : !rec.hasReplicas()) {
             return false;
         }
         boolean pinned = (rec.flags & ObjectRecord.SOFT_PIN) != 0 && rec.pin > now;

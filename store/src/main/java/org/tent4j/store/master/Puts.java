@@ -94,8 +94,9 @@ final class Puts {
         long need = RangeAllocator.aligned(c.size());
         boolean[] usable = usableSegments(c);
         ContiguousRoom room = new ContiguousRoom(state);
-        if (room.beingMade(need, usable)) {
-            throw waitForOffloads(c.key(), need);
+        Offloads.Task awaited = room.beingMade(need, usable);
+        if (awaited != null) {
+            throw waitForOffloads(now, c.key(), need, awaited);
         }
         SplittableRandom rnd = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
         PutTicket ticket = null;
@@ -108,7 +109,7 @@ final class Puts {
             ticket = tryStart(now, c, client);
         }
         if (made == ContiguousRoom.Outcome.OFFLOADING) {
-            throw waitForOffloads(c.key(), need);
+            throw waitForOffloads(now, c.key(), need, null);
         }
         if (ticket == null) {
             made = room.makeRoom(now, need, usable);
@@ -128,11 +129,17 @@ final class Puts {
         return ticket;
     }
 
-    /** The refusal of a put that waits for offloads in flight to free room: transient, so its client asks again. */
-    private StoreException waitForOffloads(String key, long need) {
+    /**
+     * The refusal of a put that waits for offloads in flight to free room: transient, so its client asks again. Names
+     * the offload it waits for ({@code awaited}, when one in flight already frees enough): a client that gives up at its
+     * bound then says which node's offload did not complete (a stalled node's stays in flight until its deadline).
+     */
+    private StoreException waitForOffloads(long now, String key, long need, Offloads.Task awaited) {
         counters.allocationFailures.increment();
+        String which = awaited == null ? "" : ", the oldest that frees enough runs on node '" + awaited.client()
+                + "' and is given up in " + Math.max(0, (awaited.deadline() - now) / 1_000_000) + " ms if not done";
         return new StoreException(StoreError.NO_AVAILABLE_HANDLE, "no segment has " + need + " contiguous free bytes for key '"
-                + key + "' yet: offloads in flight (" + ContiguousRoom.mib(state.offloads.memoryBytesInFlight())
+                + key + "' yet: offloads in flight (" + ContiguousRoom.mib(state.offloads.memoryBytesInFlight()) + which
                 + ") free room when they complete; " + StoreException.TRANSIENT + " ask again");
     }
 

@@ -20,8 +20,10 @@ import org.tent4j.api.Location;
 import org.tent4j.api.Permission;
 import org.tent4j.api.RegisteredMemory;
 import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.Tier;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.testkit.Poll;
@@ -122,6 +124,39 @@ class RoomWaitTest {
                 assertEquals(StoreError.NO_AVAILABLE_HANDLE, e.error(), e.getMessage());
                 assertTrue(e.getMessage().contains("pinned") && !e.isTransient(), e.getMessage());
                 assertEquals(1, master.state().stats().allocationFailures() - failuresBefore, "asked once: " + e.getMessage());
+            } finally {
+                client.close();
+            }
+        }
+    }
+
+    @Test
+    void aPutWaitingOnAStalledNodesOffloadGivesUpAtTheClientsBoundNamingTheNode() throws Exception {
+        AtomicLong now = new AtomicLong(1_000_000_000L);
+        try (LoopbackStore store = LoopbackStore.start(now::get)) {
+            StoreMaster master = store.server().master();
+            // the only disk is a node's that never polls for its tasks: an offload to it stays in flight until its
+            // deadline (30 s of the master's clock, which this test never moves)
+            master.mount("stalled", new SegmentSpec("stalled-disk", "stalled", "h", 1L << 50, 4 << 20, Tier.DISK,
+                    "/d/stalled"), 1L);
+            StoreClient client = StoreClient.builder(store.engine(), store.address()).clock(now::get)
+                    .heartbeatInterval(Duration.ZERO).stagingBytes(1 << 20).reservationBytes(0)
+                    .rpcTimeout(Duration.ofSeconds(2)).connect();
+            try {
+                long capacity = client.contribute(1 << 20).size();
+                for (int i = 0; master.segments().getFirst().used() + 64 * SMALL <= capacity; i++) {
+                    client.put("v/" + i, new byte[64 * SMALL], ReplicateConfig.defaults());
+                }
+                long t0 = System.nanoTime();
+                StoreException e = assertThrows(StoreException.class, () ->
+                        client.put("big", new byte[64 * SMALL], ReplicateConfig.defaults()));
+                long waitedMillis = (System.nanoTime() - t0) / 1_000_000;
+                assertEquals(StoreError.NO_AVAILABLE_HANDLE, e.error(), e.getMessage());
+                assertTrue(e.getMessage().contains("waited") && e.getMessage().contains("runs on node 'stalled'")
+                        && e.getMessage().contains("given up in 30000 ms"), e.getMessage());
+                assertTrue(waitedMillis >= 1_500 && waitedMillis < 20_000, "gave up at the client's bound: " + waitedMillis);
+                assertFalse(master.state().exists("big"), "nothing stored");
+                assertEquals(1, master.state().stats().tiering().offloadsStarted(), "its tries started one offload");
             } finally {
                 client.close();
             }

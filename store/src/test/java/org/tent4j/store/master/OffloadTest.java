@@ -309,6 +309,38 @@ class OffloadTest {
     }
 
     @Test
+    void anUpsertDuringAnOffloadKeepsTheOldMemoryRangeFromReuseUntilTheTasksDeadline() {
+        mountNode("a", 1 << 20);
+        fillAndEvict();
+        OffloadTask task = state.apply(now, new Command.TakeOffloads("a", 1000)).get(0);
+        long deadline = now + task.ttlNanos();
+        String key = task.key();
+        long old = state.objects.shard(key).map.get(key).replica0;
+        MountedSegment mem = state.segments.at(ObjectRecord.segment(old));
+        now += 1_000_000_000L; // the node is reading the old version for its offload meanwhile
+        Command.PutTicket up = state.apply(now, new Command.PutStart("writer", key, SIZE, ReplicateConfig.defaults(), "h", true, 1));
+        state.apply(now, new Command.PutEnd("writer", key, up.putId()));
+        assertEquals(1, state.stats().tiering().offloadsCancelled());
+        assertTrue(state.objects.shard(key).map.get(key).replica0 != old, "the new version is elsewhere");
+        // the object's lease ended long ago: only the task's deadline holds the old range
+        assertEquals(List.of(deadline), parkedUntil(old), "parked until the task's deadline");
+        state.apply(deadline - 1, new Command.Heartbeat("a")); // its node is alive (an expired one's ranges go with it)
+        state.apply(deadline - 1, new Command.Tick());
+        assertEquals(List.of(deadline), parkedUntil(old), "still parked a nanosecond before it");
+        assertFalse(mem.allocateAt(ObjectRecord.offset(old), SIZE), "not free for another object while the task may run");
+        state.apply(deadline - 1, new Command.OffloadDone("a", List.of(new OffloadResult(task.taskId(), true, 1, null))));
+        assertEquals(0, state.stats().tiering().offloadsCompleted(), "the cancelled task's report publishes nothing");
+        assertFalse(state.apply(deadline - 1, new Command.GrantRead(key)).replicas().get(0).onDisk());
+        state.apply(deadline, new Command.Tick());
+        assertEquals(List.of(), parkedUntil(old), "released at the deadline");
+        assertTrue(mem.allocateAt(ObjectRecord.offset(old), SIZE), "free again once no task can read it");
+    }
+
+    private List<Long> parkedUntil(long replica) {
+        return state.eviction.parked().stream().filter(p -> p.replica() == replica).map(Eviction.Parked::releaseAt).toList();
+    }
+
+    @Test
     void withoutRoomOnDiskOrWithOffloadOffEvictionDropsAsBefore() {
         MasterState off = new MasterState(MasterConfig.defaults().withOffloadOnEvict(false));
         off.apply(now, new Command.Mount("a", new SegmentSpec("m", "a", "h", 1L << 40, MEM), 1L));
