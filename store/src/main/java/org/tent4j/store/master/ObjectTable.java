@@ -336,10 +336,9 @@ final class ObjectTable {
 
     // ---------------------------------------------------------------- sweeps
 
-    /** Forgets replicas on the segments marked in {@code dropped}; erases objects left without one. One pass. */
     /**
-     * Drops every replica on the {@code dropped} segments (objects left with none are erased); adds to {@code writing}
-     * each dropped replica a writer may still be writing (a put or an upsert in flight) as {replica, size}.
+     * Drops every replica on the {@code dropped} segments in one pass (objects left with none are erased); adds to
+     * {@code writing} each dropped replica a writer may still be writing (a put or an upsert in flight) as {replica, size}.
      */
     void dropReplicasOn(boolean[] dropped, List<long[]> writing) {
         Segments segments = state.segments;

@@ -35,12 +35,12 @@ final class Segments {
     private final AtomicLong allocated = new AtomicLong();
     /** Bytes allocated on the active disk segments (disk replicas, offloads in flight, parked ranges). */
     private final AtomicLong diskAllocated = new AtomicLong();
-    /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
     /**
      * Segments one client may have mounted at once (memory and disk): a node mounts one or two, and a client that
      * mounts in a loop fills the master's segment table for everyone else.
      */
     static final int MAX_SEGMENTS_PER_CLIENT = 64;
+    /** {@link #allocated} above this is over the high watermark: eviction is wanted (recomputed on mount/unmount). */
     private volatile long evictAbove = Long.MAX_VALUE;
     /**
      * Told, on the applying thread, that usage passed the high watermark or an allocation failed; so it takes no lock
