@@ -12,7 +12,8 @@ public interface PeerConnection extends AutoCloseable {
     /**
      * Independent routes to this peer (TCP lanes, NICs, rails, devices). The runtime spreads slices over them by
      * predicted completion time, tracks each one's health, and says in {@link Slice#path()} which one to use.
-     * Asked once, right after {@link Transport#connect}; must not change afterwards.
+     * Asked right after {@link Transport#connect}, and again each time the connection reports more paths through the
+     * listener of {@link #onPathsAdded}; it never shrinks (a path that stops working fails its slices instead).
      *
      * @return the number of paths, &gt;= 1 (a smaller value counts as 1)
      */
@@ -28,6 +29,22 @@ public interface PeerConnection extends AutoCloseable {
      */
     default String pathName(int path) {
         return Integer.toString(path);
+    }
+
+    /**
+     * Registers what to call when this open connection gained paths (a rail that did not connect at first answers
+     * again): the transport appends them, so {@link #pathCount()} grows and existing paths keep their index and name,
+     * and then runs {@code added}; the runtime reads the new count and starts spreading slices over the new paths by
+     * their measured speed, while slices in flight on the old ones go on. Called by the runtime once, right after
+     * {@link Transport#connect}. {@code added} does not block and may be run from any thread, once per growth.
+     *
+     * <p>The default ignores it: the connection's paths stay as {@code pathCount()} said at first. A transport that
+     * finds a new path on a connection nobody listens on may instead report the connection closed
+     * ({@link #isOpen()} false), so that it is reopened with the path.
+     *
+     * @param added run after paths were appended
+     */
+    default void onPathsAdded(Runnable added) {
     }
 
     /**

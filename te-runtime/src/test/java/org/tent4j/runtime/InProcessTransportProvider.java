@@ -45,6 +45,11 @@ public class InProcessTransportProvider implements TransportProvider {
     /** Slices posted with {@code held} on and not settled yet, by {@code transport@initiator segment}. */
     static final Map<String, java.util.concurrent.BlockingQueue<Held>> HELD = new ConcurrentHashMap<>();
 
+    /** Appends paths to the open connections, by {@code transport@initiator segment} ({@link #addPaths}). */
+    static final Map<String, List<java.util.function.IntConsumer>> GROW = new ConcurrentHashMap<>();
+    /** Connections opened, by {@code transport@initiator segment}. */
+    static final Map<String, AtomicLong> CONNECTS = new ConcurrentHashMap<>();
+
     /** A slice the transport holds until the test settles it: {@code settle} copies it and completes it on the caller's thread. */
     record Held(Slice slice, Runnable settle) {
     }
@@ -115,6 +120,10 @@ public class InProcessTransportProvider implements TransportProvider {
         String id = id();
         AtomicLong posts = new AtomicLong();
         POSTS.put(key, posts);
+        List<java.util.function.IntConsumer> growers = new java.util.concurrent.CopyOnWriteArrayList<>();
+        GROW.put(key, growers);
+        AtomicLong connects = new AtomicLong();
+        CONNECTS.put(key, connects);
         return new Transport() {
             @Override public String id() { return id; }
 
@@ -139,9 +148,20 @@ public class InProcessTransportProvider implements TransportProvider {
                 if (target == null) {
                     throw new TransferException(ErrorCode.PEER_UNREACHABLE, "no in-process engine '" + peer.name() + "'");
                 }
+                connects.incrementAndGet();
+                java.util.concurrent.atomic.AtomicInteger pathCount = new java.util.concurrent.atomic.AtomicInteger(paths);
+                java.util.concurrent.atomic.AtomicReference<Runnable> added = new java.util.concurrent.atomic.AtomicReference<>();
+                growers.add(n -> {
+                    pathCount.addAndGet(n);
+                    Runnable r = added.get();
+                    if (r != null) {
+                        r.run();
+                    }
+                });
                 return new PeerConnection() {
-                    @Override public int pathCount() { return paths; }
+                    @Override public int pathCount() { return pathCount.get(); }
                     @Override public String pathName(int p) { return "p" + p; }
+                    @Override public void onPathsAdded(Runnable r) { added.set(r); }
 
                     @Override
                     public void post(Slice s) {
@@ -221,6 +241,16 @@ public class InProcessTransportProvider implements TransportProvider {
                 TARGETS.remove(id + "@" + context.segmentName(), context);
             }
         };
+    }
+
+    /** Appends {@code n} paths to every connection {@code transportId} of the engine {@code segment} opened, as a rail that came back would. */
+    static void addPaths(String transportId, String segment, int n) {
+        GROW.get(transportId + "@" + segment).forEach(g -> g.accept(n));
+    }
+
+    /** Connections {@code transportId} of the engine {@code segment} opened so far. */
+    static long connects(String transportId, String segment) {
+        return CONNECTS.get(transportId + "@" + segment).get();
     }
 
     /** Completes when {@code transportId} of the engine {@code segment} posts its first slice. */

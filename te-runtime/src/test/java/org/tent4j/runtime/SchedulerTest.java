@@ -1,6 +1,7 @@
 package org.tent4j.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
@@ -85,6 +86,65 @@ class SchedulerTest {
         assertEquals(128, (long) g.path(0).completedSlices() + (long) g.path(2).completedSlices(), "a slice was counted twice or lost");
         String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
         assertTrue(scrape.contains("tent4j_path_paused{path=\"p1\""), scrape);
+    }
+
+    @Test
+    void pathsAddedToAnOpenConnectionTakeSlicesWhileThoseInFlightOnTheOldOneComplete() throws Exception {
+        Pair p = pair(8 << 20, Map.of("transports.inproc.held", true, "paths.max_inflight", 2));
+        String me = p.initiator.segmentName();
+        java.util.concurrent.BlockingQueue<InProcessTransportProvider.Held> held = InProcessTransportProvider.held("inproc", me);
+        try (Batch b = p.initiator.allocateBatch(1)) {
+            b.submit(List.of(TransferRequest.builder(Opcode.WRITE, p.local.segment(), p.seg, p.remote.address())
+                    .require("inproc").build()));
+            java.util.concurrent.CompletableFuture<TransferStatus> done = b.completion(0);
+            // the one path is full: two slices held in flight on it
+            List<InProcessTransportProvider.Held> onOldPath = List.of(take(held), take(held));
+            PathGroup g = group(p, "inproc");
+            assertEquals(1, g.pathCount());
+            org.tent4j.runtime.schedule.PathState p0 = g.path(0);
+
+            InProcessTransportProvider.addPaths("inproc", me, 2);
+            assertEquals(3, g.pathCount(), "the group did not take the added paths");
+            assertEquals(List.of("p0", "p1", "p2"), List.of(g.path(0).name(), g.path(1).name(), g.path(2).name()));
+            assertSame(p0, g.path(0), "the old path's state (estimate, slices in flight) goes on");
+            // the new paths take slices at once, while the old one's are still in flight
+            java.util.Set<Integer> newPaths = new java.util.TreeSet<>();
+            List<InProcessTransportProvider.Held> more = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                InProcessTransportProvider.Held h = take(held);
+                newPaths.add(h.slice().path());
+                more.add(h);
+            }
+            assertEquals(java.util.Set.of(1, 2), newPaths);
+            onOldPath.forEach(h -> h.settle().run());
+            more.forEach(h -> h.settle().run());
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!done.isDone() && System.nanoTime() < deadline) {
+                // the last settlement ends the task: look at the queue briefly, then at the task again
+                InProcessTransportProvider.Held h = held.poll(10, java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (h != null) {
+                    h.settle().run();
+                }
+            }
+            TransferStatus s = done.get(1, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(TransferState.COMPLETED, s.state(), s.message());
+        }
+        assertEquals(EngineTest.crc(p.local.segment()), EngineTest.crc(p.remote.segment()));
+        PathGroup g = group(p, "inproc");
+        assertEquals(128, (long) g.path(0).completedSlices() + (long) g.path(1).completedSlices()
+                + (long) g.path(2).completedSlices(), "a slice was counted twice or lost");
+        assertEquals(1, InProcessTransportProvider.connects("inproc", me), "the connection was reopened");
+        String scrape = ((TransferEngineImpl) p.initiator).metrics().scrape();
+        assertTrue(scrape.contains("tent4j_path_slices_total{outcome=\"completed\",path=\"p2\""), scrape);
+    }
+
+    private static InProcessTransportProvider.Held take(java.util.concurrent.BlockingQueue<InProcessTransportProvider.Held> q)
+            throws InterruptedException {
+        InProcessTransportProvider.Held h = q.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+        if (h == null) {
+            throw new AssertionError("no slice was posted within 10 s");
+        }
+        return h;
     }
 
     @Test

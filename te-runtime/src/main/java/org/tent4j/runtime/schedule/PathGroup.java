@@ -109,6 +109,11 @@ public final class PathGroup {
         paths = ps;
         connection = c;
         metrics.paths(segment.name(), transport.id(), List.of(ps));
+        try {
+            c.onPathsAdded(this::pathsAdded);
+        } catch (RuntimeException e) {
+            log.warn("transport '{}' threw from onPathsAdded: {}", transport.id(), e.toString());
+        }
         synchronized (queues) {
             if (state == CLOSED) {
                 c.close();
@@ -116,6 +121,33 @@ public final class PathGroup {
             }
             state = OPEN;
         }
+        drain();
+    }
+
+    /**
+     * The open connection appended paths (a rail that came back): they join the old ones, whose states (estimates,
+     * slices in flight) carry on, and start with the initial estimate, so the next slices try them and measure them.
+     */
+    private void pathsAdded() {
+        PeerConnection c = connection;
+        PathState[] grown;
+        int before;
+        synchronized (queues) {
+            PathState[] ps = paths;
+            before = ps.length;
+            int n = Math.max(1, c.pathCount());
+            if (state == CLOSED || n <= ps.length) {
+                return;
+            }
+            grown = java.util.Arrays.copyOf(ps, n);
+            for (int i = ps.length; i < n; i++) {
+                grown[i] = new PathState(i, c.pathName(i), limits.cooldownNanos(), limits.maxCooldownNanos());
+            }
+            paths = grown;
+        }
+        metrics.paths(segment.name(), transport.id(), List.of(grown));
+        log.info("connection to segment '{}' over {} gained paths {}", segment.name(), transport.id(),
+                java.util.Arrays.stream(grown, before, grown.length).map(PathState::name).toList());
         drain();
     }
 

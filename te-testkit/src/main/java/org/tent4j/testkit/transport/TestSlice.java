@@ -23,6 +23,7 @@ public final class TestSlice implements Slice {
     private final long remoteAddress;
     private final long length;
     private final long deadlineNanos;
+    private volatile int path;
     private final CompletableFuture<Void> result = new CompletableFuture<>();
     private final AtomicInteger completions = new AtomicInteger();
 
@@ -55,6 +56,13 @@ public final class TestSlice implements Slice {
     @Override public long remoteAddress() { return remoteAddress; }
     @Override public long length() { return length; }
     @Override public long deadlineNanos() { return deadlineNanos; }
+    @Override public int path() { return path; }
+
+    /** Posts the slice on {@code p} instead of path 0, as the runtime says which path to use. */
+    public TestSlice onPath(int p) {
+        this.path = p;
+        return this;
+    }
 
     @Override
     public void complete() {

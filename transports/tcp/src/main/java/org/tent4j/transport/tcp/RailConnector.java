@@ -39,8 +39,8 @@ import org.tent4j.transport.netty.TokenAuthHandler;
  * address) pair worth trying ({@link RailAddresses#sourcesFor}) is tried at once; a pair is a rail when all its lanes
  * connect (and pass TLS and the token handshake). Once one rail is up, the others get {@code rail_connect_timeout} more;
  * those that did not connect are left out, remembered as unreachable for {@code rail_recheck} (a reconnect skips them
- * meanwhile), and re-tried by the connection in the background ({@link #probe}): when one answers, the connection asks
- * to be reopened with it.
+ * meanwhile), and re-tried by the connection in the background ({@link #attach}): one whose lanes connect joins the
+ * open connection ({@link #probe} where the connection cannot grow: it is reopened with the rail instead).
  */
 final class RailConnector {
     private static final Logger log = LoggerFactory.getLogger(RailConnector.class);
@@ -71,6 +71,8 @@ final class RailConnector {
     private final RailAddresses addresses;
     /** Pairs that failed to connect, with when (the engine's clock) and why; a success removes its entry. */
     private final Map<String, long[]> unreachableSince = new ConcurrentHashMap<>();
+    /** Lanes that connected (handshakes included) since start: {@code tent4j_transport_tcp_lane_connects}. */
+    final java.util.concurrent.atomic.LongAdder laneConnects = new java.util.concurrent.atomic.LongAdder();
 
     RailConnector(Settings settings, RailAddresses addresses) {
         this.s = settings;
@@ -210,6 +212,45 @@ final class RailConnector {
         });
     }
 
+    /**
+     * Connects {@code lanes} over {@code rail} in the background, for a connection that lacks the rail;
+     * {@code outcome} gets whether all of them connected. If one did not, all are closed again.
+     */
+    void attach(Rail rail, SegmentDescriptor peer, List<InitiatorLane> lanes, Consumer<Boolean> outcome) {
+        List<ChannelFuture> channels = new ArrayList<>(lanes.size());
+        List<CompletableFuture<Void>> ready = new ArrayList<>(lanes.size());
+        try {
+            for (InitiatorLane lane : lanes) {
+                CompletableFuture<Void> r = new CompletableFuture<>();
+                channels.add(open(rail, peer, lane, r, lane));
+                ready.add(r);
+            }
+        } catch (RuntimeException e) {
+            channels.forEach(c -> c.channel().close());
+            outcome.accept(false); // the event loop has shut down
+            return;
+        }
+        CompletableFuture.allOf(ready.toArray(CompletableFuture[]::new))
+                .orTimeout(s.connectTimeout().toMillis() + 1000, TimeUnit.MILLISECONDS).whenComplete((v, e) -> {
+                    if (e == null) {
+                        reachable(rail);
+                        outcome.accept(true);
+                        return;
+                    }
+                    for (ChannelFuture c : channels) {
+                        c.cancel(false);
+                        c.channel().close();
+                    }
+                    Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
+                            ? e.getCause() : e;
+                    if (!(cause instanceof HandshakeFailure)) {
+                        unreachable(rail);
+                    }
+                    log.debug("tcp: rail {} to segment '{}' still does not connect: {}", rail, peer.name(), cause.toString());
+                    outcome.accept(false);
+                });
+    }
+
     /** Thrown into a lane's ready future when TLS or the token handshake failed: not a reachability problem. */
     static final class HandshakeFailure extends RuntimeException {
         HandshakeFailure(String message, Throwable cause) {
@@ -276,6 +317,9 @@ final class RailConnector {
                     if (e != null) {
                         ready.completeExceptionally(e);
                     } else {
+                        if (landing != null) {
+                            laneConnects.increment();
+                        }
                         ready.complete(null);
                     }
                 });

@@ -28,7 +28,9 @@ import org.tent4j.spi.TimeSource;
  * lane of the same rail with the fewest outstanding bytes; a rail with no live lane fails its slices at once, so the
  * runtime retries them on another rail. A lane that dies breaks the connection ({@link #isOpen()} false), as a QP error
  * breaks an RDMA one: the runtime reopens it over the rails that still connect. Rails that did not connect are re-tried
- * every {@code rail_recheck}; one that answers breaks the connection the same way, so the reopened one has it again.
+ * every {@code rail_recheck}: one whose lanes all connect is appended to the live connection as new paths
+ * ({@link PeerConnection#onPathsAdded}), and the lanes of the other rails go on untouched. Where nobody listens for
+ * added paths, a rail that answers breaks the connection instead, so the reopened one has it.
  */
 final class TcpPeerConnection implements PeerConnection {
     private static final Logger log = LoggerFactory.getLogger(TcpPeerConnection.class);
@@ -38,12 +40,15 @@ final class TcpPeerConnection implements PeerConnection {
     /** The peer's largest accepted slice, or {@link Long#MAX_VALUE} if it did not publish one. */
     private final long peerMaxFrame;
     private final int lanesPerRail;
-    /** The rails that connected; set once by {@link #keep} before the connection is handed out. */
-    private List<RailConnector.Rail> rails;
-    /** {@code lanesPerRail} per rail, rail by rail. */
-    private InitiatorLane[] lanes;
+    private final PayloadCounters counters;
+    /** The rails that connected: set by {@link #keep} before the connection is handed out, appended to by {@link #addRail}. */
+    private volatile List<RailConnector.Rail> rails;
+    /** {@code lanesPerRail} per rail, rail by rail; replaced (never changed in place) when a rail is added. */
+    private volatile InitiatorLane[] lanes;
+    /** The runtime's listener for added paths, or null: then a rail that answers again asks for a reopen. */
+    private volatile Runnable pathsAdded;
     /** Rails that did not connect, re-tried in the background. */
-    private List<RailConnector.Rail> missing = List.of();
+    private volatile List<RailConnector.Rail> missing = List.of();
     private volatile SegmentDescriptor descriptor;
     private volatile long nextRecheckNanos;
     private final AtomicBoolean probing = new AtomicBoolean();
@@ -63,6 +68,7 @@ final class TcpPeerConnection implements PeerConnection {
         this.descriptor = peer;
         this.peerMaxFrame = peerMaxFrame;
         this.lanesPerRail = laneCount;
+        this.counters = counters;
         this.rails = List.copyOf(tried);
         this.lanes = new InitiatorLane[tried.size() * laneCount];
         for (int r = 0; r < tried.size(); r++) {
@@ -216,6 +222,11 @@ final class TcpPeerConnection implements PeerConnection {
     }
 
     @Override
+    public void onPathsAdded(Runnable added) {
+        pathsAdded = added;
+    }
+
+    @Override
     public void descriptorChanged(SegmentDescriptor d) {
         descriptor = d;
     }
@@ -254,17 +265,69 @@ final class TcpPeerConnection implements PeerConnection {
         }
         // one probe at a time per connection; the next round starts rail_recheck after this one ended
         AtomicInteger left = new AtomicInteger(m.size());
+        Runnable roundEnded = () -> {
+            if (left.decrementAndGet() == 0) {
+                nextRecheckNanos = clock.nanoTime() + transport.railRecheck().toNanos();
+                probing.set(false);
+            }
+        };
         for (RailConnector.Rail r : m) {
-            transport.probe(r, descriptor, reached -> {
-                if (Boolean.TRUE.equals(reached) && reopen == null && !closed) {
-                    reopen = "rail " + r + " to segment '" + peerName + "' answers again";
-                    log.info("tcp: {}; the connection is reopened to use it", reopen);
+            if (pathsAdded == null) {
+                transport.probe(r, descriptor, reached -> {
+                    if (Boolean.TRUE.equals(reached) && reopen == null && !closed) {
+                        reopen = "rail " + r + " to segment '" + peerName + "' answers again";
+                        log.info("tcp: {}; the connection is reopened to use it", reopen);
+                    }
+                    roundEnded.run();
+                });
+                continue;
+            }
+            List<InitiatorLane> fresh = new ArrayList<>(lanesPerRail);
+            for (int i = 0; i < lanesPerRail; i++) {
+                fresh.add(new InitiatorLane(this, i, counters));
+            }
+            transport.attach(r, descriptor, fresh, connected -> {
+                if (Boolean.TRUE.equals(connected)) {
+                    addRail(r, fresh);
                 }
-                if (left.decrementAndGet() == 0) {
-                    nextRecheckNanos = clock.nanoTime() + transport.railRecheck().toNanos();
-                    probing.set(false);
-                }
+                roundEnded.run();
             });
+        }
+    }
+
+    /** Appends {@code rail}, whose {@code fresh} lanes connected, as new paths, then tells the runtime. */
+    private void addRail(RailConnector.Rail rail, List<InitiatorLane> fresh) {
+        Runnable added;
+        synchronized (this) {
+            if (closed || rails.contains(rail)) {
+                added = null;
+            } else {
+                InitiatorLane[] old = lanes;
+                InitiatorLane[] grown = java.util.Arrays.copyOf(old, old.length + fresh.size());
+                for (int i = 0; i < fresh.size(); i++) {
+                    grown[old.length + i] = fresh.get(i);
+                }
+                List<RailConnector.Rail> more = new ArrayList<>(rails);
+                more.add(rail);
+                // rails before lanes: a path index never names a lane whose rail is not listed yet
+                rails = List.copyOf(more);
+                lanes = grown;
+                missing = missing.stream().filter(r -> !r.equals(rail)).toList();
+                added = pathsAdded;
+            }
+        }
+        if (added == null) {
+            for (InitiatorLane lane : fresh) {
+                lane.shutdown("connection to " + describePeer() + " closed while rail " + rail + " was added");
+            }
+            return;
+        }
+        log.info("tcp: rail {} to segment '{}' answers again; added to the open connection as {} paths", rail,
+                peerName, fresh.size());
+        try {
+            added.run();
+        } catch (RuntimeException e) {
+            log.warn("tcp: the listener for added paths threw", e);
         }
     }
 
@@ -280,18 +343,22 @@ final class TcpPeerConnection implements PeerConnection {
     }
 
     void close(String reason) {
-        if (closed) {
-            return;
+        InitiatorLane[] ls;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            ls = lanes; // addRail appends no more: it checks closed under the same lock
         }
-        closed = true;
         transport.forget(this);
-        for (InitiatorLane lane : lanes) {
+        for (InitiatorLane lane : ls) {
             if (lane.channel() != null) {
                 lane.shutdown(reason);
             }
         }
         // wait for the lanes to fail their slices, unless that would mean waiting on our own event loop
-        for (InitiatorLane lane : lanes) {
+        for (InitiatorLane lane : ls) {
             Channel ch = lane.channel();
             if (ch == null) {
                 continue;

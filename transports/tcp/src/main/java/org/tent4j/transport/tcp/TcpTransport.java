@@ -164,6 +164,8 @@ public final class TcpTransport implements Transport {
             this.rails = new RailConnector(new RailConnector.Settings(context.segmentName(), context.machineId(), group,
                     ioMode, keepAlive, connectTimeout, railConnectTimeout, railRecheck, security, tls,
                     limits.authFailures, context.clock()), addresses);
+            m.gauge("tcp_lane_connects", "outbound data connections (lanes) that connected since start: each rail of a "
+                    + "new connection and each rail added to an open one", this::laneConnects);
             // deadlines are enforced to this granularity
             this.sweeper = context.scheduler().scheduleWithFixedDelay(this::sweep, SWEEP_PERIOD_MS, SWEEP_PERIOD_MS,
                     TimeUnit.MILLISECONDS);
@@ -302,6 +304,21 @@ public final class TcpTransport implements Transport {
             return;
         }
         rails.probe(rail, peer, outcome);
+    }
+
+    /** Connects lanes over a rail a connection lacks, in the background (see {@link RailConnector#attach}). */
+    void attach(RailConnector.Rail rail, SegmentDescriptor peer, List<InitiatorLane> lanes,
+                java.util.function.Consumer<Boolean> outcome) {
+        if (closed) {
+            outcome.accept(false);
+            return;
+        }
+        rails.attach(rail, peer, lanes, outcome);
+    }
+
+    /** What {@code tent4j_transport_tcp_lane_connects} reports. */
+    long laneConnects() {
+        return rails.laneConnects.sum();
     }
 
     Duration railRecheck() {

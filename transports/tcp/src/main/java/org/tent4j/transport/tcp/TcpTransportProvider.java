@@ -49,8 +49,8 @@ public final class TcpTransportProvider implements TransportProvider {
             OptionSpec.of("rail_connect_timeout", Type.DURATION, "1s", "once one rail to a peer connected, how much "
                     + "longer connecting waits for its other rails; those not connected by then are left out"),
             OptionSpec.of("rail_recheck", Type.DURATION, "5s", "how often a rail that did not connect is tried again "
-                    + "in the background (and skipped by reconnects meanwhile); once it answers, the connection to that "
-                    + "peer is reopened with it"),
+                    + "in the background (and skipped by reconnects meanwhile); once its lanes connect, it joins the "
+                    + "open connection to that peer as new paths, without reconnecting the other rails"),
             OptionSpec.of("max_frame", Type.SIZE, "64m", "largest slice a peer may request; a larger request is a "
                     + "protocol error that closes its connection"),
             OptionSpec.of("max_connections", Type.INT, 1024, "inbound data connections at most; more are closed at "

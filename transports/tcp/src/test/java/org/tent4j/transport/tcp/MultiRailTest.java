@@ -2,6 +2,7 @@ package org.tent4j.transport.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.tent4j.transport.tcp.TcpFixture.awaitDone;
 import static org.tent4j.transport.tcp.TcpFixture.crc;
@@ -15,6 +16,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
@@ -30,7 +33,8 @@ import org.tent4j.testkit.transport.TestSlice;
 /**
  * Multi-rail tcp on loopback: descriptors with and without published addresses work both ways, and a rail that does
  * not connect is left out, skipped by reconnects while it is known unreachable, and re-tried in the background until it
- * answers (the bed's MultiRailTest moves bytes over two real links).
+ * answers, then joins the open connection as new paths (the bed's MultiRailAcrossHostsTest moves bytes over two real
+ * links).
  */
 class MultiRailTest {
     static final int SIZE = 1 << 20;
@@ -117,6 +121,51 @@ class MultiRailTest {
                 if (reopened != null) {
                     reopened.close();
                 }
+            }
+        }
+    }
+
+    @Test
+    void aRailThatAnswersAgainJoinsTheOpenConnectionWithoutReconnectingItsLanes() throws Exception {
+        try (TcpFixture f = new TcpFixture(Map.of("rail_recheck", "200ms"), Map.of())) {
+            MemorySegment remote = f.arena.allocate(SIZE);
+            TestLocalMemory.Buffer dst = f.registerAtTarget(remote, Permission.READ_WRITE);
+            TestLocalMemory.Buffer src = f.registerAtInitiator(f.arena.allocate(SIZE));
+            Map<String, String> tcp = new HashMap<>(f.b.segmentAttributes());
+            tcp.put(RailAddresses.ATTR_ADDRESSES, "127.0.0.1,127.0.0.2");
+            PeerConnection c = f.a.connect(target(f, "machine-a", tcp, dst));
+            CountDownLatch added = new CountDownLatch(1);
+            c.onPathsAdded(added::countDown);
+            try {
+                assertEquals(2, c.pathCount(), "the refused rail is left out");
+                TcpPeerConnection tc = (TcpPeerConnection) c;
+                InitiatorLane first = tc.lane(0);
+                InitiatorLane second = tc.lane(1);
+                long connects = f.a.laneConnects();
+                try (LoopbackRelay relay = new LoopbackRelay(InetAddress.getByName("127.0.0.2"), f.b.port())) {
+                    assertTrue(added.await(10, TimeUnit.SECONDS), "the rail that answers again was not added");
+                    assertEquals(4, c.pathCount(), "both rails, two lanes each");
+                    assertEquals(List.of("127.0.0.1/lane-0", "127.0.0.1/lane-1", "127.0.0.2/lane-0", "127.0.0.2/lane-1"),
+                            List.of(c.pathName(0), c.pathName(1), c.pathName(2), c.pathName(3)));
+                    assertTrue(c.isOpen(), "adding a rail must not break the connection");
+                    assertEquals(connects + 2, f.a.laneConnects(), "only the added rail's two lanes connected");
+                    assertSame(first, tc.lane(0), "the old rail's lanes go on");
+                    assertSame(second, tc.lane(1), "the old rail's lanes go on");
+                    // every path carries intact bytes; the new rail's go through the relay
+                    for (int path = 0; path < 4; path++) {
+                        long relayed = relay.forwarded.get();
+                        fillRandom(src.segment(), 10 + path);
+                        TestSlice s = slice(Opcode.WRITE, src, 0, dst, 0, SIZE).onPath(path);
+                        c.post(s);
+                        awaitDone(s);
+                        assertEquals(crc(src.segment()), crc(remote), "bytes over path " + c.pathName(path));
+                        assertEquals(path >= 2, relay.forwarded.get() - relayed >= SIZE, "path " + c.pathName(path)
+                                + " went over its own rail");
+                    }
+                    assertTrue(first.alive() && second.alive() && c.isOpen());
+                }
+            } finally {
+                c.close();
             }
         }
     }
