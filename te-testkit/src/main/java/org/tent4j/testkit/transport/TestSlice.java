@@ -58,7 +58,12 @@ public final class TestSlice implements Slice {
     @Override public long deadlineNanos() { return deadlineNanos; }
     @Override public int path() { return path; }
 
-    /** Posts the slice on {@code p} instead of path 0, as the runtime says which path to use. */
+    /**
+     * Posts the slice on another path than 0, as the runtime says which path to use.
+     *
+     * @param p the path's index in its connection
+     * @return this slice
+     */
     public TestSlice onPath(int p) {
         this.path = p;
         return this;
