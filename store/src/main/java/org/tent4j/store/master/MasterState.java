@@ -7,6 +7,7 @@ import java.util.function.Consumer;
 
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreException;
+import org.tent4j.store.master.Command.ReplicaList;
 import org.tent4j.store.master.Command.TickReport;
 
 /**
@@ -380,6 +381,11 @@ public final class MasterState {
     public boolean hasFreedFor(String clientId, long freedAck) {
         MountedSegment d = segments.diskOf(clientId);
         return d != null && d.hasFreedSince(freedAck);
+    }
+
+    /** The key's replicas under the lease it holds, if it runs long enough; else null (see {@code ObjectTable.heldRead}). */
+    public ReplicaList heldRead(long now, String key) {
+        return objects.heldRead(now, key);
     }
 
     /** Whether the key is readable now. Grants no lease, so probing does not keep objects from eviction. */

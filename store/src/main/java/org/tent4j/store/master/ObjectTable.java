@@ -110,6 +110,31 @@ final class ObjectTable {
         }
     }
 
+    /**
+     * The key's replicas under the read lease it already holds, when that lease runs at least half a lease TTL past
+     * {@code now}, its first replica is in memory and it is readable: changes nothing (no state, no counter), so a
+     * durable master serves it without a log entry. The answer's lease is what is left of the held one. Null: the
+     * read needs {@link #grantRead} (not leased long enough, on disk, not readable, not found: its own refusal).
+     */
+    ReplicaList heldRead(long now, String key) {
+        checkKey(key);
+        Shard shard = shard(key);
+        synchronized (shard) {
+            ObjectRecord rec = shard.map.get(key);
+            if (rec == null || rec.state != ObjectRecord.COMPLETE || rec.lease - now < leaseNanos / 2) {
+                return null;
+            }
+            List<ReplicaLocation> locs = state.segments.locations(rec);
+            if (locs.isEmpty() || locs.get(0).onDisk()) {
+                return null;
+            }
+            if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
+            }
+            return new ReplicaList(rec.size, locs, java.time.Duration.ofNanos(rec.lease - now));
+        }
+    }
+
     /** The key's record; the caller holds {@code shard}. */
     private static ObjectRecord existing(Shard shard, String key) {
         ObjectRecord rec = shard.map.get(key);

@@ -207,6 +207,39 @@ public final class StoreMaster implements AutoCloseable {
         };
     }
 
+    /**
+     * For the keys of one call on a durable log: each key's replicas under the read lease it already holds when that
+     * runs at least half a lease TTL more ({@link MasterState#heldRead}), answered without a log entry; null for a
+     * key that needs one ({@link Command.GrantRead}). The read check is made once, at the first key; refused, every
+     * key is null, and the entry then answers {@code NOT_LEADER}. In memory every key is null: a lease costs nothing
+     * there, and granting it keeps the object's place in the eviction order exact.
+     */
+    public java.util.function.Function<String, ReplicaList> heldReads() {
+        if (log == null) {
+            return key -> null;
+        }
+        long now = now();
+        boolean[] checked = new boolean[1];
+        boolean[] confirmed = new boolean[1];
+        return key -> {
+            if (!checked[0]) {
+                checked[0] = true;
+                try {
+                    awaitReadable();
+                    confirmed[0] = true;
+                } catch (StoreException notLeader) {
+                    confirmed[0] = false;
+                }
+            }
+            try {
+                return confirmed[0] ? state().heldRead(now, key) : null;
+            } catch (StoreException badKey) {
+                // an invalid key: its GrantRead entry refuses it, as before
+                return null;
+            }
+        };
+    }
+
     public long size(String key) {
         awaitReadable();
         return state().size(key);

@@ -25,11 +25,16 @@ final class LoggedBatch {
     }
 
     /**
-     * One item's command and how its result is answered. As a plain function (the in-memory master) it applies the
-     * command on the calling thread, as before.
+     * One item's command and how its result is answered; {@code held}, when not null, answers an item without an entry
+     * when it can (a result that changes nothing, e.g. a read under a lease already held), else null. As a plain
+     * function (the in-memory master) it applies the command on the calling thread, as before.
      */
-    record Step<I, R, T>(StoreMaster master, Function<I, Command<R>> command, BiFunction<I, R, T> answer)
-            implements Function<I, T> {
+    record Step<I, R, T>(StoreMaster master, Function<I, Command<R>> command, BiFunction<I, R, T> answer,
+                         Function<I, R> held) implements Function<I, T> {
+        Step(StoreMaster master, Function<I, Command<R>> command, BiFunction<I, R, T> answer) {
+            this(master, command, answer, null);
+        }
+
         @Override
         public T apply(I item) {
             return answer.apply(item, master.apply(command.apply(item)));
@@ -102,6 +107,11 @@ final class LoggedBatch {
             this.slots = new int[items.size()];
             for (int i = 0; i < items.size(); i++) {
                 try {
+                    R held = step.held() == null ? null : step.held().apply(items.get(i));
+                    if (held != null) {
+                        outcome[i] = held;
+                        continue;
+                    }
                     commands.add(step.command().apply(items.get(i)));
                     slots[commands.size() - 1] = i;
                 } catch (RuntimeException refused) {

@@ -160,7 +160,8 @@ final class ServedStream implements StreamObserver<Call> {
             case PUT_REVOKE -> logged("PutRevoke", List.of(c.getPutRevoke()), putRevokeStep, s -> s,
                     items -> a.setStatus(items.getFirst()).build());
             case GET_REPLICA_LIST -> logged("GetReplicaList", List.of(c.getGetReplicaList().getKey()),
-                    new LoggedBatch.Step<>(svc.master, Command.GrantRead::new, (k, list) -> ClientCommands.replicaList(list, null)),
+                    new LoggedBatch.Step<>(svc.master, Command.GrantRead::new, (k, list) -> ClientCommands.replicaList(list, null),
+                            svc.master.heldReads()),
                     s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                     items -> a.setReplicaList(items.getFirst()).build());
             case COMMIT -> logged("Commit", List.of(c.getCommit()), commitStep,
@@ -190,7 +191,7 @@ final class ServedStream implements StreamObserver<Call> {
                 // filled by the answer step, on the applier thread, after the entry is applied
                 SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
                 logged("BatchGetReplicaList", req.getKeysList(), new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
-                                (k, list) -> ClientCommands.replicaList(list, table)),
+                                (k, list) -> ClientCommands.replicaList(list, table), svc.master.heldReads()),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());

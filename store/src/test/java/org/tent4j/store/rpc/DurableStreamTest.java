@@ -23,6 +23,9 @@ import io.grpc.stub.StreamObserver;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.tent4j.store.ManualClock;
+import org.tent4j.store.ReplicateConfig;
+import org.tent4j.store.SegmentSpec;
 import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.master.Command;
@@ -130,6 +133,82 @@ class DurableStreamTest {
         }
         assertEquals(List.of(1L, 2L, 3L, 4L), order, "entries are applied, so answered, in the order the calls came");
         calls.onCompleted();
+    }
+
+    /**
+     * A read of an object whose read lease still runs at least half a lease TTL is answered from the state under that
+     * lease, with what is left of it, and makes no log entry; past that, the read is an entry again and renews the
+     * lease. Virtual time on the master.
+     */
+    @Test
+    void aReadUnderALeaseThatStillRunsHalfItsTtlIsAnsweredWithoutAnEntry() throws Exception {
+        DurableLog log = DurableLog.open(MasterConfig.defaults(), dir, "m1", List.of(),
+                new DurableLog.Settings(1_000_000, false, 60_000));
+        open.add(log);
+        ManualClock clock = new ManualClock();
+        StoreMaster master = new StoreMaster(log, clock);
+        master.apply(new Command.Mount("node", new SegmentSpec("node-mem", "node-engine", "h", 1L << 40, 1 << 20), 7L));
+        for (String key : List.of("a", "b")) {
+            Command.PutTicket t = master.putStart("node", key, 4096, ReplicateConfig.defaults(), "h");
+            master.putEnd("node", key, t.putId());
+        }
+        Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).directExecutor()
+                .addService(new MasterService(master, new RpcStats(), slowWork, ClientCredentials.random()))
+                .build().start();
+        open.add(() -> {
+            server.shutdownNow();
+            server.awaitTermination(5, TimeUnit.SECONDS);
+        });
+        ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
+        open.add(() -> {
+            channel.shutdownNow();
+            channel.awaitTermination(5, TimeUnit.SECONDS);
+        });
+        java.util.concurrent.BlockingQueue<Answer> answers = new java.util.concurrent.LinkedBlockingQueue<>();
+        StreamObserver<Call> calls = MasterGrpc.newStub(channel).calls(new StreamObserver<>() {
+            @Override
+            public void onNext(Answer a) {
+                answers.add(a);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+        });
+        long ttl = MasterConfig.defaults().leaseTtl().toMillis();
+
+        long entries = log.entriesApplied();
+        calls.onNext(get(1, "a"));
+        assertEquals(ttl, answers.poll(10, TimeUnit.SECONDS).getReplicaList().getLeaseTtlMs(), "a fresh lease");
+        assertEquals(entries + 1, log.entriesApplied(), "the first read is an entry");
+
+        clock.advance(java.time.Duration.ofMillis(ttl / 2 - 1000));
+        calls.onNext(get(2, "a"));
+        calls.onNext(batch(3, "a", "b"));
+        Answer held = answers.poll(10, TimeUnit.SECONDS);
+        assertEquals(2, held.getId());
+        assertEquals(ttl / 2 + 1000, held.getReplicaList().getLeaseTtlMs(), "what is left of the held lease");
+        assertEquals(1, held.getReplicaList().getReplicasCount());
+        Answer mixed = answers.poll(10, TimeUnit.SECONDS);
+        assertEquals(List.of(ttl / 2 + 1000, ttl), mixed.getBatchReplicaList().getItemsList().stream()
+                .map(r -> r.getLeaseTtlMs()).toList(), "a under its held lease, b under a new one");
+        assertEquals(entries + 2, log.entriesApplied(), "only b's lease was an entry");
+
+        clock.advance(java.time.Duration.ofMillis(1001));
+        calls.onNext(get(4, "a"));
+        assertEquals(ttl, answers.poll(10, TimeUnit.SECONDS).getReplicaList().getLeaseTtlMs(),
+                "under half a TTL left: renewed");
+        assertEquals(entries + 3, log.entriesApplied());
+        calls.onCompleted();
+    }
+
+    private static Call batch(long id, String... keys) {
+        return Call.newBuilder().setId(id).setBatchGetReplicaList(org.tent4j.store.proto.KeysRequest.newBuilder()
+                .addAllKeys(List.of(keys))).build();
     }
 
     private static Call get(long id, String key) {
