@@ -174,15 +174,15 @@ public final class TargetProcess {
 
         /** The sum of the engine's Prometheus samples whose line starts with {@code prefix}. */
         long metric(String prefix) throws IOException, InterruptedException {
-            return Long.parseLong(jvm.ask("METRIC " + prefix).split(" ")[1]);
+            return Long.parseLong(jvm.ask("METRIC " + prefix, "METRIC ").split(" ")[1]);
         }
 
         long crc(long offset, long length) throws IOException, InterruptedException {
-            return Long.parseLong(jvm.ask("CRC " + offset + " " + length).split(" ")[1]);
+            return Long.parseLong(jvm.ask("CRC " + offset + " " + length, "CRC ").split(" ")[1]);
         }
 
         String note() throws IOException, InterruptedException {
-            return jvm.ask("NOTE").substring(5);
+            return jvm.ask("NOTE", "NOTE ").substring(5);
         }
 
         void kill() throws InterruptedException {

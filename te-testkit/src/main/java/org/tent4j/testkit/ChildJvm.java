@@ -28,6 +28,8 @@ public final class ChildJvm implements AutoCloseable {
     private final Path stderr;
     private final PrintWriter stdin;
     private final LinkedBlockingQueue<String> stdout = new LinkedBlockingQueue<>();
+    /** Lines that arrived before the answer an {@link #ask(String, String)} waited for: read first by {@link #next}. */
+    private final java.util.concurrent.ConcurrentLinkedDeque<String> setAside = new java.util.concurrent.ConcurrentLinkedDeque<>();
 
     private ChildJvm(String name, Process process, Path stderr) {
         this.name = name;
@@ -78,6 +80,14 @@ public final class ChildJvm implements AutoCloseable {
      * @throws InterruptedException when the waiting thread is interrupted
      */
     public String next(Duration timeout) throws IOException, InterruptedException {
+        String held = setAside.poll();
+        if (held != null) {
+            return held;
+        }
+        return take(timeout);
+    }
+
+    private String take(Duration timeout) throws IOException, InterruptedException {
         String line = stdout.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
         if (line == null || line.equals(EOF)) {
             if (line != null) {
@@ -132,6 +142,29 @@ public final class ChildJvm implements AutoCloseable {
     public String ask(String command, Duration timeout) throws IOException, InterruptedException {
         send(command);
         return next(timeout);
+    }
+
+    /**
+     * Sends one command line and returns the child's first line that starts with {@code answer}: lines the child
+     * printed before it (the end of a task it runs beside its commands, say) are kept, in order, for {@link #next} and
+     * {@link #awaitLine}, never taken for the answer.
+     *
+     * @param command the line to send
+     * @param answer  what the answer line starts with
+     * @return the answer line
+     * @throws IOException as {@link #next(Duration)}
+     * @throws InterruptedException when the waiting thread is interrupted
+     */
+    public String ask(String command, String answer) throws IOException, InterruptedException {
+        send(command);
+        long deadline = System.nanoTime() + DEFAULT_TIMEOUT.toNanos();
+        for (;;) {
+            String line = take(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+            if (line.startsWith(answer)) {
+                return line;
+            }
+            setAside.add(line);
+        }
     }
 
     /**
