@@ -425,17 +425,9 @@ public final class DurableLog implements AutoCloseable {
      * may have moved past.
      */
     public void awaitReadable() {
-        RaftClientRequest request = RaftClientRequest.newBuilder()
-                .setClientId(clientId)
-                .setServerId(self)
-                .setGroupId(GROUP)
-                .setCallId(calls.incrementAndGet())
-                .setMessage(Message.EMPTY)
-                .setType(RaftClientRequest.readRequestType())
-                .build();
         Throwable why;
         try {
-            var reply = member.submitClientRequestAsync(request).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+            var reply = member.submitClientRequestAsync(readCheck()).get(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
             if (reply.isSuccess()) {
                 return;
             }
@@ -449,6 +441,32 @@ public final class DurableLog implements AutoCloseable {
             why = e;
         }
         throw unconfirmed(why);
+    }
+
+    /**
+     * {@link #awaitReadable}'s check without waiting: true when Ratis confirmed it on this thread, within the call (the
+     * leader lease holds and the state has applied everything committed); false when confirming would take a round
+     * of heartbeats or waiting for the applier to catch up, or was refused. For a thread that must not block (an
+     * event loop), which then takes the path through the log instead.
+     */
+    public boolean readableNow() {
+        try {
+            CompletableFuture<org.apache.ratis.protocol.RaftClientReply> f = member.submitClientRequestAsync(readCheck());
+            return f.isDone() && !f.isCompletedExceptionally() && f.join().isSuccess();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private RaftClientRequest readCheck() {
+        return RaftClientRequest.newBuilder()
+                .setClientId(clientId)
+                .setServerId(self)
+                .setGroupId(GROUP)
+                .setCallId(calls.incrementAndGet())
+                .setMessage(Message.EMPTY)
+                .setType(RaftClientRequest.readRequestType())
+                .build();
     }
 
     /** A read Ratis did not let through, as the client should see it: always {@code NOT_LEADER}, naming the leader if known. */

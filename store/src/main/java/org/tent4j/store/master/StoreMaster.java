@@ -210,9 +210,10 @@ public final class StoreMaster implements AutoCloseable {
     /**
      * For the keys of one call on a durable log: each key's replicas under the read lease it already holds when that
      * runs at least half a lease TTL more ({@link MasterState#heldRead}), answered without a log entry; null for a
-     * key that needs one ({@link Command.GrantRead}). The read check is made once, at the first key; refused, every
-     * key is null, and the entry then answers {@code NOT_LEADER}. In memory every key is null: a lease costs nothing
-     * there, and granting it keeps the object's place in the eviction order exact.
+     * key that needs one ({@link Command.GrantRead}). The read check is made once, at the first key, and never waited
+     * for ({@link DurableLog#readableNow}: the caller is an event loop): not confirmed at once, every key is null and
+     * takes the entry, which answers {@code NOT_LEADER} if this master does not lead. In memory every key is null: a
+     * lease costs nothing there, and granting it keeps the object's place in the eviction order exact.
      */
     public java.util.function.Function<String, ReplicaList> heldReads() {
         if (log == null) {
@@ -224,12 +225,7 @@ public final class StoreMaster implements AutoCloseable {
         return key -> {
             if (!checked[0]) {
                 checked[0] = true;
-                try {
-                    awaitReadable();
-                    confirmed[0] = true;
-                } catch (StoreException notLeader) {
-                    confirmed[0] = false;
-                }
+                confirmed[0] = log.readableNow();
             }
             try {
                 return confirmed[0] ? state().heldRead(now, key) : null;
