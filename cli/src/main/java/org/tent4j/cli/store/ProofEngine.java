@@ -30,11 +30,6 @@ final class ProofEngine implements Supplier<TransferEngine>, AutoCloseable {
         return engine;
     }
 
-    /** Whether the engine has been started (and not yet closed). */
-    synchronized boolean started() {
-        return engine != null;
-    }
-
     @Override
     public synchronized void close() {
         closed = true;
