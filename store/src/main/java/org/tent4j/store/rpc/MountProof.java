@@ -77,7 +77,7 @@ final class MountProof {
             engine = engines.get();
         } catch (RuntimeException e) {
             throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, what + ": the master's engine for mount "
-                    + "proofs did not start: " + e.getMessage());
+                    + "proofs is not available: " + e.getMessage());
         }
         RegisteredMemory buf = engine.allocate(NONCE_BYTES, Location.CPU, Permission.LOCAL_ONLY);
         SegmentHandle target = null;
