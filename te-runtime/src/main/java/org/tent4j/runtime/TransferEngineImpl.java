@@ -282,6 +282,10 @@ final class TransferEngineImpl implements TransferEngine {
                 "what", "request");
         metrics.count("tent4j.control.refused", "refused by a limit or a binding", control, ControlPlaneNode::refusedCallers,
                 "what", "caller");
+        metrics.count("tent4j.control.request.budget.refusals", "requests refused because control.max_request_bytes was "
+                + "held (also counted in tent4j.control.refused{what=request})", control, ControlPlaneNode::requestBudgetRefusals);
+        metrics.gauge("tent4j.control.request.bytes", "bytes of control-plane requests waiting for or on a worker", control,
+                ControlPlaneNode::requestBytesInFlight);
     }
 
     // ---------------------------------------------------------------- memory

@@ -20,6 +20,8 @@ class RefusalMetricsTest {
             String before = ((TransferEngineImpl) guarded).metrics().scrape();
             assertTrue(count(before, "tent4j_control_auth_failures_total") == 0, before);
             assertTrue(before.contains("tent4j_control_refused_total{") && before.contains("what=\"connection\""), before);
+            assertTrue(count(before, "tent4j_control_request_budget_refusals_total") == 0, before);
+            assertTrue(count(before, "tent4j_control_request_bytes") == 0, before);
 
             assertThrows(TransferException.class, () -> stranger.openSegment(guarded.segmentName()));
 

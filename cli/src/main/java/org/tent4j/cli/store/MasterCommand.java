@@ -8,7 +8,6 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 import org.tent4j.api.EngineConfig;
-import org.tent4j.api.TransferEngine;
 import org.tent4j.cli.options.DurationConverter;
 import org.tent4j.cli.options.SizeConverter;
 import org.tent4j.store.PrintableId;
@@ -55,11 +54,13 @@ public final class MasterCommand implements Callable<Integer> {
                     + "a master with neither token serves them to everyone.")
     Path adminTokenFile;
 
-    @Option(names = {"--mount-proof", "--mount_proof"},
-            description = "Run an engine in the master (on --host, with the token and TLS above) and mount a segment "
-                    + "only after reading back, through it, the nonce the client wrote at the segment's base: nobody "
-                    + "can point the store at memory they cannot write. Default: off.")
-    boolean mountProof;
+    @Option(names = {"--mount-proof", "--mount_proof"}, arity = "0..1", paramLabel = "true|false",
+            description = "Mount a segment only after reading back, through an engine of the master's own (on --host, "
+                    + "with the token and TLS above, started at the first mount), the nonce the client wrote at the "
+                    + "segment's base: nobody can point the store at memory they cannot write. Default: true when the "
+                    + "master authenticates callers (a token or TLS, from the options or the environment), else false; "
+                    + "--mount-proof=false turns it off.")
+    Boolean mountProof;
 
     @Option(names = "--port", defaultValue = "50051", paramLabel = "PORT",
             description = "RPC port; 0 picks a free one. Default: ${DEFAULT-VALUE}.")
@@ -175,6 +176,14 @@ public final class MasterCommand implements Callable<Integer> {
                 promoteAfterHits, repairsInFlight, repairsPerNode, writeThrough, promoteWindow);
     }
 
+    /**
+     * Whether mounts must be proved: as asked, else whenever callers authenticate, since a member could otherwise point
+     * the store at another member's memory (an open master's callers are anyone anyway).
+     */
+    boolean mountProof(StoreSecurity secured) {
+        return mountProof != null ? mountProof : secured.authenticates() || secured.tls();
+    }
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         MasterConfig config;
@@ -226,11 +235,11 @@ public final class MasterCommand implements Callable<Integer> {
                     + inboundBytesBudget);
             return 2;
         }
-        TransferEngine proofEngine = null;
-        if (mountProof) {
+        ProofEngine proofEngine = null;
+        if (mountProof(secured)) {
             EngineConfig.Builder cfg = EngineConfig.builder().set(EngineConfig.CONTROL_HOST, host);
             security.applyTo(cfg);
-            proofEngine = TransferEngine.create(cfg.build());
+            proofEngine = new ProofEngine(cfg.build());
         }
         MasterServer server = MasterServer.start(master, host, port, tick.toMillis(), r -> {
             for (String id : r.clientsExpired()) {
@@ -240,7 +249,7 @@ public final class MasterCommand implements Callable<Integer> {
         }, secured, credentials, proofEngine, new MasterServer.Limits(maxConnections,
                 MasterServer.Limits.DEFAULT.unprovenConnections(), MasterServer.Limits.DEFAULT.callsPerConnection(),
                 inboundBytesBudget));
-        TransferEngine engine = proofEngine;
+        ProofEngine engine = proofEngine;
         AdminServer admin = adminPort < 0 ? null : AdminServer.start(server, host, adminPort);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (admin != null) {

@@ -20,9 +20,10 @@ import org.tent4j.cli.Tent4jCommand;
 import org.tent4j.testkit.ChildJvm;
 
 /**
- * {@code store master --token-file --mount-proof}, {@code store node --token-file} and {@code store bench --token-file} end to end
+ * {@code store master --token-file}, {@code store node --token-file} and {@code store bench --token-file} end to end
  * (master and node as their own processes, the bench in this JVM): with the token the bench puts and reads back every
- * value verified (the node's mount proved through the master's own engine, under the token); without it, or with a wrong one, the bench is refused naming what was wrong and never the token.
+ * value verified (the node's mount proved through the master's own engine, under the token: a master with a token
+ * proves mounts by default); without it, or with a wrong one, the bench is refused naming what was wrong and never the token.
  */
 class StoreTokenCommandTest {
     @TempDir
@@ -65,8 +66,7 @@ class StoreTokenCommandTest {
     void masterNodeAndBenchShareATokenFileAndStrangersAreRefused() throws Exception {
         Path token = dir.resolve("token");
         Files.writeString(token, "store-cluster-token\n");
-        ChildJvm master = child("store", "master", "--port", "0", "--admin-port", "-1", "--token-file", token.toString(),
-                "--mount-proof");
+        ChildJvm master = child("store", "master", "--port", "0", "--admin-port", "-1", "--token-file", token.toString());
         String address = "127.0.0.1:" + master.awaitLine("LISTENING ", ChildJvm.DEFAULT_TIMEOUT).split(" ")[1];
         ChildJvm node = child("store", "node", "--master", address, "--control-host", "127.0.0.1", "--segment-size", "16m",
                 "--token-file", token.toString());

@@ -124,13 +124,15 @@ public final class MasterServer implements AutoCloseable {
 
     /**
      * As above; with {@code mountProofEngine} every mount must prove its caller wrote the nonce the master handed it
-     * at the segment's base, which the master reads back through that engine before mounting (the caller keeps and
-     * closes the engine).
+     * at the segment's base, which the master reads back through the engine it supplies before mounting. It is asked
+     * for at each memory mount (from the slow-work pool), so it may start its engine at the first one; the caller keeps
+     * and closes the engine.
      */
     public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
                                      StoreSecurity security, ClientCredentials credentials,
-                                     org.tent4j.api.TransferEngine mountProofEngine) throws IOException {
+                                     java.util.function.Supplier<org.tent4j.api.TransferEngine> mountProofEngine)
+            throws IOException {
         return start(master, host, port, tickMillis, observer, security, credentials, mountProofEngine, Limits.DEFAULT);
     }
 
@@ -138,7 +140,8 @@ public final class MasterServer implements AutoCloseable {
     public static MasterServer start(StoreMaster master, String host, int port, long tickMillis,
                                      java.util.function.Consumer<org.tent4j.store.master.Command.TickReport> observer,
                                      StoreSecurity security, ClientCredentials credentials,
-                                     org.tent4j.api.TransferEngine mountProofEngine, Limits limits) throws IOException {
+                                     java.util.function.Supplier<org.tent4j.api.TransferEngine> mountProofEngine,
+                                     Limits limits) throws IOException {
         RpcStats stats = new RpcStats();
         ExecutorService slowWork = slowWorkPool(SLOW_WORK_THREADS, SLOW_WORK_QUEUE);
         ConnectionGate gate = new ConnectionGate(limits.maxConnections(), limits.unprovenConnections(),
@@ -187,7 +190,8 @@ public final class MasterServer implements AutoCloseable {
         if (tickMillis > 0) {
             master.startHousekeeping(tickMillis, observer);
         }
-        LOG.info("store master listening on {}:{} ({})", host, server.getPort(), security);
+        LOG.info("store master listening on {}:{} ({}, mount proof {})", host, server.getPort(), security,
+                mountProofEngine == null ? "off" : "on");
         if (!security.authenticates() && !isLoopback(host)) {
             LOG.warn("store master on {}:{} has no token: it serves EVERYONE who reaches this address, unauthenticated "
                     + "(anyone can register, put, read and remove objects; forced bulk removal included). Set "

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 import org.tent4j.api.Location;
 import org.tent4j.api.Opcode;
@@ -24,8 +25,8 @@ import org.tent4j.store.StoreException;
  * ({@code MountChallenge}), the client writes it at the segment's base, and before the mount is applied the master
  * reads those bytes back from the named engine segment through an engine of its own. A client naming another
  * engine's memory (so that honest puts would land there) cannot place the nonce, and its mount is refused
- * {@code PERMISSION_DENIED} before anything is mounted. Without an engine the master checks nothing (and hands out
- * empty nonces). Disk segments are not checked: only their owner's own memory objects are offloaded to them, from
+ * {@code PERMISSION_DENIED} before anything is mounted. The engine is asked for at the first check only (a master
+ * nobody mounts memory on runs none); without one the master checks nothing (and hands out empty nonces). Disk segments are not checked: only their owner's own memory objects are offloaded to them, from
  * memory this proof covered.
  */
 final class MountProof {
@@ -42,18 +43,18 @@ final class MountProof {
      */
     private static final long REPORT_WAIT_SECONDS = 60;
 
-    private final TransferEngine engine;
+    private final Supplier<TransferEngine> engines;
     private final ClientCredentials credentials;
 
-    /** {@code engine} null: no proof asked. */
-    MountProof(TransferEngine engine, ClientCredentials credentials) {
-        this.engine = engine;
+    /** {@code engines} null: no proof asked; else it gives the engine each check reads through. */
+    MountProof(Supplier<TransferEngine> engines, ClientCredentials credentials) {
+        this.engines = engines;
         this.credentials = credentials;
     }
 
     /** The nonce {@code clientId} must write at {@code segment}'s base; empty when mounts are not checked. */
     byte[] challenge(String clientId, SegmentSpec segment) {
-        if (engine == null || segment.tier() == org.tent4j.store.Tier.DISK) {
+        if (engines == null || segment.tier() == org.tent4j.store.Tier.DISK) {
             return new byte[0];
         }
         if (segment.size() < NONCE_BYTES) {
@@ -65,12 +66,19 @@ final class MountProof {
 
     /** Refuses the mount unless the segment's first bytes, read through this master's engine, are the nonce. */
     void check(String clientId, SegmentSpec segment) {
-        if (engine == null || segment.tier() == org.tent4j.store.Tier.DISK) {
+        if (engines == null || segment.tier() == org.tent4j.store.Tier.DISK) {
             return;
         }
         byte[] expected = challenge(clientId, segment);
         String what = "mount of segment " + PrintableId.forLog(segment.id()) + " (engine segment "
                 + PrintableId.forLog(segment.engineSegment()) + ", address " + segment.base() + ")";
+        TransferEngine engine;
+        try {
+            engine = engines.get();
+        } catch (RuntimeException e) {
+            throw new StoreException(StoreError.UNAVAILABLE_IN_CURRENT_STATUS, what + ": the master's engine for mount "
+                    + "proofs is not available: " + e.getMessage());
+        }
         RegisteredMemory buf = engine.allocate(NONCE_BYTES, Location.CPU, Permission.LOCAL_ONLY);
         SegmentHandle target = null;
         boolean leaked = false;

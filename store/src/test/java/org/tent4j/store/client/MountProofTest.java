@@ -59,7 +59,7 @@ class MountProofTest {
     void aMountNamingMemoryTheCallerCannotWriteIsRefusedAndNothingIsMounted() throws Exception {
         TransferEngine masterEngine = engine();
         MasterServer m = MasterServer.start(new StoreMaster(MasterConfig.defaults(), StoreClock.system()), "127.0.0.1", 0,
-                0, r -> { }, StoreSecurity.NONE, ClientCredentials.random(), masterEngine);
+                0, r -> { }, StoreSecurity.NONE, ClientCredentials.random(), () -> masterEngine);
         open.add(m);
         StoreClient victim = client(m);
         // an honest contribution passes the proof: the client wrote the nonce, the master read it back

@@ -30,6 +30,8 @@ public final class CoreKey {
     public static final String CONTROL_MAX_CONNECTIONS = "control.max_connections";
     public static final String CONTROL_MAX_REQUESTS_PER_CONNECTION = "control.max_requests_per_connection";
     public static final String CONTROL_MAX_REQUESTS = "control.max_requests";
+    /** Bytes of requests of all connections waiting for or on a worker: the count alone allows max_requests frames. */
+    public static final String CONTROL_MAX_REQUEST_BYTES = "control.max_request_bytes";
     public static final String CONTROL_IDLE_TIMEOUT = "control.idle_timeout";
     public static final String CONTROL_CALL_TIMEOUT = "control.call_timeout";
     /** TCP keep-alive of control-plane connections, so a peer that went silent is noticed without a call. */
@@ -78,6 +80,7 @@ public final class CoreKey {
             OptionSpec.of(CONTROL_MAX_CONNECTIONS, Type.INT, "256", "inbound control-plane connections at most; more are closed at once"),
             OptionSpec.of(CONTROL_MAX_REQUESTS_PER_CONNECTION, Type.INT, "64", "requests of one control-plane connection waiting for or on a worker; more are answered TOO_MANY_REQUESTS"),
             OptionSpec.of(CONTROL_MAX_REQUESTS, Type.INT, "1024", "control-plane requests of all connections waiting for or on a worker; more are answered TOO_MANY_REQUESTS"),
+            OptionSpec.of(CONTROL_MAX_REQUEST_BYTES, Type.SIZE, "64m", "bytes of control-plane requests (their payloads) of all connections waiting for or on a worker; a request that would go beyond is answered TOO_MANY_REQUESTS and counted (tent4j_control_request_budget_refusals_total); at least control.max_frame"),
             OptionSpec.of(CONTROL_IDLE_TIMEOUT, Type.DURATION, "5m", "close a control-plane connection that received nothing for this long and has no call or request open; 0 = never"),
             OptionSpec.of(CONTROL_CALL_TIMEOUT, Type.DURATION, "30s", "how long an asynchronous control-plane call (a notification) waits for its reply"),
             OptionSpec.of(CONTROL_KEEPALIVE_IDLE, Type.DURATION, "15s", "TCP keep-alive of control-plane connections: probe a peer after this long without traffic, so one that went silent (no reset) is noticed and its calls fail without waiting for control.call_timeout; whole seconds, 0 = off"),

@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 import io.netty.bootstrap.ServerBootstrap;
@@ -67,16 +68,16 @@ import org.tent4j.transport.netty.UnprovenConnections;
  * is served or refused as usual.
  *
  * <p>Each connection's pipeline, past TLS, the token handshake and the length prefix: {@link FrameDecoder} (header),
- * {@link CallerClaims} (caller names, held claims, back-pressure), {@link RequestLimits} (sizes, requests waiting),
- * {@link Dispatcher} (replies to calls, requests to workers, idle and bad connections). This node's own calls, their
- * connections and the replies they wait for are {@link OutboundCalls}.
+ * {@link CallerClaims} (caller names, held claims, back-pressure), {@link RequestLimits} (sizes, requests waiting and
+ * their bytes), {@link Dispatcher} (replies to calls, requests to workers, idle and bad connections). This node's own
+ * calls, their connections and the replies they wait for are {@link OutboundCalls}.
  */
 public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ControlPlaneNode.class);
 
     /** What a peer can make this node hold, from the {@code control.*} keys of {@link CoreKey}. */
     public record Settings(int maxFrame, int maxConnections, int maxRequestsPerConnection, int maxRequests,
-                           Duration idleTimeout, Duration callTimeout, KeepAlive keepAlive, SecuritySettings security) {
+                           long maxRequestBytes, Duration idleTimeout, Duration callTimeout, KeepAlive keepAlive, SecuritySettings security) {
         public Settings {
             if (maxFrame < 1024) {
                 throw new ConfigException(CoreKey.CONTROL_MAX_FRAME, "must be at least 1k, got " + maxFrame);
@@ -92,6 +93,11 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
                 throw new ConfigException(CoreKey.CONTROL_MAX_REQUESTS, "must be >= "
                         + CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION + " (" + maxRequestsPerConnection + "), got "
                         + maxRequests);
+            }
+            if (maxRequestBytes < maxFrame) {
+                // a budget below one frame would refuse a request the frame limit admits, even on an idle node
+                throw new ConfigException(CoreKey.CONTROL_MAX_REQUEST_BYTES, "must be >= " + CoreKey.CONTROL_MAX_FRAME
+                        + " (" + maxFrame + "), got " + maxRequestBytes);
             }
             if (idleTimeout.isNegative()) {
                 throw new ConfigException(CoreKey.CONTROL_IDLE_TIMEOUT, "must be >= 0 (0 = never), got " + idleTimeout);
@@ -116,6 +122,7 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
             }
             return new Settings((int) frame, core.getInt(CoreKey.CONTROL_MAX_CONNECTIONS),
                     core.getInt(CoreKey.CONTROL_MAX_REQUESTS_PER_CONNECTION), core.getInt(CoreKey.CONTROL_MAX_REQUESTS),
+                    core.getSize(CoreKey.CONTROL_MAX_REQUEST_BYTES),
                     core.getDuration(CoreKey.CONTROL_IDLE_TIMEOUT), core.getDuration(CoreKey.CONTROL_CALL_TIMEOUT),
                     KeepAlive.of(CoreKey.CONTROL_KEEPALIVE_IDLE, core.getDuration(CoreKey.CONTROL_KEEPALIVE_IDLE),
                             CoreKey.CONTROL_KEEPALIVE_INTERVAL, core.getDuration(CoreKey.CONTROL_KEEPALIVE_INTERVAL),
@@ -169,6 +176,9 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     /** Inbound connections still proving themselves (token handshake, TLS). */
     private final UnprovenConnections unproven;
     final AtomicInteger requestsInFlight = new AtomicInteger();
+    /** Payload bytes of those requests, within {@link Settings#maxRequestBytes()}. */
+    final AtomicLong requestBytesInFlight = new AtomicLong();
+    final LongAdder requestBudgetRefusals = new LongAdder();
     final LongAdder strayReplies = new LongAdder();
     final LongAdder refusedCallers = new LongAdder();
     final LongAdder heldClaims = new LongAdder();
@@ -255,6 +265,16 @@ public final class ControlPlaneNode implements ControlPlane, AutoCloseable {
     /** Connections whose first claim waited for the name's previous, still open connection. */
     public long heldClaims() {
         return heldClaims.sum();
+    }
+
+    /** Payload bytes of requests waiting for or on a worker, of all connections. */
+    public long requestBytesInFlight() {
+        return requestBytesInFlight.get();
+    }
+
+    /** Requests refused because their bytes would have taken the node past {@code control.max_request_bytes}. */
+    public long requestBudgetRefusals() {
+        return requestBudgetRefusals.sum();
     }
 
     /** Requests refused with TOO_MANY_REQUESTS or for exceeding their service's request size. */

@@ -81,11 +81,11 @@ final class Dispatcher extends ChannelInboundHandlerAdapter {
                 try {
                     node.answer(ch, id, service, s, claimed, payload);
                 } finally {
-                    limits.finished();
+                    limits.finished(payload.length);
                 }
             });
         } catch (RejectedExecutionException e) {
-            limits.finished();
+            limits.finished(payload.length);
             node.refuse(ch, id, service, ErrorCode.ENGINE_CLOSED, "segment '" + node.localSegment() + "' is closing");
         }
     }

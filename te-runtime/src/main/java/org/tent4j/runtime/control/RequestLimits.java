@@ -11,9 +11,10 @@ import org.tent4j.runtime.config.CoreKey;
 
 /**
  * Admits a request only within its limits, refusing it with an error reply otherwise: its service's request size, the
- * requests of this connection waiting for a worker ({@code control.max_requests_per_connection}) and those of the
- * whole node ({@code control.max_requests}). The dispatcher tells it when an admitted request has been answered. One
- * per connection, on the control plane's event loop.
+ * requests of this connection waiting for a worker ({@code control.max_requests_per_connection}), those of the whole
+ * node ({@code control.max_requests}) and their bytes ({@code control.max_request_bytes}: the count alone would let
+ * a thousand frames of the largest size wait). The dispatcher tells it when an admitted request has been answered.
+ * One per connection, on the control plane's event loop.
  */
 final class RequestLimits extends ChannelInboundHandlerAdapter {
     private final ControlPlaneNode node;
@@ -44,6 +45,13 @@ final class RequestLimits extends ChannelInboundHandlerAdapter {
         } else if (node.requestsInFlight.incrementAndGet() > node.settings.maxRequests()) {
             node.requestsInFlight.decrementAndGet();
             refusal = node.settings.maxRequests() + " requests are already waiting (" + CoreKey.CONTROL_MAX_REQUESTS + ")";
+        } else if (node.requestBytesInFlight.addAndGet(f.content().readableBytes()) > node.settings.maxRequestBytes()) {
+            long held = node.requestBytesInFlight.addAndGet(-f.content().readableBytes());
+            node.requestsInFlight.decrementAndGet();
+            node.requestBudgetRefusals.increment();
+            refusal = "'" + f.service + "' request of " + f.content().readableBytes() + " bytes does not fit: " + held
+                    + " bytes of requests are already waiting, of " + node.settings.maxRequestBytes() + " ("
+                    + CoreKey.CONTROL_MAX_REQUEST_BYTES + ")";
         }
         if (refusal != null) {
             f.release();
@@ -54,10 +62,14 @@ final class RequestLimits extends ChannelInboundHandlerAdapter {
         ctx.fireChannelRead(f);
     }
 
-    /** An admitted request was answered (or could not be handed to a worker). */
-    void finished() {
+    /**
+     * An admitted request of {@code bytes} was answered (or could not be handed to a worker): its payload is held until
+     * then, so its bytes count until then.
+     */
+    void finished(int bytes) {
         inFlight.decrementAndGet();
         node.requestsInFlight.decrementAndGet();
+        node.requestBytesInFlight.addAndGet(-bytes);
     }
 
     /** Whether requests of this connection are waiting for a worker or being answered. */

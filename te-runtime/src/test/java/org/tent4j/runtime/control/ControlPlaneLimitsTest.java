@@ -148,6 +148,68 @@ class ControlPlaneLimitsTest {
     }
 
     @Test
+    void requestBytesWaitingForWorkersAreBoundedWhileOtherPeersAreServed() throws Exception {
+        start(Map.of("control.max_frame", "64k", "control.max_request_bytes", "200k"));
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch started = new CountDownLatch(3);
+        node.serve("slow", (caller, req) -> {
+            started.countDown();
+            release.await();
+            return java.util.Arrays.copyOf(req, 8);
+        });
+        int big = 60 << 10;
+        try (RawControlClient flood = new RawControlClient(node.port());
+             RawControlClient other = new RawControlClient(node.port())) {
+            ByteBuffer all = ByteBuffer.allocate(6 * (big + 64));
+            for (int i = 1; i <= 6; i++) {
+                byte[] payload = new byte[big];
+                payload[0] = (byte) i;
+                all.put(RawControlClient.encode(RawControlClient.REQUEST, i, "slow", "flood", payload));
+            }
+            flood.sendRaw(java.util.Arrays.copyOf(all.array(), all.position()));
+            // three fit in 200 KiB and hold the workers; the rest are refused at once, far below the count limits
+            for (int i = 0; i < 3; i++) {
+                RawControlClient.Frame f = flood.read();
+                assertEquals(ErrorCode.TOO_MANY_REQUESTS.ordinal(), f.errorOrdinal(), f.text());
+                assertTrue(f.id() > 3, "request " + f.id() + " should have been admitted");
+                assertTrue(f.text().contains("'slow' request of " + big + " bytes does not fit")
+                        && f.text().contains("control.max_request_bytes"), f.text());
+            }
+            started.await();
+            assertEquals(3L * big, node.requestBytesInFlight());
+            assertEquals(3, node.requestBudgetRefusals());
+            // another peer's small request fits in what is left, and the fourth worker answers it
+            other.send(RawControlClient.REQUEST, 1, "echo", "other", "small".getBytes(StandardCharsets.UTF_8));
+            RawControlClient.Frame small = other.read();
+            assertEquals(RawControlClient.REPLY, small.kind(), small.text());
+            assertEquals("small", small.text());
+            release.countDown();
+            Set<Long> answered = new HashSet<>();
+            for (int i = 0; i < 3; i++) {
+                RawControlClient.Frame f = flood.read();
+                assertEquals(RawControlClient.REPLY, f.kind());
+                answered.add(f.id());
+            }
+            assertEquals(Set.of(1L, 2L, 3L), answered);
+        }
+        // a worker gives its request's bytes back once it has answered, which the peer may see first
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (node.requestBytesInFlight() != 0 && System.nanoTime() < deadline) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        assertEquals(0, node.requestBytesInFlight());
+        assertEquals(3, node.refusedRequests());
+        assertHonestCallWorks();
+    }
+
+    @Test
+    void aRequestByteBudgetBelowOneFrameIsRefusedAtConfiguration() {
+        org.tent4j.api.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(org.tent4j.api.ConfigException.class,
+                () -> ControlPlaneTrustTest.settings(Map.of("control.max_frame", "64k", "control.max_request_bytes", "32k")));
+        assertTrue(e.getMessage().contains("control.max_request_bytes") && e.getMessage().contains("65536"), e.getMessage());
+    }
+
+    @Test
     void connectionsBeyondTheLimitAreClosedAtOnce() throws Exception {
         start(Map.of("control.max_connections", "50"));
         List<RawControlClient> open = new ArrayList<>();
