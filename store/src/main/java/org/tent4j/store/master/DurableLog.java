@@ -178,6 +178,11 @@ public final class DurableLog implements AutoCloseable {
         RaftServerConfigKeys.Read.setOption(props, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
         RaftServerConfigKeys.Read.setLeaderLeaseEnabled(props, true);
         RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(props, LEASE_RATIO);
+        // a read sees what this master applied, not all it knows committed: every call is answered only once its entry
+        // is applied here, so every acknowledged change is seen, and a read never waits for the applier to work
+        // through entries nobody was answered for yet (concurrent with the read: either order is linearizable). A new
+        // leader serves only once ready, its term's first entry applied, so it has applied all the last leader's
+        RaftServerConfigKeys.Read.ReadIndex.setType(props, RaftServerConfigKeys.Read.ReadIndex.Type.APPLIED_INDEX);
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
@@ -444,17 +449,18 @@ public final class DurableLog implements AutoCloseable {
     }
 
     /**
-     * {@link #awaitReadable}'s check without waiting: true when Ratis confirmed it on this thread, within the call (the
-     * leader lease holds and the state has applied everything committed); false when confirming would take a round
-     * of heartbeats or waiting for the applier to catch up, or was refused. For a thread that must not block (an
-     * event loop), which then takes the path through the log instead.
+     * {@link #awaitReadable}'s check without waiting on the calling thread: completes true once Ratis confirmed it
+     * (at once while the leader lease holds and the state has applied everything committed; else after the applier
+     * caught up or a round of heartbeats, on Ratis's thread), false when it was refused or not confirmed within
+     * {@link #READ_CHECK_MILLIS}. For a thread that must not block (an event loop).
      */
-    public boolean readableNow() {
+    public CompletableFuture<Boolean> readable() {
         try {
-            CompletableFuture<org.apache.ratis.protocol.RaftClientReply> f = member.submitClientRequestAsync(readCheck());
-            return f.isDone() && !f.isCompletedExceptionally() && f.join().isSuccess();
+            return member.submitClientRequestAsync(readCheck())
+                    .orTimeout(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS)
+                    .handle((reply, err) -> err == null && reply.isSuccess());
         } catch (IOException e) {
-            return false;
+            return CompletableFuture.completedFuture(false);
         }
     }
 

@@ -210,30 +210,29 @@ public final class StoreMaster implements AutoCloseable {
     /**
      * For the keys of one call on a durable log: each key's replicas under the read lease it already holds when that
      * runs at least half a lease TTL more ({@link MasterState#heldRead}), answered without a log entry; null for a
-     * key that needs one ({@link Command.GrantRead}). The read check is made once, at the first key, and never waited
-     * for ({@link DurableLog#readableNow}: the caller is an event loop): not confirmed at once, every key is null and
-     * takes the entry, which answers {@code NOT_LEADER} if this master does not lead. In memory every key is null: a
-     * lease costs nothing there, and granting it keeps the object's place in the eviction order exact.
+     * key that needs one ({@link Command.GrantRead}). Completes once the read check did ({@link DurableLog#readable},
+     * never waited for on the calling thread: an event loop); not confirmed, every key is null and takes the entry,
+     * which answers {@code NOT_LEADER} if this master does not lead. In memory, at once, every key null: a lease
+     * costs nothing there, and granting it keeps the object's place in the eviction order exact.
      */
-    public java.util.function.Function<String, ReplicaList> heldReads() {
+    public java.util.concurrent.CompletableFuture<java.util.function.Function<String, ReplicaList>> heldReads() {
         if (log == null) {
-            return key -> null;
+            return java.util.concurrent.CompletableFuture.completedFuture(key -> null);
         }
-        long now = now();
-        boolean[] checked = new boolean[1];
-        boolean[] confirmed = new boolean[1];
-        return key -> {
-            if (!checked[0]) {
-                checked[0] = true;
-                confirmed[0] = log.readableNow();
+        return log.readable().thenApply(confirmed -> {
+            if (!confirmed) {
+                return key -> null;
             }
-            try {
-                return confirmed[0] ? state().heldRead(now, key) : null;
-            } catch (StoreException badKey) {
-                // an invalid key: its GrantRead entry refuses it, as before
-                return null;
-            }
-        };
+            long now = now();
+            return key -> {
+                try {
+                    return state().heldRead(now, key);
+                } catch (StoreException badKey) {
+                    // an invalid key: its GrantRead entry refuses it, as before
+                    return null;
+                }
+            };
+        });
     }
 
     public long size(String key) {

@@ -1,12 +1,14 @@
 package org.tent4j.store.rpc;
 
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Function;
 
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import org.tent4j.store.StoreError;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchExistResponse;
@@ -149,7 +151,8 @@ final class ServedStream implements StreamObserver<Call> {
      * On a durable master, a call that is one log entry is proposed here and answered once the entry is applied (on the
      * log's applier thread), so this event loop serves other calls, this stream's next ones included, meanwhile and
      * their entries share the log's fsync. Calls are proposed in the order they arrive, so they are applied in that
-     * order; answers may overtake each other (they carry the call's id). False: not such a call here.
+     * order, but for reads, whose entry (if they need one) is proposed once their read check is done; answers may
+     * overtake each other (they carry the call's id). False: not such a call here.
      */
     private boolean logged(Call c, Answer.Builder a) {
         switch (c.getBodyCase()) {
@@ -160,8 +163,8 @@ final class ServedStream implements StreamObserver<Call> {
             case PUT_REVOKE -> logged("PutRevoke", List.of(c.getPutRevoke()), putRevokeStep, s -> s,
                     items -> a.setStatus(items.getFirst()).build());
             case GET_REPLICA_LIST -> logged("GetReplicaList", List.of(c.getGetReplicaList().getKey()),
-                    new LoggedBatch.Step<>(svc.master, Command.GrantRead::new, (k, list) -> ClientCommands.replicaList(list, null),
-                            svc.master.heldReads()),
+                    svc.master.heldReads().thenApply(held -> new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
+                            (k, list) -> ClientCommands.replicaList(list, null), held)),
                     s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                     items -> a.setReplicaList(items.getFirst()).build());
             case COMMIT -> logged("Commit", List.of(c.getCommit()), commitStep,
@@ -190,8 +193,9 @@ final class ServedStream implements StreamObserver<Call> {
                 }
                 // filled by the answer step, on the applier thread, after the entry is applied
                 SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                logged("BatchGetReplicaList", req.getKeysList(), new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
-                                (k, list) -> ClientCommands.replicaList(list, table), svc.master.heldReads()),
+                logged("BatchGetReplicaList", req.getKeysList(), svc.master.heldReads().thenApply(held ->
+                                new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
+                                        (k, list) -> ClientCommands.replicaList(list, table), held)),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());
@@ -205,14 +209,21 @@ final class ServedStream implements StreamObserver<Call> {
 
     private <I, R, T> void logged(String method, List<I> items, LoggedBatch.Step<I, R, T> step,
                                   Function<Status, T> onError, Function<List<T>, Answer> wrap) {
+        logged(method, items, CompletableFuture.completedFuture(step), onError, wrap);
+    }
+
+    /** As above, the step known once {@code step} completes (a read's, after its read check). */
+    private <I, R, T> void logged(String method, List<I> items, CompletableFuture<LoggedBatch.Step<I, R, T>> step,
+                                  Function<Status, T> onError, Function<List<T>, Answer> wrap) {
         synchronized (this) {
             loggedInFlight++;
         }
-        LoggedBatch.serveAsync(svc.master, method, items, step, onError, svc.stats).whenComplete((answers, err) -> {
+        step.thenCompose(s -> LoggedBatch.serveAsync(svc.master, method, items, s, onError, svc.stats)).whenComplete((answers, err) -> {
             try {
-                if (answers != null) {
-                    answer(wrap.apply(answers));
-                }
+                // serveAsync answers every item, a failed entry too: err is a bug, still answered so no call hangs
+                answer(wrap.apply(answers != null ? answers : items.stream().map(i -> onError.apply(Status.newBuilder()
+                        .setCode(StoreError.INTERNAL_ERROR.code()).setMessage(StoreError.INTERNAL_ERROR + ": " + err).build()))
+                        .toList()));
             } finally {
                 synchronized (this) {
                     loggedInFlight--;

@@ -1,6 +1,7 @@
 package org.tent4j.store.rpc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
@@ -91,6 +92,13 @@ class DurableStreamTest {
         }
         assertTrue(log.role().commitIndex() >= committed + 3,
                 "the calls behind one waiting for its entry were not proposed meanwhile");
+        assertTrue(answers.isEmpty(), "a call was answered before its entry was applied: " + answers);
+        // a read off the log sees what was applied (every answered call) and does not wait for the held applier
+        calls.onNext(Call.newBuilder().setId(5).setExist(KeyRequest.newBuilder().setKey("k2")).build());
+        Answer exist = answers.poll(10, TimeUnit.SECONDS);
+        assertEquals(5, exist == null ? -1 : exist.getId(), "the read waited for the applier: " + exist);
+        assertEquals(0, exist.getExist().getStatus().getCode(), "the read was refused waiting for the applier: " + exist);
+        assertFalse(exist.getExist().getExists());
         assertTrue(answers.isEmpty(), "a call was answered before its entry was applied: " + answers);
 
         release.countDown();
