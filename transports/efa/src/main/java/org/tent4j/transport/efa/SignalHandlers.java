@@ -21,6 +21,13 @@ import java.util.function.Supplier;
  * SIGSEGV for implicit null checks and other traps, so after a plain dlopen the first NullPointerException in compiled
  * code kills the JVM ("java: terminated with signal 11 ... Backtrace:"). The handlers are saved as {@code struct
  * sigaction} bytes before the load and written back for every signal whose handler changed.
+ *
+ * <p>Putting them back is not enough on its own: between the constructor and the restore, a trap in any other thread
+ * (a JIT-compiled null check, a safepoint poll) reaches libpsm2's handler, which prints its backtrace and kills the
+ * process. With the engine probing its transports side by side, that window met other threads running Java code (a
+ * child JVM died so in CI). So before the load PSM and PSM2 are told not to install them at all, through the
+ * variables Open MPI sets for the same reason ({@code HFI_NO_BACKTRACE}, {@code IPATH_NO_BACKTRACE}; a value the
+ * user set is kept), and the restore stays for libraries that ignore them.
  */
 final class SignalHandlers {
     private static final int MAX_SIGNAL = 64;
@@ -39,6 +46,7 @@ final class SignalHandlers {
         MethodHandle sigaction = linker.defaultLookup().find("sigaction")
                 .map(s -> linker.downcallHandle(s, FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS)))
                 .orElse(null);
+        noBacktraceHandlers(linker);
         if (sigaction == null) {
             return new Restored<>(load.get(), List.of());
         }
@@ -64,6 +72,24 @@ final class SignalHandlers {
                 }
             }
             return new Restored<>(value, List.copyOf(restored));
+        }
+    }
+
+    /** Sets PSM's and PSM2's "no backtrace handlers" variables in this process's environment, unless already set. */
+    private static void noBacktraceHandlers(Linker linker) {
+        MethodHandle setenv = linker.defaultLookup().find("setenv")
+                .map(s -> linker.downcallHandle(s, FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT)))
+                .orElse(null);
+        if (setenv == null) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            for (String name : List.of("HFI_NO_BACKTRACE", "IPATH_NO_BACKTRACE")) {
+                int rc = (int) setenv.invokeExact(arena.allocateFrom(name), arena.allocateFrom("1"), 0);
+                assert rc == 0 : name;
+            }
+        } catch (Throwable t) {
+            // the restore below still puts the JVM's handlers back
         }
     }
 

@@ -229,6 +229,24 @@ class EfaUnitTest {
         }
     }
 
+    /**
+     * Restoring the JVM's handlers after the load leaves a window in which another thread's trap reaches libpsm2's
+     * handler and the process dies; so PSM and PSM2 are told not to install them at all, as Open MPI does.
+     */
+    @Test
+    void loadingLibfabricTellsPsmNotToInstallBacktraceHandlers() throws Throwable {
+        Assumptions.assumeTrue(libfabricLoads(), "libfabric.so.1 is not installed");
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        java.lang.invoke.MethodHandle getenv = linker.downcallHandle(linker.defaultLookup().find("getenv").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.ADDRESS, java.lang.foreign.ValueLayout.ADDRESS));
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            for (String name : java.util.List.of("HFI_NO_BACKTRACE", "IPATH_NO_BACKTRACE")) {
+                java.lang.foreign.MemorySegment v = (java.lang.foreign.MemorySegment) getenv.invokeExact(arena.allocateFrom(name));
+                assertEquals("1", v.equals(java.lang.foreign.MemorySegment.NULL) ? null : v.reinterpret(16).getString(0), name);
+            }
+        }
+    }
+
     private static TestTransportContext context(Map<String, String> options) {
         return new TestTransportContext("u", "m", "efa", new EfaTransportProvider().options(), options,
                 Duration.ofSeconds(5));
