@@ -456,9 +456,10 @@ public final class DurableLog implements AutoCloseable {
      */
     public CompletableFuture<Boolean> readable() {
         try {
+            // the timeout completes the answer, not Ratis's own reply future
             return member.submitClientRequestAsync(readCheck())
-                    .orTimeout(READ_CHECK_MILLIS, TimeUnit.MILLISECONDS)
-                    .handle((reply, err) -> err == null && reply.isSuccess());
+                    .handle((reply, err) -> err == null && reply.isSuccess())
+                    .completeOnTimeout(false, READ_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         } catch (IOException e) {
             return CompletableFuture.completedFuture(false);
         }
