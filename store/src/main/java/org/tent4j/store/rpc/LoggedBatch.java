@@ -146,8 +146,7 @@ final class LoggedBatch {
                     answers.add(onError.apply(Wire.status(e)));
                 } catch (RuntimeException e) {
                     failed = true;
-                    answers.add(onError.apply(Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code())
-                            .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build()));
+                    answers.add(onError.apply(Wire.internalError(e)));
                 }
             }
             return failed;

@@ -332,8 +332,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
             result = onError.apply(Wire.status(e));
         } catch (RuntimeException e) {
             failed = true;
-            result = onError.apply(Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code())
-                    .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build());
+            result = onError.apply(Wire.internalError(e));
         }
         stats.record(method, System.nanoTime() - start, failed);
         return result;
@@ -385,8 +384,7 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
                 results.add(onError.apply(Wire.status(e)));
             } catch (RuntimeException e) {
                 failed = true;
-                results.add(onError.apply(Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code())
-                        .setMessage(StoreError.INTERNAL_ERROR + ": " + e).build()));
+                results.add(onError.apply(Wire.internalError(e)));
             }
         }
         stats.record(method, System.nanoTime() - start, failed);

@@ -8,7 +8,6 @@ import java.util.function.Function;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import org.tent4j.store.StoreError;
 import org.tent4j.store.master.Command;
 import org.tent4j.store.proto.Answer;
 import org.tent4j.store.proto.BatchExistResponse;
@@ -163,8 +162,7 @@ final class ServedStream implements StreamObserver<Call> {
             case PUT_REVOKE -> logged("PutRevoke", List.of(c.getPutRevoke()), putRevokeStep, s -> s,
                     items -> a.setStatus(items.getFirst()).build());
             case GET_REPLICA_LIST -> logged("GetReplicaList", List.of(c.getGetReplicaList().getKey()),
-                    svc.master.heldReads().thenApply(held -> new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
-                            (k, list) -> ClientCommands.replicaList(list, null), held)),
+                    readStep(null),
                     s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                     items -> a.setReplicaList(items.getFirst()).build());
             case COMMIT -> logged("Commit", List.of(c.getCommit()), commitStep,
@@ -193,9 +191,7 @@ final class ServedStream implements StreamObserver<Call> {
                 }
                 // filled by the answer step, on the applier thread, after the entry is applied
                 SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                logged("BatchGetReplicaList", req.getKeysList(), svc.master.heldReads().thenApply(held ->
-                                new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
-                                        (k, list) -> ClientCommands.replicaList(list, table), held)),
+                logged("BatchGetReplicaList", req.getKeysList(), readStep(table),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());
@@ -205,6 +201,16 @@ final class ServedStream implements StreamObserver<Call> {
             }
         }
         return true;
+    }
+
+    /**
+     * A replica list's step, known once its read check is done: a read lease as an entry, or none for a key whose
+     * lease still runs ({@link org.tent4j.store.master.StoreMaster#heldReads}); replicas named through {@code table}
+     * when not null.
+     */
+    private CompletableFuture<LoggedBatch.Step<String, Command.ReplicaList, ReplicaListResponse>> readStep(SegmentTable table) {
+        return svc.master.heldReads().thenApply(held -> new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
+                (k, list) -> ClientCommands.replicaList(list, table), held));
     }
 
     private <I, R, T> void logged(String method, List<I> items, LoggedBatch.Step<I, R, T> step,
@@ -221,8 +227,7 @@ final class ServedStream implements StreamObserver<Call> {
         step.thenCompose(s -> LoggedBatch.serveAsync(svc.master, method, items, s, onError, svc.stats)).whenComplete((answers, err) -> {
             try {
                 // serveAsync answers every item, a failed entry too: err is a bug, still answered so no call hangs
-                answer(wrap.apply(answers != null ? answers : items.stream().map(i -> onError.apply(Status.newBuilder()
-                        .setCode(StoreError.INTERNAL_ERROR.code()).setMessage(StoreError.INTERNAL_ERROR + ": " + err).build()))
+                answer(wrap.apply(answers != null ? answers : items.stream().map(i -> onError.apply(Wire.internalError(err)))
                         .toList()));
             } finally {
                 synchronized (this) {

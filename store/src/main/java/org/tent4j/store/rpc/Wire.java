@@ -22,6 +22,11 @@ public final class Wire {
     private Wire() {
     }
 
+    /** The status of a call that failed in a way no {@link StoreError} names (a bug): {@code INTERNAL_ERROR} and why. */
+    static Status internalError(Object why) {
+        return Status.newBuilder().setCode(StoreError.INTERNAL_ERROR.code()).setMessage(StoreError.INTERNAL_ERROR + ": " + why).build();
+    }
+
     public static Status status(StoreException e) {
         Status.Builder b = Status.newBuilder().setCode(e.error().code()).setMessage(e.getMessage());
         if (e instanceof NotLeaderException n && n.leader() != null) {
