@@ -29,10 +29,8 @@ import org.apache.ratis.protocol.exceptions.ChecksumException;
 import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
 import org.apache.ratis.protocol.exceptions.NotLeaderException;
 import org.apache.ratis.server.RaftServer;
-import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
-import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
@@ -149,40 +147,7 @@ public final class DurableLog implements AutoCloseable {
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
         boolean fresh = MasterDataDir.checkMarker(dataDir, selfId, GROUP.getUuid().toString());
-        RaftProperties props = new RaftProperties();
-        RaftServerConfigKeys.setStorageDir(props, List.of(dataDir.resolve("raft").toFile()));
-        // acknowledged means on disk: the leader counts itself towards a commit only after its fsync
-        RaftServerConfigKeys.Log.setUnsafeFlushEnabled(props, false);
-        RaftServerConfigKeys.Log.setSegmentSizeMax(props, SizeInBytes.valueOf(settings.segmentBytes()));
-        // the largest entry (a batch, or a RemoveKeys of many keys) must fit the write buffer
-        RaftServerConfigKeys.Log.setWriteBufferSize(props, SizeInBytes.valueOf("16MB"));
-        RaftServerConfigKeys.Log.setCorruptionPolicy(props, RaftServerConfigKeys.Log.CorruptionPolicy.EXCEPTION);
-        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(props, true);
-        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(props, settings.snapshotEvery());
-        RaftServerConfigKeys.Snapshot.setCreationGap(props, 1);
-        RaftServerConfigKeys.Snapshot.setTriggerWhenStopEnabled(props, settings.snapshotOnStop());
-        RaftServerConfigKeys.Snapshot.setRetentionFileNum(props, 2);
-        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(props, true);
-        RaftServerConfigKeys.Log.setPurgeGap(props, settings.purgeGap());
-        // Ratis's 150-300 ms election timeouts let a starved leader (two cores shared with nodes and clients, a GC pause)
-        // miss heartbeats: the survivors then deposed each other for 10 s and more. A dead leader is noticed after
-        // ELECTION_MIN-ELECTION_MAX (failover-bench: p99 2.4 s at 0.5-1 s, 4.3 s at 1-2 s); the first election at start
-        // keeps Ratis's short timeouts, so a master starts as fast
-        RaftServerConfigKeys.Rpc.setTimeoutMin(props, ELECTION_MIN);
-        RaftServerConfigKeys.Rpc.setTimeoutMax(props, ELECTION_MAX);
-        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMin(props, TimeDuration.valueOf(150, TimeUnit.MILLISECONDS));
-        RaftServerConfigKeys.Rpc.setFirstElectionTimeoutMax(props, TimeDuration.valueOf(300, TimeUnit.MILLISECONDS));
-        // reads off the log (awaitReadable) are Ratis's linearizable reads: served while the leader lease holds
-        // (LEASE_RATIO of ELECTION_MIN since a heartbeat a majority acknowledged was sent: no other master can have
-        // been elected before that), else after a round of heartbeats a majority acknowledges
-        RaftServerConfigKeys.Read.setOption(props, RaftServerConfigKeys.Read.Option.LINEARIZABLE);
-        RaftServerConfigKeys.Read.setLeaderLeaseEnabled(props, true);
-        RaftServerConfigKeys.Read.setLeaderLeaseTimeoutRatio(props, LEASE_RATIO);
-        // a read sees what this master applied, not all it knows committed: every call is answered only once its entry
-        // is applied here, so every acknowledged change is seen, and a read never waits for the applier to work
-        // through entries nobody was answered for yet (concurrent with the read: either order is linearizable). A new
-        // leader serves only once ready, its term's first entry applied, so it has applied all the last leader's
-        RaftServerConfigKeys.Read.ReadIndex.setType(props, RaftServerConfigKeys.Read.ReadIndex.Type.APPLIED_INDEX);
+        RaftProperties props = RaftSettings.of(dataDir, settings);
         GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
