@@ -158,7 +158,13 @@ public final class DurableLog implements AutoCloseable {
                 .setOption(fresh ? RaftStorage.StartupOption.FORMAT : RaftStorage.StartupOption.RECOVER)
                 .build();
         // every leader, once ready, makes sure the group has a client-credential key (a no-op once one is applied)
-        machine.onLeaderReady(() -> proposeKey(server, me.getId()));
+        machine.onLeading(() -> {
+            // the state, not this process, says whether the group has a key: a master that caught up from a snapshot
+            // holds it there, and one proposed by an earlier leader is applied before this leader is ready
+            if (machine.state().credentialKey() == null) {
+                proposeKey(server, me.getId());
+            }
+        });
         try {
             server.start();
             machine.ready.get(settings.startTimeoutMillis(), TimeUnit.MILLISECONDS);

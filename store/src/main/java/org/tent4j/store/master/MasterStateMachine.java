@@ -64,7 +64,6 @@ final class MasterStateMachine extends BaseStateMachine {
      * never replaced: every master's state adopts the log's first key entry, and a snapshot carries it.
      */
     final CompletableFuture<byte[]> credentialKey = new CompletableFuture<>();
-    private volatile Runnable onLeaderReady = () -> { };
     /** Told each time this master becomes a ready leader, before it proposes anything of its own. */
     private final List<Runnable> leading = new java.util.concurrent.CopyOnWriteArrayList<>();
     final LogMetrics metrics;
@@ -72,10 +71,6 @@ final class MasterStateMachine extends BaseStateMachine {
     MasterStateMachine(MasterConfig config, LogMetrics metrics) {
         this.config = config;
         this.metrics = metrics;
-    }
-
-    void onLeaderReady(Runnable r) {
-        onLeaderReady = r;
     }
 
     void onLeading(Runnable r) {
@@ -264,11 +259,6 @@ final class MasterStateMachine extends BaseStateMachine {
         leading.forEach(Runnable::run);
         leaderReady.complete(null);
         ready.complete(null);
-        // the state, not this process, says whether the group has a key: a master that caught up from a snapshot
-        // holds it there, and one proposed by an earlier leader is applied before this leader is ready
-        if (state.credentialKey() == null) {
-            onLeaderReady.run();
-        }
     }
 
     /**
