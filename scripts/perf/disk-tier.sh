@@ -4,13 +4,19 @@
 #     first offload on);
 #   - reading offloaded 1 MiB objects from the node's disk on this host (nvmeof, the bench given peer_roots) against
 #     `file-bench --rw=read --bs=1m --via=local` on the same file system, and over tcp file serving (the bench limited to
-#     tcp) against `file-bench --via=tcp`; file-bench's iodepth is the bench's thread count, one get in flight per thread.
+#     tcp) against `file-bench --via=tcp`. The bench reads BATCH keys per call (getBatchInto) on THREADS threads, so
+#     THREADS x BATCH reads are in flight, and file-bench's iodepth is that product. The store's rate is the warm one
+#     (its disk keys read again, WARM unmeasured, then DUR), as file-bench's comes after its warm-up. A virtual disk's
+#     rate swings by 2x from one minute to the next, so the store and file-bench alternate for ROUNDS rounds, the order
+#     swapped each round, and the ratio is of the means.
 #   scripts/perf/disk-tier.sh [DIR]   (after ./mvnw -B -o -DskipTests package; DIR: on the disk to measure, not tmpfs;
-#                                      default a fresh directory under /var/tmp; MEM, TOTAL, THREADS override)
+#                                      default a fresh directory under /var/tmp; MEM, TOTAL, THREADS, BATCH, WARM,
+#                                      DUR, ROUNDS override)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE=${1:-$(mktemp -d /var/tmp/tent4j-disk-tier.XXXXXX)}
-MEM=${MEM:-256m} TOTAL=${TOTAL:-4x} THREADS=${THREADS:-4} PORT=${PORT:-50761}
+MEM=${MEM:-256m} TOTAL=${TOTAL:-4x} THREADS=${THREADS:-4} BATCH=${BATCH:-8} PORT=${PORT:-50761} WARM=${WARM:-2s} DUR=${DUR:-4s}
+ROUNDS=${ROUNDS:-2}
 T=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$T" "$BASE"/run-*; }
@@ -44,24 +50,49 @@ store room no $((TOTAL_MIB * 2))m
 echo "puts, memory with room:          $(field "$T/room" opsPerSecond) puts/s (1 MiB, $TOTAL_MIB puts)   load $(load)"
 stop
 
-# the overflow: local disk reads (nvmeof through peer_roots)
-store local yes "$MEM"
-printf '{"transports.nvmeof.peer_roots": "%s"}\n' "$DISK" > "$T/engine.json"
-"$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 --config "$T/engine.json" \
-  --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --verify --json > "$T/local" 2>&1 || { cat "$T/local"; exit 1; }
-echo "puts, full memory tier:          $(field "$T/local" fullPutsPerSecond) puts/s (1 MiB), all puts $(field "$T/local" putMibPerSecond) MiB/s   load $(load)"
-echo "store reads from local disk:     $(field "$T/local" diskReadMibPerSecond) MiB/s ($(field "$T/local" diskReads) reads), from memory $(field "$T/local" memoryReadsPerSecond) reads/s"
-"$ROOT/bin/tent4j" file-bench --file="$DISK/file-bench.bin" --size=1g --rw=read --bs=1m --iodepth="$THREADS" --runtime=4 \
-  --warmup=1 --via=local --json > "$T/fb-local" 2>&1
-echo "file-bench --via=local:          $(field "$T/fb-local" mib_per_sec) MiB/s   load $(load)"
-stop
+DEPTH=$((THREADS * BATCH))
+FB="$BASE/file-bench.bin" # laid out once, before the rounds, and synced as the offloads are
+"$ROOT/bin/tent4j" file-bench --file="$FB" --size=1g --rw=read --bs=1m --iodepth=1 --runtime=1s --warmup=0s > /dev/null 2>&1
+sync
 
-# the same over tcp file serving: the bench may use tcp only
-store tcp yes "$MEM"
-TENT4J_TRANSPORTS_ENABLED=tcp "$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 \
-  --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --verify --json > "$T/tcp" 2>&1 || { cat "$T/tcp"; exit 1; }
-echo "store reads from disk over tcp:  $(field "$T/tcp" diskReadMibPerSecond) MiB/s ($(field "$T/tcp" diskReads) reads)   load $(load)"
-"$ROOT/bin/tent4j" file-bench --file="$DISK/file-bench.bin" --size=1g --rw=read --bs=1m --iodepth="$THREADS" --runtime=4 \
-  --warmup=1 --via=tcp --json > "$T/fb-tcp" 2>&1
-echo "file-bench --via=tcp:            $(field "$T/fb-tcp" mib_per_sec) MiB/s   load $(load)"
-stop
+overflow() { # VIA(local|tcp) ROUND: a fresh store written past its memory, then its disk keys read back
+  local via=$1 out="$T/$1-$2"
+  store "$via-$2" yes "$MEM"
+  if [ "$via" = local ]; then
+    printf '{"transports.nvmeof.peer_roots": "%s"}\n' "$DISK" > "$T/engine.json"
+    "$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 --config "$T/engine.json" \
+      --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --batch "$BATCH" --verify --warmup "$WARM" \
+      --duration "$DUR" --json > "$out" 2>&1 || { cat "$out"; exit 1; }
+  else # the bench may use tcp only
+    TENT4J_TRANSPORTS_ENABLED=tcp "$ROOT/bin/tent4j" store bench --master "$MASTER" --admin "$ADMIN" --control-host 127.0.0.1 \
+      --mode overflow --size 1m --total "$TOTAL" --threads "$THREADS" --batch "$BATCH" --verify --warmup "$WARM" \
+      --duration "$DUR" --json > "$out" 2>&1 || { cat "$out"; exit 1; }
+  fi
+  stop
+  rm -rf "$BASE/run-$via-$2"
+  echo "round $2 store disk reads, $via: $(field "$out" warmDiskReadMibPerSecond) MiB/s warm ($(field "$out" warmDiskReads) reads; first pass $(field "$out" diskReadMibPerSecond) MiB/s)   load $(load)"
+}
+filebench() { # VIA ROUND
+  "$ROOT/bin/tent4j" file-bench --file="$FB" --size=1g --rw=read --bs=1m --iodepth="$DEPTH" --runtime="$DUR" \
+    --warmup="$WARM" --via="$1" --json > "$T/fb-$1-$2" 2>&1
+  echo "round $2 file-bench --via=$1 --iodepth=$DEPTH: $(field "$T/fb-$1-$2" mib_per_sec) MiB/s   load $(load)"
+}
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then
+    overflow local "$r"; filebench local "$r"; overflow tcp "$r"; filebench tcp "$r"
+  else
+    filebench local "$r"; overflow local "$r"; filebench tcp "$r"; overflow tcp "$r"
+  fi
+done
+echo "puts, full memory tier (round 1): $(field "$T/local-1" fullPutsPerSecond) puts/s (1 MiB), all puts $(field "$T/local-1" putMibPerSecond) MiB/s; reads from memory $(field "$T/local-1" memoryReadsPerSecond)/s"
+python3 - "$T" "$ROUNDS" <<'PY'
+import json, sys
+t, rounds = sys.argv[1], int(sys.argv[2])
+def last(path, key):
+    return [json.loads(l) for l in open(path) if l.startswith('{')][-1][key]
+for via in ('local', 'tcp'):
+    st = [last(f'{t}/{via}-{r}', 'warmDiskReadMibPerSecond') for r in range(1, rounds + 1)]
+    fb = [last(f'{t}/fb-{via}-{r}', 'mib_per_sec') for r in range(1, rounds + 1)]
+    print(f"{via}: store {', '.join(f'{v:,.0f}' for v in st)} MiB/s; file-bench {', '.join(f'{v:,.0f}' for v in fb)} MiB/s; "
+          f"ratio of means {sum(st) / sum(fb):.2f}x (issue 23: 0.8x)")
+PY

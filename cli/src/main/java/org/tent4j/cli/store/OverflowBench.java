@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 import org.tent4j.api.Location;
@@ -28,6 +29,7 @@ import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.Tier;
 import org.tent4j.store.client.GetSession;
+import org.tent4j.store.client.Outcome;
 import org.tent4j.store.client.StoreClient;
 import org.tent4j.store.rpc.MasterService;
 
@@ -171,13 +173,16 @@ final class OverflowBench {
             LongAdder memReads = new LongAdder();
             LongAdder diskReads = new LongAdder();
             List<Thread> readers = new ArrayList<>();
+            AtomicReferenceArray<List<Integer>> diskKeys = new AtomicReferenceArray<>(threads);
             for (int t = 0; t < threads; t++) {
                 String prefix = bench.prefix + "/" + t;
+                int thread = t;
                 readers.add(Thread.ofPlatform().name("store-bench-" + t).start(
-                        () -> reader(engine, client, prefix, perThread, body, phase, memReads, diskReads)));
+                        () -> diskKeys.set(thread, reader(engine, client, prefix, perThread, body, phase, memReads, diskReads))));
             }
             join(readers, 0);
             Map<String, Double> after = metrics(http, metricsUri);
+            Warm warm = bench.duration.isZero() ? null : warm(engine, client, diskKeys, http, metricsUri);
             double putSecs = (t1 - t0) / 1e9;
             double fullSecs = fullAt.get() == 0 ? 0 : (t1 - fullAt.get()) / 1e9;
             double memSecs = (marks[1] - marks[0]) / 1e9;
@@ -194,13 +199,15 @@ final class OverflowBench {
                                 + "\"offloadsStarted\":%d,\"offloadsCompleted\":%d,\"settled\":%b,\"settleSeconds\":%.3f,"
                                 + "\"reads\":%d,\"readSeconds\":%.3f,\"readsPerSecond\":%.1f,\"readMibPerSecond\":%.1f,"
                                 + "\"memoryReads\":%d,\"memoryReadsPerSecond\":%.1f,\"diskReads\":%d,\"diskReadsPerSecond\":%.1f,"
-                                + "\"diskReadMibPerSecond\":%.1f,\"errors\":%d,\"mismatches\":%d,\"verified\":%b}%n",
+                                + "\"diskReadMibPerSecond\":%.1f,\"warmDiskReads\":%d,\"warmDiskReadsAtMaster\":%d,"
+                                + "\"warmDiskReadMibPerSecond\":%.1f,\"errors\":%d,\"mismatches\":%d,\"verified\":%b}%n",
                         size, threads, bench.replicas, memory, disk, (long) perThread * threads * size, (long) perThread * threads,
                         puts.sum(), putSecs, rate(puts.sum(), putSecs), rate(puts.sum(), putSecs) * mib, fullPuts.sum(), fullSecs,
                         rate(fullPuts.sum(), fullSecs), offloadsStarted, offloadsCompleted, settledInTime, (t2 - t1) / 1e9,
                         reads, readSecs, rate(reads, readSecs), rate(reads, readSecs) * mib, memReads.sum(), rate(memReads.sum(), memSecs),
                         diskReads.sum(), rate(diskReads.sum(), diskSecs), rate(diskReads.sum(), diskSecs) * mib,
-                        errors.sum(), mismatches.sum(), bench.verify);
+                        warm == null ? 0 : warm.reads, warm == null ? 0 : warm.atMaster,
+                        warm == null ? 0 : rate(warm.reads, warm.seconds) * mib, errors.sum(), mismatches.sum(), bench.verify);
             } else {
                 out.printf(Locale.ROOT, "overflow: memory tier %,d B, disk tier %,d B; %,d puts of %d B (%.1fx memory, %d threads) "
                                 + "in %.2f s: %,.0f puts/s, %,.1f MiB/s; into a full memory tier (from the first offload): %,d puts "
@@ -214,6 +221,12 @@ final class OverflowBench {
                         rate(reads, readSecs) * mib, memReads.sum(), rate(memReads.sum(), memSecs), diskReads.sum(),
                         rate(diskReads.sum(), diskSecs), rate(diskReads.sum(), diskSecs) * mib, errors.sum(),
                         bench.verify ? ", " + mismatches.sum() + " mismatches" : "");
+                if (warm != null) {
+                    out.printf(Locale.ROOT, "warm disk reads: %,d in %.2f s after %.2f s unmeasured: %,.0f reads/s, %,.1f MiB/s "
+                                    + "(%,d reads from disk at the master, warm-up included)%n", warm.reads, warm.seconds,
+                            bench.warmup.toNanos() / 1e9, rate(warm.reads, warm.seconds), rate(warm.reads, warm.seconds) * mib,
+                            warm.atMaster);
+                }
             }
             if (firstError.get() != null) {
                 err.println("first error: " + firstError.get());
@@ -225,18 +238,69 @@ final class OverflowBench {
         }
     }
 
+    /** The warm disk read phase: reads measured, its length, and the master's count of disk reads over it. */
+    private record Warm(long reads, double seconds, long atMaster) {
+    }
+
+    /**
+     * With --duration: each thread reads its disk keys again, in a cycle, for --warmup unmeasured and then --duration,
+     * so the disk read rate is the JIT-compiled one, as file-bench's is after its warm-up. A call counts if it
+     * started while measuring. The master's disk read count shows whether promotion turned some into memory reads.
+     * These reads are not compared with --verify again (the first pass did, and file-bench compares nothing); the
+     * client still checks each against the CRC32C recorded at offload, as every disk read is.
+     */
+    private Warm warm(TransferEngine engine, StoreClient client, AtomicReferenceArray<List<Integer>> diskKeys,
+                      HttpClient http, URI metricsUri) throws IOException, InterruptedException {
+        double before = value(metrics(http, metricsUri), "store_disk_reads_total");
+        long from = System.nanoTime() + bench.warmup.toNanos();
+        long end = from + bench.duration.toNanos();
+        LongAdder measured = new LongAdder();
+        List<Thread> readers = new ArrayList<>();
+        for (int t = 0; t < diskKeys.length(); t++) {
+            List<Integer> ns = diskKeys.get(t);
+            if (ns == null || ns.isEmpty()) {
+                continue;
+            }
+            String prefix = bench.prefix + "/" + t;
+            readers.add(Thread.ofPlatform().name("store-bench-" + t).start(() -> withBuffer(engine, bench.size * batch(), buf -> {
+                for (int i = 0; ; i = (i + batch()) % ns.size()) {
+                    long start = System.nanoTime();
+                    if (start - end >= 0) {
+                        return;
+                    }
+                    List<Integer> chunk = new ArrayList<>(batch());
+                    for (int k = 0; k < Math.min(batch(), ns.size()); k++) {
+                        chunk.add(ns.get((i + k) % ns.size()));
+                    }
+                    int ok = readBatch(client, prefix, chunk, buf, null);
+                    if (start - from >= 0) {
+                        measured.add(ok);
+                    }
+                }
+            })));
+        }
+        join(readers, 0);
+        long atMaster = (long) (value(metrics(http, metricsUri), "store_disk_reads_total") - before);
+        if (atMaster < measured.sum()) {
+            err.println("store-bench: the master counted " + atMaster + " disk reads, fewer than the " + measured.sum()
+                    + " warm reads measured: promotion (--promote-after-hits) turned some into memory reads");
+        }
+        return new Warm(measured.sum(), bench.duration.toNanos() / 1e9, atMaster);
+    }
+
     /**
      * One reader thread: sorts its keys by tier, then reads its memory ones and its disk ones, each phase started by
-     * all threads together; a thread that failed still passes every barrier, so none waits for it forever.
+     * all threads together; a thread that failed still passes every barrier, so none waits for it forever. Returns
+     * its disk keys.
      */
-    private void reader(TransferEngine engine, StoreClient client, String prefix, int count, MemorySegment body,
+    private List<Integer> reader(TransferEngine engine, StoreClient client, String prefix, int count, MemorySegment body,
                         CyclicBarrier phase, LongAdder memReads, LongAdder diskReads) {
         long size = bench.size;
         RegisteredMemory buf = null;
         List<List<Integer>> byTier = List.of(List.of(), List.of());
-        MemorySegment expect = bench.verify ? MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size).copyFrom(body) : null;
+        MemorySegment expect = expected(body);
         try {
-            buf = engine.allocate(size, Location.CPU, Permission.READ_WRITE);
+            buf = engine.allocate(size * batch(), Location.CPU, Permission.READ_WRITE);
             byTier = classify(client, prefix, count);
         } catch (RuntimeException e) {
             failed(e);
@@ -258,6 +322,13 @@ final class OverflowBench {
                 engine.unregister(buf);
             }
         }
+        return byTier.get(Tier.DISK.ordinal());
+    }
+
+    /** With --verify, a heap copy of the body to stamp each expected value into; else null. */
+    private MemorySegment expected(MemorySegment body) {
+        long size = bench.size;
+        return bench.verify ? MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size).copyFrom(body) : null;
     }
 
     /** The thread's key indexes by the tier of the replica a read tries first; a key the master lacks is an error. */
@@ -282,21 +353,52 @@ final class OverflowBench {
     }
 
     private void read(StoreClient client, String prefix, List<Integer> ns, MemorySegment buf, MemorySegment expect, LongAdder done) {
-        MemorySegment dst = buf.asSlice(0, bench.size);
-        for (int n : ns) {
-            try {
-                client.getInto(prefix + "/" + n, dst);
-                done.increment();
-                if (expect != null) {
-                    StoreBench.Values.stamp(expect, prefix, n);
-                    if (dst.mismatch(expect) >= 0) {
-                        mismatches.increment();
-                    }
+        for (int from = 0; from < ns.size(); from += batch()) {
+            done.add(readBatch(client, prefix, ns.subList(from, Math.min(ns.size(), from + batch())), buf, expect));
+        }
+    }
+
+    /** Keys per read call: --batch (getBatchInto, every read of a batch in flight at once), 1 a plain getInto. */
+    private int batch() {
+        return Math.max(1, bench.batchOption);
+    }
+
+    /**
+     * Reads keys {@code ns} into consecutive values of {@code buf} (checked against expect with --verify); returns
+     * how many were read, the failures counted as errors.
+     */
+    private int readBatch(StoreClient client, String prefix, List<Integer> ns, MemorySegment buf, MemorySegment expect) {
+        long size = bench.size;
+        List<String> keys = new ArrayList<>(ns.size());
+        List<MemorySegment> dsts = new ArrayList<>(ns.size());
+        for (int k = 0; k < ns.size(); k++) {
+            keys.add(prefix + "/" + ns.get(k));
+            dsts.add(buf.asSlice(k * size, size));
+        }
+        List<Outcome<Long>> outcomes;
+        try {
+            outcomes = keys.size() == 1 ? List.of(Outcome.of(client.getInto(keys.getFirst(), dsts.getFirst())))
+                    : client.getBatchInto(keys, dsts);
+        } catch (RuntimeException e) {
+            failed(e);
+            return 0;
+        }
+        int ok = 0;
+        for (int k = 0; k < ns.size(); k++) {
+            Outcome<Long> o = outcomes.get(k);
+            if (!o.ok()) {
+                failed(o.error());
+                continue;
+            }
+            ok++;
+            if (expect != null) {
+                StoreBench.Values.stamp(expect, prefix, ns.get(k));
+                if (dsts.get(k).mismatch(expect) >= 0) {
+                    mismatches.increment();
                 }
-            } catch (RuntimeException e) {
-                failed(e);
             }
         }
+        return ok;
     }
 
     private void failed(RuntimeException e) {

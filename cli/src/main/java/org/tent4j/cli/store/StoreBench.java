@@ -60,7 +60,9 @@ public final class StoreBench implements Callable<Integer> {
             "exist: metadata only (batched exist checks of the keys a put wrote): the master's RPC rate.",
             "overflow: writes --total (more than the memory tier holds: the rest is offloaded to the nodes' disks), "
                     + "waits for the offloads, reads every key back; put rate (and into a full memory tier), read rate "
-                    + "from memory and from disk. One key per call; ignores --batch, --count, --warmup, --duration.",
+                    + "from memory and from disk. Puts one key per call, reads --batch keys per call (getBatchInto: the reads "
+                    + "of a batch in flight at once); ignores --count. With --duration, each thread then "
+                    + "reads its disk keys again in a cycle, --warmup unmeasured and --duration measured: the warm disk read rate.",
             "Default: ${DEFAULT-VALUE}."})
     String mode;
 

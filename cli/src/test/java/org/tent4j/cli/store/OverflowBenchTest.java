@@ -88,6 +88,22 @@ class OverflowBenchTest {
             assertTrue(text[1].contains("into a full memory tier (from the first offload): "), text[1]);
             assertTrue(text[1].contains("settle: ") && text[1].contains("none in flight"), text[1]);
             assertTrue(text[1].contains("read: 40 keys in ") && text[1].contains("0 errors, 0 mismatches"), text[1]);
+
+            // reads in batches, then the disk keys read again for a second, measured (the warm disk read rate)
+            List<String> batched = new ArrayList<>(args.subList(0, args.indexOf("--total")));
+            batched.addAll(List.of("--total", "2x", "--threads", "2", "--verify", "--settle-timeout", "20s", "--prefix", "batched",
+                    "--batch", "4", "--warmup", "0s", "--duration", "1s"));
+            String[] warm = run(batched, true);
+            assertEquals("0", warm[0], warm[2]);
+            String w = warm[1];
+            assertEquals(64, field(w, "reads"), "every key read back in batches: " + w);
+            assertEquals(0, field(w, "errors"));
+            assertEquals(0, field(w, "mismatches"));
+            assertTrue(field(w, "diskReads") >= 16, "most of 2x memory is read from disk: " + w);
+            assertTrue(field(w, "warmDiskReads") > 0, "disk keys read again while measuring: " + w);
+            assertTrue(field(w, "warmDiskReadsAtMaster") >= field(w, "warmDiskReads"), "each a disk read at the master: " + w);
+            assertTrue(field(w, "warmDiskReadMibPerSecond") > 0, w);
+            assertEquals(128 + 40 + 64, server.master().state().objectCount(), "nothing dropped");
         }
     }
 
