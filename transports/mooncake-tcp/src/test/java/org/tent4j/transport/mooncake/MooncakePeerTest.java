@@ -8,6 +8,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.tent4j.transport.mooncake.Tent4jSide.crc;
 import static org.tent4j.transport.mooncake.Tent4jSide.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -368,6 +370,51 @@ class MooncakePeerTest {
             assertEquals(GOLDEN_OK, hex(readAll(in, 8)));
             assertArrayEquals(payload, readAll(in, 4096));
         }
+    }
+
+    @Test
+    void connectionsAreServedOnPlatformThreadsUpToALimitAndOnVirtualOnesBeyond() throws Exception {
+        tent4j(Map.of());
+        LocalBuffer target = allocate(4096);
+        int n = MooncakeTarget.PLATFORM_SERVERS + 2;
+        List<Socket> initiators = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                Socket s = mooncakeInitiator();
+                initiators.add(s);
+                // answered: the connection has its serving thread
+                s.getOutputStream().write(header(8, target.address(), 0, true));
+                assertEquals(GOLDEN_OK, hex(readAll(s.getInputStream(), 8)));
+                readAll(s.getInputStream(), 8);
+            }
+            // virtual threads are not listed among all threads' stacks; platform ones are
+            List<Thread> platform = servingPlatformThreads();
+            assertEquals(MooncakeTarget.PLATFORM_SERVERS, platform.size(), "served on platform threads of " + n);
+
+            // platform threads that end hand their places to the next connections
+            for (Socket s : initiators) {
+                s.close();
+            }
+            initiators.clear();
+            for (Thread t : platform) {
+                t.join(Duration.ofSeconds(10)); // its connection closed, so its read ends
+                assertFalse(t.isAlive(), "a serving thread outlived its connection");
+            }
+            Socket next = mooncakeInitiator();
+            initiators.add(next);
+            next.getOutputStream().write(header(8, target.address(), 0, true));
+            assertEquals(GOLDEN_OK, hex(readAll(next.getInputStream(), 8)));
+            assertEquals(1, servingPlatformThreads().size(), "a new connection served on a platform thread again");
+        } finally {
+            for (Socket s : initiators) {
+                s.close();
+            }
+        }
+    }
+
+    private static List<Thread> servingPlatformThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("mooncake-tcp-serve-") && t.isAlive()).toList();
     }
 
     @Test
