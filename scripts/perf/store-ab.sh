@@ -7,13 +7,15 @@
 # fetch per thread, then reads without the master; a build without that mode prints n/a).
 # Every build must have run `./mvnw -B -ntp -o -DskipTests package` (bin/store-* run from cli/target/lib, or from
 # store/target/lib in builds before the cli module). Per build and case: a fresh master,
-# two store-nodes of 1 GiB, two store-bench processes at once (2 threads each); the figure is their sum. The build
-# order is reversed every round. Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
+# two store-nodes of 1 GiB, BENCHES store-bench processes at once (default 2) of THREADS threads each (default 2); the
+# figure is their sum. BENCHES=1 is issue 28's shape: one client process. The build order is reversed every round.
+# Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
 set -u
 ROUNDS=$1 CASES=$2; shift 2
 BUILDS=("$@")
 # 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/perf-notes/store.md, session 7)
-WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561}
+WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561} BENCHES=${BENCHES:-2} THREADS=${THREADS:-2}
+((BENCHES >= 1 && BENCHES <= 2)) || { echo "BENCHES must be 1 or 2" >&2; exit 2; }
 exec 9>/tmp/tent4j-bench.lock
 flock 9
 
@@ -78,7 +80,7 @@ one_case() { # build[:mode] case
     npids+=($!)
   done
   for n in 1 2; do until grep -q READY "$tmp/node$n" 2>/dev/null; do sleep 0.2; done; done
-  local B=("$R/bin/store-bench" --master "$MASTERS" --control-host 127.0.0.1 --json --threads 2)
+  local B=("$R/bin/store-bench" --master "$MASTERS" --control-host 127.0.0.1 --json --threads "$THREADS")
   local pre=() args field=opsPerSecond
   case $C in
     put4k) args=(--mode put --size 4k --batch 32 --warmup $WARM --duration $DUR) ;;
@@ -92,16 +94,18 @@ one_case() { # build[:mode] case
     sget1m) pre=(--mode put --size 1m --count 100 --warmup 0s)
            args=(--mode get-session --size 1m --count 100 --warmup $WARM --duration $DUR); field=mibPerSecond ;;
   esac
+  local prefixes=(a b) p pids=() outs=()
+  prefixes=("${prefixes[@]:0:$BENCHES}")
   if [ ${#pre[@]} -gt 0 ]; then
-    "${B[@]}" "${pre[@]}" --prefix a > /dev/null 2>&1 & local p1=$!
-    "${B[@]}" "${pre[@]}" --prefix b > /dev/null 2>&1 & local p2=$!
-    wait $p1 $p2
+    for p in "${prefixes[@]}"; do "${B[@]}" "${pre[@]}" --prefix "$p" > /dev/null 2>&1 & pids+=($!); done
+    wait "${pids[@]}"; pids=()
   fi
   local l0; l0=$(load)
-  "${B[@]}" "${args[@]}" --prefix a > "$tmp/a" 2>"$tmp/a.err" & local b1=$!
-  "${B[@]}" "${args[@]}" --prefix b > "$tmp/b" 2>"$tmp/b.err" & local b2=$!
-  wait $b1 $b2
-  echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)")${1#"$R"} $field $(sum_field $field "$tmp/a" "$tmp/b") load $l0-$(load)"
+  for p in "${prefixes[@]}"; do
+    "${B[@]}" "${args[@]}" --prefix "$p" > "$tmp/$p" 2>"$tmp/$p.err" & pids+=($!); outs+=("$tmp/$p")
+  done
+  wait "${pids[@]}"
+  echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)")${1#"$R"} $field $(sum_field $field "${outs[@]}") load $l0-$(load)"
   kill "${npids[@]}" "${mpids[@]}" 2>/dev/null
   wait "${npids[@]}" "${mpids[@]}" 2>/dev/null
   rm -rf "$tmp"
