@@ -132,7 +132,7 @@ final class FabricInfo implements AutoCloseable {
                     + "FI_DELIVERY_COMPLETE, FI_THREAD_SAFE, FI_AV_TABLE and mr_mode within "
                     + FiAbi.mrModeNames(MrMode.SUPPORTED);
         }
-        if (provider.equalsIgnoreCase("efa") || provider.toLowerCase().startsWith("efa")) {
+        if (Efa.isEfaProvider(provider)) {
             return "no EFA device (the efa provider finds no device; `fi_info -p efa` lists none)";
         }
         return "provider '" + provider + "' is not available here (no device for it, or it is not built into "

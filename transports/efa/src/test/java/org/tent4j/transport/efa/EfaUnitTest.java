@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +18,7 @@ import java.util.ServiceLoader;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.tent4j.api.ConfigException;
 import org.tent4j.api.ErrorCode;
 import org.tent4j.api.MemoryKind;
@@ -165,7 +169,10 @@ class EfaUnitTest {
     void efaIsUnavailableHereWithThePreciseCause() {
         Availability a = Efa.availability("efa");
         assertFalse(a.isAvailable());
-        if (libfabricLoads()) {
+        String sysfs = Efa.noEfaDevice(Efa.SYS_CLASS_INFINIBAND);
+        if (sysfs != null) {
+            assertTrue(a.reason().contains("no EFA device: " + sysfs), a.reason());
+        } else if (libfabricLoads()) {
             assertTrue(a.reason().contains("fi_getinfo for provider 'efa' returned -61 (No data available)"),
                     a.reason());
             assertTrue(a.reason().contains("no EFA device"), a.reason());
@@ -185,6 +192,23 @@ class EfaUnitTest {
             assertThrows(TransferException.class, Efa::ensureAvailability);
         }
         assertSame(none, Efa.availability("no-such-provider"), "probed once per provider name");
+    }
+
+    @Test
+    void anEfaDeviceIsOneBoundToTheEfaDriverInSysfs(@TempDir Path dir) throws IOException {
+        Path sys = dir.resolve("infiniband");
+        assertTrue(Efa.noEfaDevice(sys).contains(sys + " does not exist"), Efa.noEfaDevice(sys));
+        Files.createDirectory(sys);
+        assertTrue(Efa.noEfaDevice(sys).contains("lists no device"), Efa.noEfaDevice(sys));
+        Path drivers = Files.createDirectories(dir.resolve("bus/pci/drivers"));
+        Files.createDirectories(sys.resolve("mlx5_0/device"));
+        Files.createSymbolicLink(sys.resolve("mlx5_0/device/driver"), drivers.resolve("mlx5_core"));
+        String why = Efa.noEfaDevice(sys);
+        assertTrue(why.contains("mlx5_0 (driver mlx5_core)") && why.contains("libfabric not loaded"), why);
+        Files.createDirectories(sys.resolve("rdmap0s6/device"));
+        Files.createSymbolicLink(sys.resolve("rdmap0s6/device/driver"), drivers.resolve("efa"));
+        assertNull(Efa.noEfaDevice(sys), "a device bound to the efa driver");
+        assertTrue(Efa.isEfaProvider("efa") && Efa.isEfaProvider("efa-direct") && !Efa.isEfaProvider("tcp;ofi_rxm"));
     }
 
     @Test
