@@ -102,18 +102,15 @@ final class ObjectTable {
                     state.offloads.promote(now, key, rec);
                 }
             }
-            // one read in HOT_KEY_SAMPLING is counted: hot keys are a metric, not state, so this draw is not replayed
-            if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
-                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
-            }
+            sampleRead(key);
             return new ReplicaList(rec.size, locs, config.leaseTtl());
         }
     }
 
     /**
      * The key's replicas under the read lease it already holds, when that lease runs at least half a lease TTL past
-     * {@code now}, its first replica is in memory and it is readable: changes nothing (no state, no counter), so a
-     * durable master serves it without a log entry. The answer's lease is what is left of the held one. Null: the
+     * {@code now}, its first replica is in memory and it is readable: changes no state and no counter (only the
+     * hot-key sample, a metric, as {@link #grantRead}'s), so a durable master serves it without a log entry. The answer's lease is what is left of the held one. Null: the
      * read needs {@link #grantRead} (not leased long enough, on disk, not readable, not found: its own refusal).
      */
     ReplicaList heldRead(long now, String key) {
@@ -128,10 +125,15 @@ final class ObjectTable {
             if (locs.isEmpty() || locs.get(0).onDisk()) {
                 return null;
             }
-            if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
-                readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
-            }
+            sampleRead(key);
             return new ReplicaList(rec.size, locs, java.time.Duration.ofNanos(rec.lease - now));
+        }
+    }
+
+    /** Counts one read in HOT_KEY_SAMPLING: hot keys are a metric, not state, so this draw is not replayed. */
+    private void sampleRead(String key) {
+        if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
+            readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
         }
     }
 

@@ -26,8 +26,9 @@ import org.tent4j.store.StoreException;
  * reads those bytes back from the named engine segment through an engine of its own. A client naming another
  * engine's memory (so that honest puts would land there) cannot place the nonce, and its mount is refused
  * {@code PERMISSION_DENIED} before anything is mounted. The engine is asked for at the first check only (a master
- * nobody mounts memory on runs none); without one the master checks nothing (and hands out empty nonces). Disk segments are not checked: only their owner's own memory objects are offloaded to them, from
- * memory this proof covered.
+ * nobody mounts memory on runs none); without one the master checks nothing (and hands out empty nonces). Disk
+ * segments are not checked: only their owner's own memory objects are offloaded to them, from memory this proof
+ * covered.
  */
 final class MountProof {
     static final int NONCE_BYTES = 32;
