@@ -122,11 +122,7 @@ class ControlPlaneLimitsTest {
             return req;
         });
         try (RawControlClient c = new RawControlClient(node.port())) {
-            ByteBuffer all = ByteBuffer.allocate(20 * 64);
-            for (int i = 1; i <= 20; i++) {
-                all.put(RawControlClient.encode(RawControlClient.REQUEST, i, "slow", "x", new byte[] {(byte) i}));
-            }
-            c.sendRaw(java.util.Arrays.copyOf(all.array(), all.position()));
+            c.sendRequests(20, "slow", "x", i -> new byte[] {(byte) i});
             // 8 wait for workers; the other 12 are refused at once, while the 8 still hang
             for (int i = 0; i < 12; i++) {
                 RawControlClient.Frame f = c.read();
@@ -160,13 +156,11 @@ class ControlPlaneLimitsTest {
         int big = 60 << 10;
         try (RawControlClient flood = new RawControlClient(node.port());
              RawControlClient other = new RawControlClient(node.port())) {
-            ByteBuffer all = ByteBuffer.allocate(6 * (big + 64));
-            for (int i = 1; i <= 6; i++) {
+            flood.sendRequests(6, "slow", "flood", i -> {
                 byte[] payload = new byte[big];
                 payload[0] = (byte) i;
-                all.put(RawControlClient.encode(RawControlClient.REQUEST, i, "slow", "flood", payload));
-            }
-            flood.sendRaw(java.util.Arrays.copyOf(all.array(), all.position()));
+                return payload;
+            });
             // three fit in 200 KiB and hold the workers; the rest are refused at once, far below the count limits
             for (int i = 0; i < 3; i++) {
                 RawControlClient.Frame f = flood.read();

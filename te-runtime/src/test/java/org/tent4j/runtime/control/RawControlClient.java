@@ -55,6 +55,19 @@ final class RawControlClient implements AutoCloseable {
         sendRaw(encode(kind, id, service, caller, payload));
     }
 
+    /**
+     * Requests 1 to {@code count} (their ids), {@code payload.apply(id)} each, in one write: all of them arrive before
+     * the node answers any.
+     */
+    void sendRequests(int count, String service, String caller, java.util.function.IntFunction<byte[]> payload)
+            throws IOException {
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        for (int id = 1; id <= count; id++) {
+            all.writeBytes(encode(REQUEST, id, service, caller, payload.apply(id)));
+        }
+        sendRaw(all.toByteArray());
+    }
+
     void sendRaw(byte[] bytes) throws IOException {
         out.write(bytes);
         out.flush();
