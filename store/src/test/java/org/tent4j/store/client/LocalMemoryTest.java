@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.zip.CRC32C;
 
@@ -86,12 +87,18 @@ class LocalMemoryTest {
         return store.server().master().state();
     }
 
-    /** Calls of every RPC method so far, to see a refused call asked the master nothing. */
+    /**
+     * Calls the clients make on their own timers, not on a caller's behalf: heartbeats, and the node's poll for
+     * offload and repair tasks (a client that contributes memory polls it). One of them landing between two looks made
+     * this test fail now and then.
+     */
+    private static final Set<String> TIMER_CALLS = Set.of("Ping", "Offloads");
+
+    /** Calls of every RPC method a caller's call may make so far, to see a refused call asked the master nothing. */
     private static long masterCalls() {
         long n = 0;
         for (var m : store.server().stats().methods().entrySet()) {
-            // heartbeats go on their own timer
-            n += m.getKey().equals("Ping") ? 0 : m.getValue().calls();
+            n += TIMER_CALLS.contains(m.getKey()) ? 0 : m.getValue().calls();
         }
         return n;
     }
