@@ -2,11 +2,14 @@ package org.tent4j.store.master;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.function.LongConsumer;
 
@@ -108,9 +111,12 @@ final class Eviction {
     private void evictLocked(long now) {
         // the time seeds the lease samples, so a replayed log evicts the same objects
         SplittableRandom rnd = new SplittableRandom(now);
-        // disk first: offloads started below then find room on it
-        evictTier(now, true, state.segments.disks(), rnd);
-        evictTier(now, false, state.segments.active(), rnd);
+        // disk first: offloads started below then find room on it. An object whose disk copy that round took is the
+        // least recently leased of the disk's: were memory's round to take it too, it is dropped, not written to
+        // disk again only for a later disk round to drop it
+        Set<ObjectRecord> diskDropped = Collections.newSetFromMap(new IdentityHashMap<>());
+        evictTier(now, true, state.segments.disks(), rnd, diskDropped);
+        evictTier(now, false, state.segments.active(), rnd, diskDropped);
     }
 
     /**
@@ -119,7 +125,8 @@ final class Eviction {
      * their disk replica, by the same least-recently-leased order whether or not they are also in memory; those with
      * no memory replica are gone (a disk full of objects also in memory could otherwise never make room).
      */
-    private void evictTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd) {
+    private void evictTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd,
+                           Set<ObjectRecord> diskDropped) {
         long capacity = 0;
         long used = 0;
         for (MountedSegment s : segs) {
@@ -141,8 +148,8 @@ final class Eviction {
         // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
         // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
         for (int pass = 0; pass < 3 && allocated(disk) > goal; pass++) {
-            if (evictOlderThanCutoff(now, allocated(disk) - goal, false, disk, rnd) < 0) {
-                evictOlderThanCutoff(now, allocated(disk) - goal, true, disk, rnd);
+            if (evictOlderThanCutoff(now, allocated(disk) - goal, false, disk, rnd, diskDropped) < 0) {
+                evictOlderThanCutoff(now, allocated(disk) - goal, true, disk, rnd, diskDropped);
                 return;
             }
         }
@@ -163,7 +170,8 @@ final class Eviction {
      * {@code target} bytes lie is read off the sample; the second evicts the objects leased before it. Returns the
      * bytes freed, or -1 if no object was evictable or about to be (leased).
      */
-    private long evictOlderThanCutoff(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd) {
+    private long evictOlderThanCutoff(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd,
+                                      Set<ObjectRecord> diskDropped) {
         ObjectTable.Shard[] shards = state.objects.shards();
         long[] sample = new long[MasterState.LEASE_SAMPLES];
         long seen = 0;
@@ -223,8 +231,10 @@ final class Eviction {
                         rec.disk = -1;
                         counters.diskEvictedObjects.increment();
                         if (rec.hasReplicas()) {
-                            // only its disk copy goes: it stays readable from memory (and is offloaded again when
-                            // memory evicts it); without a disk copy, fewer memory replicas than asked are repaired
+                            // only its disk copy goes: it stays readable from memory (and is offloaded again when a
+                            // later round of memory evicts it); without a disk copy, fewer memory replicas than asked
+                            // are repaired
+                            diskDropped.add(rec);
                             state.repairs.mark(e.getKey(), rec);
                         } else {
                             it.remove();
@@ -233,7 +243,7 @@ final class Eviction {
                             counters.objectBytes.add(-rec.size);
                         }
                     } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
-                            && state.offloads.start(now, e.getKey(), rec, bytes)) {
+                            && !diskDropped.contains(rec) && state.offloads.start(now, e.getKey(), rec, bytes)) {
                         continue; // its memory comes free when the offload completes
                     } else {
                         gone = rec.replicas();

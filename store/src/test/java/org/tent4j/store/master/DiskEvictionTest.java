@@ -1,6 +1,7 @@
 package org.tent4j.store.master;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -110,6 +111,42 @@ class DiskEvictionTest {
         putThrough(s, "later");
         offloadAll(s);
         assertEquals(List.of(Tier.MEMORY, Tier.DISK), tiers(replicas(s, "later")));
+
+        s.journal(null);
+        MasterState replayed = new MasterState(MasterConfig.defaults());
+        log.forEach(replayed::replay);
+        assertEquals(StateDump.of(s), StateDump.of(replayed), "replayed from empty");
+    }
+
+    @Test
+    void anObjectWhoseDiskCopyTheRoundTookIsDroppedFromMemoryNotWrittenToDiskAgain() {
+        List<LogEntry> log = new ArrayList<>();
+        MasterState s = new MasterState(MasterConfig.defaults());
+        s.journal(log::add);
+        // sixteen 4,032-B memory footprints in 17 blocks of memory: 92.6% over the 90% mark
+        s.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, 17 * 4096), 1L));
+        s.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, DISK, Tier.DISK, "/d/a"), 1L));
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            String k = String.format(Locale.ROOT, "k%02d", i);
+            putThrough(s, k);
+            keys.add(k);
+        }
+        offloadAll(s);
+        assertEquals(DISK, s.segments.diskAllocated(), "the disk is full");
+        now += 20_000_000_000L; // past every lease
+
+        s.apply(now, new Command.Evict());
+
+        // the disk's round takes the three least recently leased disk copies (k00..k02), memory's the two least
+        // recently leased (k00, k01): those two are dropped, not offloaded into the room just made
+        assertEquals(3, s.stats().tiering().diskEvictedObjects());
+        assertEquals(2, s.stats().evictedObjects());
+        assertFalse(s.exists("k00"));
+        assertFalse(s.exists("k01"));
+        assertEquals(List.of(Tier.MEMORY), tiers(replicas(s, "k02")), "k02 keeps its memory replica");
+        assertTrue(s.apply(now, new Command.TakeOffloads("a", 1000)).isEmpty(), "nothing written to disk again");
+        assertEquals(DISK - 3 * 4096, s.segments.diskAllocated());
 
         s.journal(null);
         MasterState replayed = new MasterState(MasterConfig.defaults());
