@@ -9,14 +9,16 @@
 #     (its disk keys read again, WARM unmeasured, then DUR), as file-bench's comes after its warm-up. A virtual disk's
 #     rate swings by 2x from one minute to the next, so the store and file-bench alternate for ROUNDS rounds, the order
 #     swapped each round, and the ratio is of the means.
+#   WARM is 10 s, as for the store's other figures: the store is three fresh JVMs (master, node, bench), and with 2 s
+#   their C2 threads still took two thirds of a core while the reads were measured (docs/perf-notes/store.md).
 #   scripts/perf/disk-tier.sh [DIR]   (after ./mvnw -B -o -DskipTests package; DIR: on the disk to measure, not tmpfs;
 #                                      default a fresh directory under /var/tmp; MEM, TOTAL, THREADS, BATCH, WARM,
 #                                      DUR, ROUNDS override)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE=${1:-$(mktemp -d /var/tmp/tent4j-disk-tier.XXXXXX)}
-MEM=${MEM:-256m} TOTAL=${TOTAL:-4x} THREADS=${THREADS:-4} BATCH=${BATCH:-8} PORT=${PORT:-50761} WARM=${WARM:-2s} DUR=${DUR:-4s}
-ROUNDS=${ROUNDS:-2}
+MEM=${MEM:-256m} TOTAL=${TOTAL:-4x} THREADS=${THREADS:-4} BATCH=${BATCH:-8} PORT=${PORT:-50761} WARM=${WARM:-10s} DUR=${DUR:-5s}
+ROUNDS=${ROUNDS:-3}
 T=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$T" "$BASE"/run-*; }
@@ -30,14 +32,14 @@ store() { # NAME DISK(yes|no) MEMORY: a master and one node; sets MASTER, ADMIN,
   mkdir -p "$dir"
   "$ROOT/bin/tent4j" store master --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 1)) > "$T/$name.master" 2>&1 &
   pids+=($!)
-  until grep -q '^LISTENING' "$T/$name.master"; do sleep 0.2; done
+  until grep -q '^LISTENING' "$T/$name.master" 2>/dev/null; do sleep 0.2; done
   MASTER=127.0.0.1:$PORT ADMIN=127.0.0.1:$((PORT + 1)) DISK="$dir/disk"
   local args=(--master "$MASTER" --segment-size "$memory" --control-host 127.0.0.1)
   [ "$withdisk" = yes ] && args+=(--disk-dir "$DISK" --disk-size 8g)
   mkdir -p "$DISK"
   "$ROOT/bin/tent4j" store node "${args[@]}" > "$T/$name.node" 2>&1 &
   pids+=($!)
-  until grep -q '^READY' "$T/$name.node"; do sleep 0.2; done
+  until grep -q '^READY' "$T/$name.node" 2>/dev/null; do sleep 0.2; done
 }
 stop() { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; pids=(); }
 
