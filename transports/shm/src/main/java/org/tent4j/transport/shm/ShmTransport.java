@@ -1,5 +1,6 @@
 package org.tent4j.transport.shm;
 
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -27,6 +28,8 @@ final class ShmTransport implements Transport {
     static final String OFFSET = "offset";
 
     private final TransportContext context;
+    /** Directories whose page size this JVM has logged: once each, not once per engine. */
+    private static final Set<Path> LOGGED_PAGES = ConcurrentHashMap.newKeySet();
     private final ShmDirectory directory;
     private final Prefaulter prefaulter;
     private final ShmAllocator allocator;
@@ -44,6 +47,16 @@ final class ShmTransport implements Transport {
         this.copyThreshold = copyThreshold;
         this.copyParallelism = copyParallelism;
         directory.sweepStaleFiles();
+        if (directory.inMemory() && LOGGED_PAGES.add(directory.path())) {
+            HugePages pages = HugePages.of(directory.path());
+            if (pages.huge()) {
+                LOG.info("shm segments in {} get huge pages ({})", directory.path(), pages.reason());
+            } else {
+                LOG.info("shm segments in {} get 4 KiB pages ({}): each process faults on its first write to each page "
+                        + "of a peer's segment, 14-17 us apiece on a VM with shadow page tables; a tmpfs mounted "
+                        + "huge=within_size gives 2 MiB pages (docs/STORE.md, \"Huge pages\")", directory.path(), pages.reason());
+            }
+        }
         LOG.debug("shm transport for segment '{}' in {} (inline copies up to {} bytes, {} copy worker(s) per peer)",
                 context.segmentName(), directory.path(), copyThreshold, copyParallelism);
     }
