@@ -70,23 +70,27 @@ final class LocalMemoryCheck {
         if (memory.byteSize() == 0 || !supported) {
             return null;
         }
-        String range = "key '" + key + "': local memory " + (memory.isNative() ? "[0x" + Long.toHexString(memory.address())
-                + ", +" + memory.byteSize() + ")" : "(heap, " + memory.byteSize() + " bytes)") + " ";
         if (destination && memory.isReadOnly()) {
-            return range + "is a read-only segment and cannot be read into";
+            return range(key, memory) + "is a read-only segment and cannot be read into";
         }
         if (!memory.isNative()) {
-            return range + "is heap memory, which the engine cannot move; use the copying call (put/get)";
+            return range(key, memory) + "is heap memory, which the engine cannot move; use the copying call (put/get)";
         }
         try {
             if (engine.findRegistration(memory).isEmpty()) {
                 boolean starts = engine.findRegistration(memory.asSlice(0, 1)).isPresent();
-                return range + (starts ? "runs past the end of the registration it starts in"
+                return range(key, memory) + (starts ? "runs past the end of the registration it starts in"
                         : "is not registered with engine '" + engine.segmentName() + "'");
             }
         } catch (UnsupportedOperationException e) {
             supported = false;
         }
         return null;
+    }
+
+    /** The start of a refusal, made only for one: every key of every call passes through {@link #problem}. */
+    private static String range(String key, MemorySegment memory) {
+        return "key '" + key + "': local memory " + (memory.isNative() ? "[0x" + Long.toHexString(memory.address())
+                + ", +" + memory.byteSize() + ")" : "(heap, " + memory.byteSize() + " bytes)") + " ";
     }
 }
