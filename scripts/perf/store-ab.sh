@@ -9,12 +9,15 @@
 # store/target/lib in builds before the cli module). Per build and case: a fresh master,
 # two store-nodes of 1 GiB, BENCHES store-bench processes at once (default 2) of THREADS threads each (default 2); the
 # figure is their sum. BENCHES=1 is issue 28's shape: one client process. The build order is reversed every round.
+# STORE_WARM=15s first runs one client process of the case for that long against the fresh master and nodes and ends
+# it, so the measured client (still fresh, WARM of its own) meets a store whose JIT has compiled its paths, as a store
+# that has served a while has; without it the fresh master's C2 threads still take about half a core 10 s in.
 # Holds /tmp/tent4j-bench.lock for the whole run. Prints one line per figure.
 set -u
 ROUNDS=$1 CASES=$2; shift 2
 BUILDS=("$@")
 # 10 s of warm-up: with five JVMs on 2 cores, C2 is still compiling 5-8 s in (docs/perf-notes/store.md, session 7)
-WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561} BENCHES=${BENCHES:-2} THREADS=${THREADS:-2}
+WARM=${WARM:-10s} DUR=${DUR:-5s} PORT=${PORT:-50561} BENCHES=${BENCHES:-2} THREADS=${THREADS:-2} STORE_WARM=${STORE_WARM:-}
 ((BENCHES >= 1 && BENCHES <= 2)) || { echo "BENCHES must be 1 or 2" >&2; exit 2; }
 exec 9>/tmp/tent4j-bench.lock
 flock 9
@@ -100,6 +103,14 @@ one_case() { # build[:mode] case
     for p in "${prefixes[@]}"; do "${B[@]}" "${pre[@]}" --prefix "$p" > /dev/null 2>&1 & pids+=($!); done
     wait "${pids[@]}"; pids=()
   fi
+  if [ -n "$STORE_WARM" ]; then # an earlier client of the same case, ended before the measured one starts
+    local warmargs=("${args[@]}")
+    for i in "${!warmargs[@]}"; do
+      case ${warmargs[i]} in --warmup) warmargs[i + 1]=0s ;; --duration) warmargs[i + 1]=$STORE_WARM ;; esac
+    done
+    local wp=w; [ ${#pre[@]} -gt 0 ] && wp=a # a get reads what was put under a; a put writes keys of its own
+    "${B[@]}" "${warmargs[@]}" --prefix "$wp" > /dev/null 2>&1
+  fi
   local l0; l0=$(load)
   for p in "${prefixes[@]}"; do
     "${B[@]}" "${args[@]}" --prefix "$p" > "$tmp/$p" 2>"$tmp/$p.err" & pids+=($!); outs+=("$tmp/$p")
@@ -118,6 +129,10 @@ redis() {
   kill $rp; wait $rp 2>/dev/null
 }
 
+shm_pages() { # the huge= option of the mount /dev/shm is on (the last listed), "never" without one
+  awk '$2 == "/dev/shm" {o = $4} END {n = split(o, a, ","); h = "never"; for (i = 1; i <= n; i++) if (a[i] ~ /^huge=/) h = substr(a[i], 6); print h}' /proc/mounts
+}
+echo "$(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), BENCHES=$BENCHES THREADS=$THREADS STORE_WARM=${STORE_WARM:-none}, /dev/shm huge=$(shm_pages)"
 redis
 for ((r = 0; r < ROUNDS; r++)); do
   order=("${BUILDS[@]}")
