@@ -41,6 +41,20 @@ class DiskEvictionTest {
                 .map(t -> new OffloadResult(t.taskId(), true, t.key().hashCode() & 0xffffffffL, null)).toList()));
     }
 
+    /** Mounts node a's memory of {@code memory} bytes and its disk, and fills the disk with 16 objects written through. */
+    private List<String> fillDiskThrough(MasterState s, long memory) {
+        s.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, memory), 1L));
+        s.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, DISK, Tier.DISK, "/d/a"), 1L));
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            String k = String.format(Locale.ROOT, "k%02d", i);
+            putThrough(s, k);
+            keys.add(k);
+        }
+        offloadAll(s);
+        return keys;
+    }
+
     private List<ReplicaLocation> replicas(MasterState s, String key) {
         return s.describe(now, key).replicas();
     }
@@ -54,15 +68,7 @@ class DiskEvictionTest {
         List<LogEntry> log = new ArrayList<>();
         MasterState s = new MasterState(MasterConfig.defaults());
         s.journal(log::add);
-        s.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, MEM), 1L));
-        s.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, DISK, Tier.DISK, "/d/a"), 1L));
-        List<String> keys = new ArrayList<>();
-        for (int i = 0; i < 16; i++) {
-            String k = String.format(Locale.ROOT, "k%02d", i);
-            putThrough(s, k);
-            keys.add(k);
-        }
-        offloadAll(s);
+        List<String> keys = fillDiskThrough(s, MEM);
         for (String k : keys) {
             assertEquals(List.of(Tier.MEMORY, Tier.DISK), tiers(replicas(s, k)), k);
         }
@@ -124,15 +130,7 @@ class DiskEvictionTest {
         MasterState s = new MasterState(MasterConfig.defaults());
         s.journal(log::add);
         // sixteen 4,032-B memory footprints in 17 blocks of memory: 92.6% over the 90% mark
-        s.apply(now, new Command.Mount("a", new SegmentSpec("a-mem", "a", "h", 1L << 40, 17 * 4096), 1L));
-        s.apply(now, new Command.Mount("a", new SegmentSpec("a-disk", "a", "h", 1L << 50, DISK, Tier.DISK, "/d/a"), 1L));
-        List<String> keys = new ArrayList<>();
-        for (int i = 0; i < 16; i++) {
-            String k = String.format(Locale.ROOT, "k%02d", i);
-            putThrough(s, k);
-            keys.add(k);
-        }
-        offloadAll(s);
+        fillDiskThrough(s, 17 * 4096);
         assertEquals(DISK, s.segments.diskAllocated(), "the disk is full");
         now += 20_000_000_000L; // past every lease
 
