@@ -27,9 +27,10 @@ final class ShmTransport implements Transport {
     /** Published offset of a registered buffer inside its file, for buffers that are a part of an allocation. */
     static final String OFFSET = "offset";
 
-    private final TransportContext context;
     /** Directories whose page size this JVM has logged: once each, not once per engine. */
     private static final Set<Path> LOGGED_PAGES = ConcurrentHashMap.newKeySet();
+
+    private final TransportContext context;
     private final ShmDirectory directory;
     private final Prefaulter prefaulter;
     private final ShmAllocator allocator;
