@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
@@ -62,6 +63,24 @@ class MasterStateTest {
         assertTrue(master.exists("k"));
         assertEquals(1000, master.size("k"));
         assertEquals(t.replicas(), master.getReplicas("k").replicas());
+    }
+
+    @Test
+    void hotKeysRankTheMostReadKeysFirstFromTheirSample() {
+        mount("c1", "s1", 1 << 20);
+        for (String k : List.of("hot", "warm", "cold")) {
+            put("c1", k, 100, ReplicateConfig.defaults());
+        }
+        // about 1 read in 64 is counted (the sample is a metric): 100 +- 10 samples of "hot", 25 +- 5 of "warm"
+        for (int i = 0; i < 6_400; i++) {
+            master.getReplicas("hot");
+            if (i % 4 == 0) {
+                master.getReplicas("warm");
+            }
+        }
+        List<Map.Entry<String, Long>> hot = master.state().hotKeys(2);
+        assertEquals(List.of("hot", "warm"), hot.stream().map(Map.Entry::getKey).toList());
+        assertTrue(hot.get(0).getValue() > 1_600 && hot.get(0).getValue() < 25_600, "an estimate of 6,400 reads: " + hot);
     }
 
     @Test
