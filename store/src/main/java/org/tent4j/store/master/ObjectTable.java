@@ -24,12 +24,7 @@ import org.tent4j.store.master.Command.ReplicaList;
  * can look up a key while a command is applied); read leases, removal, the sweeps over every object.
  */
 final class ObjectTable {
-    /**
-     * One read in this many is counted for the hot-key list. At 1 in 4 the sample's map lookups were half of the
-     * master's CPU samples in a 4 KiB batch get run (JFR, docs/perf-notes/store.md); a key read often enough to matter
-     * is still seen.
-     */
-    private static final int HOT_KEY_SAMPLING = 64;
+    private static final int HOT_KEY_SAMPLING = 4;
 
     private final MasterState state;
     private final MasterConfig config;
