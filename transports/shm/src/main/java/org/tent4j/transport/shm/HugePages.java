@@ -9,8 +9,9 @@ import java.util.List;
  * Whether the shm files in a directory get huge pages, read from the mount table and the kernel's shmem policy.
  *
  * <p>It matters because every process that maps a peer's file takes a fault on its first write to each of its pages,
- * however the owner populated them: about 0.1 µs per 4 KiB page on bare metal, 14-17 µs on a virtual machine with
- * shadow page tables (measured on a 2-vCPU EPYC VM, where a fresh store client's first 1 MiB puts were bound by it).
+ * however the owner populated them: cheap where the hardware walks the page tables, 14-17 µs per 4 KiB page on a
+ * virtual machine with shadow page tables (measured on a 2-vCPU EPYC VM, where a fresh store client's first puts were
+ * bound by it).
  * With 2 MiB pages that is one fault per 512 pages. A segment is allocated whole with {@code fallocate} before any
  * mapping exists, so only a tmpfs mounted {@code huge=within_size} or {@code huge=always} (or the kernel's
  * {@code shmem_enabled=force}) gives it huge pages; {@code huge=advise} does not, as no advice precedes the allocation.
