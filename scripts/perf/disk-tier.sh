@@ -16,12 +16,17 @@
 #                                      DUR, ROUNDS override)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OWN_BASE=no
+[ -n "${1:-}" ] || OWN_BASE=yes
 BASE=${1:-$(mktemp -d /var/tmp/tent4j-disk-tier.XXXXXX)}
 MEM=${MEM:-256m} TOTAL=${TOTAL:-4x} THREADS=${THREADS:-4} BATCH=${BATCH:-8} PORT=${PORT:-50761} WARM=${WARM:-10s} DUR=${DUR:-5s}
 ROUNDS=${ROUNDS:-3}
 T=$(mktemp -d)
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$T" "$BASE"/run-*; }
+cleanup() { # a directory this script made goes whole; in one it was given, only what it wrote
+  kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
+  if [ "$OWN_BASE" = yes ]; then rm -rf "$T" "$BASE"; else rm -rf "$T" "$BASE"/run-* "$BASE/file-bench.bin"; fi
+}
 trap cleanup EXIT
 load() { cut -d' ' -f1 /proc/loadavg; }
 field() { grep '^{' "$1" | tail -1 | python3 -c "import json,sys; d=json.load(sys.stdin); print(round(d['$2'], 1))"; }
