@@ -357,7 +357,7 @@ public final class MasterState {
             segments.reclaim();
         }
         Command.Evicted evicted = eviction.evict(now);
-        objects.trimReadCounts();
+        objects.hotKeys.trim();
         return new TickReport(expired, reclaimed, evicted.objects(), evicted.bytes());
     }
 
@@ -437,7 +437,7 @@ public final class MasterState {
 
     /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
     public List<Map.Entry<String, Long>> hotKeys(int limit) {
-        return objects.hotKeys(limit);
+        return objects.hotKeys.top(limit);
     }
 
     /** Bytes granted to clients' reservations and not yet committed (counted as used by the allocators). */

@@ -2,14 +2,10 @@ package org.tent4j.store.master;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
 
 import com.google.re2j.Pattern;
@@ -24,15 +20,14 @@ import org.tent4j.store.master.Command.ReplicaList;
  * can look up a key while a command is applied); read leases, removal, the sweeps over every object.
  */
 final class ObjectTable {
-    private static final int HOT_KEY_SAMPLING = 4;
-
     private final MasterState state;
     private final MasterConfig config;
     private final MasterCounters counters;
     private final long leaseNanos;
     private final long promoteWindowMillis;
     private final Shard[] shards;
-    private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
+    /** Fed by every read this table grants or serves under a held lease. */
+    final HotKeys hotKeys = new HotKeys();
 
     ObjectTable(MasterState state) {
         this.state = state;
@@ -102,7 +97,7 @@ final class ObjectTable {
                     state.offloads.promote(now, key, rec);
                 }
             }
-            sampleRead(key);
+            hotKeys.sample(key);
             return new ReplicaList(rec.size, locs, config.leaseTtl());
         }
     }
@@ -110,8 +105,9 @@ final class ObjectTable {
     /**
      * The key's replicas under the read lease it already holds, when that lease runs at least half a lease TTL past
      * {@code now}, its first replica is in memory and it is readable: changes no state and no counter (only the
-     * hot-key sample, a metric, as {@link #grantRead}'s), so a durable master serves it without a log entry. The answer's lease is what is left of the held one. Null: the
-     * read needs {@link #grantRead} (not leased long enough, on disk, not readable, not found: its own refusal).
+     * hot-key sample, a metric, as {@link #grantRead}'s), so a durable master serves it without a log entry. The
+     * answer's lease is what is left of the held one. Null: the read needs {@link #grantRead} (not leased long enough,
+     * on disk, not readable, not found: its own refusal).
      */
     ReplicaList heldRead(long now, String key) {
         checkKey(key);
@@ -125,15 +121,8 @@ final class ObjectTable {
             if (locs.isEmpty() || locs.get(0).onDisk()) {
                 return null;
             }
-            sampleRead(key);
+            hotKeys.sample(key);
             return new ReplicaList(rec.size, locs, java.time.Duration.ofNanos(rec.lease - now));
-        }
-    }
-
-    /** Counts one read in HOT_KEY_SAMPLING: hot keys are a metric, not state, so this draw is not replayed. */
-    private void sampleRead(String key) {
-        if (ThreadLocalRandom.current().nextInt(HOT_KEY_SAMPLING) == 0) {
-            readCounts.computeIfAbsent(key, k -> new LongAdder()).add(HOT_KEY_SAMPLING);
         }
     }
 
@@ -465,23 +454,6 @@ final class ObjectTable {
             }
         }
         return reclaimed;
-    }
-
-    // ---------------------------------------------------------------- hot keys (a metric, not state)
-
-    void trimReadCounts() {
-        if (readCounts.size() > 4096) {
-            List<Map.Entry<String, LongAdder>> all = new ArrayList<>(readCounts.entrySet());
-            all.sort(Comparator.comparingLong(e -> e.getValue().sum()));
-            for (int i = 0; i < all.size() / 2; i++) {
-                readCounts.remove(all.get(i).getKey());
-            }
-        }
-    }
-
-    List<Map.Entry<String, Long>> hotKeys(int limit) {
-        return readCounts.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue().sum()))
-                .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(limit).toList();
     }
 
     /**
