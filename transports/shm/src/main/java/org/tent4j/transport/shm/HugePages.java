@@ -11,8 +11,7 @@ import java.util.List;
  * <p>It matters because every process that maps a peer's file takes a fault on its first write to each of its pages,
  * however the owner populated them: cheap where the hardware walks the page tables, 14-17 µs per 4 KiB page on a
  * virtual machine with shadow page tables (measured on a 2-vCPU EPYC VM, where a fresh store client's first puts were
- * bound by it).
- * With 2 MiB pages that is one fault per 512 pages. A segment is allocated whole with {@code fallocate} before any
+ * bound by it). With 2 MiB pages that is one fault per 512 pages. A segment is allocated whole with {@code fallocate} before any
  * mapping exists, so only a tmpfs mounted {@code huge=within_size} or {@code huge=always} (or the kernel's
  * {@code shmem_enabled=force}) gives it huge pages; {@code huge=advise} does not, as no advice precedes the allocation.
  *
@@ -37,6 +36,7 @@ record HugePages(boolean huge, String reason) {
         }
         Path target = dir.toAbsolutePath().normalize();
         String[] best = null;
+        Path bestPoint = null;
         for (String line : lines) {
             String[] f = line.split(" ");
             if (f.length < 4) {
@@ -44,15 +44,15 @@ record HugePages(boolean huge, String reason) {
             }
             Path point = Path.of(unescape(f[1]));
             // the longest mount point above dir; of equal ones the last, which is mounted over the others
-            if (target.startsWith(point)
-                    && (best == null || point.getNameCount() >= Path.of(unescape(best[1])).getNameCount())) {
+            if (target.startsWith(point) && (bestPoint == null || point.getNameCount() >= bestPoint.getNameCount())) {
                 best = f;
+                bestPoint = point;
             }
         }
         if (best == null) {
             return new HugePages(false, dir + " is on no mount listed in " + mounts);
         }
-        String where = best[2] + " " + unescape(best[1]);
+        String where = best[2] + " " + bestPoint;
         if (best[2].equals("hugetlbfs")) {
             return new HugePages(true, where);
         }

@@ -43,12 +43,13 @@ final class ShmTransport implements Transport {
                  long prefaultLimit) {
         this.context = context;
         this.directory = directory;
-        this.prefaulter = new Prefaulter(directory.inMemory() ? prefaultLimit : 0, context.segmentName());
+        boolean inMemory = directory.inMemory(); // asks the file system: once
+        this.prefaulter = new Prefaulter(inMemory ? prefaultLimit : 0, context.segmentName());
         this.allocator = new ShmAllocator(directory, prefaulter, context.segmentName());
         this.copyThreshold = copyThreshold;
         this.copyParallelism = copyParallelism;
         directory.sweepStaleFiles();
-        if (directory.inMemory() && LOGGED_PAGES.add(directory.path())) {
+        if (inMemory && LOGGED_PAGES.add(directory.path())) {
             HugePages pages = HugePages.of(directory.path());
             if (pages.huge()) {
                 LOG.info("shm segments in {} get huge pages ({})", directory.path(), pages.reason());
