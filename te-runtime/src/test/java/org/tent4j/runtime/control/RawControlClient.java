@@ -1,5 +1,6 @@
 package org.tent4j.runtime.control;
 
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
@@ -8,6 +9,7 @@ import java.net.InetAddress;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.util.function.IntFunction;
 
 /** Speaks the control-plane frame format over a plain socket, as a foreign or hostile peer would. */
 final class RawControlClient implements AutoCloseable {
@@ -59,9 +61,9 @@ final class RawControlClient implements AutoCloseable {
      * Requests 1 to {@code count} (their ids), {@code payload.apply(id)} each, in one write: all of them arrive before
      * the node answers any.
      */
-    void sendRequests(int count, String service, String caller, java.util.function.IntFunction<byte[]> payload)
+    void sendRequests(int count, String service, String caller, IntFunction<byte[]> payload)
             throws IOException {
-        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
         for (int id = 1; id <= count; id++) {
             all.writeBytes(encode(REQUEST, id, service, caller, payload.apply(id)));
         }
