@@ -83,6 +83,11 @@ final class Reservations {
         return new CommitResult(failures, granted, refillFailure);
     }
 
+    /** The bytes an item names in a reservation's segment, for a refusal (built only then: commits are hot). */
+    private static String range(Reservation r, long off, long len) {
+        return "[" + off + ", " + (off + len) + ") of segment " + r.seg.spec.id();
+    }
+
     private void commitItem(long now, Clients.ClientRecord client, Command.CommitItem item) {
         String key = item.key();
         state.objects.checkKey(key);
@@ -125,18 +130,17 @@ final class Reservations {
                 for (int j = 0; j < n; j++) {
                     Reservation r = rs[j];
                     long off = item.addresses()[j] - r.seg.spec.base();
-                    String range = "[" + off + ", " + (off + len) + ") of segment " + r.seg.spec.id();
                     if (r.released) {
                         throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': reservation " + r.id
                                 + " on segment " + r.seg.spec.id() + " (offset " + off + ") was released");
                     }
                     if ((off & (RangeAllocator.ALIGNMENT - 1)) != 0 || off < r.start || off + len > r.end || off + len < off) {
-                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range + " (offset " + off
+                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range(r, off, len) + " (offset " + off
                                 + ") is not a " + RangeAllocator.ALIGNMENT + "-byte aligned range inside client " + client.id
                                 + "'s reservation " + r.id + " [" + r.start + ", " + r.end + ")");
                     }
                     if (off < r.mark) {
-                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range + " (offset " + off
+                        throw new StoreException(StoreError.INVALID_WRITE, "key '" + key + "': " + range(r, off, len) + " (offset " + off
                                 + ") overlaps bytes committed earlier (reservation " + r.id + " is committed up to " + r.mark + ")");
                     }
                     if (!r.seg.mounted()) {
