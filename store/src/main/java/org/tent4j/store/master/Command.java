@@ -103,8 +103,16 @@ public sealed interface Command<R> {
     record Leave(String clientId) implements Command<Void> {
     }
 
-    /** Periodic housekeeping: parked ranges released, dead clients dropped, abandoned puts reclaimed, eviction. */
-    record Tick() implements Command<TickReport> {
+    /**
+     * Periodic housekeeping: parked ranges released, dead clients dropped, abandoned puts reclaimed, and with
+     * {@code evict} an eviction round. A master's housekeeping thread ticks without one: its evictor thread evicts
+     * ({@link EvictVictims}), choosing victims off the ordering point, where a tick's round would walk every object on
+     * it. Logs written before hold ticks that evicted, and replay them so.
+     */
+    record Tick(boolean evict) implements Command<TickReport> {
+        public Tick() {
+            this(true);
+        }
     }
 
     /**
@@ -123,6 +131,29 @@ public sealed interface Command<R> {
     }
 
     record Evicted(long objects, long bytes) {
+    }
+
+    /**
+     * The evictor's round, its victims chosen before the ordering point ({@link Eviction#plan}): per tier, the objects
+     * to take if they are still evictable and no younger than the cutoff then. The walk over every object happens
+     * off the ordering point; applying this walks only the victims, so calls wait for that alone.
+     */
+    record EvictVictims(Victims disk, Victims memory) implements Command<Evicted> {
+        public boolean none() {
+            return disk.keys().isEmpty() && memory.keys().isEmpty();
+        }
+    }
+
+    /**
+     * One tier's victims: objects leased before {@code cutoff} go, those leased at it only until {@code target} bytes
+     * are freed; soft-pinned ones only with {@code softPinned}.
+     */
+    record Victims(long cutoff, long target, boolean softPinned, List<String> keys) {
+        static final Victims NONE = new Victims(Long.MIN_VALUE, 0, false, List.of());
+
+        public Victims {
+            keys = List.copyOf(keys);
+        }
     }
 
     /**

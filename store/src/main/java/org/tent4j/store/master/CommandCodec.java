@@ -219,9 +219,14 @@ final class CommandCodec {
                 out.writeByte(12);
                 str(out, c.clientId());
             }
-            case Command.Tick c -> out.writeByte(13);
+            case Command.Tick c -> out.writeByte(c.evict() ? 13 : 28);
             case Command.Grace c -> out.writeByte(25);
             case Command.Evict c -> out.writeByte(14);
+            case Command.EvictVictims c -> {
+                out.writeByte(27);
+                victims(out, c.disk());
+                victims(out, c.memory());
+            }
             case Command.Once<?> c -> {
                 out.writeByte(19);
                 str(out, c.clientId());
@@ -264,9 +269,11 @@ final class CommandCodec {
             case 10 -> new Command.Unmount(str(in), str(in));
             case 11 -> new Command.Heartbeat(str(in));
             case 12 -> new Command.Leave(str(in));
-            case 13 -> new Command.Tick();
+            case 13 -> new Command.Tick(true);
+            case 28 -> new Command.Tick(false);
             case 25 -> new Command.Grace();
             case 14 -> new Command.Evict();
+            case 27 -> new Command.EvictVictims(victims(in), victims(in));
             case 15 -> new Command.TakeOffloads(str(in), in.readInt());
             case 24 -> new Command.TakeDiskWork(str(in), in.readInt(), in.readLong());
             case 23 -> {
@@ -363,6 +370,17 @@ final class CommandCodec {
             throw new IllegalArgumentException("string of " + n + " bytes with " + in.available() + " left");
         }
         return new String(in.readNBytes(n), StandardCharsets.UTF_8);
+    }
+
+    private static void victims(DataOutputStream out, Command.Victims v) throws IOException {
+        out.writeLong(v.cutoff());
+        out.writeLong(v.target());
+        out.writeBoolean(v.softPinned());
+        strs(out, v.keys());
+    }
+
+    private static Command.Victims victims(DataInputStream in) throws IOException {
+        return new Command.Victims(in.readLong(), in.readLong(), in.readBoolean(), strs(in));
     }
 
     private static void strs(DataOutputStream out, List<String> list) throws IOException {

@@ -5,7 +5,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
@@ -127,24 +126,11 @@ final class Eviction {
      */
     private void evictTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd,
                            Set<ObjectRecord> diskDropped) {
-        long capacity = 0;
-        long used = 0;
-        for (MountedSegment s : segs) {
-            capacity += s.allocator.capacity();
-            used += s.allocator.used();
-        }
-        if (capacity == 0) {
-            return;
-        }
-        used -= pending(disk);
-        double ratio = (double) used / capacity;
-        if (ratio <= config.highWatermark()) {
+        long goal = goal(disk, segs);
+        if (goal == Long.MIN_VALUE) {
             return;
         }
         counters.evictionRounds.increment();
-        double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
-        long target = (long) (capacity * fraction);
-        long goal = used - target;
         // a sampled cutoff may fall short, and puts evicting for themselves meanwhile take some of the oldest: a few
         // more passes while usage is above the goal; the soft-pinned only when nothing else is evictable
         for (int pass = 0; pass < 3 && allocated(disk) > goal; pass++) {
@@ -165,13 +151,95 @@ final class Eviction {
     }
 
     /**
-     * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
-     * {@link MasterState#LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which
-     * {@code target} bytes lie is read off the sample; the second evicts the objects leased before it. Returns the
-     * bytes freed, or -1 if no object was evictable or about to be (leased).
+     * Most key characters one round's victims name (at most 3 UTF-8 bytes each): the round is one entry of the
+     * durable log, which must fit its 16 MiB write buffer.
      */
+    static final long VICTIM_KEY_CHARS = 2L << 20;
+
+    /**
+     * The victims of a round, chosen without the ordering point (shard locks only, a walk over every object), so that
+     * calls wait only while {@link #evictVictims} takes them: per tier, what {@link #evictTier}'s first pass would
+     * take now. Neither tier over its mark, or nothing evictable: {@link Command.EvictVictims#none}.
+     */
+    Command.EvictVictims plan(long now) {
+        SplittableRandom rnd = new SplittableRandom(now);
+        return new Command.EvictVictims(planTier(now, true, state.segments.disks(), rnd),
+                planTier(now, false, state.segments.active(), rnd));
+    }
+
+    private Command.Victims planTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd) {
+        long goal = goal(disk, segs);
+        if (goal == Long.MIN_VALUE || allocated(disk) <= goal) {
+            return Command.Victims.NONE;
+        }
+        Command.Victims v = victims(now, allocated(disk) - goal, false, disk, rnd);
+        if (v == null) {
+            v = victims(now, allocated(disk) - goal, true, disk, rnd);
+        }
+        return v == null ? Command.Victims.NONE : v;
+    }
+
+    /**
+     * Takes the victims {@link #plan} chose that are still what they were then: present, evictable now and leased no
+     * later than the plan's cutoff (a read or a new put since makes an object younger, so it stays). Walks only the
+     * victims, under the ordering point.
+     */
+    Command.Evicted evictVictims(long now, Command.EvictVictims victims) {
+        synchronized (lock) {
+            long objs = counters.evictedObjects.sum();
+            long bytes = counters.evictedBytes.sum();
+            Set<ObjectRecord> diskDropped = Collections.newSetFromMap(new IdentityHashMap<>());
+            for (Command.Victims v : List.of(victims.disk(), victims.memory())) {
+                if (!v.keys().isEmpty()) {
+                    counters.evictionRounds.increment();
+                }
+            }
+            take(now, true, victims.disk(), diskDropped);
+            take(now, false, victims.memory(), diskDropped);
+            return new Command.Evicted(counters.evictedObjects.sum() - objs, counters.evictedBytes.sum() - bytes);
+        }
+    }
+
+    /**
+     * The usage a round of the tier brings it down to (an eviction ratio under the high watermark, or further when
+     * usage is further above it); {@link Long#MIN_VALUE} when the tier is at or under its mark.
+     */
+    private long goal(boolean disk, MountedSegment[] segs) {
+        long capacity = 0;
+        long used = 0;
+        for (MountedSegment s : segs) {
+            capacity += s.allocator.capacity();
+            used += s.allocator.used();
+        }
+        if (capacity == 0) {
+            return Long.MIN_VALUE;
+        }
+        used -= pending(disk);
+        double ratio = (double) used / capacity;
+        if (ratio <= config.highWatermark()) {
+            return Long.MIN_VALUE;
+        }
+        double fraction = Math.max(config.evictionRatio(), ratio - config.highWatermark() + config.evictionRatio());
+        return used - (long) (capacity * fraction);
+    }
+
+    /** Evicts from the tier what {@link #victims} chooses for {@code target} bytes; as {@link #victims} returns. */
     private long evictOlderThanCutoff(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd,
                                       Set<ObjectRecord> diskDropped) {
+        Command.Victims v = victims(now, target, softPinned, disk, rnd);
+        return v == null ? -1 : take(now, disk, v, diskDropped);
+    }
+
+    /**
+     * Two passes over the shards: the first samples the leases of the evictable objects (a reservoir of
+     * {@link MasterState#LEASE_SAMPLES}, no allocation per object) and sums their bytes; the lease below which
+     * {@code target} bytes lie is read off the sample; the second names the objects leased before it (everything
+     * older goes, even past the target: the sample's error is small, and objects written together are evicted
+     * together, so their ranges coalesce into runs a reservation fits in; those leased exactly at the cutoff, a burst
+     * within one clock tick, only while the target is not reached), up to {@link #VICTIM_KEY_CHARS} characters of keys. Null if
+     * no object was evictable or about to be (leased); no keys if only leased ones were.
+     */
+    private Command.Victims victims(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
         long[] sample = new long[MasterState.LEASE_SAMPLES];
         long seen = 0;
@@ -200,72 +268,95 @@ final class Eviction {
         if (seen == 0) {
             // unpinned objects only leased (or written after `now`) are no reason to take the soft-pinned: they become
             // evictable soon
-            return leased ? 0 : -1;
+            return leased ? new Command.Victims(Long.MIN_VALUE, 0, softPinned, List.of()) : null;
         }
         int k = (int) Math.min(seen, MasterState.LEASE_SAMPLES);
         Arrays.sort(sample, 0, k);
         double q = Math.min(1.0, (double) target / evictableBytes);
         long cutoff = sample[Math.min(k - 1, Math.max(0, (int) Math.ceil(q * k) - 1))];
-        // everything older than the cutoff goes, even past the target (the sample's error is small): objects written
-        // together are evicted together, so their ranges coalesce into runs a reservation fits in. Objects leased
-        // exactly at the cutoff (a burst within one clock tick) go only while the target is not yet reached
-        boolean offload = !disk && state.offloads.enabled();
-        long freed = 0;
-        long[] replicas = new long[1024];
-        long[] lengths = new long[1024];
-        int n = 0;
+        List<String> keys = new ArrayList<>();
+        long named = 0;
+        long keyChars = 0;
         for (ObjectTable.Shard shard : shards) {
             synchronized (shard) {
-                for (Iterator<Map.Entry<String, ObjectRecord>> it = shard.map.entrySet().iterator(); it.hasNext(); ) {
-                    Map.Entry<String, ObjectRecord> e = it.next();
+                for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
                     ObjectRecord rec = e.getValue();
-                    if (rec.lease > cutoff || (rec.lease == cutoff && freed >= target)
-                            || !evictable(rec, now, softPinned, disk)) {
+                    if (rec.lease > cutoff || (rec.lease == cutoff && named >= target) || !evictable(rec, now, softPinned, disk)) {
                         continue;
                     }
-                    long bytes = footprint(rec, disk);
-                    freed += bytes;
-                    long[] gone;
-                    if (disk) {
-                        gone = new long[]{rec.disk};
-                        rec.disk = -1;
-                        counters.diskEvictedObjects.increment();
-                        if (rec.hasReplicas()) {
-                            // only its disk copy goes: it stays readable from memory (and is offloaded again when a
-                            // later round of memory evicts it); without a disk copy, fewer memory replicas than asked
-                            // are repaired
-                            diskDropped.add(rec);
-                            state.repairs.mark(e.getKey(), rec);
-                        } else {
-                            it.remove();
-                            state.repairs.forget(e.getKey(), rec);
-                            counters.objects.decrement();
-                            counters.objectBytes.add(-rec.size);
-                        }
-                    } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
-                            && !diskDropped.contains(rec) && state.offloads.start(now, e.getKey(), rec, bytes)) {
-                        continue; // its memory comes free when the offload completes
+                    named += footprint(rec, disk);
+                    keys.add(e.getKey());
+                    keyChars += e.getKey().length();
+                    if (keyChars >= VICTIM_KEY_CHARS) {
+                        return new Command.Victims(cutoff, target, softPinned, keys);
+                    }
+                }
+            }
+        }
+        return new Command.Victims(cutoff, target, softPinned, keys);
+    }
+
+    /**
+     * Takes the tier's victims that are still evictable and no younger than the cutoff (at the cutoff itself only
+     * until the target is freed), in the order named; returns the bytes freed (offloads count: their memory comes free
+     * when they complete).
+     */
+    private long take(long now, boolean disk, Command.Victims v, Set<ObjectRecord> diskDropped) {
+        boolean offload = !disk && state.offloads.enabled();
+        long freed = 0;
+        long[] replicas = new long[Math.max(16, v.keys().size())];
+        long[] lengths = new long[replicas.length];
+        int n = 0;
+        for (String key : v.keys()) {
+            ObjectTable.Shard shard = state.objects.shard(key);
+            synchronized (shard) {
+                ObjectRecord rec = shard.map.get(key);
+                if (rec == null || rec.lease > v.cutoff() || (rec.lease == v.cutoff() && freed >= v.target())
+                        || !evictable(rec, now, v.softPinned(), disk)) {
+                    continue;
+                }
+                long bytes = footprint(rec, disk);
+                freed += bytes;
+                long[] gone;
+                if (disk) {
+                    gone = new long[]{rec.disk};
+                    rec.disk = -1;
+                    counters.diskEvictedObjects.increment();
+                    if (rec.hasReplicas()) {
+                        // only its disk copy goes: it stays readable from memory (and is offloaded again when a
+                        // later round of memory evicts it); without a disk copy, fewer memory replicas than asked
+                        // are repaired
+                        diskDropped.add(rec);
+                        state.repairs.mark(key, rec);
                     } else {
-                        gone = rec.replicas();
-                        counters.evictedObjects.increment();
-                        counters.evictedBytes.add(bytes);
-                        if (rec.disk != -1) {
-                            rec.setReplicas(new long[0]); // demoted: its disk replica stays readable
-                        } else {
-                            it.remove();
-                            state.repairs.forget(e.getKey(), rec);
-                            counters.objects.decrement();
-                            counters.objectBytes.add(-rec.size);
-                        }
+                        shard.map.remove(key);
+                        state.repairs.forget(key, rec);
+                        counters.objects.decrement();
+                        counters.objectBytes.add(-rec.size);
                     }
-                    for (long r : gone) {
-                        if (n == replicas.length) {
-                            replicas = Arrays.copyOf(replicas, 2 * n);
-                            lengths = Arrays.copyOf(lengths, 2 * n);
-                        }
-                        replicas[n] = r;
-                        lengths[n++] = rec.size;
+                } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
+                        && !diskDropped.contains(rec) && state.offloads.start(now, key, rec, bytes)) {
+                    continue; // its memory comes free when the offload completes
+                } else {
+                    gone = rec.replicas();
+                    counters.evictedObjects.increment();
+                    counters.evictedBytes.add(bytes);
+                    if (rec.disk != -1) {
+                        rec.setReplicas(new long[0]); // demoted: its disk replica stays readable
+                    } else {
+                        shard.map.remove(key);
+                        state.repairs.forget(key, rec);
+                        counters.objects.decrement();
+                        counters.objectBytes.add(-rec.size);
                     }
+                }
+                for (long r : gone) {
+                    if (n == replicas.length) {
+                        replicas = Arrays.copyOf(replicas, 2 * n);
+                        lengths = Arrays.copyOf(lengths, 2 * n);
+                    }
+                    replicas[n] = r;
+                    lengths[n++] = rec.size;
                 }
             }
         }

@@ -122,6 +122,14 @@ public final class MasterState {
     }
 
     /** Whether allocated bytes exceed the high watermark of the mounted capacity. */
+    /**
+     * The evictor's next round ({@link Command.EvictVictims}), its victims chosen now, off the ordering point: a walk
+     * over every object under shard locks only, while calls go on being applied.
+     */
+    public Command.EvictVictims planEviction(long now) {
+        return eviction.plan(now);
+    }
+
     public boolean overHighWatermark() {
         return segments.overHighWatermark();
     }
@@ -301,9 +309,10 @@ public final class MasterState {
                 clients.leave(c.clientId());
                 yield null;
             }
-            case Command.Tick c -> tick(now);
+            case Command.Tick c -> tick(now, c.evict());
             case Command.Grace c -> clients.grace(now);
             case Command.Evict c -> eviction.evict(now);
+            case Command.EvictVictims c -> eviction.evictVictims(now, c);
             case Command.TakeOffloads c -> offloads.take(now, c.clientId(), c.max());
             case Command.TakeDiskWork c -> new Command.DiskWork(segments.freedFor(c.clientId(), c.freedAck()),
                     offloads.take(now, c.clientId(), c.max()));
@@ -339,7 +348,7 @@ public final class MasterState {
     }
 
     /** Housekeeping: parked ranges released, dead clients dropped, idle reservations released, abandoned puts reclaimed, eviction. */
-    private TickReport tick(long now) {
+    private TickReport tick(long now, boolean evict) {
         offloads.expire(now);
         eviction.releaseParked(now);
         List<String> expired = clients.expire(now);
@@ -356,7 +365,7 @@ public final class MasterState {
             // indexes of unmounted segments a reservation, parked range or task named at their drop, free once those end
             segments.reclaim();
         }
-        Command.Evicted evicted = eviction.evict(now);
+        Command.Evicted evicted = evict ? eviction.evict(now) : new Command.Evicted(0, 0);
         objects.hotKeys.trim();
         return new TickReport(expired, reclaimed, evicted.objects(), evicted.bytes());
     }

@@ -25,8 +25,9 @@ import org.tent4j.store.master.Command.TickReport;
  * included) builds a {@link Command}, reads the clock once, and hands both to the state's ordering point, which
  * numbers and applies it on this thread; {@link #exists} and {@link #size} change nothing and are read off it (on
  * a durable log only once Ratis confirmed this master leads: {@link #awaitReadable}).
- * {@link #startHousekeeping} runs {@link #tick} on a timer and evicts on its own thread, both through the same point;
- * tests call them themselves in virtual time.
+ * {@link #startHousekeeping} ticks on a timer (without eviction) and evicts on its own thread, choosing victims off
+ * the ordering point and taking them through it ({@link Command.EvictVictims}); tests call {@link #tick}, which
+ * evicts too, themselves in virtual time.
  */
 public final class StoreMaster implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StoreMaster.class);
@@ -341,7 +342,8 @@ public final class StoreMaster implements AutoCloseable {
                 }
             }
         }
-        TickReport r = tick();
+        // the evictor thread, started with housekeeping, evicts: the tick's own round would hold the ordering point
+        TickReport r = apply(new Command.Tick(false));
         if (!r.clientsExpired().isEmpty() || r.putsReclaimed() > 0) {
             LOG.info("housekeeping: clients {} expired (their segments dropped), {} abandoned puts reclaimed",
                     r.clientsExpired().stream().map(PrintableId::forLog).toList(), r.putsReclaimed());
@@ -384,7 +386,8 @@ public final class StoreMaster implements AutoCloseable {
     private void startEvictor(java.util.function.Consumer<TickReport> observer) {
         evictor = Thread.ofPlatform().daemon().name("store-master-evictor").unstarted(() -> {
             while (!closed) {
-                if (!evictionWanted.getAndSet(false)) {
+                // over the mark with no allocation asking (a segment unmounted, leases run out): checked every 100 ms
+                if (!evictionWanted.getAndSet(false) && !state().overHighWatermark()) {
                     // a wake-up between the flag's check and the park leaves a permit, so the park returns at once
                     LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
                     continue;
@@ -394,12 +397,14 @@ public final class StoreMaster implements AutoCloseable {
                     continue;
                 }
                 try {
-                    Command.Evicted r = apply(new Command.Evict());
+                    // the victims are chosen off the ordering point: calls wait only while they are taken
+                    Command.EvictVictims round = state().planEviction(now());
+                    Command.Evicted r = round.none() ? new Command.Evicted(0, 0) : apply(round);
                     if (r.objects() > 0) {
                         observer.accept(new TickReport(List.of(), 0, r.objects(), r.bytes()));
                     } else if (state().overHighWatermark()) {
                         // nothing evictable (leased, pinned, reserved): wait for the next wake-up, not a spin
-                        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
+                        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
                     }
                 } catch (RuntimeException e) {
                     LOG.error("eviction failed", e);

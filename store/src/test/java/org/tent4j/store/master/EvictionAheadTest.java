@@ -73,6 +73,43 @@ class EvictionAheadTest {
         assertEquals(0, master.apply(new Command.Evict()).objects(), "under the mark: nothing more goes");
     }
 
+    /**
+     * The evictor's round chooses its victims off the ordering point, then takes only those still as they were: an
+     * object read, or removed and put again, after the choice stays; one removed is not counted; the rest go, leaving
+     * usage under the mark, as a round under the ordering point would. A durable log carries the round: its entry
+     * decodes to the same victims.
+     */
+    @Test
+    void aPlannedRoundTakesOnlyTheVictimsStillAsTheyWereWhenChosen() {
+        mount("s1");
+        int i = 0;
+        while (used() <= 0.90 * SEGMENT) {
+            put("k" + i++, 4096, ReplicateConfig.defaults());
+        }
+        Command.EvictVictims round = master.state().planEviction(master.now());
+        List<String> chosen = round.memory().keys();
+        assertTrue(round.disk().keys().isEmpty(), "no disk tier, no disk victims");
+        assertTrue(chosen.containsAll(List.of("k0", "k1", "k2", "k3")) && !chosen.contains("k" + (i - 1)),
+                "the least recently leased are chosen, the newest is not: " + chosen);
+        Command.Evicted none = new Command.Evicted(0, 0);
+        assertEquals(List.of(round), CommandCodec.decode(CommandCodec.encode(new CommandCodec.Entry(1, 2, List.of(round))))
+                .commands(), "the round's log entry decodes to it");
+
+        master.getReplicas("k1");
+        master.remove("k2", false);
+        put("k2", 4096, ReplicateConfig.defaults());
+        master.remove("k3", false);
+        Command.Evicted r = master.apply(round);
+        assertEquals(chosen.size() - 3, r.objects(), r + " of " + chosen.size() + " chosen");
+        assertEquals(r.objects() * 4096, r.bytes());
+        assertTrue(master.exists("k1") && master.exists("k2"), "read or put again after the choice: kept");
+        assertFalse(master.exists("k0") || master.exists("k3"));
+        assertTrue(chosen.stream().filter(k -> !List.of("k1", "k2", "k3").contains(k)).noneMatch(master::exists));
+        assertFalse(master.state().overHighWatermark(), "under the mark after the round: " + used());
+        assertTrue(master.state().planEviction(master.now()).none(), "under the mark: no victims");
+        assertEquals(none, master.apply(round), "applied again, the round finds nothing left to take");
+    }
+
     @Test
     void theEvictorThreadEvictsOnceUsagePassesTheMarkWithoutATick() throws Exception {
         mount("s1");
