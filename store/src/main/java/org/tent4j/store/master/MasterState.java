@@ -121,7 +121,6 @@ public final class MasterState {
         journal = replaced.journal;
     }
 
-    /** Whether allocated bytes exceed the high watermark of the mounted capacity. */
     /**
      * The evictor's next round ({@link Command.EvictVictims}), its victims chosen now, off the ordering point: a walk
      * over every object under shard locks only, while calls go on being applied.
@@ -130,6 +129,7 @@ public final class MasterState {
         return eviction.plan(now);
     }
 
+    /** Whether allocated bytes exceed the high watermark of the mounted capacity. */
     public boolean overHighWatermark() {
         return segments.overHighWatermark();
     }

@@ -386,28 +386,27 @@ public final class StoreMaster implements AutoCloseable {
     private void startEvictor(java.util.function.Consumer<TickReport> observer) {
         evictor = Thread.ofPlatform().daemon().name("store-master-evictor").unstarted(() -> {
             while (!closed) {
-                // over the mark with no allocation asking (a segment unmounted, leases run out): checked every 100 ms
-                if (!evictionWanted.getAndSet(false) && !state().overHighWatermark()) {
-                    // a wake-up between the flag's check and the park leaves a permit, so the park returns at once
-                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
-                    continue;
-                }
-                if (log != null && !log.leads()) {
-                    // a follower evicts what the leader's log says, nothing on its own
-                    continue;
-                }
-                try {
-                    // the victims are chosen off the ordering point: calls wait only while they are taken
-                    Command.EvictVictims round = state().planEviction(now());
-                    Command.Evicted r = round.none() ? new Command.Evicted(0, 0) : apply(round);
-                    if (r.objects() > 0) {
-                        observer.accept(new TickReport(List.of(), 0, r.objects(), r.bytes()));
-                    } else if (state().overHighWatermark()) {
-                        // nothing evictable (leased, pinned, reserved): wait for the next wake-up, not a spin
-                        LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
+                // also over the mark with no allocation asking (a segment unmounted, leases run out); a follower evicts
+                // what the leader's log says, nothing on its own
+                boolean due = (evictionWanted.getAndSet(false) || state().overHighWatermark())
+                        && (log == null || log.leads());
+                Command.Evicted r = new Command.Evicted(0, 0);
+                if (due) {
+                    try {
+                        // the victims are chosen off the ordering point: calls wait only while they are taken
+                        Command.EvictVictims round = state().planEviction(now());
+                        r = round.none() ? r : apply(round);
+                    } catch (RuntimeException e) {
+                        LOG.error("eviction failed", e);
                     }
-                } catch (RuntimeException e) {
-                    LOG.error("eviction failed", e);
+                }
+                if (r.objects() > 0) {
+                    observer.accept(new TickReport(List.of(), 0, r.objects(), r.bytes()));
+                } else {
+                    // nothing asked, nothing evictable (leased, pinned, reserved, being offloaded), a follower, or a
+                    // failure: the next allocation's wake-up or 100 ms, never a spin. A wake-up between the flag's
+                    // check and the park leaves a permit, so the park returns at once
+                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
                 }
             }
         });
