@@ -169,12 +169,13 @@ final class Eviction {
 
     private Command.Victims planTier(long now, boolean disk, MountedSegment[] segs, SplittableRandom rnd) {
         long goal = goal(disk, segs);
-        if (goal == Long.MIN_VALUE || allocated(disk) <= goal) {
+        long excess = goal == Long.MIN_VALUE ? 0 : allocated(disk) - goal;
+        if (excess <= 0) {
             return Command.Victims.NONE;
         }
-        Command.Victims v = victims(now, allocated(disk) - goal, false, disk, rnd);
+        Command.Victims v = victims(now, excess, false, disk, rnd);
         if (v == null) {
-            v = victims(now, allocated(disk) - goal, true, disk, rnd);
+            v = victims(now, excess, true, disk, rnd);
         }
         return v == null ? Command.Victims.NONE : v;
     }
@@ -236,8 +237,8 @@ final class Eviction {
      * {@code target} bytes lie is read off the sample; the second names the objects leased before it (everything
      * older goes, even past the target: the sample's error is small, and objects written together are evicted
      * together, so their ranges coalesce into runs a reservation fits in; those leased exactly at the cutoff, a burst
-     * within one clock tick, only while the target is not reached), up to {@link #VICTIM_KEY_CHARS} characters of keys. Null if
-     * no object was evictable or about to be (leased); no keys if only leased ones were.
+     * within one clock tick, only while the target is not reached), up to {@link #VICTIM_KEY_CHARS} characters of
+     * keys. Null if no object was evictable or about to be (leased); no keys if only leased ones were.
      */
     private Command.Victims victims(long now, long target, boolean softPinned, boolean disk, SplittableRandom rnd) {
         ObjectTable.Shard[] shards = state.objects.shards();
@@ -281,7 +282,8 @@ final class Eviction {
             synchronized (shard) {
                 for (Map.Entry<String, ObjectRecord> e : shard.map.entrySet()) {
                     ObjectRecord rec = e.getValue();
-                    if (rec.lease > cutoff || (rec.lease == cutoff && named >= target) || !evictable(rec, now, softPinned, disk)) {
+                    if (rec.lease > cutoff || (rec.lease == cutoff && named >= target)
+                            || !evictable(rec, now, softPinned, disk)) {
                         continue;
                     }
                     named += footprint(rec, disk);
@@ -330,9 +332,7 @@ final class Eviction {
                         state.repairs.mark(key, rec);
                     } else {
                         shard.map.remove(key);
-                        state.repairs.forget(key, rec);
-                        counters.objects.decrement();
-                        counters.objectBytes.add(-rec.size);
+                        state.objects.removed(key, rec);
                     }
                 } else if (offload && rec.disk == -1 && (rec.flags & ObjectRecord.OFFLOAD_FAILED) == 0
                         && !diskDropped.contains(rec) && state.offloads.start(now, key, rec, bytes)) {
@@ -345,9 +345,7 @@ final class Eviction {
                         rec.setReplicas(new long[0]); // demoted: its disk replica stays readable
                     } else {
                         shard.map.remove(key);
-                        state.repairs.forget(key, rec);
-                        counters.objects.decrement();
-                        counters.objectBytes.add(-rec.size);
+                        state.objects.removed(key, rec);
                     }
                 }
                 for (long r : gone) {

@@ -240,11 +240,16 @@ final class ObjectTable {
         return matched;
     }
 
-    /** Frees a removed record's space, or parks it while a lease or a cancelled task may still read it. */
-    void release(String key, ObjectRecord rec, long now) {
+    /** A record its caller removed from its shard: repairs forget it, and it no longer counts among the objects. */
+    void removed(String key, ObjectRecord rec) {
         state.repairs.forget(key, rec);
         counters.objects.decrement();
         counters.objectBytes.add(-rec.size);
+    }
+
+    /** {@link #removed}, then frees the record's space, or parks it while a lease or a cancelled task may still read it. */
+    void release(String key, ObjectRecord rec, long now) {
+        removed(key, rec);
         // a lease's readers, or the node of a task cancelled here, may still be reading the bytes
         long busy = Math.max(rec.lease, state.offloads.cancel(rec));
         if (busy > now) {
@@ -339,9 +344,7 @@ final class ObjectTable {
                 }
                 if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                     shard.map.remove(r.key());
-                    state.repairs.forget(r.key(), rec);
-                    counters.objects.decrement();
-                    counters.objectBytes.add(-rec.size);
+                    removed(r.key(), rec);
                 } else {
                     state.repairs.mark(r.key(), rec); // memory replicas fewer than asked count again without the disk one
                 }
@@ -384,9 +387,7 @@ final class ObjectTable {
                     }
                     if (rec.state == ObjectRecord.COMPLETE && !rec.readable()) {
                         it.remove();
-                        state.repairs.forget(e.getKey(), rec);
-                        counters.objects.decrement();
-                        counters.objectBytes.add(-rec.size);
+                        removed(e.getKey(), rec);
                         if (rec.pending != null) {
                             segments.free(rec.pending, rec.pendingSize);
                         }
