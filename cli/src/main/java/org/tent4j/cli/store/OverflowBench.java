@@ -108,7 +108,7 @@ final class OverflowBench {
                 return 2;
             }
             int perThread = (int) Math.min(Integer.MAX_VALUE, (total / size + threads - 1) / threads);
-            MemorySegment body = StoreBench.Values.body(size);
+            MemorySegment body = BenchValues.body(size);
 
             // phase 1: puts; the main thread watches the master for the first offload (memory full from then on)
             double started0 = value(before, "store_offloads_started_total");
@@ -124,7 +124,7 @@ final class OverflowBench {
                     MemorySegment v = buf.asSlice(0, size).copyFrom(body);
                     for (int n = 0; n < perThread; n++) {
                         long start = System.nanoTime();
-                        StoreBench.Values.stamp(v, prefix, n);
+                        BenchValues.stamp(v, prefix, n);
                         try {
                             client.putFrom(prefix + "/" + n, v, cfg);
                             puts.increment();
@@ -392,7 +392,7 @@ final class OverflowBench {
             }
             ok++;
             if (expect != null) {
-                StoreBench.Values.stamp(expect, prefix, ns.get(k));
+                BenchValues.stamp(expect, prefix, ns.get(k));
                 if (dsts.get(k).mismatch(expect) >= 0) {
                     mismatches.increment();
                 }

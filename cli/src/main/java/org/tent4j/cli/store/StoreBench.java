@@ -2,14 +2,12 @@ package org.tent4j.cli.store;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
@@ -148,7 +146,7 @@ public final class StoreBench implements Callable<Integer> {
         if (mode.equals("overflow")) {
             return new OverflowBench(this, out, err).run();
         }
-        MemorySegment body = Values.body(size);
+        MemorySegment body = BenchValues.body(size);
         try (TransferEngine engine = connection.engine();
              StoreClient client = connection.client(engine).connect()) {
             if (contribute > 0) {
@@ -251,50 +249,6 @@ public final class StoreBench implements Callable<Integer> {
 
         boolean timed() {
             return measureEnd != Long.MAX_VALUE;
-        }
-    }
-
-    /**
-     * The values' bytes: one body for every value of a run (the same in every process, so a reader can check what
-     * another wrote), with an 8-byte stamp of the key and the block index at the start of every {@link #BLOCK} bytes.
-     * A put rewrites only the stamps of its buffer (size / 512 stores), not the whole value, as redis-benchmark sends
-     * one buffer; a check compares the whole value byte for byte against the body with the key's stamps.
-     */
-    static final class Values {
-        static final int BLOCK = 512;
-
-        private Values() {
-        }
-
-        static MemorySegment body(long size) {
-            SplittableRandom r = new SplittableRandom(0x5EED_B0D7L);
-            MemorySegment b = MemorySegment.ofArray(new long[(int) ((size + 7) / 8)]).asSlice(0, size);
-            for (long k = 0; k + 8 <= size; k += 8) {
-                b.set(ValueLayout.JAVA_LONG_UNALIGNED, k, r.nextLong());
-            }
-            for (long k = size & ~7L; k < size; k++) {
-                b.set(ValueLayout.JAVA_BYTE, k, (byte) r.nextInt());
-            }
-            return b;
-        }
-
-        /** Writes the stamps of value {@code i} of {@code prefix} over a buffer that holds the body. */
-        static void stamp(MemorySegment s, String prefix, long i) {
-            long seed = seed(prefix, i);
-            long n = s.byteSize();
-            for (long at = 0, block = 0; at + 8 <= n; at += BLOCK, block++) {
-                s.set(ValueLayout.JAVA_LONG_UNALIGNED, at, stamp(seed, block));
-            }
-        }
-
-        static long seed(String prefix, long i) {
-            long h = (prefix.hashCode() * 0x9E3779B97F4A7C15L + i) * 0xBF58476D1CE4E5B9L;
-            return h ^ (h >>> 31);
-        }
-
-        static long stamp(long seed, long block) {
-            long h = (seed + block) * 0x94D049BB133111EBL;
-            return h ^ (h >>> 29);
         }
     }
 
@@ -414,13 +368,13 @@ public final class StoreBench implements Callable<Integer> {
         private int put(String tag, long i, int n) {
             if (n == 1) {
                 MemorySegment s = putSlots.getFirst();
-                Values.stamp(s, prefix, i);
+                BenchValues.stamp(s, prefix, i);
                 count(client.putFrom(key(tag, i), s, cfg) != null);
                 return 1;
             }
             List<String> keys = new ArrayList<>(n);
             for (int j = 0; j < n; j++) {
-                Values.stamp(putSlots.get(j), prefix, i + j);
+                BenchValues.stamp(putSlots.get(j), prefix, i + j);
                 keys.add(key(tag, i + j));
             }
             for (Outcome<PutResult> r : client.putBatchFrom(keys, putSlots.subList(0, n), cfg)) {
@@ -500,7 +454,7 @@ public final class StoreBench implements Callable<Integer> {
             if (!verify) {
                 return;
             }
-            Values.stamp(expect, prefix, i);
+            BenchValues.stamp(expect, prefix, i);
             if (s.mismatch(expect) >= 0) {
                 run.mismatches.increment();
             }

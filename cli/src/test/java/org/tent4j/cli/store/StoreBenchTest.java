@@ -110,13 +110,13 @@ class StoreBenchTest {
     @Test
     void verifyCountsWrongTornAndCorruptValues() throws Exception {
         int size = 4096;
-        MemorySegment body = StoreBench.Values.body(size);
+        MemorySegment body = BenchValues.body(size);
         String prefix = "bad/0";
         // what the bench writes for key n: the body with n's stamps
         List<byte[]> right = new ArrayList<>();
         for (int n = 0; n < 6; n++) {
             MemorySegment v = MemorySegment.ofArray(new byte[size]).copyFrom(body);
-            StoreBench.Values.stamp(v, prefix, n);
+            BenchValues.stamp(v, prefix, n);
             right.add(v.toArray(ValueLayout.JAVA_BYTE));
         }
         byte[] wrongKey = right.get(4).clone();
