@@ -13,8 +13,11 @@ import java.util.concurrent.atomic.LongAdder;
  * not replayed, and neither snapshots nor replays carry it.
  */
 final class HotKeys {
-    /** One read in this many is counted, as this many. */
-    private static final int SAMPLING = 4;
+    /**
+     * One read in this many is counted, as this many: a key worth a place on the page is read thousands of times a
+     * second, and a sample of one in four cost a get flood a tenth of the master's time in new map entries and trims.
+     */
+    private static final int SAMPLING = 32;
     /** Above this many keys a trim forgets the less read half. */
     private static final int LIMIT = 4096;
     private final ConcurrentHashMap<String, LongAdder> readCounts = new ConcurrentHashMap<>();
@@ -26,7 +29,10 @@ final class HotKeys {
         }
     }
 
-    /** Over {@link #LIMIT} keys, forgets the less read half, so the map stays bounded whatever the key space. */
+    /**
+     * Over {@link #LIMIT} keys, forgets the less read half, so the map stays bounded whatever the key space. Off the
+     * ordering point (housekeeping calls it): a sort of thousands of counts would hold every command up.
+     */
     void trim() {
         if (readCounts.size() > LIMIT) {
             List<Map.Entry<String, LongAdder>> all = new ArrayList<>(readCounts.entrySet());

@@ -1,5 +1,6 @@
 package org.tent4j.store.master;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
@@ -149,6 +150,31 @@ public final class MasterState {
                 j.accept(new LogEntry(index, at, command));
             }
             return applyAt(index, at, command);
+        } finally {
+            order.unlock();
+        }
+    }
+
+    /**
+     * Applies a batch's commands in order at time {@code now}, each as {@link #apply} would, holding the ordering point
+     * throughout (their records are looked up together first, see {@link ObjectTable#prefetch}). Each result is the
+     * command's result or the exception it was refused with (what it changed before that stays, as in {@link #apply}).
+     */
+    public List<Object> applyAll(long now, List<? extends Command<?>> commands) {
+        order.lock();
+        try {
+            objects.prefetch(commands);
+            List<Object> results = new ArrayList<>(commands.size());
+            for (Command<?> c : commands) {
+                Object r;
+                try {
+                    r = apply(now, c);
+                } catch (RuntimeException refused) {
+                    r = refused;
+                }
+                results.add(r);
+            }
+            return results;
         } finally {
             order.unlock();
         }
@@ -366,7 +392,6 @@ public final class MasterState {
             segments.reclaim();
         }
         Command.Evicted evicted = evict ? eviction.evict(now) : new Command.Evicted(0, 0);
-        objects.hotKeys.trim();
         return new TickReport(expired, reclaimed, evicted.objects(), evicted.bytes());
     }
 
@@ -445,6 +470,11 @@ public final class MasterState {
     }
 
     /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
+    /** Bounds the hot-key sample (a metric: off the ordering point, on the housekeeping thread). */
+    void trimHotKeys() {
+        objects.hotKeys.trim();
+    }
+
     public List<Map.Entry<String, Long>> hotKeys(int limit) {
         return objects.hotKeys.top(limit);
     }

@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -216,20 +215,9 @@ final class MasterStateMachine extends BaseStateMachine {
             return CompletableFuture.failedFuture(new IllegalStateException("store master log entry " + entry.getIndex()
                     + " (term " + entry.getTerm() + ") cannot be read: " + bad.getMessage(), bad));
         }
-        MasterState s = state;
-        List<Object> results = new ArrayList<>(e.commands().size());
-        for (Command<?> c : e.commands()) {
-            // the proposer's clock, held back to the last entry's time as apply does, so replay accepts it
-            long at = Math.max(e.now(), s.lastAppliedTime());
-            Object r;
-            try {
-                r = s.replay(new LogEntry(s.lastApplied() + 1, at, c));
-            } catch (RuntimeException failed) {
-                // as in memory: the entry counts as applied (what it changed stays), the caller sees the failure
-                r = failed;
-            }
-            results.add(r);
-        }
+        // at the proposer's clock (held back to the last entry's time); a refused command counts as applied, as in
+        // memory: what it changed stays, the caller sees the refusal
+        List<Object> results = state.applyAll(e.now(), e.commands());
         updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
         entriesApplied.incrementAndGet();
         Waiting w = waiting.remove(e.proposal());

@@ -114,10 +114,13 @@ public final class StoreMaster implements AutoCloseable {
     }
 
     /**
-     * Applies a batch's commands as one entry of the durable log (one group commit); each result is the command's
-     * result or the exception it was refused with. Only for a durable master; an entry not committed throws.
+     * Applies a batch's commands in order, as one entry of the durable log (one group commit) when there is one; each
+     * result is the command's result or the exception it was refused with. An entry not committed throws.
      */
     public List<Object> applyAll(List<Command<?>> commands) {
+        if (log == null) {
+            return state.applyAll(clock.nanoTime(), commands);
+        }
         try {
             return submitAll(commands).join();
         } catch (java.util.concurrent.CompletionException e) {
@@ -328,6 +331,7 @@ public final class StoreMaster implements AutoCloseable {
      * fresh TTL ({@link Command.Grace}), then ticks. Null when it did nothing.
      */
     TickReport housekeep() {
+        state().trimHotKeys(); // a follower serves reads too
         if (log != null) {
             DurableLog.Role role = log.role();
             if (!role.leader()) {

@@ -15,7 +15,8 @@ import org.tent4j.store.proto.Status;
 
 /**
  * A batch call's items as commands first and answers after, so a master on a durable log commits a batch as one
- * entry per {@link #ENTRY_ITEMS} items (one fsync, one replication round) instead of one per item.
+ * entry per {@link #ENTRY_ITEMS} items (one fsync, one replication round) instead of one per item, and a master in
+ * memory applies them in one hold of its ordering point, their keys looked up together.
  */
 final class LoggedBatch {
     /** Most commands in one entry: with keys of up to 4 KiB an entry stays well inside the log's 16 MiB write buffer. */
@@ -27,7 +28,7 @@ final class LoggedBatch {
     /**
      * One item's command and how its result is answered; {@code held}, when not null, answers an item without an entry
      * when it can (a result that changes nothing, e.g. a read under a lease already held), else null. As a plain
-     * function (the in-memory master) it applies the command on the calling thread, as before.
+     * function it applies one item's command alone; batches go through {@link #serve}.
      */
     record Step<I, R, T>(StoreMaster master, Function<I, Command<R>> command, BiFunction<I, R, T> answer,
                          Function<I, R> held) implements Function<I, T> {

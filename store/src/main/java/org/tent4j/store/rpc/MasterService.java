@@ -359,12 +359,14 @@ public final class MasterService extends MasterGrpc.MasterImplBase {
     }
 
     /**
-     * Serves a batch's items in order. One of at most {@link #INLINE_BATCH} items holds the master's ordering point
-     * throughout, so its commands take consecutive log indexes and the lock is paid for once; a larger one (on
-     * {@code slowWork}) takes it per item, so it does not hold every other call up for its whole length.
+     * Serves a batch's items in order. Items that are commands go as one {@link StoreMaster#applyAll} per
+     * {@link LoggedBatch#ENTRY_ITEMS} items: one log entry on a durable master, and in memory one hold of the ordering
+     * point, so they take consecutive indexes and their keys are looked up together. Other items: a batch of at most
+     * {@link #INLINE_BATCH} holds the ordering point throughout; a larger one (on {@code slowWork}) takes it per item,
+     * so it does not hold every other call up for its whole length.
      */
     <I, T> List<T> serveBatch(String method, List<I> items, Function<I, T> each, Function<Status, T> onError) {
-        if (master.durable() && each instanceof LoggedBatch.Step<I, ?, T> step) {
+        if (each instanceof LoggedBatch.Step<I, ?, T> step) {
             return LoggedBatch.serve(master, method, items, step, onError, stats);
         }
         return items.size() <= INLINE_BATCH

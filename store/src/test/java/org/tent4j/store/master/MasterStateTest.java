@@ -66,6 +66,25 @@ class MasterStateTest {
     }
 
     @Test
+    void aBatchAppliesInOrderEachCommandGettingItsOwnResultOrRefusal() {
+        mount("c1", "s1", 1 << 20);
+        put("c1", "k", 100, ReplicateConfig.defaults());
+        long before = master.state().lastApplied();
+        String tooLong = "x".repeat(MasterConfig.defaults().maxKeyBytes() + 1);
+        // the keys are looked up ahead of the commands: keys the commands refuse must reach them as they are
+        List<Object> results = master.applyAll(List.of(new Command.GrantRead(""), new Command.GrantRead(tooLong),
+                new Command.GrantRead("missing"), new Command.GrantRead("k"),
+                new Command.PutStart("c1", "k", 100, ReplicateConfig.defaults(), "h", false, 7)));
+        assertEquals(before + 5, master.state().lastApplied(), "one index per command, refused ones included");
+        assertEquals(StoreError.INVALID_KEY, ((StoreException) results.get(0)).error());
+        assertEquals(StoreError.INVALID_KEY, ((StoreException) results.get(1)).error());
+        assertEquals(StoreError.OBJECT_NOT_FOUND, ((StoreException) results.get(2)).error());
+        assertEquals(100, ((Command.ReplicaList) results.get(3)).size());
+        assertEquals(StoreError.OBJECT_ALREADY_EXISTS, ((StoreException) results.get(4)).error());
+        assertError(StoreError.OBJECT_HAS_LEASE, "'k'", () -> master.remove("k", false)); // the batch's read leased it
+    }
+
+    @Test
     void hotKeysRankTheMostReadKeysFirstFromTheirSample() {
         mount("c1", "s1", 1 << 20);
         for (String k : List.of("hot", "warm", "cold")) {
