@@ -181,6 +181,21 @@ public final class MasterState {
     }
 
     /**
+     * Looks {@code keys} up ahead of reads off the command stream ({@link #heldRead}), as {@link #applyAll} does for
+     * commands, when the ordering point is free: under it no shard's map changes, so the lookups need no shard lock and
+     * overlap their cache misses. While a command is being applied, it does nothing rather than wait.
+     */
+    public void lookAhead(List<String> keys) {
+        if (order.tryLock()) {
+            try {
+                objects.prefetchKeys(keys);
+            } finally {
+                order.unlock();
+            }
+        }
+    }
+
+    /**
      * Applies an entry ordered elsewhere (a recorded stream, or a replicated log's committed entry): it must be the
      * next index. Answers what {@link #apply} would have: the command's result, or the {@link StoreException} it was
      * refused with (a refusal is an outcome of the entry, not a failure to apply it).

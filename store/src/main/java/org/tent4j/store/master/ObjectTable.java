@@ -84,20 +84,31 @@ final class ObjectTable {
     void prefetch(List<? extends Command<?>> commands) {
         long seen = 0;
         for (Command<?> c : commands) {
-            String key = switch (c) {
+            seen += touch(switch (c) {
                 case Command.GrantRead g -> g.key();
                 case Command.PutStart p -> p.key();
                 case Command.PutEnd p -> p.key();
                 default -> null;
-            };
-            if (key != null && key.length() <= config.maxKeyBytes()) {
-                ObjectRecord rec = shard(key).map.get(key);
-                if (rec != null) {
-                    seen += rec.size + rec.replicas().length;
-                }
-            }
+            });
         }
         prefetched = seen; // a use of what was read, so it is read
+    }
+
+    /** {@link #prefetch} of keys about to be read (the caller holds the ordering point). */
+    void prefetchKeys(List<String> keys) {
+        long seen = 0;
+        for (String key : keys) {
+            seen += touch(key);
+        }
+        prefetched = seen;
+    }
+
+    private long touch(String key) {
+        if (key == null || key.length() > config.maxKeyBytes()) {
+            return 0; // left to the command, which refuses it
+        }
+        ObjectRecord rec = shard(key).map.get(key);
+        return rec == null ? 0 : rec.size + rec.replicas().length;
     }
 
     ReplicaList grantRead(long now, String key) {

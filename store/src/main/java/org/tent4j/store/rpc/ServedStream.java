@@ -162,7 +162,7 @@ final class ServedStream implements StreamObserver<Call> {
             case PUT_REVOKE -> logged("PutRevoke", List.of(c.getPutRevoke()), putRevokeStep, s -> s,
                     items -> a.setStatus(items.getFirst()).build());
             case GET_REPLICA_LIST -> logged("GetReplicaList", List.of(c.getGetReplicaList().getKey()),
-                    readStep(null),
+                    readStep(List.of(c.getGetReplicaList().getKey()), null),
                     s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                     items -> a.setReplicaList(items.getFirst()).build());
             case COMMIT -> logged("Commit", List.of(c.getCommit()), commitStep,
@@ -191,7 +191,7 @@ final class ServedStream implements StreamObserver<Call> {
                 }
                 // filled by the answer step, on the applier thread, after the entry is applied
                 SegmentTable table = req.getSegmentTable() ? new SegmentTable() : null;
-                logged("BatchGetReplicaList", req.getKeysList(), readStep(table),
+                logged("BatchGetReplicaList", req.getKeysList(), readStep(req.getKeysList(), table),
                         s -> ReplicaListResponse.newBuilder().setStatus(s).build(),
                         items -> a.setBatchReplicaList(BatchReplicaListResponse.newBuilder().addAllItems(items)
                                 .addAllSegments(table == null ? List.of() : table.segments())).build());
@@ -208,8 +208,9 @@ final class ServedStream implements StreamObserver<Call> {
      * lease still runs ({@link org.tent4j.store.master.StoreMaster#heldReads}); replicas named through {@code table}
      * when not null.
      */
-    private CompletableFuture<LoggedBatch.Step<String, Command.ReplicaList, ReplicaListResponse>> readStep(SegmentTable table) {
-        return svc.master.heldReads().thenApply(held -> new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
+    private CompletableFuture<LoggedBatch.Step<String, Command.ReplicaList, ReplicaListResponse>> readStep(List<String> keys,
+                                                                                                          SegmentTable table) {
+        return svc.master.heldReads(keys).thenApply(held -> new LoggedBatch.Step<>(svc.master, Command.GrantRead::new,
                 (k, list) -> ClientCommands.replicaList(list, table), held));
     }
 

@@ -85,6 +85,30 @@ class MasterStateTest {
     }
 
     @Test
+    void aLookAheadOfReadsNeverWaitsForTheOrderingPointNorRefusesAKey() throws Exception {
+        mount("c1", "s1", 1 << 20);
+        put("c1", "k", 100, ReplicateConfig.defaults());
+        String tooLong = "x".repeat(MasterConfig.defaults().maxKeyBytes() + 1);
+        master.state().lookAhead(List.of("", tooLong, "missing", "k")); // keys are the reads' to refuse
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch lookedAhead = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<Boolean> heldUntilLookedAhead = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> master.state().inOrder(() -> {
+                    held.countDown();
+                    try {
+                        return lookedAhead.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }), r -> Thread.ofPlatform().start(r));
+        assertTrue(held.await(30, java.util.concurrent.TimeUnit.SECONDS));
+        // a command is being applied: the look-ahead skips rather than wait for the point
+        master.state().lookAhead(List.of("k"));
+        lookedAhead.countDown();
+        assertTrue(heldUntilLookedAhead.get(), "the look-ahead waited for the ordering point");
+    }
+
+    @Test
     void hotKeysRankTheMostReadKeysFirstFromTheirSample() {
         mount("c1", "s1", 1 << 20);
         for (String k : List.of("hot", "warm", "cold")) {
