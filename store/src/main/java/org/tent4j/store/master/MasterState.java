@@ -56,6 +56,7 @@ public final class MasterState {
     final Segments segments;
     final Clients clients;
     final ObjectTable objects;
+    private final LookAhead lookAhead;
     final Puts puts;
     final Reservations reservations;
     final Eviction eviction;
@@ -92,6 +93,7 @@ public final class MasterState {
         this.segments = new Segments(this, segmentIndexes);
         this.clients = new Clients(this);
         this.objects = new ObjectTable(this);
+        this.lookAhead = new LookAhead(objects, config.maxKeyBytes());
         this.puts = new Puts(this);
         this.reservations = new Reservations(this);
         this.eviction = new Eviction(this);
@@ -156,14 +158,14 @@ public final class MasterState {
     }
 
     /**
-     * Applies a batch's commands in order at time {@code now}, each as {@link #apply} would, holding the ordering point
-     * throughout (their records are looked up together first, see {@link ObjectTable#prefetch}). Each result is the
-     * command's result or the exception it was refused with (what it changed before that stays, as in {@link #apply}).
+     * Applies a batch's commands in order at {@code now}, each as {@link #apply} would, in one hold of the ordering point,
+     * their keys looked up first ({@link LookAhead}). Each result is the command's result or the exception that refused
+     * it (what it changed before that stays, as in {@link #apply}).
      */
     public List<Object> applyAll(long now, List<? extends Command<?>> commands) {
         order.lock();
         try {
-            objects.prefetch(commands);
+            lookAhead.commands(commands);
             List<Object> results = new ArrayList<>(commands.size());
             for (Command<?> c : commands) {
                 Object r;
@@ -180,15 +182,11 @@ public final class MasterState {
         }
     }
 
-    /**
-     * Looks {@code keys} up ahead of reads off the command stream ({@link #heldRead}), as {@link #applyAll} does for
-     * commands, when the ordering point is free: under it no shard's map changes, so the lookups need no shard lock and
-     * overlap their cache misses. While a command is being applied, it does nothing rather than wait.
-     */
+    /** {@link LookAhead} of keys about to be read off the command stream when the ordering point is free; never waits. */
     public void lookAhead(List<String> keys) {
         if (order.tryLock()) {
             try {
-                objects.prefetchKeys(keys);
+                lookAhead.keys(keys);
             } finally {
                 order.unlock();
             }
@@ -363,29 +361,9 @@ public final class MasterState {
             }
             case Command.DropDiskReplicas c -> objects.dropDiskReplicas(now, c);
             case Command.AdoptDiskReplicas c -> adoption.adopt(now, c);
-            case Command.Once<?> c -> once(now, c);
+            case Command.Once<?> c -> requestIds.once(c.clientId(), c.seq(), () -> dispatch(now, c.command()));
         };
         return (R) result;
-    }
-
-    /** A command with a request id: the recorded answer when the id was seen, else applied and its answer recorded. */
-    private Object once(long now, Command.Once<?> c) {
-        Object seen = requestIds.answer(c.clientId(), c.seq());
-        if (seen != RequestIds.NONE) {
-            if (seen instanceof StoreException refused) {
-                throw refused;
-            }
-            return seen;
-        }
-        Object r;
-        try {
-            r = dispatch(now, c.command());
-        } catch (StoreException refused) {
-            requestIds.record(c.clientId(), c.seq(), refused);
-            throw refused;
-        }
-        requestIds.record(c.clientId(), c.seq(), r);
-        return r;
     }
 
     /** Housekeeping: parked ranges released, dead clients dropped, idle reservations released, abandoned puts reclaimed, eviction. */
@@ -485,11 +463,6 @@ public final class MasterState {
     }
 
     /** The most read keys with their estimated read counts (one read in four is sampled), most read first. */
-    /** Bounds the hot-key sample (a metric: off the ordering point, on the housekeeping thread). */
-    void trimHotKeys() {
-        objects.hotKeys.trim();
-    }
-
     public List<Map.Entry<String, Long>> hotKeys(int limit) {
         return objects.hotKeys.top(limit);
     }

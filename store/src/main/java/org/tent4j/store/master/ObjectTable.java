@@ -28,8 +28,6 @@ final class ObjectTable {
     private final Shard[] shards;
     /** Fed by every read this table grants or serves under a held lease. */
     final HotKeys hotKeys = new HotKeys();
-    /** What {@link #prefetch} read last; nothing reads it. */
-    private long prefetched;
 
     ObjectTable(MasterState state) {
         this.state = state;
@@ -73,43 +71,6 @@ final class ObjectTable {
     }
 
     // ---------------------------------------------------------------- reads
-
-    /**
-     * Looks up the records of the commands' keys ahead of applying them, without the shard locks: the caller holds the
-     * ordering point, and every change to a shard's map is applied under it. The lookups of a batch follow one another
-     * without waiting on each, so their cache misses overlap; the commands then find what they read in the cache. Under
-     * a get flood the master otherwise spent a third of its time waiting on memory for one key's shard, table and node
-     * after another (with other processes' copies through the shared cache, little of the table stays there).
-     */
-    void prefetch(List<? extends Command<?>> commands) {
-        long seen = 0;
-        for (Command<?> c : commands) {
-            seen += touch(switch (c) {
-                case Command.GrantRead g -> g.key();
-                case Command.PutStart p -> p.key();
-                case Command.PutEnd p -> p.key();
-                default -> null;
-            });
-        }
-        prefetched = seen; // a use of what was read, so it is read
-    }
-
-    /** {@link #prefetch} of keys about to be read (the caller holds the ordering point). */
-    void prefetchKeys(List<String> keys) {
-        long seen = 0;
-        for (String key : keys) {
-            seen += touch(key);
-        }
-        prefetched = seen;
-    }
-
-    private long touch(String key) {
-        if (key == null || key.length() > config.maxKeyBytes()) {
-            return 0; // left to the command, which refuses it
-        }
-        ObjectRecord rec = shard(key).map.get(key);
-        return rec == null ? 0 : rec.size + rec.replicas().length;
-    }
 
     ReplicaList grantRead(long now, String key) {
         checkKey(key);

@@ -40,6 +40,28 @@ final class RequestIds {
     // access order: the client heard from longest ago is first, and dropped first
     private final LinkedHashMap<String, Window> clients = new LinkedHashMap<>(16, 0.75f, true);
 
+    /**
+     * A command with a request id: the recorded answer (or refusal) when the id was seen, else {@code apply}'s, recorded.
+     */
+    Object once(String clientId, long seq, java.util.function.Supplier<Object> apply) {
+        Object seen = answer(clientId, seq);
+        if (seen != NONE) {
+            if (seen instanceof StoreException refused) {
+                throw refused;
+            }
+            return seen;
+        }
+        Object r;
+        try {
+            r = apply.get();
+        } catch (StoreException refused) {
+            record(clientId, seq, refused);
+            throw refused;
+        }
+        record(clientId, seq, r);
+        return r;
+    }
+
     /** The answer recorded for {@code seq} (a result, null, or the {@link StoreException} it was refused with), or {@link #NONE}. */
     Object answer(String client, long seq) {
         Window w = clients.get(client);
