@@ -102,14 +102,14 @@ class AdminServerTest {
     }
 
     @Test
-    void statusPageRendersInHeadlessChromium(@TempDir Path dataDir) throws Exception {
+    void statusPageRendersInHeadlessChromium(@TempDir Path dataDir, @TempDir Path chromiumHome) throws Exception {
         Path chromium = Path.of("/usr/bin/chromium");
         assumeTrue(Files.isExecutable(chromium), "chromium is not installed (scripts/install-deps.sh installs it)");
         Path shot = Path.of("target", "store-status.png").toAbsolutePath();
         Files.deleteIfExists(shot);
         String url = "http://127.0.0.1:" + admin.port() + "/";
         // one run for the DOM and the screenshot: each start of Chromium costs seconds on a loaded box
-        String dom = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+        String dom = run(chromiumHome, chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 "--window-size=1100,1250", "--screenshot=" + shot, "--dump-dom", url);
         for (String s : List.of("tent4j store master", "10.0.0.1:15000", "10.0.0.2:15000", "Clients", "node-a", "Hot keys",
                 "kv/layer1/block9", "GetReplicaList", "objects", "<th>tier</th>", "<td>disk</td>", "<td>memory</td>",
@@ -131,7 +131,7 @@ class AdminServerTest {
             long commits = durable.log().metrics().commits();
             org.tent4j.testkit.Poll.until("a snapshot was taken", Duration.ofSeconds(10), Duration.ofMillis(20),
                     () -> durable.log().metrics().snapshotIndex() > 0);
-            String page = run(chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+            String page = run(chromiumHome, chromium.toString(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                     "http://127.0.0.1:" + a.port() + "/");
             for (String f : List.of("<b id=\"commits\">" + commits + "</b>", "<b id=\"leader-changes\">1</b>",
                     "<span id=\"snapshot\">at index " + durable.log().metrics().snapshotIndex() + ", ", "log from ")) {
@@ -140,8 +140,8 @@ class AdminServerTest {
         }
     }
 
-    private static String run(String... cmd) throws Exception {
-        Path home = Files.createTempDirectory("chromium-home");
+    /** Runs Chromium with {@code home} as its HOME (its profile goes there; JUnit removes the directory after the test). */
+    private static String run(Path home, String... cmd) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD);
         pb.environment().put("HOME", home.toString());
         Process p = pb.start();
