@@ -48,6 +48,7 @@ final class LookAhead {
             return 0; // left to the command or read, which refuses it
         }
         ObjectRecord rec = objects.shard(key).map.get(key);
-        return rec == null ? 0 : rec.size + rec.replicas().length;
+        // the record and its replica array, read in place (replicas() would build a copy for every key)
+        return rec == null ? 0 : rec.size + rec.replica0 + (rec.more == null ? 0 : rec.more.length);
     }
 }

@@ -20,12 +20,13 @@ import org.tent4j.store.master.Command.TickReport;
  * {@link Repairs} (under-replicated objects), and {@link MasterViews} (read-only views for the admin page). Nothing here
  * reads a clock; {@link #apply} is told the time.
  *
- * <p>One ordering point: every change goes through {@link #apply} (or {@link #replay}), which takes one lock, gives
- * the command the next log index and a time no earlier than the last one's, hands the {@link LogEntry} to the journal
- * (if one is set) and applies it on the caller's thread before letting the next in. So the state after entry
+ * <p>One ordering point: every change goes through {@link #apply} (a batch through {@link #applyAll}, a recorded entry
+ * through {@link #replay}), which takes one lock, gives the command the next log index and a time no earlier than the
+ * last one's, hands the {@link LogEntry} to the journal (if one is set) and applies it on the caller's thread before
+ * letting the next in. So the state after entry
  * {@code n} is a function of entries 1..n alone: a stream recorded by the journal and replayed into an empty state
- * gives the same objects, ranges and allocator free lists. Replicated logs plug in at {@link #replay}: an entry
- * ordered by consensus is applied there, in index order. Reads that change nothing ({@link #exists}, {@link #size},
+ * gives the same objects, ranges and allocator free lists. Replicated logs plug in at {@link #applyAll}: an entry
+ * ordered by consensus has its commands applied there, in index order. Reads that change nothing ({@link #exists}, {@link #size},
  * the views) stay off the stream: they take the lock of the shard, allocator or client they read, which the applier
  * holds while it changes that piece.
  *
@@ -194,7 +195,7 @@ public final class MasterState {
     }
 
     /**
-     * Applies an entry ordered elsewhere (a recorded stream, or a replicated log's committed entry): it must be the
+     * Applies an entry ordered elsewhere (a stream the journal recorded): it must be the
      * next index. Answers what {@link #apply} would have: the command's result, or the {@link StoreException} it was
      * refused with (a refusal is an outcome of the entry, not a failure to apply it).
      */

@@ -30,7 +30,7 @@ import org.apache.ratis.util.MD5FileUtil;
 
 /**
  * The master's state behind Ratis: each committed entry is decoded into its commands and handed to
- * {@link MasterState#replay} in log order, on Ratis's applier thread; snapshots are {@link MasterSnapshot} bytes in
+ * {@link MasterState#applyAll} in log order, on Ratis's applier thread; snapshots are {@link MasterSnapshot} bytes in
  * Ratis's single-file snapshot storage (with its MD5 file). The master that proposed an entry waits on its proposal
  * id and gets the commands' results from here, so a call is answered only once its entry is committed and applied.
  */
