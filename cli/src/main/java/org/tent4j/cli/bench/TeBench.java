@@ -75,7 +75,9 @@ public final class TeBench implements Callable<Integer> {
     Operation operation;
 
     @Option(names = "--protocol", defaultValue = "tcp", paramLabel = "ID",
-            description = "Transport id every request requires (tcp, shm, rdma, efa, nvlink...). Default: ${DEFAULT-VALUE}.")
+            description = "Transport id every request requires (tcp, shm, rdma, efa, nvlink...), and in loopback and "
+                    + "initiator mode the only one the engine runs (unless --config or --set transports.enabled says "
+                    + "otherwise). Default: ${DEFAULT-VALUE}.")
     String protocol;
 
     @Option(names = {"--block-size", "--block_size"}, defaultValue = "65536", converter = SizeConverter.class,
@@ -222,7 +224,8 @@ public final class TeBench implements Callable<Integer> {
     }
 
     private int runTarget(PrintWriter out, PrintWriter err) throws SetupFailure, InterruptedException {
-        TransferEngine engine = createEngine(localServerName, true);
+        // a target runs every transport available: initiators may ask for another --protocol than its own
+        TransferEngine engine = createEngine(localServerName, true, false);
         Thread closeOnExit = Thread.ofPlatform().name("te-bench-close").unstarted(engine::close);
         Runtime.getRuntime().addShutdownHook(closeOnExit);
         try (engine) {
@@ -254,7 +257,7 @@ public final class TeBench implements Callable<Integer> {
     }
 
     private int runInitiator(PrintWriter out, PrintWriter err) throws SetupFailure, InterruptedException {
-        try (TransferEngine engine = createEngine(localServerName, true)) {
+        try (TransferEngine engine = createEngine(localServerName, true, true)) {
             requireTransport(engine);
             SegmentHandle segment;
             try {
@@ -271,8 +274,8 @@ public final class TeBench implements Callable<Integer> {
     }
 
     private int runLoopback(PrintWriter out, PrintWriter err) throws SetupFailure, InterruptedException {
-        try (TransferEngine targetEngine = createEngine(localServerName, false);
-             TransferEngine initiatorEngine = createEngine(localServerName == null ? null : localServerName + "-initiator", true)) {
+        try (TransferEngine targetEngine = createEngine(localServerName, false, true);
+             TransferEngine initiatorEngine = createEngine(localServerName == null ? null : localServerName + "-initiator", true, true)) {
             requireTransport(targetEngine);
             requireTransport(initiatorEngine);
             RegisteredMemory buffer = allocate(targetEngine, bufferSize);
@@ -319,9 +322,10 @@ public final class TeBench implements Callable<Integer> {
             // fault the pages in now, or the first pass over the buffer measures the kernel's page faults
             local.segment().fill((byte) 0);
             out.printf(Locale.ROOT, "te-bench initiator: %s over %s, %d B blocks, batch %d, %d thread(s), "
-                            + "segment '%s' buffer 0x%x (%d of %d bytes used), %.1f s + %.1f s warm-up%s%n",
+                            + "segment '%s' (transports %s) buffer 0x%x (%d of %d bytes used), %.1f s + %.1f s warm-up%s%n",
                     operation.name().toLowerCase(Locale.ROOT), protocol, blockSize, batchSize, threads, info.name(),
-                    target.address(), working, target.length(), duration.toMillis() / 1e3, warmup.toMillis() / 1e3,
+                    info.transports(), target.address(), working, target.length(), duration.toMillis() / 1e3,
+                    warmup.toMillis() / 1e3,
                     checkConsistency ? ", checking every byte" : "");
             out.flush();
             InitiatorWorkload workload = new InitiatorWorkload(engine, segment, target.address(), local.segment(),
@@ -343,8 +347,19 @@ public final class TeBench implements Callable<Integer> {
         }
     }
 
-    private TransferEngine createEngine(String segmentName, boolean withMetrics) throws SetupFailure {
+    /**
+     * The engine of one side. {@code onlyProtocol}: it runs the transport under test and no other, as Mooncake's
+     * transfer_engine_bench installs only its --protocol's, so it probes no device library it will not use (the
+     * probes, and the native calls the other transports link, were a third of a short run's time to its first
+     * transfer); unless --config or --set say which transports to run.
+     */
+    private TransferEngine createEngine(String segmentName, boolean withMetrics, boolean onlyProtocol) throws SetupFailure {
         EngineConfig.Builder b = EngineConfig.builder();
+        boolean restricted = onlyProtocol && configFile == null
+                && (settings == null || !settings.containsKey(EngineConfig.TRANSPORTS_ENABLED));
+        if (restricted) {
+            b.set(EngineConfig.TRANSPORTS_ENABLED, protocol);
+        }
         if (configFile != null) {
             b.file(configFile);
         }
@@ -364,11 +379,16 @@ public final class TeBench implements Callable<Integer> {
         try {
             return TransferEngine.create(b.build());
         } catch (TransferException e) {
-            throw new SetupFailure("cannot create the engine: " + e.getMessage(), e);
+            throw new SetupFailure((restricted ? "--protocol=" + protocol + ": " : "") + "cannot create the engine: "
+                    + e.getMessage(), e);
         }
     }
 
     private void requireTransport(TransferEngine engine) throws SetupFailure {
+        if (engine.segmentInfo(engine.localSegment()).transports().contains(protocol)) {
+            // running: asking engine.transports() would probe every transport this engine does not run
+            return;
+        }
         List<TransportInfo> all = engine.transports();
         TransportInfo t = all.stream().filter(i -> i.id().equals(protocol)).findFirst().orElse(null);
         if (t == null) {

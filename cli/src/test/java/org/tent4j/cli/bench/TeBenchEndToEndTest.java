@@ -43,6 +43,8 @@ class TeBenchEndToEndTest {
         assertEquals(0, json.get("bytes").asLong() % 65536, "whole blocks only: " + r.out());
         assertEquals(protocol, json.get("protocol").asText());
         assertEquals(operation, json.get("operation").asText());
+        // the engines run the transport under test and no other (nor probe the others' device libraries)
+        assertTrue(r.out().contains("(transports [" + protocol + "])"), r.out());
         assertTrue(json.get("p50_us").asDouble() > 0, r.out());
         assertTrue(json.get("p999_us").asDouble() >= json.get("p50_us").asDouble(), r.out());
         // Ran its duration: the measured window ends at the last counted completion, which can precede the deadline by
@@ -80,6 +82,14 @@ class TeBenchEndToEndTest {
             target.requestStop();
         }
         assertEquals(0, targetRun.get(20, TimeUnit.SECONDS), targetErr::toString);
+    }
+
+    @Test
+    void transportsNamedBySetWinOverTheProtocol() {
+        TeBenchOptionsTest.Run r = TeBenchOptionsTest.run("--mode=loopback", "--protocol=shm", "--duration=1",
+                "--buffer_size=8m", "--set", "transports.enabled=tcp");
+        assertEquals(TeBench.EXIT_SETUP_FAILED, r.status(), r.err());
+        assertTrue(r.err().contains("--protocol=shm is available but not enabled"), r.err());
     }
 
     @Test
