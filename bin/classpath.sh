@@ -50,16 +50,24 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 #   garbage per slice once a lane has more than 16 slices in flight (two buffers each). See docs/PERFORMANCE.md, "Zero garbage".
 # -Xmx: TENT4J_HEAP, 1g unless the command set it (bin/tent4j gives the store's commands 2g: the master keeps every
 #   object's metadata on the heap).
+# -XX:UserThreadWaitAttemptsAtExit=0: at exit the JVM waits up to 300 ms (30 attempts of 10 ms) for threads running
+#   native code to return, and once a virtual thread blocked on a socket (the mooncake-tcp transport's) the JDK's
+#   poller thread sits in epoll_wait until the end: every engine command ended 0.31 s after its work. The process's
+#   exit stops such threads either way; JDK-8314243 added the flag for this.
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
-TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Xms256m -Xmx${TENT4J_HEAP:-1g}"
+TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -XX:UserThreadWaitAttemptsAtExit=0 -Xms256m -Xmx${TENT4J_HEAP:-1g}"
 
 # The JDK's ahead-of-time cache (JEPs 483, 514, 515): classes loaded and linked, and method profiles, from a training
-# run, so a command starts warm. A distribution built by `./mvnw verify` ships lib/tent4j.aot (scripts/aot-cache.sh);
-# the JVM uses it when it fits this JVM and these flags and starts without it otherwise. TENT4J_AOT=off leaves it out;
-# TENT4J_AOT_TRAIN=FILE makes this run the training run that writes FILE. Its messages go to stderr: stdout carries
-# the lines scripts wait on.
+# run, so a command starts warm. A distribution built by `./mvnw verify` ships lib/tent4j.aot, trained on every
+# command, and lib/tent4j-<command>.aot for a command with a cache of its own (`tent4j aot-train --only`), which that
+# command starts with (scripts/aot-cache.sh); the JVM uses a cache when it fits this JVM and these flags and starts
+# without it otherwise. TENT4J_AOT=off leaves it out; TENT4J_AOT_TRAIN=FILE makes this run the training run that
+# writes FILE. Its messages go to stderr: stdout carries the lines scripts wait on.
+tent4j_aot=$TENT4J_ROOT/lib/tent4j-${1:-}.aot
+[ -n "${1:-}" ] && [ -f "$tent4j_aot" ] || tent4j_aot=$TENT4J_ROOT/lib/tent4j.aot
 if [ -n "${TENT4J_AOT_TRAIN:-}" ]; then
   TENT4J_JAVA_FLAGS="$TENT4J_JAVA_FLAGS -XX:AOTCacheOutput=$TENT4J_AOT_TRAIN -Xlog:aot=warning:stderr -Xlog:aot=off:stdout"
-elif [ -f "$TENT4J_ROOT/lib/tent4j.aot" ] && [ "${TENT4J_AOT:-on}" != off ]; then
-  TENT4J_JAVA_FLAGS="$TENT4J_JAVA_FLAGS -XX:AOTCache=$TENT4J_ROOT/lib/tent4j.aot -Xlog:aot=warning:stderr -Xlog:aot=off:stdout"
+elif [ -f "$tent4j_aot" ] && [ "${TENT4J_AOT:-on}" != off ]; then
+  TENT4J_JAVA_FLAGS="$TENT4J_JAVA_FLAGS -XX:AOTCache=$tent4j_aot -Xlog:aot=warning:stderr -Xlog:aot=off:stdout"
 fi
+unset tent4j_aot

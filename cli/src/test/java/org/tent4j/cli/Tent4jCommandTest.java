@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -31,6 +32,24 @@ class Tent4jCommandTest {
         String store = run(0, "store", "--help")[0];
         for (String command : new String[]{"master", "node", "scrub", "bench", "failover-bench"}) {
             assertTrue(store.contains(command), command + " missing from:\n" + store);
+        }
+    }
+
+    /** A run builds the model of the subcommand it names alone (or of its alias); anything else gets the whole tree. */
+    @Test
+    void aRunBuildsOnlyTheSubcommandItNames() {
+        for (String name : new String[]{"bench", "te-bench"}) {
+            CommandLine cl = Tent4jCommand.commandLine(new String[]{name, "--mode=initiator"});
+            assertEquals(List.of("bench"), cl.getSubcommands().values().stream().map(CommandLine::getCommandName)
+                    .distinct().toList(), name);
+            StringWriter err = new StringWriter();
+            cl.setErr(new PrintWriter(err, true));
+            assertEquals(2, cl.execute(name, "--mode=initiator"));
+            assertTrue(err.toString().contains("--segment_id is required"), err.toString());
+        }
+        int whole = Tent4jCommand.commandLine().getSubcommands().size();
+        for (String[] args : new String[][]{{}, {"--help"}, {"help", "bench"}, {"no-such-command"}}) {
+            assertEquals(whole, Tent4jCommand.commandLine(args).getSubcommands().size(), String.join(" ", args));
         }
     }
 

@@ -75,7 +75,8 @@ class ImageTest {
         Path tent4j = rootfs.resolve("opt/tent4j");
         assertTrue(Files.getPosixFilePermissions(tent4j.resolve("bin/tent4j")).contains(PosixFilePermission.OTHERS_EXECUTE),
                 "bin/tent4j executable");
-        for (String f : List.of("LICENSE", "NOTICE", "licenses/THIRD-PARTY.txt", "conf/tent4j.properties", "lib/tent4j.aot")) {
+        for (String f : List.of("LICENSE", "NOTICE", "licenses/THIRD-PARTY.txt", "conf/tent4j.properties", "lib/tent4j.aot",
+                "lib/tent4j-bench.aot")) {
             assertTrue(Files.size(tent4j.resolve(f)) > 0, "/opt/tent4j/" + f);
         }
         assertTrue(Files.isExecutable(rootfs.resolve("opt/java/bin/java")), "/opt/java/bin/java");

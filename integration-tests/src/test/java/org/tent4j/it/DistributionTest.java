@@ -129,6 +129,22 @@ class DistributionTest {
         assertTrue(!off.output.contains("Opened AOT cache"), off.output);
     }
 
+    /**
+     * {@code tent4j bench} starts with a cache of its own (lib/tent4j-bench.aot), and picocli, whose class files the
+     * build re-emitted as Java 8 ones (scripts/OldClassFiles.java), comes out of the cache rather than its jar.
+     */
+    @Test
+    void theBenchHasItsOwnCacheAndPicocliIsInIt() throws Exception {
+        assertTrue(Files.size(home.resolve("lib").resolve("tent4j-bench.aot")) > 0, "lib/tent4j-bench.aot");
+        Run bench = runToEnd(Map.of("TENT4J_JAVA_OPTS", "-Xlog:aot=info:stderr"), "tent4j", "bench", "--help");
+        assertEquals(0, bench.status, bench.output);
+        assertTrue(bench.output.contains("tent4j-bench.aot"), bench.output);
+        Run loads = runToEnd(Map.of("TENT4J_JAVA_OPTS", "-Xlog:class+load=info:stderr"), "tent4j", "-V");
+        assertEquals(0, loads.status, loads.output);
+        String picocli = loads.output.lines().filter(l -> l.contains(" picocli.CommandLine ")).findFirst().orElse("");
+        assertTrue(picocli.contains("source: shared objects file"), "picocli.CommandLine was loaded: " + picocli);
+    }
+
     @Test
     void doctorListsTheTransports() throws Exception {
         Run r = runToEnd("tent4j", "doctor", "--no-options");
