@@ -9,7 +9,6 @@ import java.util.function.Consumer;
 import org.tent4j.store.ReplicaLocation;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command.ReplicaList;
-import org.tent4j.store.master.Command.TickReport;
 
 /**
  * The master's whole state, as per-domain parts that {@link #apply} dispatches each command to (as Kafka's
@@ -66,7 +65,7 @@ public final class MasterState {
     private final DiskAdoption adoption;
     final RequestIds requestIds = new RequestIds();
     private final MasterViews views;
-    private long lastReclaimSweep = Long.MIN_VALUE;
+    private final Housekeeping housekeeping;
     /**
      * A durable group's client-credential key (null in memory, and until the log's first key entry is applied):
      * replicated state like the rest, so in snapshots, and a master that caught up from one holds its group's key.
@@ -102,6 +101,7 @@ public final class MasterState {
         this.repairs = new Repairs(this);
         this.adoption = new DiskAdoption(this);
         this.views = new MasterViews(this);
+        this.housekeeping = new Housekeeping(this);
     }
 
     public MasterConfig config() {
@@ -250,7 +250,7 @@ public final class MasterState {
     public byte[] snapshot() {
         order.lock();
         try {
-            return MasterSnapshot.write(this, new MasterSnapshot.Position(lastIndex, lastNow, lastReclaimSweep));
+            return MasterSnapshot.write(this, new MasterSnapshot.Position(lastIndex, lastNow, housekeeping.lastReclaimSweep()));
         } finally {
             order.unlock();
         }
@@ -266,7 +266,7 @@ public final class MasterState {
         MasterSnapshot.Position at = MasterSnapshot.read(s, snapshot);
         s.lastIndex = at.lastIndex();
         s.lastNow = at.lastNow();
-        s.lastReclaimSweep = at.lastReclaimSweep();
+        s.housekeeping.restore(at.lastReclaimSweep());
         return s;
     }
 
@@ -349,7 +349,7 @@ public final class MasterState {
                 clients.leave(c.clientId());
                 yield null;
             }
-            case Command.Tick c -> tick(now, c.evict());
+            case Command.Tick c -> housekeeping.tick(now, c.evict());
             case Command.Grace c -> clients.grace(now);
             case Command.Evict c -> eviction.evict(now);
             case Command.EvictVictims c -> eviction.evictVictims(now, c);
@@ -365,28 +365,6 @@ public final class MasterState {
             case Command.Once<?> c -> requestIds.once(c.clientId(), c.seq(), () -> dispatch(now, c.command()));
         };
         return (R) result;
-    }
-
-    /** Housekeeping: parked ranges released, dead clients dropped, idle reservations released, abandoned puts reclaimed, eviction. */
-    private TickReport tick(long now, boolean evict) {
-        offloads.expire(now);
-        eviction.releaseParked(now);
-        List<String> expired = clients.expire(now);
-        for (Clients.ClientRecord client : clients.all()) {
-            // a reservation untouched as long as an abandoned put's space is held: its writer is gone
-            reservations.releaseAll(client, now - config.putReleaseTimeout().toNanos(), Long.MIN_VALUE);
-        }
-        repairs.start(now); // after the expiry above: a dead client's replicas are gone, not copied from
-        int reclaimed = 0;
-        long sweepEvery = config.putReleaseTimeout().toNanos() / 10;
-        if (lastReclaimSweep == Long.MIN_VALUE || now - lastReclaimSweep >= sweepEvery) {
-            lastReclaimSweep = now;
-            reclaimed = objects.reclaimAbandonedPuts(now);
-            // indexes of unmounted segments a reservation, parked range or task named at their drop, free once those end
-            segments.reclaim();
-        }
-        Command.Evicted evicted = evict ? eviction.evict(now) : new Command.Evicted(0, 0);
-        return new TickReport(expired, reclaimed, evicted.objects(), evicted.bytes());
     }
 
     // ---------------------------------------------------------------- reads off the command stream
