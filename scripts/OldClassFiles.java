@@ -23,7 +23,8 @@ import java.util.zip.ZipOutputStream;
  * code, with the stack map frames the type-checking verifier needs, written by the JDK's class-file API (JEP 484).
  * JDK 25's ahead-of-time cache holds no class older than that (JDK-8317269, fixed in JDK 26), and picocli, which every
  * tent4j command starts by, is compiled for Java 5: its 228 classes were loaded, verified and interpreted from the jar
- * on every start. Rewrites in place each jar of DIR that holds such classes; the other entries are copied unchanged,
+ * on every start. Rewrites in place each jar of DIR that holds such classes (a signed one is left as it is: its
+ * signature would no longer match); the other entries are copied unchanged,
  * and {@value #NOTE} says what was changed (the Apache License asks modified files to say so; NOTICE names this).
  *
  *   java scripts/OldClassFiles.java DIR
@@ -54,15 +55,26 @@ public final class OldClassFiles {
     private static int upgrade(Path jar, List<Path> classPath) throws IOException {
         List<ZipEntry> entries = new ArrayList<>();
         boolean any = false;
+        boolean signed = false;
         try (ZipFile z = new ZipFile(jar.toFile())) {
             for (Enumeration<? extends ZipEntry> e = z.entries(); e.hasMoreElements(); ) {
                 ZipEntry entry = e.nextElement();
                 entries.add(entry);
+                String name = entry.getName();
+                signed |= name.startsWith("META-INF/") && (name.endsWith(".SF") || name.endsWith(".RSA")
+                        || name.endsWith(".DSA") || name.endsWith(".EC"));
                 if (!any && isClass(entry)) {
-                    any = major(z.getInputStream(entry).readNBytes(8)) < FIRST_VERIFIED_BY_TYPE;
+                    try (var in = z.getInputStream(entry)) {
+                        any = major(in.readNBytes(8)) < FIRST_VERIFIED_BY_TYPE;
+                    }
                 }
             }
             if (!any) {
+                return 0;
+            }
+            if (signed) {
+                // its signature would no longer match the classes: such a jar keeps its classes out of the cache
+                System.out.println("old-class-files: " + jar.getFileName() + " is signed; left as it is");
                 return 0;
             }
             // stack maps name the common super type of two types, so the class hierarchy is read from every jar
@@ -79,7 +91,10 @@ public final class OldClassFiles {
                         ClassFile.ClassHierarchyResolverOption.of(ClassHierarchyResolver.defaultResolver()
                                 .orElse(ClassHierarchyResolver.ofResourceParsing(loader))));
                 for (ZipEntry entry : entries) {
-                    byte[] bytes = z.getInputStream(entry).readAllBytes();
+                    byte[] bytes;
+                    try (var in = z.getInputStream(entry)) {
+                        bytes = in.readAllBytes();
+                    }
                     if (isClass(entry) && major(bytes) < FIRST_VERIFIED_BY_TYPE) {
                         ClassModel model = cf.parse(bytes);
                         // rebuilding every method body is what makes the API compute its frames
@@ -99,13 +114,20 @@ public final class OldClassFiles {
                     out.write(bytes);
                     out.closeEntry();
                 }
-                out.putNextEntry(new ZipEntry(NOTE));
+                ZipEntry note = new ZipEntry(NOTE);
+                // the jar's own time, so a rebuild writes the same bytes
+                note.setTime(entries.getFirst().getTime());
+                out.putNextEntry(note);
                 out.write(("tent4j's build re-emitted the " + upgraded + " class files of this jar that were older than"
                         + " Java 6 as Java 8 class files (major version " + TARGET + "), with stack map frames and the"
                         + " same code, so that JDK 25's ahead-of-time cache can hold them (scripts/OldClassFiles.java"
                         + " in tent4j's sources). Every other entry is as its authors published it.\n")
                         .getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 out.closeEntry();
+            } catch (IOException | RuntimeException e) {
+                // closing the streams is inside this try too: a jar half written is never left beside the others
+                Files.deleteIfExists(tmp);
+                throw e;
             }
             Files.move(tmp, jar, StandardCopyOption.REPLACE_EXISTING);
             return upgraded;

@@ -3,9 +3,11 @@
 tent4j_java_version() { # prints the feature version of the JDK at $1, or nothing
   [ -x "$1/bin/java" ] || return 0
   # the JDK's release file names its version: reading it costs nothing, where asking the JVM starts one (60 ms, on
-  # every command); a JDK without the file is asked
-  if [ -f "$1/release" ]; then
-    sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$1/release" | head -n1
+  # every command); a JDK without the file, or without the line in it, is asked
+  tent4j_v=
+  [ -f "$1/release" ] && tent4j_v=$(sed -n 's/^JAVA_VERSION="\([0-9][0-9]*\).*/\1/p' "$1/release" | head -n1)
+  if [ -n "$tent4j_v" ]; then
+    echo "$tent4j_v"
     return 0
   fi
   "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = \([0-9]*\).*/\1/p' | head -n1

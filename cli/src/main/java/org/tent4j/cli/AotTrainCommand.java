@@ -10,7 +10,6 @@ import org.tent4j.store.client.StoreClient;
 import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.rpc.MasterServer;
 
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -22,7 +21,7 @@ import picocli.CommandLine.Option;
  *
  * <p>{@code --only bench} trains the loopback transfers alone, for the cache {@code tent4j bench} starts with
  * ({@code lib/tent4j-bench.aot}). JDK 25 loads and links every class of a cache when the JVM starts, so the whole
- * cache (60 MB, the store's and Ratis's classes too) cost a bench 0.15 s more to start than one of its own (42 MB).
+ * cache (60 MB, the store's and Ratis's classes too) cost a bench 0.15 s more to start than one of its own (about 43 MB).
  */
 @Command(name = "aot-train", hidden = true, mixinStandardHelpOptions = true,
         description = "The training run for the JDK's ahead-of-time cache (see scripts/aot-cache.sh).")
@@ -37,15 +36,13 @@ public final class AotTrainCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        // the whole tree: this command's own run holds only itself (Tent4jCommand.commandLine(String[]))
-        CommandLine root = Tent4jCommand.commandLine();
         int failed = 0;
         if (only == null) {
-            failed += root.execute("doctor", "--no-options") == 0 ? 0 : 1;
+            failed += run("doctor", "--no-options") == 0 ? 0 : 1;
         }
         for (String protocol : new String[]{"tcp", "shm"}) {
             for (String block : new String[]{"4k", "1m"}) {
-                failed += root.execute("bench", "--mode=loopback", "--protocol=" + protocol, "--block-size=" + block,
+                failed += run("bench", "--mode=loopback", "--protocol=" + protocol, "--block-size=" + block,
                         "--batch-size=32", "--threads=2", "--buffer-size=64m", "--warmup=0", "--duration=1",
                         "--check-consistency") == 0 ? 0 : 1;
             }
@@ -62,7 +59,7 @@ public final class AotTrainCommand implements Callable<Integer> {
             String address = "127.0.0.1:" + master.port();
             for (String size : new String[]{"4k", "1m"}) {
                 for (String mode : new String[]{"put", "get"}) {
-                    failed += root.execute("store", "bench", "--master", address, "--control-host", "127.0.0.1",
+                    failed += run("store", "bench", "--master", address, "--control-host", "127.0.0.1",
                             "--mode", mode, "--size", size, "--threads", "2", "--count", "100",
                             "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s", "--prefix", "train-" + size,
                             "--verify") == 0 ? 0 : 1;
@@ -70,5 +67,10 @@ public final class AotTrainCommand implements Callable<Integer> {
             }
         }
         return failed == 0 ? 0 : 1;
+    }
+
+    /** Runs one command as bin/tent4j would, with the picocli model of that command alone; its exit code. */
+    private static int run(String... args) {
+        return Tent4jCommand.commandLine(args).execute(args);
     }
 }
