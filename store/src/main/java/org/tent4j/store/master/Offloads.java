@@ -2,7 +2,6 @@ package org.tent4j.store.master;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -146,7 +145,7 @@ final class Offloads {
             }
         }
         // no owner of a memory replica has a disk with room: another node's disk, whose node pulls the bytes
-        MountedSegment[] disks = source == -1 ? new MountedSegment[0] : roomiest();
+        MountedSegment[] disks = source == -1 ? new MountedSegment[0] : state.segments.disksByRoom();
         for (MountedSegment disk : disks) {
             long off = disk.allocate(rec.size);
             if (off >= 0) {
@@ -159,24 +158,6 @@ final class Offloads {
             counters.offloadsNoSpace.increment(); // a victim about to be dropped; a write-through put stays
         }
         return false;
-    }
-
-    /**
-     * The mounted disk segments, most free bytes first (lowest index among equals): an offload to another node's disk
-     * goes where there is most room, and a replay chooses alike (the allocators are state).
-     */
-    private MountedSegment[] roomiest() {
-        MountedSegment[] disks = state.segments.disks();
-        long[][] byRoom = new long[disks.length][];
-        for (int i = 0; i < disks.length; i++) {
-            byRoom[i] = new long[]{disks[i].allocator.capacity() - disks[i].allocator.used(), disks[i].index, i};
-        }
-        Arrays.sort(byRoom, (x, y) -> x[0] != y[0] ? Long.compare(y[0], x[0]) : Long.compare(x[1], y[1]));
-        MountedSegment[] out = new MountedSegment[disks.length];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = disks[(int) byRoom[i][2]];
-        }
-        return out;
     }
 
     /**

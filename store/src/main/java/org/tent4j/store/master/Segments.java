@@ -83,6 +83,24 @@ final class Segments {
         return disks;
     }
 
+    /**
+     * The mounted disk segments, most free bytes first (lowest index among equals): an offload to another node's disk
+     * goes where there is most room, and a replay chooses alike (the allocators are state).
+     */
+    MountedSegment[] disksByRoom() {
+        MountedSegment[] disks = this.disks;
+        long[][] byRoom = new long[disks.length][];
+        for (int i = 0; i < disks.length; i++) {
+            byRoom[i] = new long[]{disks[i].allocator.capacity() - disks[i].allocator.used(), disks[i].index, i};
+        }
+        Arrays.sort(byRoom, (x, y) -> x[0] != y[0] ? Long.compare(y[0], x[0]) : Long.compare(x[1], y[1]));
+        MountedSegment[] out = new MountedSegment[disks.length];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = disks[(int) byRoom[i][2]];
+        }
+        return out;
+    }
+
     long diskAllocated() {
         return diskAllocated.get();
     }
