@@ -47,12 +47,16 @@ public final class Tent4jCommand implements Callable<Integer> {
     }
 
     /**
-     * The tree {@code args} run in: the root and only the subcommand they name, or the whole tree when they name
-     * none (root options, {@code help}, a typo). picocli builds every command's model from its annotations by
+     * The tree {@code args} run in: the root and only the subcommand they name, the root alone for the version, or
+     * the whole tree otherwise (help, a typo). picocli builds every command's model from its annotations by
      * reflection, code that runs once per start and so in the interpreter: the whole tree took 0.1-0.3 s longer to
      * build than the one command that runs ({@code tent4j --help} against {@code tent4j doctor --help}).
      */
     static CommandLine commandLine(String[] args) {
+        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
+            // the version needs no subcommand
+            return commandLine(List.of());
+        }
         if (args.length > 0) {
             for (Class<?> c : SUBCOMMANDS) {
                 Command command = c.getAnnotation(Command.class);

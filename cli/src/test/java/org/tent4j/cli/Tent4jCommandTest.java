@@ -47,6 +47,14 @@ class Tent4jCommandTest {
             assertEquals(2, cl.execute(name, "--mode=initiator"));
             assertTrue(err.toString().contains("--segment_id is required"), err.toString());
         }
+        for (String version : new String[]{"--version", "-V"}) {
+            CommandLine cl = Tent4jCommand.commandLine(new String[]{version});
+            assertTrue(cl.getSubcommands().isEmpty(), version);
+            StringWriter out = new StringWriter();
+            cl.setOut(new PrintWriter(out, true));
+            assertEquals(0, cl.execute(version));
+            assertTrue(out.toString().startsWith("tent4j "), out.toString());
+        }
         int whole = Tent4jCommand.commandLine().getSubcommands().size();
         for (String[] args : new String[][]{{}, {"--help"}, {"help", "bench"}, {"no-such-command"}}) {
             assertEquals(whole, Tent4jCommand.commandLine(args).getSubcommands().size(), String.join(" ", args));
