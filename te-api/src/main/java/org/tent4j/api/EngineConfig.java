@@ -10,8 +10,8 @@ import java.util.Optional;
  * What an engine is built from: flat dotted keys ({@code slice.size}, {@code transports.tcp.lanes}) with string
  * values, an optional JSON or properties file, and environment overrides.
  *
- * <p>Precedence, lowest first: built-in defaults, the file (nested JSON objects are flattened with dots), values set
- * on the builder, then environment variables. A key {@code a.b_c} is overridden by {@code TENT4J_A_B_C}; the variable
+ * <p>Precedence, lowest first: built-in defaults, fallbacks set on the builder ({@link Builder#fallback}), the file
+ * (nested JSON objects are flattened with dots), values set on the builder, then environment variables. A key {@code a.b_c} is overridden by {@code TENT4J_A_B_C}; the variable
  * {@code TENT4J_CONFIG} names a file when the builder names none. The engine rejects an unknown key or a bad value
  * with a {@link ConfigException} naming the key.
  *
@@ -42,11 +42,13 @@ public final class EngineConfig {
     /** Port of the Prometheus endpoint; -1 (default) serves none, 0 picks a free one. */
     public static final String METRICS_PORT = "metrics.port";
 
+    private final Map<String, String> fallbacks;
     private final Map<String, String> values;
     private final Path file;
     private final Map<String, String> environment;
 
     private EngineConfig(Builder b) {
+        this.fallbacks = Map.copyOf(b.fallbacks);
         this.values = Map.copyOf(b.values);
         this.file = b.file;
         this.environment = Map.copyOf(b.environment);
@@ -77,6 +79,16 @@ public final class EngineConfig {
      */
     public Map<String, String> values() {
         return values;
+    }
+
+    /**
+     * Fallbacks set on the builder: values that hold only where the file, the builder's values and the environment
+     * name nothing.
+     *
+     * @return key to value, as set
+     */
+    public Map<String, String> fallbacks() {
+        return fallbacks;
     }
 
     /**
@@ -114,6 +126,7 @@ public final class EngineConfig {
 
     /** Collects the values of an {@link EngineConfig}; not thread-safe. */
     public static final class Builder {
+        private final Map<String, String> fallbacks = new LinkedHashMap<>();
         private final Map<String, String> values = new LinkedHashMap<>();
         private Path file;
         private Map<String, String> environment = System.getenv();
@@ -133,6 +146,23 @@ public final class EngineConfig {
             Objects.requireNonNull(key, "key");
             Objects.requireNonNull(value, () -> "value of " + key);
             values.put(key, String.valueOf(value));
+            return this;
+        }
+
+        /**
+         * Sets a fallback for one key: a value of the program's choosing that its user's file, a value set on this
+         * builder and the environment each override (a tool's own default, where {@link #set} would override the
+         * user's file).
+         *
+         * @param key   a dotted key
+         * @param value its value, stored as {@link String#valueOf(Object)}
+         * @return this builder
+         * @throws NullPointerException naming the key when {@code value} is {@code null}
+         */
+        public Builder fallback(String key, Object value) {
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(value, () -> "value of " + key);
+            fallbacks.put(key, String.valueOf(value));
             return this;
         }
 

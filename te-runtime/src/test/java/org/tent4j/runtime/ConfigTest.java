@@ -87,6 +87,19 @@ class ConfigTest {
                 .environment(Map.of("TENT4J_SEGMENT_NAME", "from-env")).build())) {
             assertEquals("from-env", e.segmentName());
         }
+        // a fallback holds only where nothing else names the key
+        try (TransferEngine e = TransferEngine.create(base().fallback(EngineConfig.SEGMENT_NAME, "fallback").build())) {
+            assertEquals("fallback", e.segmentName());
+        }
+        try (TransferEngine e = TransferEngine.create(base().file(json).fallback(EngineConfig.SEGMENT_NAME, "fallback")
+                .build())) {
+            assertEquals("from-file", e.segmentName());
+        }
+        try (TransferEngine e = TransferEngine.create(base().fallback(EngineConfig.SEGMENT_NAME, "fallback")
+                .environment(Map.of("TENT4J_SEGMENT_NAME", "from-env")).build())) {
+            assertEquals("from-env", e.segmentName());
+        }
+        assertTrue(rejected(base().fallback("no.such.key", "1")).getMessage().contains("no.such.key"));
         Path props = dir.resolve("engine.properties");
         Files.writeString(props, "segment.name=from-properties\n");
         try (TransferEngine e = TransferEngine.create(base().environment(Map.of("TENT4J_CONFIG", props.toString())).build())) {

@@ -76,8 +76,8 @@ public final class TeBench implements Callable<Integer> {
 
     @Option(names = "--protocol", defaultValue = "tcp", paramLabel = "ID",
             description = "Transport id every request requires (tcp, shm, rdma, efa, nvlink...), and in loopback and "
-                    + "initiator mode the only one the engine runs (not with a config file, --config or TENT4J_CONFIG, "
-                    + "nor with --set transports.enabled=...). Default: ${DEFAULT-VALUE}.")
+                    + "initiator mode the only one the engine runs, unless a config file, --set or the environment names "
+                    + "transports.enabled. Default: ${DEFAULT-VALUE}.")
     String protocol;
 
     @Option(names = {"--block-size", "--block_size"}, defaultValue = "65536", converter = SizeConverter.class,
@@ -351,16 +351,12 @@ public final class TeBench implements Callable<Integer> {
      * The engine of one side. {@code onlyProtocol}: it runs the transport under test and no other, as Mooncake's
      * transfer_engine_bench installs only its --protocol's, so it probes no device library it will not use (the
      * probes, and the native calls the other transports link, were a third of a short run's time to its first
-     * transfer); not when a config file is given (--config, TENT4J_CONFIG) or --set names transports.enabled.
+     * transfer). A fallback: a config file (--config, TENT4J_CONFIG), --set and the environment still decide.
      */
     private TransferEngine createEngine(String segmentName, boolean withMetrics, boolean onlyProtocol) throws SetupFailure {
         EngineConfig.Builder b = EngineConfig.builder();
-        // a config file (--config, or TENT4J_CONFIG, which the engine reads when --config is not given) ranks below
-        // the builder's values, so the restriction would override what the file says
-        boolean restricted = onlyProtocol && configFile == null && System.getenv("TENT4J_CONFIG") == null
-                && (settings == null || !settings.containsKey(EngineConfig.TRANSPORTS_ENABLED));
-        if (restricted) {
-            b.set(EngineConfig.TRANSPORTS_ENABLED, protocol);
+        if (onlyProtocol) {
+            b.fallback(EngineConfig.TRANSPORTS_ENABLED, protocol);
         }
         if (configFile != null) {
             b.file(configFile);
@@ -381,8 +377,8 @@ public final class TeBench implements Callable<Integer> {
         try {
             return TransferEngine.create(b.build());
         } catch (TransferException e) {
-            throw new SetupFailure((restricted ? "--protocol=" + protocol + ": " : "") + "cannot create the engine: "
-                    + e.getMessage(), e);
+            throw new SetupFailure("cannot create the engine" + (onlyProtocol ? " for --protocol=" + protocol : "")
+                    + ": " + e.getMessage(), e);
         }
     }
 

@@ -38,7 +38,7 @@ public final class ResolvedConfig {
      * @param pluginOptions option specs by key prefix, e.g. {@code "transports.tcp." -> [lanes, ...]}
      */
     public static ResolvedConfig resolve(EngineConfig config, Map<String, List<OptionSpec>> pluginOptions) {
-        Map<String, String> merged = new LinkedHashMap<>();
+        Map<String, String> merged = new LinkedHashMap<>(config.fallbacks());
         Path file = config.file().orElse(null);
         if (file == null && config.environment().containsKey(ENV_FILE)) {
             file = Path.of(config.environment().get(ENV_FILE));
