@@ -389,10 +389,10 @@ public abstract class MetadataStoreConformance {
                 futures.add(pool.submit(() -> {
                     start.await();
                     for (int r = 0; r < rounds; r++) {
-                        store.put(key("own-" + thread), stamped(thread, r), Duration.ZERO);
-                        store.put(shared, stamped(thread, r), Duration.ZERO);
+                        store.put(key("own-" + thread), StampedValues.stamped(thread, r), Duration.ZERO);
+                        store.put(shared, StampedValues.stamped(thread, r), Duration.ZERO);
                         byte[] seen = store.get(shared).orElseThrow(() -> new AssertionError("shared key vanished"));
-                        checkStamp(seen); // never a torn or mixed value
+                        StampedValues.check(seen); // never a torn or mixed value
                     }
                     return null;
                 }));
@@ -404,36 +404,12 @@ public abstract class MetadataStoreConformance {
             pool.shutdownNow();
         }
         for (int t = 0; t < threads; t++) {
-            assertArrayEquals(stamped(t, rounds - 1), store.get(key("own-" + t)).orElseThrow(),
+            assertArrayEquals(StampedValues.stamped(t, rounds - 1), store.get(key("own-" + t)).orElseThrow(),
                     "thread " + t + "'s own key does not hold its last write");
         }
-        int[] last = checkStamp(store.get(shared).orElseThrow());
+        int[] last = StampedValues.check(store.get(shared).orElseThrow());
         // the write applied last is its writer's last write, since each writer's puts are sequential
         assertEquals(rounds - 1, last[1], "shared key holds an older write of thread " + last[0]);
-    }
-
-    /** A 4 KiB value whose every byte depends on (thread, round), so a torn value is detected. */
-    private static byte[] stamped(int thread, int round) {
-        byte[] v = new byte[4096];
-        byte[] head = (thread + ":" + round + "|").getBytes(StandardCharsets.US_ASCII);
-        System.arraycopy(head, 0, v, 0, head.length);
-        for (int i = head.length; i < v.length; i++) {
-            v[i] = (byte) (thread * 31 + round * 7 + i);
-        }
-        return v;
-    }
-
-    private static int[] checkStamp(byte[] v) {
-        String s = new String(v, 0, Math.min(16, v.length), StandardCharsets.US_ASCII);
-        int bar = s.indexOf('|');
-        int colon = s.indexOf(':');
-        if (bar < 0 || colon < 0 || colon > bar) {
-            throw new AssertionError("value is not one that was written: " + WatchRecorder.describe(v));
-        }
-        int thread = Integer.parseInt(s.substring(0, colon));
-        int round = Integer.parseInt(s.substring(colon + 1, bar));
-        assertArrayEquals(stamped(thread, round), v, "value mixes two writes");
-        return new int[] {thread, round};
     }
 
     // ---------------------------------------------------------------------------------------------- failures
