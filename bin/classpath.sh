@@ -54,8 +54,11 @@ export IPATH_NO_BACKTRACE="${IPATH_NO_BACKTRACE:-1}" HFI_NO_BACKTRACE="${HFI_NO_
 #   native code to return, and once a virtual thread blocked on a socket (the mooncake-tcp transport's) the JDK's
 #   poller thread sits in epoll_wait until the end: every engine command ended 0.31 s after its work. The process's
 #   exit stops such threads either way; JDK-8314243 added the flag for this.
+# -Dio.netty.jfr.enabled=false: Netty 4.2 registers JFR events for its buffer allocator, which starts the JDK's
+#   flight recorder classes in every process on its first connection: 65 ms of a cached bench start, 110 ms of an
+#   uncached one. A recording of them needs TENT4J_JAVA_OPTS=-Dio.netty.jfr.enabled=true.
 # TENT4J_JAVA_OPTS adds to or overrides these, e.g. TENT4J_JAVA_OPTS='-XX:+UseZGC -Xmx4g'.
-TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -XX:UserThreadWaitAttemptsAtExit=0 -Xms256m -Xmx${TENT4J_HEAP:-1g}"
+TENT4J_JAVA_FLAGS="--enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.recycler.chunkSize=1024 -Dio.netty.jfr.enabled=false -XX:UserThreadWaitAttemptsAtExit=0 -Xms256m -Xmx${TENT4J_HEAP:-1g}"
 
 # The JDK's ahead-of-time cache (JEPs 483, 514, 515): classes loaded and linked, and method profiles, from a training
 # run, so a command starts warm. A distribution built by `./mvnw verify` ships lib/tent4j.aot, trained on every

@@ -14,6 +14,7 @@ public final class DataPattern {
     public static final long TARGET_SEED = 0x7e47_4a5eL;
 
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final int CHUNK_WORDS = 4096;
 
     private DataPattern() {
     }
@@ -25,6 +26,18 @@ public final class DataPattern {
         while (i < n && ((patternOffset + i) & 7) != 0) {
             memory.set(ValueLayout.JAVA_BYTE, i, expectedByte(patternOffset + i, seed));
             i++;
+        }
+        if (n - i >= 8L * CHUNK_WORDS) {
+            // a whole buffer at start runs in the interpreter, where an array store is one bytecode and a segment
+            // store a chain of var-handle calls: words go through an array and one bulk copy per chunk
+            long[] chunk = new long[CHUNK_WORDS];
+            for (; n - i >= 8L * CHUNK_WORDS; i += 8L * CHUNK_WORDS) {
+                long first = (patternOffset + i) >>> 3;
+                for (int w = 0; w < CHUNK_WORDS; w++) {
+                    chunk[w] = word(first + w, seed);
+                }
+                MemorySegment.copy(chunk, 0, memory, WORD, i, CHUNK_WORDS);
+            }
         }
         for (; i + 8 <= n; i += 8) {
             memory.set(WORD, i, word((patternOffset + i) >>> 3, seed));

@@ -2,6 +2,7 @@ package org.tent4j.cli.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -27,6 +28,21 @@ class DataPatternTest {
                     assertEquals(-1, copy.mismatch(block), "fill at off " + off + " len " + len);
                 }
             }
+        }
+    }
+
+    @Test
+    void aLargeFillMatchesThePatternByteForByte() {
+        try (Arena arena = Arena.ofConfined()) {
+            // past the chunked path's size, at an odd pattern offset, with a tail of odd length
+            MemorySegment big = arena.allocate(3 * 32768 + 13);
+            DataPattern.fill(big, 5, 9);
+            for (long i = 0; i < big.byteSize(); i++) {
+                if (big.get(ValueLayout.JAVA_BYTE, i) != DataPattern.expectedByte(5 + i, 9)) {
+                    fail("byte " + i + " differs from the pattern");
+                }
+            }
+            assertEquals(-1, DataPattern.firstMismatch(big, 5, 9));
         }
     }
 
