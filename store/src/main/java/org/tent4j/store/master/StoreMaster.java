@@ -213,7 +213,7 @@ public final class StoreMaster implements AutoCloseable {
 
     /**
      * For the keys of one call on a durable log (looked up together first, {@link MasterState#lookAhead}): each key's
-     * replicas under the read lease it already holds when that runs at least half a lease TTL more
+     * replicas under the read lease it already holds when that runs at least a quarter of a lease TTL more
      * ({@link MasterState#heldRead}), answered without a log entry; null for a
      * key that needs one ({@link Command.GrantRead}). Completes once the read check did ({@link DurableLog#readable},
      * never waited for on the calling thread: an event loop); not confirmed, every key is null and takes the entry,

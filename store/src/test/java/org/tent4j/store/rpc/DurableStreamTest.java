@@ -111,12 +111,12 @@ class DurableStreamTest {
     }
 
     /**
-     * A read of an object whose read lease still runs at least half a lease TTL is answered from the state under that
+     * A read of an object whose read lease still runs at least a quarter of a lease TTL is answered from the state under that
      * lease, with what is left of it, and makes no log entry; past that, the read is an entry again and renews the
      * lease. Virtual time on the master.
      */
     @Test
-    void aReadUnderALeaseThatStillRunsHalfItsTtlIsAnsweredWithoutAnEntry() throws Exception {
+    void aReadUnderALeaseThatStillRunsAQuarterOfItsTtlIsAnsweredWithoutAnEntry() throws Exception {
         DurableLog log = log();
         ManualClock clock = new ManualClock();
         StoreMaster master = new StoreMaster(log, clock);
@@ -134,22 +134,22 @@ class DurableStreamTest {
         assertEquals(ttl, answers.poll(10, TimeUnit.SECONDS).getReplicaList().getLeaseTtlMs(), "a fresh lease");
         assertEquals(entries + 1, log.entriesApplied(), "the first read is an entry");
 
-        clock.advance(java.time.Duration.ofMillis(ttl / 2 - 1000));
+        clock.advance(java.time.Duration.ofMillis(ttl * 3 / 4 - 1000));
         calls.onNext(get(2, "a"));
         calls.onNext(batch(3, "a", "b"));
         Answer held = answers.poll(10, TimeUnit.SECONDS);
         assertEquals(2, held.getId());
-        assertEquals(ttl / 2 + 1000, held.getReplicaList().getLeaseTtlMs(), "what is left of the held lease");
+        assertEquals(ttl / 4 + 1000, held.getReplicaList().getLeaseTtlMs(), "what is left of the held lease");
         assertEquals(1, held.getReplicaList().getReplicasCount());
         Answer mixed = answers.poll(10, TimeUnit.SECONDS);
-        assertEquals(List.of(ttl / 2 + 1000, ttl), mixed.getBatchReplicaList().getItemsList().stream()
+        assertEquals(List.of(ttl / 4 + 1000, ttl), mixed.getBatchReplicaList().getItemsList().stream()
                 .map(r -> r.getLeaseTtlMs()).toList(), "a under its held lease, b under a new one");
         assertEquals(entries + 2, log.entriesApplied(), "only b's lease was an entry");
 
         clock.advance(java.time.Duration.ofMillis(1001));
         calls.onNext(get(4, "a"));
         assertEquals(ttl, answers.poll(10, TimeUnit.SECONDS).getReplicaList().getLeaseTtlMs(),
-                "under half a TTL left: renewed");
+                "under a quarter of a TTL left: renewed");
         assertEquals(entries + 3, log.entriesApplied());
         calls.onCompleted();
     }
