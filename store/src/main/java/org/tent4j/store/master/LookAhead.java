@@ -34,6 +34,15 @@ final class LookAhead {
         seen = s;
     }
 
+    /** The keys a commit names (a batch put's 32 keys are one command, and all of them missed one after another). */
+    void commit(Command.Commit commit) {
+        long s = 0;
+        for (Command.CommitItem item : commit.items()) {
+            s += touch(item.key());
+        }
+        seen = s;
+    }
+
     /** Keys about to be read. */
     void keys(List<String> keys) {
         long s = 0;

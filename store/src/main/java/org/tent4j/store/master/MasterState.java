@@ -328,7 +328,10 @@ public final class MasterState {
                 puts.revoke(c);
                 yield null;
             }
-            case Command.Commit c -> reservations.commit(now, c);
+            case Command.Commit c -> {
+                lookAhead.commit(c);
+                yield reservations.commit(now, c);
+            }
             case Command.GrantRead c -> objects.grantRead(now, c.key());
             case Command.Remove c -> {
                 objects.remove(now, c.key(), c.force());
