@@ -307,7 +307,7 @@ final class ContiguousRoom {
             }
         }
         long parked = 0;
-        for (Eviction.Parked p : state.eviction.parked()) {
+        for (Parking.Parked p : state.parking.parked()) {
             int seg = ObjectRecord.segment(p.replica());
             if (seg < usable.length && usable[seg]) {
                 parked += RangeAllocator.aligned(p.size());

@@ -76,7 +76,7 @@ final class DiskAdoption {
                 if (rec.disk != -1) {
                     long[] old = {rec.disk};
                     if (rec.lease > now) {
-                        state.eviction.park(old, rec.size, rec.lease);
+                        state.parking.park(old, rec.size, rec.lease);
                     } else {
                         state.segments.free(old, rec.size);
                     }

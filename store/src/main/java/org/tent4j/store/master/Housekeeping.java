@@ -20,7 +20,7 @@ final class Housekeeping {
 
     TickReport tick(long now, boolean evict) {
         state.offloads.expire(now);
-        state.eviction.releaseParked(now);
+        state.parking.releaseParked(now);
         List<String> expired = state.clients.expire(now);
         long putRelease = state.config().putReleaseTimeout().toNanos();
         for (Clients.ClientRecord client : state.clients.all()) {

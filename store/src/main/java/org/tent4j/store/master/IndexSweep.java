@@ -37,7 +37,7 @@ final class IndexSweep {
             }
         };
         objects(state, name);
-        state.eviction.references(name);
+        state.parking.references(name);
         state.offloads.references(name);
         state.reservations.references(name);
         retired.andNot(named);

@@ -122,9 +122,9 @@ final class MasterSnapshot {
                     object(out, e.getValue());
                 }
             }
-            List<Eviction.Parked> parked = s.eviction.parked();
+            List<Parking.Parked> parked = s.parking.parked();
             out.writeInt(parked.size());
-            for (Eviction.Parked p : parked) {
+            for (Parking.Parked p : parked) {
                 out.writeLong(p.replica());
                 out.writeLong(p.size());
                 out.writeLong(p.releaseAt());
@@ -270,7 +270,7 @@ final class MasterSnapshot {
             }
             for (int n = in.readInt(); n > 0; n--) {
                 // not park(): that tells a disk segment's node to forget the range, which the snapshot's freed ranges hold
-                s.eviction.restoreParked(in.readLong(), in.readLong(), in.readLong());
+                s.parking.restoreParked(in.readLong(), in.readLong(), in.readLong());
             }
             long lastTask = in.readLong();
             for (int n = in.readInt(); n > 0; n--) {

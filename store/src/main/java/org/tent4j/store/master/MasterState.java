@@ -15,7 +15,7 @@ import org.tent4j.store.master.Command.ReplicaList;
  * {@code QuorumController} hands records to its control managers): {@link Segments} (segments, allocators,
  * placement), {@link Clients} (clients and their liveness), {@link ObjectTable} (objects, leases, removal),
  * {@link Puts} (put start, end, revoke, take-over), {@link Reservations} (reservations and commits), {@link Eviction}
- * (eviction rounds and parked ranges), {@link Offloads} (tasks nodes run: offloads, promotions, repairs),
+ * (eviction rounds), {@link Parking} (parked ranges), {@link Offloads} (tasks nodes run: offloads, promotions, repairs),
  * {@link Repairs} (under-replicated objects), and {@link MasterViews} (read-only views for the admin page). Nothing here
  * reads a clock; {@link #apply} is told the time.
  *
@@ -60,6 +60,7 @@ public final class MasterState {
     final Puts puts;
     final Reservations reservations;
     final Eviction eviction;
+    final Parking parking;
     final Offloads offloads;
     final Repairs repairs;
     private final DiskAdoption adoption;
@@ -97,6 +98,7 @@ public final class MasterState {
         this.puts = new Puts(this);
         this.reservations = new Reservations(this);
         this.eviction = new Eviction(this);
+        this.parking = new Parking(this);
         this.offloads = new Offloads(this);
         this.repairs = new Repairs(this);
         this.adoption = new DiskAdoption(this);

@@ -260,7 +260,7 @@ final class ObjectTable {
         // a lease's readers, or the node of a task cancelled here, may still be reading the bytes
         long busy = Math.max(rec.lease, state.offloads.cancel(rec));
         if (busy > now) {
-            state.eviction.park(rec.allReplicas(), rec.size, busy);
+            state.parking.park(rec.allReplicas(), rec.size, busy);
         } else {
             state.segments.free(rec.allReplicas(), rec.size);
         }
@@ -345,7 +345,7 @@ final class ObjectTable {
                 long[] bad = {rec.disk};
                 rec.disk = -1;
                 if (rec.lease > now) {
-                    state.eviction.park(bad, rec.size, rec.lease);
+                    state.parking.park(bad, rec.size, rec.lease);
                 } else {
                     state.segments.free(bad, rec.size);
                 }

@@ -345,7 +345,7 @@ final class Offloads {
                 state.repairs.mark(t.key, rec); // its disk replica stands for the memory ones now
                 if (rec.lease > now) {
                     // readers holding a lease may still be copying from memory
-                    state.eviction.park(memory, rec.size, rec.lease);
+                    state.parking.park(memory, rec.size, rec.lease);
                 } else {
                     state.segments.free(memory, rec.size);
                 }
@@ -376,7 +376,7 @@ final class Offloads {
             }
         }
         for (Task t : due) {
-            state.eviction.park(new long[]{t.target}, t.size, now + timeoutNanos);
+            state.parking.park(new long[]{t.target}, t.size, now + timeoutNanos);
             ObjectTable.Shard shard = state.objects.shard(t.key);
             synchronized (shard) {
                 ObjectRecord rec = shard.map.get(t.key);
@@ -430,7 +430,7 @@ final class Offloads {
         }
         rec.offloadTask = 0;
         if (t != null) {
-            state.eviction.park(new long[]{t.target}, t.size, t.deadline + timeoutNanos);
+            state.parking.park(new long[]{t.target}, t.size, t.deadline + timeoutNanos);
             if (t.repair()) {
                 counters.repairsCancelled.increment();
             } else if (!t.promote()) {

@@ -230,12 +230,12 @@ final class Puts {
         // the abandoned writer may still be moving bytes: its space waits out the release timeout
         long releaseAt = rec.putStart + config.putReleaseTimeout().toNanos();
         if (rec.state == ObjectRecord.PROCESSING) {
-            state.eviction.park(rec.replicas(), rec.size, releaseAt);
+            state.parking.park(rec.replicas(), rec.size, releaseAt);
             shard.map.remove(key);
             counters.objects.decrement();
             return null;
         }
-        state.eviction.park(rec.pending, rec.pendingSize, releaseAt);
+        state.parking.park(rec.pending, rec.pendingSize, releaseAt);
         rec.pending = null;
         rec.flags &= ~(ObjectRecord.UPSERTING | ObjectRecord.WRITE_THROUGH);
         return rec;
@@ -266,7 +266,7 @@ final class Puts {
                 }
                 // readers holding a lease, or a cancelled task's node, may still be copying the old version
                 long busy = state.offloads.cancel(rec);
-                state.eviction.park(rec.allReplicas(), rec.size, Math.max(Math.max(now, rec.lease), busy));
+                state.parking.park(rec.allReplicas(), rec.size, Math.max(Math.max(now, rec.lease), busy));
                 rec.disk = -1;
                 rec.hits = 0; // a new version: the old one's reads from disk do not count towards its promotion
                 rec.flags &= ~ObjectRecord.OFFLOAD_FAILED;

@@ -57,7 +57,7 @@ final class Quarantine {
     private static void take(MasterState state, MountedSegment seg, long start, long end, long releaseAt) {
         if (start >= 0 && start < end) {
             seg.take(start, end - start);
-            state.eviction.park(new long[] {ObjectRecord.pack(seg.index, start)}, end - start, releaseAt);
+            state.parking.park(new long[] {ObjectRecord.pack(seg.index, start)}, end - start, releaseAt);
         }
     }
 }

@@ -242,7 +242,7 @@ final class Reservations {
         }
         r.released = true;
         if (r.end > r.mark && parkUntil != Long.MIN_VALUE) {
-            state.eviction.park(new long[] {ObjectRecord.pack(r.seg.index, r.mark)}, r.end - r.mark, parkUntil);
+            state.parking.park(new long[] {ObjectRecord.pack(r.seg.index, r.mark)}, r.end - r.mark, parkUntil);
         } else if (r.end > r.mark) {
             r.seg.free(r.mark, r.end - r.mark);
         }

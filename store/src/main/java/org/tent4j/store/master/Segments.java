@@ -308,7 +308,7 @@ final class Segments {
             dropped[seg.index] = true;
         }
         state.objects.dropReplicasOn(dropped, writing);
-        state.eviction.forgetUnmounted();
+        state.parking.forgetUnmounted();
         for (long[] w : writing) {
             // as an address now: the sweep below may free the index, and the mount that follows take it
             w[0] = at(ObjectRecord.segment(w[0])).spec.base() + ObjectRecord.offset(w[0]);

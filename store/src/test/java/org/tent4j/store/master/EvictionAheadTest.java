@@ -110,6 +110,31 @@ class EvictionAheadTest {
         assertEquals(none, master.apply(round), "applied again, the round finds nothing left to take");
     }
 
+    /**
+     * A table large enough for the planner to sample a run of shards for its leases: the round still names about its
+     * target of the oldest objects (a sample whose bytes were not scaled up to the table would take several times it).
+     */
+    @Test
+    void aPlanOverALargeTableSamplesShardsAndStillTakesTheOldestTarget() {
+        int n = 300_000;
+        long align = RangeAllocator.ALIGNMENT;
+        long capacity = n * align * 100 / 95; // n objects fill it to 95 %
+        master.mount("node", new SegmentSpec("big", "engine-big", "host", BASE, capacity), 1L);
+        for (int i = 0; i < n; i++) {
+            var t = master.putStart("w", "k" + i, align, ReplicateConfig.defaults(), "h");
+            master.putEnd("w", "k" + i, t.putId());
+            clock.advance(Duration.ofNanos(1000));
+        }
+        assertTrue(master.state().objectCount() >= Eviction.PLAN_SAMPLE_FROM, "large enough to be sampled");
+        List<String> chosen = master.state().planEviction(master.now()).memory().keys();
+        // down to an eviction ratio under the mark: 10 % of the capacity, the oldest ~31,580 objects
+        long expected = capacity / 10 / align;
+        assertTrue(chosen.size() > expected * 8 / 10 && chosen.size() < expected * 5 / 4,
+                chosen.size() + " victims, about " + expected + " expected");
+        int newest = chosen.stream().mapToInt(k -> Integer.parseInt(k.substring(1))).max().orElseThrow();
+        assertTrue(newest < expected * 5 / 4, "only the oldest are chosen, yet k" + newest + " was");
+    }
+
     @Test
     void theEvictorThreadEvictsOnceUsagePassesTheMarkWithoutATick() throws Exception {
         mount("s1");

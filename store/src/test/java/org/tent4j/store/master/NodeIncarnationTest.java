@@ -209,7 +209,7 @@ class NodeIncarnationTest {
         state.apply(now, new Command.Heartbeat("a2"));
         state.apply(now, new Command.Tick());
         int index = state.segments.byId("a-2").index;
-        assertEquals(List.of(), state.eviction.parked().stream().filter(p -> ObjectRecord.segment(p.replica()) == index).toList(),
+        assertEquals(List.of(), state.parking.parked().stream().filter(p -> ObjectRecord.segment(p.replica()) == index).toList(),
                 "released after the put release timeout");
         assertEquals(state.stats().objectBytes(), used("a-2"), "what is used is the objects (the tick evicted some)");
         assertReplaysToTheSameState();

@@ -337,7 +337,7 @@ class OffloadTest {
     }
 
     private List<Long> parkedUntil(long replica) {
-        return state.eviction.parked().stream().filter(p -> p.replica() == replica).map(Eviction.Parked::releaseAt).toList();
+        return state.parking.parked().stream().filter(p -> p.replica() == replica).map(Parking.Parked::releaseAt).toList();
     }
 
     @Test

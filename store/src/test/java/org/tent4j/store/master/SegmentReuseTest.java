@@ -179,7 +179,7 @@ class SegmentReuseTest {
         Map<String, Command.Grant> grants = new TreeMap<>();
         reserved.granted().forEach(g -> grants.put(g.range().segmentId(), g));
         assertEquals(List.of("keep", "old"), List.copyOf(grants.keySet()));
-        assertTrue(state.eviction.parked().stream().anyMatch(p -> ObjectRecord.segment(p.replica()) == index("old")));
+        assertTrue(state.parking.parked().stream().anyMatch(p -> ObjectRecord.segment(p.replica()) == index("old")));
 
         int oldIndex = index("old");
         state.apply(now, new Command.Unmount("old", "old"));
@@ -206,7 +206,7 @@ class SegmentReuseTest {
         assertEquals(0, used("new"), "nothing of the old segment counted in the new one");
         assertTrue(CONFIG.leaseTtl().compareTo(CONFIG.putReleaseTimeout().dividedBy(10)) > 0, "leases outlast the sweep");
         tickAfter(CONFIG.leaseTtl(), "keep", "other", "writer", "new");
-        assertTrue(state.eviction.parked().stream().noneMatch(p -> ObjectRecord.segment(p.replica()) == oldIndex));
+        assertTrue(state.parking.parked().stream().noneMatch(p -> ObjectRecord.segment(p.replica()) == oldIndex));
         assertEquals(0, used("new"), "the old parked ranges freed nothing of the new segment");
         for (int i = 0; i < MEM / SIZE; i++) {
             put("new" + i, 1, "new");

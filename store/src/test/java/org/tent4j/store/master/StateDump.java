@@ -60,7 +60,7 @@ final class StateDump {
             clients.put(c.id, "index " + c.index + " lastSeen " + c.lastSeen + " segments " + segs + " reservations " + res);
         }
         clients.forEach((k, v) -> out.add("client " + k + " " + v));
-        s.eviction.parked().stream()
+        s.parking.parked().stream()
                 .map(p -> "parked " + ObjectRecord.segment(p.replica()) + ":" + ObjectRecord.offset(p.replica()) + " size "
                         + p.size() + " until " + p.releaseAt())
                 .sorted().forEach(out::add);
