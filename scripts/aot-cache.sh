@@ -21,10 +21,13 @@ for only in "" bench; do
   start=$(date +%s)
   # the training run's own output is not the build's business; its exit status is
   if ! TENT4J_AOT_TRAIN="$cache" "$home/bin/tent4j" aot-train ${only:+--only "$only"} >"$work/train.log" 2>&1; then
-    echo "aot-cache: the training run${only:+ of $only} failed (a command it runs is broken). Its last lines:" >&2
+    echo "aot-cache: the training run${only:+ of $only} failed (a command it runs is broken). The runs that failed, then its last lines:" >&2
+    grep "^aot-train: failed" "$work/train.log" >&2 || true
     tail -20 "$work/train.log" >&2
     exit 1
   fi
+  # a run that failed once and passed again is named, not hidden
+  grep "^aot-train: " "$work/train.log" | sed 's/^/aot-cache: /' >&2 || true
   echo "aot-cache: lib/$(basename "$cache"), $(du -h "$cache" | cut -f1), trained in $(( $(date +%s) - start )) s"
 done
 tar -czf "$tarball.tmp" -C "$work" "$(basename "$home")"

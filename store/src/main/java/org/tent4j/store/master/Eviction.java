@@ -223,7 +223,7 @@ final class Eviction {
             if (seen == 0) {
                 return victims(now, target, softPinned, disk, rnd, Integer.MAX_VALUE);
             }
-            evictableBytes = evictableBytes / walked * shards.length;
+            evictableBytes = (long) ((double) evictableBytes * shards.length / walked);
         }
         if (seen == 0) {
             // unpinned objects only leased (or written after `now`) are no reason to take the soft-pinned: they become
