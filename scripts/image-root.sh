@@ -9,6 +9,7 @@ set -euo pipefail
 tarball=$1
 base=$2
 out=$3
+scripts=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -20,20 +21,12 @@ rm -f "$out"/opt/tent4j/lib/tent4j*.aot
 
 tar -xOf "$base" layer.tar | tar -x -C "$work/root"
 cp -a "$out/opt/tent4j" "$work/root/opt/tent4j"
-start=$(date +%s)
-if ! unshare --mount --pid --fork sh -c '
+cp "$scripts/aot-train.sh" "$work/root/aot-train.sh"
+# the training's own output is not the build's business; its exit status, and what it names, are
+unshare --mount --pid --fork sh -c '
       root=$1
       mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" &&
-      exec chroot "$root" env -i PATH=/opt/java/bin:/usr/sbin:/usr/bin:/sbin:/bin JAVA_HOME=/opt/java HOME=/root sh -c "
-        TENT4J_AOT_TRAIN=/opt/tent4j/lib/tent4j.aot /opt/tent4j/bin/tent4j aot-train &&
-        TENT4J_AOT_TRAIN=/opt/tent4j/lib/tent4j-bench.aot /opt/tent4j/bin/tent4j aot-train --only bench"' \
-    sh "$work/root" >"$work/train.log" 2>&1; then
-  echo "image root: the training run in the image's runtime failed. The runs that failed, then its last lines:" >&2
-  grep "^aot-train: failed" "$work/train.log" >&2 || true
-  grep -v "\[warning\]\[aot\]" "$work/train.log" | tail -30 >&2
-  exit 1
-fi
-# a run that failed once and passed again is named, not hidden
-grep "^aot-train: " "$work/train.log" | sed 's/^/image root: /' >&2 || true
+      exec chroot "$root" env -i PATH=/opt/java/bin:/usr/sbin:/usr/bin:/sbin:/bin JAVA_HOME=/opt/java HOME=/root \
+        sh /aot-train.sh /opt/tent4j /aot-train.log' \
+    sh "$work/root" 2>&1 | sed "s|^|image root: in the image's runtime: |"
 cp "$work"/root/opt/tent4j/lib/tent4j*.aot "$out/opt/tent4j/lib/"
-echo "image root: /opt/tent4j, $(cd "$out/opt/tent4j" && du -h lib/tent4j*.aot | tr '\t\n' ' ')trained in the image's runtime in $(( $(date +%s) - start )) s"
