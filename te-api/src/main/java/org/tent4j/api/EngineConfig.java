@@ -11,9 +11,9 @@ import java.util.Optional;
  * values, an optional JSON or properties file, and environment overrides.
  *
  * <p>Precedence, lowest first: built-in defaults, fallbacks set on the builder ({@link Builder#fallback}), the file
- * (nested JSON objects are flattened with dots), values set on the builder, then environment variables. A key {@code a.b_c} is overridden by {@code TENT4J_A_B_C}; the variable
- * {@code TENT4J_CONFIG} names a file when the builder names none. The engine rejects an unknown key or a bad value
- * with a {@link ConfigException} naming the key.
+ * (nested JSON objects are flattened with dots), values set on the builder, then environment variables. A key
+ * {@code a.b_c} is overridden by {@code TENT4J_A_B_C}; the variable {@code TENT4J_CONFIG} names a file when the
+ * builder names none. The engine rejects an unknown key or a bad value with a {@link ConfigException} naming the key.
  *
  * <p>Values are strings; sizes accept {@code 4096}, {@code 64k}, {@code 1m}, {@code 1MiB}, {@code 2g};
  * durations accept {@code 250ms}, {@code 30s}, {@code 2m}, or plain milliseconds.
