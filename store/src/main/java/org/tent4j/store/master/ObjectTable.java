@@ -111,9 +111,9 @@ final class ObjectTable {
 
     /**
      * The key's replicas under the read lease it already holds, when that lease runs at least a quarter of a lease TTL
-     * ({@link #HELD_LEASE_PARTS}) past {@code now}, its first replica is in memory and it is readable: changes no state and no counter (only the
-     * hot-key sample, a metric, as {@link #grantRead}'s), so a durable master serves it without a log entry. The
-     * answer's lease is what is left of the held one. Null: the read needs {@link #grantRead} (not leased long enough,
+     * ({@link #HELD_LEASE_PARTS}) past {@code now}, its first replica is in memory and it is readable: changes no
+     * state and no counter (only the hot-key sample, a metric, as {@link #grantRead}'s), so a durable master serves it
+     * without a log entry. The answer's lease is what is left of the held one. Null: the read needs {@link #grantRead} (not leased long enough,
      * on disk, not readable, not found: its own refusal).
      */
     ReplicaList heldRead(long now, String key) {

@@ -111,9 +111,9 @@ class DurableStreamTest {
     }
 
     /**
-     * A read of an object whose read lease still runs at least a quarter of a lease TTL is answered from the state under that
-     * lease, with what is left of it, and makes no log entry; past that, the read is an entry again and renews the
-     * lease. Virtual time on the master.
+     * A read of an object whose read lease still runs at least a quarter of a lease TTL is answered from the state
+     * under that lease, with what is left of it, and makes no log entry; past that, the read is an entry again and
+     * renews the lease. Virtual time on the master.
      */
     @Test
     void aReadUnderALeaseThatStillRunsAQuarterOfItsTtlIsAnsweredWithoutAnEntry() throws Exception {
