@@ -59,6 +59,15 @@ public final class AotTrainCommand implements Callable<Integer> {
                 // a node that lends the store its memory for the whole run, as `tent4j store node` does
                 node.contribute(256L << 20);
                 String address = "127.0.0.1:" + master.port();
+                // 4 s of puts first: a method's profile enters the cache only once it ran long enough to be profiled
+                // and compiled, and 100 puts left the put path's hot methods to be profiled again by every client
+                // (1 MiB puts over a client's first 3 s: median 2,030 MiB/s trained on 100 puts, 2,350 on 4 s of them,
+                // 6 interleaved rounds: docs/perf-notes/warm-start.md)
+                for (String size : new String[]{"4k", "1m"}) {
+                    run("store", "bench", "--master", address, "--control-host", "127.0.0.1",
+                            "--mode", "put", "--size", size, "--threads", "2", "--duration", "4s",
+                            "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s", "--prefix", "train-long-" + size);
+                }
                 for (String size : new String[]{"4k", "1m"}) {
                     for (String mode : new String[]{"put", "get"}) {
                         run("store", "bench", "--master", address, "--control-host", "127.0.0.1",
