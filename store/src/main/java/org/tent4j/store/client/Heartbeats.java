@@ -28,6 +28,8 @@ final class Heartbeats {
     private long reportedLeaseExpiries;
     private long reportedChecksumFailures;
 
+    private volatile boolean stopped;
+
     Heartbeats(ReplicaAccess access, Contributions contributions, ReservedPuts reserved, Duration interval) {
         this.access = access;
         this.master = access.master;
@@ -52,8 +54,12 @@ final class Heartbeats {
         }
     }
 
-    /** Stops the schedule and waits for a ping in flight: one answered after the leave would remount what was withdrawn. */
+    /**
+     * Stops the schedule and ends a ping in flight: one answered after the leave would remount what was withdrawn. That
+     * ping fails (its thread interrupted), and so may a later one; neither is a warning, the client is leaving.
+     */
     void stop() {
+        stopped = true;
         if (scheduler != null) {
             scheduler.shutdownNow();
             try {
@@ -93,7 +99,11 @@ final class Heartbeats {
                 reserved.masterHeard(asked);
             }
         } catch (StoreException e) {
-            LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
+            if (stopped) {
+                LOG.debug("heartbeat to master {} ended by the client's close: {}", master.address(), e.getMessage());
+            } else {
+                LOG.warn("heartbeat to master {} failed: {}", master.address(), e.getMessage());
+            }
         } catch (RuntimeException e) {
             // thrown out of a scheduled task it would end the heartbeats silently, and the master would expire us
             LOG.error("heartbeat to master {} failed", master.address(), e);

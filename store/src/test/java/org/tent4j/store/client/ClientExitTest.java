@@ -13,14 +13,24 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+import org.tent4j.api.EngineConfig;
+import org.tent4j.api.TransferEngine;
 import org.tent4j.store.ReplicateConfig;
 import org.tent4j.store.SegmentSpec;
+import org.tent4j.store.StoreClock;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 import org.tent4j.store.master.Command;
+import org.tent4j.store.master.MasterConfig;
 import org.tent4j.store.master.MasterState;
 import org.tent4j.store.master.StoreMaster;
+import org.tent4j.store.rpc.MasterServer;
 
 /** Clean exits (issue 28): a closed client is gone from the master at once and never counted expired; sessions close. */
 class ClientExitTest {
@@ -126,5 +136,39 @@ class ClientExitTest {
                 node.close();
             }
         }
+    }
+
+    /**
+     * A ping that fails once its client is closing (the close interrupts one in flight, or the master is already gone)
+     * is no warning: every `tent4j store bench` ended with one. A master that stops answering a client still in use is.
+     */
+    @Test
+    void aHeartbeatThatFailsOnceTheClientClosesIsNoWarning() throws Exception {
+        Logger log = (Logger) LoggerFactory.getLogger(Heartbeats.class);
+        ListAppender<ILoggingEvent> lines = new ListAppender<>();
+        lines.start();
+        log.addAppender(lines);
+        MasterServer server = MasterServer.start(MasterConfig.defaults(), StoreClock.system(), "127.0.0.1", 0, 3_600_000);
+        try (TransferEngine engine = TransferEngine.create(EngineConfig.builder()
+                .set(EngineConfig.CONTROL_HOST, "127.0.0.1").build())) {
+            String address = "127.0.0.1:" + server.port();
+            StoreClient client = StoreClient.builder(engine, address).heartbeatInterval(Duration.ZERO).connect();
+            server.close();
+            client.heartbeat();
+            List<String> warned = warnings(lines);
+            assertEquals(1, warned.size(), warned.toString());
+            assertTrue(warned.getFirst().startsWith("heartbeat to master " + address + " failed"), warned.getFirst());
+            client.close();
+            client.heartbeat();
+            assertEquals(warned, warnings(lines), "a ping of a closed client failed: not a warning");
+        } finally {
+            log.detachAppender(lines);
+            server.close();
+        }
+    }
+
+    private static List<String> warnings(ListAppender<ILoggingEvent> lines) {
+        return lines.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+                .map(ILoggingEvent::getFormattedMessage).toList();
     }
 }
