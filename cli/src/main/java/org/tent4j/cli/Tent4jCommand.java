@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 
+import org.slf4j.bridge.SLF4JBridgeHandler;
 import org.tent4j.cli.bench.FileBench;
 import org.tent4j.cli.config.ConfigTemplateCommand;
 import org.tent4j.cli.bench.NixlBench;
@@ -34,11 +35,23 @@ public final class Tent4jCommand implements Callable<Integer> {
     CommandSpec spec;
 
     public static void main(String[] args) {
+        routeJavaUtilLogging();
         CommandLine cl = commandLine(args);
         if (cl.getSubcommands().get("bench") instanceof CommandLine bench) {
             ((TeBench) bench.getCommand()).handlingTerminationSignals();
         }
         System.exit(cl.execute(args));
+    }
+
+    /**
+     * Hands java.util.logging's records to SLF4J, as the only handler: gRPC (the store's RPC, jetcd) logs through it, and
+     * its records then obey logback.xml (its level for {@code io.grpc}, its one-line pattern, which escapes the line
+     * breaks a peer's text may carry) instead of JUL's own two-line console output. It initializes JUL at
+     * start, about a millisecond with the AOT cache; the store's commands did anyway.
+     */
+    static void routeJavaUtilLogging() {
+        SLF4JBridgeHandler.removeHandlersForRootLogger();
+        SLF4JBridgeHandler.install();
     }
 
     /** The whole command tree, parsing enums case-insensitively, with one-line usage errors everywhere. */
