@@ -22,7 +22,7 @@ class JavaUtilLoggingTest {
     @Test
     void recordsOfJavaUtilLoggingGoToSlf4jOnly() {
         Tent4jCommand.routeJavaUtilLogging();
-        Tent4jCommand.routeJavaUtilLogging(); // the embedding test JVM may route twice: still one handler
+        Tent4jCommand.routeJavaUtilLogging(); // a second call changes nothing: still one handler
         java.util.logging.Handler[] handlers = LogManager.getLogManager().getLogger("").getHandlers();
         assertEquals(1, handlers.length, List.of(handlers).toString());
         assertInstanceOf(SLF4JBridgeHandler.class, handlers[0]);
