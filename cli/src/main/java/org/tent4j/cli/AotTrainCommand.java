@@ -64,16 +64,11 @@ public final class AotTrainCommand implements Callable<Integer> {
                 // (1 MiB puts over a client's first 3 s: median 2,030 MiB/s trained on 100 puts, 2,350 on 4 s of them,
                 // 6 interleaved rounds: docs/perf-notes/warm-start.md)
                 for (String size : new String[]{"4k", "1m"}) {
-                    run("store", "bench", "--master", address, "--control-host", "127.0.0.1",
-                            "--mode", "put", "--size", size, "--threads", "2", "--duration", "4s",
-                            "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s", "--prefix", "train-long-" + size);
+                    storeBench(address, "put", size, "--duration", "4s", "--prefix", "train-long-" + size);
                 }
                 for (String size : new String[]{"4k", "1m"}) {
                     for (String mode : new String[]{"put", "get"}) {
-                        run("store", "bench", "--master", address, "--control-host", "127.0.0.1",
-                                "--mode", mode, "--size", size, "--threads", "2", "--count", "100",
-                                "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s", "--prefix", "train-" + size,
-                                "--verify");
+                        storeBench(address, mode, size, "--count", "100", "--prefix", "train-" + size, "--verify");
                     }
                 }
             }
@@ -82,6 +77,15 @@ public final class AotTrainCommand implements Callable<Integer> {
             System.err.println("aot-train: failed: " + f);
         }
         return failed.isEmpty() ? 0 : 1;
+    }
+
+    /** {@code tent4j store bench} of {@code mode} and {@code size}: 2 threads, 4 KiB values in batches of 32. */
+    private void storeBench(String address, String mode, String size, String... more) {
+        List<String> args = new ArrayList<>(List.of("store", "bench", "--master", address,
+                "--control-host", "127.0.0.1", "--mode", mode, "--size", size, "--threads", "2",
+                "--batch", size.equals("4k") ? "32" : "1", "--warmup", "0s"));
+        args.addAll(List.of(more));
+        run(args.toArray(String[]::new));
     }
 
     /**
