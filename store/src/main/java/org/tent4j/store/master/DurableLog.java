@@ -31,6 +31,7 @@ import org.apache.ratis.protocol.exceptions.NotLeaderException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.apache.ratis.util.TimeDuration;
 import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
@@ -101,6 +102,7 @@ public final class DurableLog implements AutoCloseable {
     // random start: a restarted master never waits on a proposal id its log holds from before
     private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
+    private final GroupCommit groupCommit;
     /** Peer id to store RPC address, for naming the leader to clients. */
     private final java.util.Map<String, String> rpcOf;
 
@@ -110,6 +112,7 @@ public final class DurableLog implements AutoCloseable {
         this.member = member;
         this.machine = machine;
         this.self = self;
+        this.groupCommit = new GroupCommit(this::propose, machine.metrics);
         java.util.Map<String, String> m = new java.util.HashMap<>();
         peers.stream().filter(p -> p.rpc() != null).forEach(p -> m.put(p.id(), p.rpc()));
         this.rpcOf = java.util.Map.copyOf(m);
@@ -345,20 +348,28 @@ public final class DurableLog implements AutoCloseable {
     }
 
     /**
-     * Proposes {@code commands} as one entry (one group commit) at {@code now}; completes with each command's result
-     * (or the exception it was refused with) once the entry is committed and applied, or fails with
-     * {@code UNAVAILABLE_IN_CURRENT_STATUS} when it could not be (not the leader, shutting down).
+     * Proposes {@code commands} at {@code now}, in one entry with other calls' when entries are in flight
+     * ({@link GroupCommit}); completes with each command's result (or the exception it was refused with) once the
+     * entry is committed and applied, or fails with {@code UNAVAILABLE_IN_CURRENT_STATUS} when it could not be (not
+     * the leader, shutting down).
      */
     public CompletableFuture<List<Object>> submit(long now, List<Command<?>> commands) {
+        return groupCommit.submit(now, commands);
+    }
+
+    /** Proposes {@code commands} as one entry at {@code now}, as {@link #submit} completes. */
+    private CompletableFuture<List<Object>> propose(long now, List<Command<?>> commands) {
         long proposal = proposals.incrementAndGet();
         CompletableFuture<List<Object>> results = new CompletableFuture<>();
-        machine.await(proposal, results);
+        machine.await(proposal, commands, results);
         RaftClientRequest request = RaftClientRequest.newBuilder()
                 .setClientId(clientId)
                 .setServerId(self)
                 .setGroupId(GROUP)
                 .setCallId(calls.incrementAndGet())
-                .setMessage(Message.valueOf(ByteString.copyFrom(CommandCodec.encode(new CommandCodec.Entry(proposal, now, commands)))))
+                // the encoded bytes are this entry's alone: wrapped, not copied
+                .setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(
+                        CommandCodec.encode(new CommandCodec.Entry(proposal, now, commands)))))
                 .setType(RaftClientRequest.writeRequestType())
                 .build();
         try {

@@ -4,9 +4,9 @@ import java.time.InstantSource;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * What a durable master's log did, for {@code /metrics} and the status page: how long its proposals took to be
- * committed and applied (a fixed-bucket histogram, as {@code store_rpc_latency_seconds}), how often the leader it knows
- * changed, and its latest snapshot (index and when it was written, on an injectable wall clock).
+ * What a durable master's log did, for {@code /metrics} and the status page: how long the calls it proposed took to
+ * be committed and applied (a fixed-bucket histogram, as {@code store_rpc_latency_seconds}), how often the leader it
+ * knows changed, and its latest snapshot (index and when it was written, on an injectable wall clock).
  */
 public final class LogMetrics {
     /** Commit latency bucket upper bounds in seconds: an fsync is a millisecond or more, an election a second. */
@@ -26,7 +26,10 @@ public final class LogMetrics {
         this.clock = clock;
     }
 
-    /** One entry this master proposed was committed and applied, {@code nanos} after it was submitted. */
+    /**
+     * A call this master proposed was committed and applied, {@code nanos} after it was submitted (its wait to be
+     * merged into an entry included).
+     */
     void committed(long nanos) {
         commits.record(nanos);
     }
@@ -53,7 +56,7 @@ public final class LogMetrics {
         return clock.millis();
     }
 
-    /** Entries this master proposed that were committed and applied since it started. */
+    /** Calls this master proposed that were committed and applied since it started. */
     public long commits() {
         return commits.count();
     }

@@ -43,11 +43,11 @@ final class MasterStateMachine extends BaseStateMachine {
      * serving: readers take it from here each time, see {@link StoreMaster#state}).
      */
     private volatile MasterState state;
-    /** A proposal this master made, waited for: where its results go, and when it was submitted. */
-    private record Waiting(CompletableFuture<List<Object>> results, long since) {
+    /** A proposal this master made, waited for: its commands, and where their results go. */
+    private record Proposed(List<Command<?>> commands, CompletableFuture<List<Object>> results) {
     }
 
-    private final ConcurrentHashMap<Long, Waiting> waiting = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, Proposed> waiting = new ConcurrentHashMap<>();
     /** Completed once this server leads and has applied every entry before its term's first (all it ever acknowledged). */
     final CompletableFuture<Void> ready = new CompletableFuture<>();
     /** Entries of commands applied since start (Ratis's own entries, configuration and metadata, not counted). */
@@ -103,8 +103,12 @@ final class MasterStateMachine extends BaseStateMachine {
         return state;
     }
 
-    void await(long proposal, CompletableFuture<List<Object>> results) {
-        waiting.put(proposal, new Waiting(results, System.nanoTime()));
+    /**
+     * Waits for the entry of {@code proposal}, which carries {@code commands}: when it is applied here, they are
+     * applied as they are (their bytes are what every other master decodes) and {@code results} completes.
+     */
+    void await(long proposal, List<Command<?>> commands, CompletableFuture<List<Object>> results) {
+        waiting.put(proposal, new Proposed(commands, results));
     }
 
     void forget(long proposal) {
@@ -191,8 +195,10 @@ final class MasterStateMachine extends BaseStateMachine {
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
         LogEntryProto entry = trx.getLogEntry();
-        byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
-        if (data.length >= 4 && ByteBuffer.wrap(data).getInt() == KEY_MAGIC) {
+        var logData = entry.getStateMachineLogEntry().getLogData();
+        ByteBuffer head = logData.asReadOnlyByteBuffer();
+        if (head.remaining() >= 4 && head.getInt(head.position()) == KEY_MAGIC) {
+            byte[] data = logData.toByteArray();
             MasterState s = state;
             try {
                 // the first key entry is the group's on every master; a later one (a leader that proposed before it
@@ -208,8 +214,13 @@ final class MasterStateMachine extends BaseStateMachine {
             return CompletableFuture.completedFuture(Message.EMPTY);
         }
         CommandCodec.Entry e;
+        Proposed mine = null;
         try {
-            e = CommandCodec.decode(data);
+            long proposal = CommandCodec.proposal(head);
+            mine = waiting.remove(proposal);
+            // this master's own entry: its commands as proposed, not decoded again from their bytes
+            e = mine != null ? new CommandCodec.Entry(proposal, CommandCodec.now(head), mine.commands())
+                    : CommandCodec.decode(logData.toByteArray());
         } catch (IllegalArgumentException bad) {
             // applying around it would leave this state different from every other replica's: stop here
             return CompletableFuture.failedFuture(new IllegalStateException("store master log entry " + entry.getIndex()
@@ -220,11 +231,8 @@ final class MasterStateMachine extends BaseStateMachine {
         List<Object> results = state.applyAll(e.now(), e.commands());
         updateLastAppliedTermIndex(entry.getTerm(), entry.getIndex());
         entriesApplied.incrementAndGet();
-        Waiting w = waiting.remove(e.proposal());
-        if (w != null) {
-            // before the answer: whoever sees the call answered sees it counted
-            metrics.committed(System.nanoTime() - w.since());
-            w.results().complete(results);
+        if (mine != null) {
+            mine.results().complete(results);
         }
         return CompletableFuture.completedFuture(Message.EMPTY);
     }
