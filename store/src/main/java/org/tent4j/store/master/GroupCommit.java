@@ -90,7 +90,14 @@ final class GroupCommit {
             }
         }
         inFlight++;
-        proposer.propose(now, commands).whenComplete((results, err) -> done(calls, results, err));
+        CompletableFuture<List<Object>> entry;
+        try {
+            entry = proposer.propose(now, commands);
+        } catch (RuntimeException e) {
+            // a command that cannot be proposed (encoded) fails the calls it came with, and frees its place
+            entry = CompletableFuture.failedFuture(e);
+        }
+        entry.whenComplete((results, err) -> done(calls, results, err));
     }
 
     private void done(List<Call> calls, List<Object> results, Throwable err) {

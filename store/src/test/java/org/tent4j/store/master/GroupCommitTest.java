@@ -109,4 +109,26 @@ class GroupCommitTest {
         }
         assertFalse(calls.get(1).isDone(), "a call of another entry is not failed with it");
     }
+
+    @Test
+    void aCallThatCannotBeProposedFailsAndFreesItsPlace() {
+        List<CompletableFuture<List<Object>>> entries = new CopyOnWriteArrayList<>();
+        GroupCommit group = new GroupCommit((now, commands) -> {
+            if (commands.getFirst() instanceof Command.GrantRead g && g.key().equals("bad")) {
+                throw new IllegalArgumentException("cannot encode " + g.key());
+            }
+            CompletableFuture<List<Object>> f = new CompletableFuture<>();
+            entries.add(f);
+            return f;
+        }, new LogMetrics(java.time.InstantSource.system()));
+        for (int i = 0; i < GroupCommit.IN_FLIGHT + 2; i++) {
+            CompletableFuture<List<Object>> bad = group.submit(i, List.of(new Command.GrantRead("bad")));
+            Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, bad::join);
+            assertInstanceOf(IllegalArgumentException.class, e.getCause(), e.toString());
+        }
+        CompletableFuture<List<Object>> good = group.submit(9, List.of(new Command.GrantRead("good")));
+        assertEquals(1, entries.size(), "refused proposals kept no place in flight");
+        entries.getFirst().complete(List.of("ok"));
+        assertEquals(List.of("ok"), good.join());
+    }
 }
