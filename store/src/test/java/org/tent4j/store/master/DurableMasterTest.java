@@ -238,7 +238,7 @@ class DurableMasterTest {
      * purged their logs catches up from the leader's snapshot plus the log's tail (Ratis's snapshot install) to the
      * leader's state, read through the {@link StoreMaster} that serves it; so does a follower whose data dir was
      * wiped, which gets the group's client-credential key from the snapshot. The log's metrics move meanwhile: a
-     * commit-latency sample per entry, the latest snapshot's index, its age on an injected wall clock.
+     * commit-latency sample per call, the latest snapshot's index, its age on an injected wall clock.
      */
     @Test
     void threeMastersApplyTheSameLogAndOneThatWasDownCatchesUpFromASnapshot() throws Exception {
@@ -277,11 +277,12 @@ class DurableMasterTest {
                 assertEquals(expected, StateDump.of(f.state()));
             }
 
-            // one commit-latency sample per entry this master proposed and applied: a single put is two (start, end)
+            // one commit-latency sample per call this master proposed and applied: a single put is two calls (start,
+            // end), each its own entry when no other call waits beside it
             long commits = leader.metrics().commits();
             long entries = leader.entriesApplied();
             put(m, "tail/", 0, 5);
-            assertEquals(10, leader.metrics().commits() - commits, "a sample per entry");
+            assertEquals(10, leader.metrics().commits() - commits, "a sample per call");
             assertEquals(10, leader.entriesApplied() - entries, "each put call one entry");
             StringBuilder text = new StringBuilder();
             leader.metrics().appendPrometheus(text);
