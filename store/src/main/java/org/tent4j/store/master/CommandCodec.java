@@ -3,13 +3,10 @@ package org.tent4j.store.master;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import org.tent4j.store.ReplicateConfig;
@@ -35,7 +32,7 @@ final class CommandCodec {
 
     static byte[] encode(Entry e) {
         try {
-            Out bytes = new Out(64 + 48 * e.commands().size());
+            CodecStreams.Out bytes = new CodecStreams.Out(64 + 48 * e.commands().size());
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(MAGIC);
             out.writeInt(VERSION);
@@ -52,10 +49,13 @@ final class CommandCodec {
         }
     }
 
+    /** Magic, version, proposal id and time: what {@link #proposal} and {@link #now} read without decoding the rest. */
+    private static final int HEADER_BYTES = 24;
+
     /** The proposal id of the entry in {@code b} (not moved), after its magic and version are checked. */
     static long proposal(java.nio.ByteBuffer b) {
         int at = b.position();
-        if (b.remaining() < 24) {
+        if (b.remaining() < HEADER_BYTES) {
             throw new IllegalArgumentException("log entry of " + b.remaining() + " bytes is cut short");
         }
         if (b.getInt(at) != MAGIC || b.getInt(at + 4) != VERSION) {
@@ -73,15 +73,11 @@ final class CommandCodec {
     /** The entry these bytes encode; {@link IllegalArgumentException} naming what is wrong if they are not one. */
     static Entry decode(byte[] b) {
         try {
-            DataInputStream in = new DataInputStream(new In(b));
-            int magic = in.readInt();
-            int version = in.readInt();
-            if (magic != MAGIC || version != VERSION) {
-                throw new IllegalArgumentException(String.format("not a store master log entry (magic %08x, version %d;"
-                        + " expected %08x, %d)", magic, version, MAGIC, VERSION));
-            }
-            long proposal = in.readLong();
-            long now = in.readLong();
+            java.nio.ByteBuffer head = java.nio.ByteBuffer.wrap(b);
+            long proposal = proposal(head);
+            long now = now(head);
+            DataInputStream in = new DataInputStream(new CodecStreams.In(b));
+            in.skipNBytes(HEADER_BYTES);
             int n = count(in);
             List<Command<?>> commands = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -442,75 +438,5 @@ final class CommandCodec {
             throw new IllegalArgumentException("count " + n + " with " + in.available() + " bytes left");
         }
         return n;
-    }
-
-    /**
-     * {@code ByteArrayOutputStream} without its locks: every field of every command is a write, on the thread that
-     * proposes (an event loop, or the applier proposing the calls that waited), and each synchronized write was a lock.
-     */
-    private static final class Out extends OutputStream {
-        private byte[] buf;
-        private int size;
-
-        Out(int capacity) {
-            buf = new byte[capacity];
-        }
-
-        private void room(int n) {
-            if (size + n > buf.length) {
-                buf = Arrays.copyOf(buf, Math.max(buf.length * 2, size + n));
-            }
-        }
-
-        @Override
-        public void write(int b) {
-            room(1);
-            buf[size++] = (byte) b;
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) {
-            room(len);
-            System.arraycopy(b, off, buf, size, len);
-            size += len;
-        }
-
-        byte[] toByteArray() {
-            return Arrays.copyOf(buf, size);
-        }
-    }
-
-    /** {@code ByteArrayInputStream} without its locks (every field of every command is a read, on each master's applier). */
-    private static final class In extends InputStream {
-        private final byte[] buf;
-        private int pos;
-
-        In(byte[] buf) {
-            this.buf = buf;
-        }
-
-        @Override
-        public int read() {
-            return pos < buf.length ? buf[pos++] & 0xff : -1;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-            if (len == 0) {
-                return 0;
-            }
-            int n = Math.min(len, buf.length - pos);
-            if (n <= 0) {
-                return -1;
-            }
-            System.arraycopy(buf, pos, b, off, n);
-            pos += n;
-            return n;
-        }
-
-        @Override
-        public int available() {
-            return buf.length - pos;
-        }
     }
 }

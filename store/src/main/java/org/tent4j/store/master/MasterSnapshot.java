@@ -1,7 +1,5 @@
 package org.tent4j.store.master;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -48,7 +46,7 @@ final class MasterSnapshot {
 
     static byte[] write(MasterState s, Position at) {
         try {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            CodecStreams.Out bytes = new CodecStreams.Out(1 << 16);
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(MAGIC);
             out.writeInt(VERSION);
@@ -166,7 +164,7 @@ final class MasterSnapshot {
     /** Fills {@code s}, fresh from its constructor, from a snapshot; where the stream goes on from. */
     static Position read(MasterState s, byte[] snapshot) {
         try {
-            DataInputStream in = new DataInputStream(new ByteArrayInputStream(snapshot));
+            DataInputStream in = new DataInputStream(new CodecStreams.In(snapshot));
             if (in.readInt() != MAGIC) {
                 throw new IllegalArgumentException("not a master snapshot (bad magic)");
             }
