@@ -47,6 +47,8 @@ final class DataPortServer {
     /** One listening channel per rail address, all on {@link #port}. */
     private final List<Channel> servers = new ArrayList<>();
     private final ChannelGroup inbound;
+    /** Set before {@link #close} closes anything: a connection set up after that closes itself. */
+    private volatile boolean closing;
     /** Inbound connections still proving themselves (token handshake, TLS), not yet counted. */
     private final UnprovenConnections unproven;
     /** Inbound connections open; a counter rather than the group's size, so the check and the count are one step. */
@@ -104,6 +106,14 @@ final class DataPortServer {
                         }
                         ch.pipeline().addLast(target);
                         inbound.add(ch);
+                        if (closing) {
+                            // accepted before the listening socket closed but registered only now: the group was
+                            // closed without it, and an event loop that is shutting down registers it after it
+                            // closed its channels, so nobody else would ever close it (seen as a peer whose idle
+                            // lane stayed open after this transport closed, its requests unanswered)
+                            ch.close();
+                            return;
+                        }
                         if (proves) {
                             // counted only once it proved itself; until then it holds one of max_connections
                             // pre-authentication slots, the oldest evicted, so silent connections cannot lock
@@ -133,6 +143,7 @@ final class DataPortServer {
 
     /** Stops listening and closes every inbound connection, waiting up to {@code patience} for each step. */
     void close(Duration patience) {
+        closing = true;
         for (Channel server : servers) {
             server.close().awaitUninterruptibly(patience.toMillis());
         }

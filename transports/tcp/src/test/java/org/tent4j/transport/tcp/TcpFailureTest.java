@@ -75,6 +75,43 @@ class TcpFailureTest {
         }
     }
 
+    /**
+     * A connection the listening socket accepted just before the transport closed is registered with an event loop
+     * only as that loop shuts down, after it closed its channels: the transport must still close it, or the peer's
+     * idle lane stays open and its next request is never answered (the race behind a hang of the test above).
+     */
+    @Test
+    void connectionsAcceptedAsTheTargetClosesAreClosedToo() throws IOException {
+        InetAddress loopback = InetAddress.getLoopbackAddress();
+        for (int round = 0; round < 30; round++) {
+            TcpTransport target = (TcpTransport) TcpFixture.PROVIDER.create(TcpFixture.context("t" + round, Map.of()));
+            int port = Integer.parseInt(target.segmentAttributes().get("port"));
+            List<Socket> peers = new ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    peers.add(new Socket(loopback, port));
+                }
+                target.close();
+                for (Socket peer : peers) {
+                    peer.setSoTimeout((int) TimeUnit.SECONDS.toMillis(TcpFixture.AWAIT_SECONDS));
+                    int read;
+                    try {
+                        read = peer.getInputStream().read();
+                    } catch (java.net.SocketTimeoutException e) {
+                        throw new AssertionError("round " + round + ": connection " + peer.getLocalPort() + " -> "
+                                + port + " stayed open after the target's transport closed", e);
+                    } catch (java.net.SocketException reset) {
+                        read = -1;
+                    }
+                    assertEquals(-1, read, "round " + round + ": the closed target sent a byte");
+                }
+            } finally {
+                target.close();
+                closeAll(peers);
+            }
+        }
+    }
+
     @Test
     void peerThatNeverAnswersTimesOutAndTheLaneCloses() throws IOException {
         // deadlines are judged in the engine's clock: only this clock moving past them can fail the slices in time
