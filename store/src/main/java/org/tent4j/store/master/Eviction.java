@@ -128,8 +128,8 @@ final class Eviction {
 
     /**
      * Takes the victims {@link #plan} chose that are still what they were then: present, evictable now and leased no
-     * later than the plan's cutoff (a read or a new put since makes an object younger, so it stays). Walks only the
-     * victims, under the ordering point.
+     * later than the plan's cutoff (a read or a new put since makes an object younger, so it stays), in a tier still
+     * over its high watermark. Walks only the victims, under the ordering point.
      */
     Command.Evicted evictVictims(long now, Command.EvictVictims victims) {
         synchronized (lock) {
@@ -141,8 +141,14 @@ final class Eviction {
                     counters.evictionRounds.increment();
                 }
             }
-            take(now, true, victims.disk(), diskDropped);
-            take(now, false, victims.memory(), diskDropped);
+            // a tier brought under its mark since the plan (a put evicted for itself, an offload started) keeps its
+            // victims: they were chosen for room that is no longer wanted
+            if (goal(true, state.segments.disks()) != Long.MIN_VALUE) {
+                take(now, true, victims.disk(), diskDropped);
+            }
+            if (goal(false, state.segments.active()) != Long.MIN_VALUE) {
+                take(now, false, victims.memory(), diskDropped);
+            }
             return new Command.Evicted(counters.evictedObjects.sum() - objs, counters.evictedBytes.sum() - bytes);
         }
     }

@@ -66,6 +66,30 @@ class OffloadTest {
         return state.segments().stream().filter(s -> s.tier() == Tier.DISK).mapToLong(MasterState.SegmentView::used).sum();
     }
 
+    /**
+     * The evictor plans off the ordering point, so a put may evict for itself between the plan and its entry: the
+     * plan, applied after, must not offload a second object for room the put's offload already makes (the race
+     * behind a RoomWaitTest that saw two offloads where one was due).
+     */
+    @Test
+    void aPlanOvertakenByAPutsOwnEvictionTakesNothing() {
+        mountNode("a", 1 << 20);
+        long size = MEM / 4;
+        long t0 = now;
+        for (int i = 0; state.segments.allocated() + size <= MEM; i++) {
+            put("v" + i, size);
+            now = t0; // written at one instant, as under a clock that has not ticked: their order is a tie
+        }
+        Command.EvictVictims plan = state.planEviction(now);
+        assertFalse(plan.none(), "a full memory tier plans a round");
+        StoreException waiting = assertThrows(StoreException.class, () -> put("big", size));
+        assertEquals(StoreError.NO_AVAILABLE_HANDLE, waiting.error(), waiting.getMessage());
+        assertEquals(1, state.stats().tiering().offloadsStarted(), "the put offloaded one object for itself");
+        state.apply(now, plan);
+        assertEquals(1, state.stats().tiering().offloadsStarted(), "the stale plan offloaded another");
+        assertEquals(0, state.stats().evictedObjects(), "nor dropped one");
+    }
+
     @Test
     void evictionOffloadsOnceAndSwitchesOnlyOnTheNodesReport() {
         mountNode("a", 1 << 20);
