@@ -27,14 +27,17 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 sum_field() { # sum of a numeric JSON field over the given files
   python3 - "$@" <<'PY'
 import json, sys
-field = sys.argv[1]; tot = 0.0; p50 = []; bad = 0
+field = sys.argv[1]; tot = 0.0; p50 = []; bad = 0; first = []
 for f in sys.argv[2:]:
     lines = [l for l in open(f) if l.startswith('{')]
     if not lines:
         print(f"NO RESULT from {f}: " + open(f + '.err').read()[-300:].replace('\n', ' | ')); sys.exit()
     d = json.loads(lines[-1]); tot += d[field]; p50.append(d.get('callP50Us', 0))
     bad += d.get('errors', 0) + d.get('mismatches', 0)
-print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us){f' ERRORS/MISMATCHES {bad}' if bad else ''}")
+    if d.get('errors', 0):  # the bench names its first error on stderr: a figure with errors must say which
+        first += [l.strip() for l in open(f + '.err') if l.startswith('first error')][:1]
+print(f"{tot:.0f} (p50 per call {'/'.join(str(round(x)) for x in p50)} us){f' ERRORS/MISMATCHES {bad}' if bad else ''}"
+      + ''.join(f' [{e}]' for e in first))
 PY
 }
 
