@@ -303,7 +303,8 @@ class RequestIdTest {
         proxy.loseAnswers();
         var answer = java.util.concurrent.CompletableFuture.supplyAsync(call);
         long deadline = System.nanoTime() + 5_000_000_000L;
-        while (journal.subList(from, journal.size()).stream().noneMatch(e -> e.command() instanceof Command.Once<?> o
+        // a copy, not a subList view: the master journals ticks meanwhile, and a view of a list that grew throws
+        while (List.copyOf(journal).stream().skip(from).noneMatch(e -> e.command() instanceof Command.Once<?> o
                 && kind.isInstance(o.command()))) {
             assertTrue(System.nanoTime() < deadline, "the master applied no " + kind.getSimpleName() + " within 5 s");
             java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
