@@ -399,6 +399,7 @@ public final class PathGroup {
             s.giveUp(ErrorCode.ADDRESS_NOT_REGISTERED, "local buffer " + s.local() + " was unregistered before the slice was posted");
             return;
         }
+        long generation = s.generation(); // read before the post: after it the slice may settle and be reused
         if (cancellable) {
             t.linkPosted(s);
         }
@@ -407,6 +408,12 @@ public final class PathGroup {
             c.post(s);
         } catch (RuntimeException e) {
             s.fail(ErrorCode.INTERNAL, "transport '" + transport.id() + "' threw from post: " + e);
+        }
+        if (cancellable && t.isTerminal()) {
+            // the task ended between enterTransport and linkPosted, so ending it did not see this slice to cancel it
+            // (a slice the transport held for its 30 s kept a cancelled task from being reported); it cannot have
+            // been reported and reused meanwhile, as this slice is still counted in its transport
+            s.cancel(generation);
         }
     }
 
