@@ -410,9 +410,10 @@ public final class PathGroup {
             s.fail(ErrorCode.INTERNAL, "transport '" + transport.id() + "' threw from post: " + e);
         }
         if (cancellable && t.isTerminal()) {
-            // the task ended between enterTransport and linkPosted, so ending it did not see this slice to cancel it
-            // (a slice the transport held for its 30 s kept a cancelled task from being reported); it cannot have
-            // been reported and reused meanwhile, as this slice is still counted in its transport
+            // the task ended after enterTransport and before the post armed this slice: ending it either did not
+            // find the slice linked yet or could not cancel it unarmed (a slice the transport then held for its 30 s
+            // kept a cancelled task from being reported); checked after the post, so both windows are closed. The
+            // task cannot have been reported and reused meanwhile: this slice is still counted in its transport
             s.cancel(generation);
         }
     }
