@@ -136,21 +136,24 @@ final class Eviction {
             long objs = counters.evictedObjects.sum();
             long bytes = counters.evictedBytes.sum();
             Set<ObjectRecord> diskDropped = Collections.newSetFromMap(new IdentityHashMap<>());
-            for (Command.Victims v : List.of(victims.disk(), victims.memory())) {
-                if (!v.keys().isEmpty()) {
-                    counters.evictionRounds.increment();
-                }
-            }
-            // a tier brought under its mark since the plan (a put evicted for itself, an offload started) keeps its
-            // victims: they were chosen for room that is no longer wanted
-            if (goal(true, state.segments.disks()) != Long.MIN_VALUE) {
-                take(now, true, victims.disk(), diskDropped);
-            }
-            if (goal(false, state.segments.active()) != Long.MIN_VALUE) {
-                take(now, false, victims.memory(), diskDropped);
-            }
+            takePlanned(now, true, victims.disk(), state.segments.disks(), diskDropped);
+            takePlanned(now, false, victims.memory(), state.segments.active(), diskDropped);
             return new Command.Evicted(counters.evictedObjects.sum() - objs, counters.evictedBytes.sum() - bytes);
         }
+    }
+
+    /**
+     * One tier's planned victims, counted as a round as {@link #evictTier} counts one: only while the tier is over its
+     * mark. A tier brought under it since the plan (a put evicted for itself, an offload started) keeps its victims:
+     * they were chosen for room that is no longer wanted.
+     */
+    private void takePlanned(long now, boolean disk, Command.Victims v, MountedSegment[] segs,
+                             Set<ObjectRecord> diskDropped) {
+        if (v.keys().isEmpty() || goal(disk, segs) == Long.MIN_VALUE) {
+            return;
+        }
+        counters.evictionRounds.increment();
+        take(now, disk, v, diskDropped);
     }
 
     /**

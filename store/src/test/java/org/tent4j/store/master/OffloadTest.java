@@ -85,9 +85,11 @@ class OffloadTest {
         StoreException waiting = assertThrows(StoreException.class, () -> put("big", size));
         assertEquals(StoreError.NO_AVAILABLE_HANDLE, waiting.error(), waiting.getMessage());
         assertEquals(1, state.stats().tiering().offloadsStarted(), "the put offloaded one object for itself");
+        long rounds = state.stats().evictionRounds();
         state.apply(now, plan);
         assertEquals(1, state.stats().tiering().offloadsStarted(), "the stale plan offloaded another");
         assertEquals(0, state.stats().evictedObjects(), "nor dropped one");
+        assertEquals(rounds, state.stats().evictionRounds(), "a plan that took nothing is no round");
     }
 
     @Test
