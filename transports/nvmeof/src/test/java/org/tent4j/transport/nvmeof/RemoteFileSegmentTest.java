@@ -71,6 +71,46 @@ class RemoteFileSegmentTest {
         }
     }
 
+    /** An engine whose tcp port (and metrics port, when asked for) the test connects to directly. */
+    private record Owner(TransferEngine engine, int port, int metricsPort) implements AutoCloseable {
+        @Override
+        public void close() {
+            engine.close();
+        }
+    }
+
+    /**
+     * Starts an owner on free ports. A port found free can be taken by another module's test (the suite runs two
+     * at once) before the engine binds it, and the tcp and metrics ports can even come out the same: the engine is
+     * then started again on fresh ones, never left to fail the test.
+     */
+    private static Owner owner(String name, boolean withMetrics, java.util.Map<String, Object> more) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            int port = freePort();
+            int metricsPort = withMetrics ? freePort() : -1;
+            java.util.Map<String, Object> all = new java.util.HashMap<>(more);
+            if (withMetrics) {
+                all.put(EngineConfig.METRICS_PORT, metricsPort);
+            }
+            try {
+                return new Owner(engine(name, "tcp", port, all), port, metricsPort);
+            } catch (RuntimeException e) {
+                if (attempt == 5 || !portTaken(e)) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static boolean portTaken(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof java.net.BindException || String.valueOf(c.getMessage()).contains("Address already in use")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static TransferStatus run(TransferEngine e, Opcode op, MemorySegment local, SegmentHandle seg, long target) {
         return e.transfer(TransferRequest.builder(op, local, seg, target).require("tcp").build());
     }
@@ -133,8 +173,9 @@ class RemoteFileSegmentTest {
     /** The target's own checks, for a peer that does not check (raw protocol): each answer names file, offset, length. */
     @Test
     void targetRejectsBadRangesAndPermissionsAndServesInOrder() throws Exception {
-        int port = freePort();
-        try (TransferEngine owner = engine("raw-owner", "tcp", port)) {
+        try (Owner o = owner("raw-owner", false, java.util.Map.of())) {
+            TransferEngine owner = o.engine();
+            int port = o.port();
             Path rwPath = dir.resolve("rw.bin");
             Path roPath = dir.resolve("ro.bin");
             RegisteredFile rw = owner.registerFile(rwPath, 1 * MIB, Permission.READ_WRITE);
@@ -184,8 +225,9 @@ class RemoteFileSegmentTest {
     /** Once unregistered, a file is out of reach at once, even on a connection that used it a moment before. */
     @Test
     void anUnregisteredFileIsNoLongerServed() throws Exception {
-        int port = freePort();
-        try (TransferEngine owner = engine("gone-owner", "tcp", port)) {
+        try (Owner o = owner("gone-owner", false, java.util.Map.of())) {
+            TransferEngine owner = o.engine();
+            int port = o.port();
             Path path = dir.resolve("gone.bin");
             RegisteredFile f = owner.registerFile(path, 1 * MIB, Permission.READ_WRITE);
             try (Raw raw = new Raw(port)) {
@@ -210,11 +252,11 @@ class RemoteFileSegmentTest {
      */
     @Test
     void fileBuffersAreBoundedAcrossConnections() throws Exception {
-        int port = freePort();
-        int metricsPort = freePort();
-        try (TransferEngine owner = engine("budget-owner", "tcp", port, java.util.Map.of(
-                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m",
-                EngineConfig.METRICS_PORT, metricsPort))) {
+        try (Owner o = owner("budget-owner", true, java.util.Map.of(
+                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m"))) {
+            TransferEngine owner = o.engine();
+            int port = o.port();
+            int metricsPort = o.metricsPort();
             Path path = dir.resolve("budget.bin");
             RegisteredFile f = owner.registerFile(path, 8 * MIB, Permission.READ_ONLY);
             byte[] content = new byte[(int) (8 * MIB)];
@@ -275,11 +317,11 @@ class RemoteFileSegmentTest {
      */
     @Test
     void fileWritesShareTheBudgetAndLandIntact() throws Exception {
-        int port = freePort();
-        int metricsPort = freePort();
-        try (TransferEngine owner = engine("wbudget-owner", "tcp", port, java.util.Map.of(
-                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m",
-                EngineConfig.METRICS_PORT, metricsPort))) {
+        try (Owner o = owner("wbudget-owner", true, java.util.Map.of(
+                "transports.tcp.max_frame", "1m", "transports.tcp.max_file_buffer_bytes", "2m"))) {
+            TransferEngine owner = o.engine();
+            int port = o.port();
+            int metricsPort = o.metricsPort();
             Path path = dir.resolve("wbudget.bin");
             RegisteredFile f = owner.registerFile(path, 16 * MIB, Permission.READ_WRITE);
             byte[] content = new byte[(int) (16 * MIB)];
