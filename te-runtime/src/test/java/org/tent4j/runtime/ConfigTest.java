@@ -115,11 +115,9 @@ class ConfigTest {
             String scrape = ((TransferEngineImpl) e).metrics().scrape();
             assertTrue(scrape.contains("tent4j_transfer_requests_total"), scrape);
         }
-        int port;
-        try (var s = new java.net.ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        try (TransferEngine e = TransferEngine.create(base().set(EngineConfig.METRICS_PORT, port).build())) {
+        try (MetricsEndpointTest.Served served = MetricsEndpointTest.served(base())) {
+            TransferEngine e = served.engine();
+            int port = served.port();
             HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode());

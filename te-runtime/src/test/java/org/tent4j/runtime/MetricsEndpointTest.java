@@ -30,19 +30,14 @@ class MetricsEndpointTest {
     void aClientThatSendsHalfARequestNeitherStallsScrapesNorStaysConnected() throws Exception {
         // surefire sets the JDK server's request time to 5 s for this module; the engine's default is 30 s
         assertEquals("5", System.getProperty("sun.net.httpserver.maxReqTime"));
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        try (TransferEngine e = TransferEngine.create(EngineConfig.builder().environment(Map.of())
-                .set(EngineConfig.CONTROL_HOST, "127.0.0.1").set(EngineConfig.METRICS_PORT, port).build());
-             Socket slow = new Socket("127.0.0.1", port);
+        try (Served e = served(EngineConfig.builder().environment(Map.of()).set(EngineConfig.CONTROL_HOST, "127.0.0.1"));
+             Socket slow = new Socket("127.0.0.1", e.port());
              HttpClient http = HttpClient.newHttpClient()) {
             slow.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n".getBytes(StandardCharsets.ISO_8859_1));
             slow.getOutputStream().flush();
             long start = System.nanoTime();
 
-            HttpResponse<String> scrape = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+            HttpResponse<String> scrape = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + e.port() + "/metrics"))
                     .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, scrape.statusCode());
             // answered while the slow client still held its connection: the scrape did not wait for it to be cut
@@ -55,6 +50,44 @@ class MetricsEndpointTest {
             long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(took < 20_000, "closing the slow client took " + took + " ms");
         }
+    }
+
+    /** An engine whose metrics port the test connects to directly. */
+    record Served(TransferEngine engine, int port) implements AutoCloseable {
+        @Override
+        public void close() {
+            engine.close();
+        }
+    }
+
+    /**
+     * Starts an engine of {@code config} with its metrics on a free port. A port found free can be taken by another
+     * module's test (the suite runs two at once) before the engine binds it: the engine is then started again on a
+     * fresh one, never left to fail the test. (The engine does not say which port a metrics port of 0 bound.)
+     */
+    static Served served(EngineConfig.Builder config) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            int port;
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+            try {
+                return new Served(TransferEngine.create(config.set(EngineConfig.METRICS_PORT, port).build()), port);
+            } catch (RuntimeException e) {
+                if (attempt == 5 || !portTaken(e)) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static boolean portTaken(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof java.net.BindException || String.valueOf(c.getMessage()).contains("Address already in use")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void assertClosedByServer(Socket s) throws IOException {
