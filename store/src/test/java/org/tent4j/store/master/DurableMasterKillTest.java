@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,10 +41,6 @@ class DurableMasterKillTest {
     @Test
     void everyAcknowledgedPutSurvivesSigkillAndARestartedNodesOldObjectsAreNeverServed() throws Exception {
         List<TransferEngine> engines = new ArrayList<>();
-        int restartedPort;
-        try (ServerSocket free = new ServerSocket(0)) {
-            restartedPort = free.getLocalPort();
-        }
         ChildJvm master = ChildJvm.start(DurableMasterProcess.class, dir.toString(), "0");
         try (Arena arena = Arena.ofShared()) {
             int port = Integer.parseInt(master.awaitLine("LISTENING ", Duration.ofSeconds(60)).split(" ")[1]);
@@ -53,7 +48,10 @@ class DurableMasterKillTest {
             StoreClient node = StoreClient.builder(DurableValues.engine(engines), address).connect();
             SegmentSpec kept = node.contribute(4 << 20);
             MemorySegment memory = arena.allocate(RESTARTED_MEMORY, 4096);
-            TransferEngine first = nodeEngine(restartedPort);
+            // on a port it binds itself, not one found free earlier that another test could take meanwhile; its
+            // segment name is host:port of its control plane, which the restarted node then binds again
+            TransferEngine first = nodeEngine(0);
+            int restartedPort = Integer.parseInt(first.segmentName().substring(first.segmentName().lastIndexOf(':') + 1));
             // a short call timeout: its close while the master is down gives up on unmount and leave at once
             StoreClient restarting = StoreClient.builder(first, address).rpcTimeout(Duration.ofSeconds(3)).connect();
             SegmentSpec before = restarting.contribute(first.register(memory, Location.CPU, Permission.READ_WRITE));
@@ -109,7 +107,7 @@ class DurableMasterKillTest {
         }
     }
 
-    /** An engine on a fixed control port: a node started again there has the same engine segment name. */
+    /** An engine on control port {@code port} (0 = a free one): a node started again there has the same engine segment name. */
     private static TransferEngine nodeEngine(int port) {
         return TransferEngine.create(EngineConfig.builder().set(EngineConfig.CONTROL_HOST, "127.0.0.1")
                 .set(EngineConfig.CONTROL_PORT, Integer.toString(port)).build());

@@ -243,18 +243,9 @@ class DurableMasterTest {
     @Test
     void threeMastersApplyTheSameLogAndOneThatWasDownCatchesUpFromASnapshot() throws Exception {
         List<DurableLog.Peer> peers = new ArrayList<>();
-        for (int i = 1; i <= 3; i++) {
-            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + s.getLocalPort()));
-            }
-        }
         AtomicLong wallMillis = new AtomicLong(Instant.parse("2030-01-01T00:00:00Z").toEpochMilli());
         InstantSource wall = () -> Instant.ofEpochMilli(wallMillis.get());
-        List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
-        for (DurableLog.Peer p : peers) {
-            opening.add(CompletableFuture.supplyAsync(() -> openInGroup(p, peers, wall)));
-        }
-        List<DurableLog> logs = new ArrayList<>(opening.stream().map(CompletableFuture::join).toList());
+        List<DurableLog> logs = openGroup(peers, wall);
         try {
             // a follower's open returns once it knows a leader, which may not be ready yet
             CompletableFuture.anyOf(logs.stream().map(DurableLog::leaderReady).toArray(CompletableFuture[]::new))
@@ -359,6 +350,34 @@ class DurableMasterTest {
                     throw new UncheckedIOException(e);
                 }
             })).toArray(CompletableFuture[]::new)).join();
+        }
+    }
+
+    /**
+     * Three logs opened at once, on fresh ports ({@link GroupPorts}: started again on other ones when one was taken);
+     * {@code peers} is set to the group's.
+     */
+    private List<DurableLog> openGroup(List<DurableLog.Peer> peers, InstantSource wall) throws IOException {
+        GroupPorts.keepJvmOnRatisBindFailure();
+        for (int attempt = 1; ; attempt++) {
+            int[] ports = GroupPorts.pick(3);
+            peers.clear();
+            for (int i = 1; i <= 3; i++) {
+                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[i - 1]));
+            }
+            List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
+            for (DurableLog.Peer p : peers) {
+                opening.add(CompletableFuture.supplyAsync(() -> openInGroup(p, peers, wall)));
+            }
+            try {
+                return new ArrayList<>(opening.stream().map(CompletableFuture::join).toList());
+            } catch (java.util.concurrent.CompletionException e) {
+                GroupPorts.closeOpened(opening);
+                if (attempt == GroupPorts.ATTEMPTS || !GroupPorts.taken(e)) {
+                    throw e;
+                }
+                GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
+            }
         }
     }
 

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -53,28 +52,11 @@ class LeaderFollowTest {
     @Test
     void clientsAndNodesFollowTheLeaderAcrossAFailover() throws Exception {
         List<DurableLog.Peer> peers = new ArrayList<>();
-        for (int i = 1; i <= 3; i++) {
-            peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + freePort(), "127.0.0.1:" + freePort()));
-        }
-        List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
-        for (DurableLog.Peer p : peers) {
-            opening.add(CompletableFuture.supplyAsync(() -> {
-                try {
-                    return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, SETTINGS);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }));
-        }
-        List<MasterServer> servers = new ArrayList<>();
+        List<MasterServer> servers = startMasters(peers);
         List<AdminServer> admins = new ArrayList<>();
         List<TransferEngine> engines = new ArrayList<>();
         try {
-            for (int i = 0; i < 3; i++) {
-                DurableLog log = opening.get(i).join();
-                MasterServer s = MasterServer.start(new StoreMaster(log, StoreClock.system()), "127.0.0.1",
-                        port(peers.get(i).rpc()), 100, r -> { });
-                servers.add(s);
+            for (MasterServer s : servers) {
                 admins.add(AdminServer.start(s, "127.0.0.1", 0));
             }
             int leader = awaitLeader(servers, -1);
@@ -196,16 +178,51 @@ class LeaderFollowTest {
             for (MasterServer s : servers) {
                 s.close();
             }
-            for (int i = servers.size(); i < opening.size(); i++) {
-                opening.get(i).thenAccept(l -> {
-                    try {
-                        l.close();
-                    } catch (IOException ignored) {
-                        // best effort on a failed start
-                    }
-                });
-            }
             engines.forEach(TransferEngine::close);
+        }
+    }
+
+    /**
+     * The three masters, each on its log and serving its store RPC, on fresh ports ({@link GroupPorts}: started again
+     * on other ones when one was taken); {@code peers} is set to the group's.
+     */
+    private List<MasterServer> startMasters(List<DurableLog.Peer> peers) throws IOException {
+        GroupPorts.keepJvmOnRatisBindFailure();
+        for (int attempt = 1; ; attempt++) {
+            int[] ports = GroupPorts.pick(6);
+            peers.clear();
+            for (int i = 1; i <= 3; i++) {
+                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[2 * i - 2], "127.0.0.1:" + ports[2 * i - 1]));
+            }
+            List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
+            for (DurableLog.Peer p : peers) {
+                opening.add(CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, SETTINGS);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }));
+            }
+            List<MasterServer> servers = new ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    DurableLog log = opening.get(i).join();
+                    servers.add(MasterServer.start(new StoreMaster(log, StoreClock.system()), "127.0.0.1",
+                            port(peers.get(i).rpc()), 100, r -> { }));
+                }
+                return servers;
+            } catch (IOException | RuntimeException e) {
+                // a server closes its log; one that failed to start closed it too
+                for (MasterServer s : servers) {
+                    s.close();
+                }
+                GroupPorts.closeOpened(opening.subList(servers.size() + 1, opening.size()));
+                if (attempt == GroupPorts.ATTEMPTS || !GroupPorts.taken(e)) {
+                    throw e;
+                }
+                GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
+            }
         }
     }
 
@@ -215,8 +232,10 @@ class LeaderFollowTest {
      */
     @Test
     void noLeaderAmongTheMastersIsAnErrorNamingEachOne() throws Exception {
-        String a = "127.0.0.1:" + freePort();
-        String b = "127.0.0.1:" + freePort();
+        // two ports nobody listens on, never the same one twice (the list would be refused as naming a master twice)
+        int[] dead = GroupPorts.pick(2);
+        String a = "127.0.0.1:" + dead[0];
+        String b = "127.0.0.1:" + dead[1];
         // the call keeps trying both until its timeout: long enough for a first connect on a loaded box (800 ms was
         // not, at load 9: the first master "no answer in time", the second never tried)
         try (org.tent4j.store.rpc.MasterClient client = new org.tent4j.store.rpc.MasterClient(a + "," + b,
@@ -317,11 +336,5 @@ class LeaderFollowTest {
 
     private static int port(String address) {
         return Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
     }
 }

@@ -4,12 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
+import java.io.RandomAccessFile;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,6 +31,8 @@ final class MasterGroup implements AutoCloseable {
     static final Pattern OBJECTS = Pattern.compile("\"objects\":(\\d+)");
     static final Pattern APPLIED = Pattern.compile("(?m)^store_raft_applied_index (\\d+)");
     private static final Duration START = Duration.ofSeconds(60);
+    /** Where every master's stderr is appended (ChildJvm's own choice, named here to be read back). */
+    private static final Path STDERR = Path.of("target", DurableMasterProcess.class.getSimpleName() + ".log");
 
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
     private final Path dir;
@@ -40,29 +43,58 @@ final class MasterGroup implements AutoCloseable {
 
     private MasterGroup(Path dir) throws IOException {
         this.dir = dir;
+        int[] ports = GroupPorts.pick(6);
         StringBuilder p = new StringBuilder();
         for (int i = 0; i < 3; i++) {
-            rpcPorts[i] = freePort();
-            p.append(i == 0 ? "" : ",").append("m").append(i).append("=127.0.0.1:").append(freePort())
+            rpcPorts[i] = ports[2 * i + 1];
+            p.append(i == 0 ? "" : ",").append("m").append(i).append("=127.0.0.1:").append(ports[2 * i])
                     .append('/').append(rpcPorts[i]);
         }
         this.peers = p.toString();
     }
 
-    /** Starts the three masters at once and waits until each serves; a failed start kills those started. */
+    /**
+     * Starts the three masters at once and waits until each serves; a failed start kills those started. One that
+     * exited because a port was taken ({@link GroupPorts}) has the group started again on fresh ports.
+     */
     static MasterGroup start(Path dir) throws IOException, InterruptedException {
-        MasterGroup g = new MasterGroup(dir);
-        try {
-            for (int i = 0; i < 3; i++) {
-                g.launch(i);
+        for (int attempt = 1; ; attempt++) {
+            long logFrom = Files.exists(STDERR) ? Files.size(STDERR) : 0;
+            MasterGroup g = new MasterGroup(dir);
+            try {
+                for (int i = 0; i < 3; i++) {
+                    g.launch(i);
+                }
+                for (int i = 0; i < 3; i++) {
+                    g.awaitServing(i);
+                }
+                return g;
+            } catch (IOException e) {
+                g.close();
+                if (attempt == GroupPorts.ATTEMPTS || !lostAPort(logFrom)) {
+                    throw e;
+                }
+                GroupPorts.wipe(dir.resolve("m0"), dir.resolve("m1"), dir.resolve("m2"));
+            } catch (InterruptedException | RuntimeException | Error e) {
+                g.close();
+                throw e;
             }
-            for (int i = 0; i < 3; i++) {
-                g.awaitServing(i);
-            }
-            return g;
-        } catch (IOException | InterruptedException | RuntimeException | Error e) {
-            g.close();
-            throw e;
+        }
+    }
+
+    /**
+     * Whether a master of this start exited on a port taken meanwhile: it says so on stderr, which the exception shows
+     * only the tail of (the other two go on logging their election); what earlier masters wrote there does not count.
+     */
+    private static boolean lostAPort(long logFrom) throws IOException {
+        if (!Files.exists(STDERR)) {
+            return false;
+        }
+        try (RandomAccessFile log = new RandomAccessFile(STDERR.toFile(), "r")) {
+            byte[] since = new byte[(int) Math.max(0, log.length() - logFrom)];
+            log.seek(logFrom);
+            log.readFully(since);
+            return new String(since, StandardCharsets.UTF_8).contains("Address already in use");
         }
     }
 
@@ -70,6 +102,7 @@ final class MasterGroup implements AutoCloseable {
         // C1 only and the serial collector: three JVMs start at once on a small box
         masters[i] = ChildJvm.builder(DurableMasterProcess.class)
                 .jvmOptions(List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
+                .stderr(STDERR)
                 .args(dir.resolve("m" + i).toString(), Integer.toString(rpcPorts[i]), "m" + i, peers)
                 .start();
     }
@@ -173,12 +206,6 @@ final class MasterGroup implements AutoCloseable {
         Matcher m = p.matcher(String.valueOf(text));
         assertTrue(m.find(), "no " + p + " in " + text);
         return Long.parseLong(m.group(1));
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
     }
 
     /** SIGKILLs every master (a stopped one too). */
