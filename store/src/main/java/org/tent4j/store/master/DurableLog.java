@@ -112,7 +112,8 @@ public final class DurableLog implements AutoCloseable {
         this.member = member;
         this.machine = machine;
         this.self = self;
-        this.groupCommit = new GroupCommit(this::propose, machine.metrics);
+        this.groupCommit = new GroupCommit(this::propose, machine.metrics,
+                peers.size() > 1 ? GroupCommit.IN_FLIGHT_GROUP : GroupCommit.IN_FLIGHT_ALONE);
         java.util.Map<String, String> m = new java.util.HashMap<>();
         peers.stream().filter(p -> p.rpc() != null).forEach(p -> m.put(p.id(), p.rpc()));
         this.rpcOf = java.util.Map.copyOf(m);

@@ -7,22 +7,30 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Merges concurrent calls' commands into fewer log entries. While {@link #IN_FLIGHT} entries of this master are
- * proposed and not yet applied, a call's commands wait here; when one of them is applied, every call that waited is
- * proposed as one entry (up to {@link #ENTRY_COMMANDS} commands, more entries for the rest), each call keeping its
- * own commands' results. A Ratis entry costs the masters far more than the commands in it (the leader's log write,
- * checksum and fsync, the replication round, each master's applier hand-off, the protobuf messages around it): on two
- * cores a durable master put 4 KiB values in batches of 128 as fast as the in-memory master and in batches of 32 at
- * 0.6x of it (docs/perf-notes/store.md, "Session 25"). Order is kept: calls are proposed in the order they came, and
- * an entry's commands are applied in that order, so a stream's calls are still applied as they came.
+ * Merges concurrent calls' commands into fewer log entries. While {@code inFlight} entries of this master are proposed
+ * and not yet applied, a call's commands wait here; when one of them is applied, every call that waited is proposed as
+ * one entry (up to {@link #ENTRY_COMMANDS} commands, more entries for the rest), each call keeping its own commands'
+ * results. A Ratis entry costs the masters far more than the commands in it (the leader's log write, checksum and
+ * fsync, the replication round, each master's applier hand-off, the protobuf messages around it): on two cores a
+ * durable master put 4 KiB values in batches of 128 as fast as the in-memory master and in batches of 32 at 0.6x of it
+ * (docs/perf-notes/store.md, "Session 25"). Order is kept: calls are proposed in the order they came, and an entry's
+ * commands are applied in that order, so a stream's calls are still applied as they came.
  */
 final class GroupCommit {
     /**
-     * Entries proposed and not yet applied before calls wait to be merged: with one, the log would sit idle while the
+     * Entries a master alone proposes before calls wait to be merged: with one, the log would sit idle while the
      * applier works and the applier while the log syncs; with four, one is written while others are applied, and a
-     * busy master still merges (16 client threads' 4 KiB batch puts: 2.3 calls an entry on one master, 6.2 with one).
+     * busy master still merges (16 client threads' 4 KiB batch puts: 2.3 calls an entry on one master, 6.2 with one;
+     * the rates of one and four in flight stay inside each other's spread).
      */
-    static final int IN_FLIGHT = 4;
+    static final int IN_FLIGHT_ALONE = 4;
+    /**
+     * Entries the leader of a group proposes before calls wait: one. Every master of the group writes, syncs and
+     * applies every entry, on cores they share with nodes and clients, so fewer entries beat the overlap: three
+     * masters put 4 KiB batches 1.2-1.9x and got them 1.5-1.8x as fast with one in flight as with four
+     * (docs/perf-notes/store.md, "Session 27").
+     */
+    static final int IN_FLIGHT_GROUP = 1;
     /**
      * The most commands one entry takes from several calls (one call's commands go out whole, however many), so a
      * merged entry stays within the log's write buffer as a batch call's entry does.
@@ -39,19 +47,22 @@ final class GroupCommit {
 
     private final Proposer proposer;
     private final LogMetrics metrics;
+    private final int inFlightLimit;
     private final ReentrantLock lock = new ReentrantLock();
     /** Calls waiting for an entry; guarded by {@link #lock}. */
     private final ArrayDeque<Call> waiting = new ArrayDeque<>();
     /** Entries proposed and not yet applied or failed; guarded by {@link #lock}. */
     private int inFlight;
 
-    GroupCommit(Proposer proposer, LogMetrics metrics) {
+    /** Merges past {@code inFlightLimit} entries proposed and not yet applied ({@link #IN_FLIGHT_ALONE}, {@link #IN_FLIGHT_GROUP}). */
+    GroupCommit(Proposer proposer, LogMetrics metrics, int inFlightLimit) {
         this.proposer = proposer;
         this.metrics = metrics;
+        this.inFlightLimit = inFlightLimit;
     }
 
     /**
-     * Proposes {@code commands} at once if fewer than {@link #IN_FLIGHT} entries are in flight, else with the calls
+     * Proposes {@code commands} at once if fewer than the limit's entries are in flight, else with the calls
      * that wait beside it once one is applied; completes with their results, or as the entry failed.
      */
     CompletableFuture<List<Object>> submit(long now, List<Command<?>> commands) {
@@ -59,7 +70,7 @@ final class GroupCommit {
         lock.lock();
         try {
             waiting.add(call);
-            if (inFlight < IN_FLIGHT) {
+            if (inFlight < inFlightLimit) {
                 proposeWaiting();
             }
         } finally {

@@ -19,7 +19,7 @@ import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 
 /**
- * Calls proposed while {@link GroupCommit#IN_FLIGHT} entries wait for the applier are merged into one entry, applied
+ * Calls proposed while {@link GroupCommit#IN_FLIGHT_ALONE} entries (one in a group) wait for the applier are merged into one entry, applied
  * in the order they came, each answered with its own commands' results; on a real Ratis log of one master.
  */
 class GroupCommitTest {
@@ -50,8 +50,8 @@ class GroupCommitTest {
             List<CompletableFuture<List<Object>>> calls = new ArrayList<>();
             calls.add(log.submit(1, List.of(new Command.GrantRead("held"))));
             assertTrue(held.await(10, TimeUnit.SECONDS), "the first entry never reached the applier");
-            // IN_FLIGHT - 1 more go out as entries of their own; the ten after them wait, each a call of two reads
-            int alone = GroupCommit.IN_FLIGHT - 1;
+            // IN_FLIGHT_ALONE - 1 more go out as entries of their own; the ten after them wait, each a call of two reads
+            int alone = GroupCommit.IN_FLIGHT_ALONE - 1;
             for (int i = 0; i < alone + 10; i++) {
                 calls.add(log.submit(2 + i, List.of(new Command.GrantRead("k" + i + "a"),
                         new Command.GrantRead("k" + i + "b"))));
@@ -89,16 +89,16 @@ class GroupCommitTest {
             entries.add(f);
             sizes.add(commands.size());
             return f;
-        }, new LogMetrics(java.time.InstantSource.system()));
+        }, new LogMetrics(java.time.InstantSource.system()), GroupCommit.IN_FLIGHT_ALONE);
         List<CompletableFuture<List<Object>>> calls = new ArrayList<>();
-        for (int i = 0; i < GroupCommit.IN_FLIGHT + 3; i++) {
+        for (int i = 0; i < GroupCommit.IN_FLIGHT_ALONE + 3; i++) {
             calls.add(group.submit(i, List.of(new Command.GrantRead("k" + i))));
         }
-        assertEquals(GroupCommit.IN_FLIGHT, entries.size(), "the calls past the limit wait");
+        assertEquals(GroupCommit.IN_FLIGHT_ALONE, entries.size(), "the calls past the limit wait");
         StoreException notLeader = new StoreException(StoreError.NOT_LEADER, "deposed");
         entries.getFirst().completeExceptionally(notLeader);
         // the three that waited went out together when the first entry ended
-        assertEquals(GroupCommit.IN_FLIGHT + 1, entries.size());
+        assertEquals(GroupCommit.IN_FLIGHT_ALONE + 1, entries.size());
         assertEquals(3, sizes.getLast());
         entries.getLast().completeExceptionally(notLeader);
         for (CompletableFuture<List<Object>> c : List.of(calls.getFirst(), calls.get(calls.size() - 3),
@@ -120,8 +120,8 @@ class GroupCommitTest {
             CompletableFuture<List<Object>> f = new CompletableFuture<>();
             entries.add(f);
             return f;
-        }, new LogMetrics(java.time.InstantSource.system()));
-        for (int i = 0; i < GroupCommit.IN_FLIGHT + 2; i++) {
+        }, new LogMetrics(java.time.InstantSource.system()), GroupCommit.IN_FLIGHT_ALONE);
+        for (int i = 0; i < GroupCommit.IN_FLIGHT_ALONE + 2; i++) {
             CompletableFuture<List<Object>> bad = group.submit(i, List.of(new Command.GrantRead("bad")));
             Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class, bad::join);
             assertInstanceOf(IllegalArgumentException.class, e.getCause(), e.toString());
@@ -130,5 +130,33 @@ class GroupCommitTest {
         assertEquals(1, entries.size(), "refused proposals kept no place in flight");
         entries.getFirst().complete(List.of("ok"));
         assertEquals(List.of("ok"), good.join());
+    }
+
+    @Test
+    void aGroupsLeaderProposesOneEntryAtATimeAndEverythingElseWaitsForIt() {
+        List<CompletableFuture<List<Object>>> entries = new CopyOnWriteArrayList<>();
+        List<List<Command<?>>> proposed = new CopyOnWriteArrayList<>();
+        GroupCommit group = new GroupCommit((now, commands) -> {
+            CompletableFuture<List<Object>> f = new CompletableFuture<>();
+            entries.add(f);
+            proposed.add(commands);
+            return f;
+        }, new LogMetrics(java.time.InstantSource.system()), GroupCommit.IN_FLIGHT_GROUP);
+        CompletableFuture<List<Object>> first = group.submit(1, List.of(new Command.GrantRead("a")));
+        List<CompletableFuture<List<Object>>> waiting = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            waiting.add(group.submit(2 + i, List.of(new Command.GrantRead("w" + i))));
+        }
+        assertEquals(1, entries.size(), "nothing else is proposed while the first entry is in flight");
+        entries.getFirst().complete(List.of("a-done"));
+        assertEquals(List.of("a-done"), first.join());
+        assertEquals(2, entries.size(), "the five that waited went out as one entry");
+        assertEquals(List.of("w0", "w1", "w2", "w3", "w4"),
+                proposed.getLast().stream().map(c -> ((Command.GrantRead) c).key()).toList());
+        assertFalse(waiting.getFirst().isDone());
+        entries.getLast().complete(List.of("r0", "r1", "r2", "r3", "r4"));
+        for (int i = 0; i < 5; i++) {
+            assertEquals(List.of("r" + i), waiting.get(i).join(), "each call gets its own result");
+        }
     }
 }
