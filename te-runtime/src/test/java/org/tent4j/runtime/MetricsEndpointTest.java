@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -22,6 +21,7 @@ import org.junit.jupiter.api.Test;
 
 import org.tent4j.api.EngineConfig;
 import org.tent4j.api.TransferEngine;
+import org.tent4j.testkit.net.FreePorts;
 
 /** The Prometheus endpoint against a client that sends half a request and then nothing. */
 class MetricsEndpointTest {
@@ -61,33 +61,12 @@ class MetricsEndpointTest {
     }
 
     /**
-     * Starts an engine of {@code config} with its metrics on a free port. A port found free can be taken by another
-     * module's test (the suite runs two at once) before the engine binds it: the engine is then started again on a
-     * fresh one, never left to fail the test. (The engine does not say which port a metrics port of 0 bound.)
+     * Starts an engine of {@code config} with its metrics on a free port, again on a fresh one when it was taken before
+     * the engine bound it ({@link FreePorts}; the engine does not say which port a metrics port of 0 bound).
      */
     static Served served(EngineConfig.Builder config) throws IOException {
-        for (int attempt = 1; ; attempt++) {
-            int port;
-            try (ServerSocket s = new ServerSocket(0)) {
-                port = s.getLocalPort();
-            }
-            try {
-                return new Served(TransferEngine.create(config.set(EngineConfig.METRICS_PORT, port).build()), port);
-            } catch (RuntimeException e) {
-                if (attempt == 5 || !portTaken(e)) {
-                    throw e;
-                }
-            }
-        }
-    }
-
-    private static boolean portTaken(Throwable e) {
-        for (Throwable c = e; c != null; c = c.getCause()) {
-            if (c instanceof java.net.BindException || String.valueOf(c.getMessage()).contains("Address already in use")) {
-                return true;
-            }
-        }
-        return false;
+        return FreePorts.startOn(1, ports -> new Served(
+                TransferEngine.create(config.set(EngineConfig.METRICS_PORT, ports[0]).build()), ports[0]));
     }
 
     private static void assertClosedByServer(Socket s) throws IOException {

@@ -34,6 +34,7 @@ import org.tent4j.store.rpc.ClientCredentials;
 import org.tent4j.store.rpc.CredentialCheck;
 import org.tent4j.store.rpc.MasterServer;
 import org.tent4j.testkit.Poll;
+import org.tent4j.testkit.net.FreePorts;
 
 /**
  * The master on its durable log (Ratis, a group of one): what was acknowledged survives the master, a snapshot plus
@@ -360,7 +361,7 @@ class DurableMasterTest {
     private List<DurableLog> openGroup(List<DurableLog.Peer> peers, InstantSource wall) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
         for (int attempt = 1; ; attempt++) {
-            int[] ports = GroupPorts.pick(3);
+            int[] ports = FreePorts.pick(3);
             peers.clear();
             for (int i = 1; i <= 3; i++) {
                 peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[i - 1]));
@@ -373,7 +374,7 @@ class DurableMasterTest {
                 return new ArrayList<>(opening.stream().map(CompletableFuture::join).toList());
             } catch (java.util.concurrent.CompletionException e) {
                 GroupPorts.closeOpened(opening);
-                if (attempt == GroupPorts.ATTEMPTS || !GroupPorts.taken(e)) {
+                if (attempt == FreePorts.ATTEMPTS || !FreePorts.taken(e)) {
                     throw e;
                 }
                 GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));

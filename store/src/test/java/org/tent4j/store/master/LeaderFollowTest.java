@@ -35,6 +35,7 @@ import org.tent4j.store.client.StoreClient;
 import org.tent4j.store.proto.KeyRequest;
 import org.tent4j.store.proto.MasterGrpc;
 import org.tent4j.store.rpc.MasterServer;
+import org.tent4j.testkit.net.FreePorts;
 
 /**
  * Three masters (a Ratis group in this JVM, each with its store RPC and admin HTTP on real ports), one node, one
@@ -189,7 +190,7 @@ class LeaderFollowTest {
     private List<MasterServer> startMasters(List<DurableLog.Peer> peers) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
         for (int attempt = 1; ; attempt++) {
-            int[] ports = GroupPorts.pick(6);
+            int[] ports = FreePorts.pick(6);
             peers.clear();
             for (int i = 1; i <= 3; i++) {
                 peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[2 * i - 2], "127.0.0.1:" + ports[2 * i - 1]));
@@ -218,7 +219,7 @@ class LeaderFollowTest {
                     s.close();
                 }
                 GroupPorts.closeOpened(opening.subList(servers.size() + 1, opening.size()));
-                if (attempt == GroupPorts.ATTEMPTS || !GroupPorts.taken(e)) {
+                if (attempt == FreePorts.ATTEMPTS || !FreePorts.taken(e)) {
                     throw e;
                 }
                 GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
@@ -233,7 +234,7 @@ class LeaderFollowTest {
     @Test
     void noLeaderAmongTheMastersIsAnErrorNamingEachOne() throws Exception {
         // two ports nobody listens on, never the same one twice (the list would be refused as naming a master twice)
-        int[] dead = GroupPorts.pick(2);
+        int[] dead = FreePorts.pick(2);
         String a = "127.0.0.1:" + dead[0];
         String b = "127.0.0.1:" + dead[1];
         // the call keeps trying both until its timeout: long enough for a first connect on a loaded box (800 ms was

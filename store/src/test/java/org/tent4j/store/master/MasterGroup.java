@@ -20,6 +20,7 @@ import java.util.regex.Pattern;
 
 import org.tent4j.testkit.ChildJvm;
 import org.tent4j.testkit.Poll;
+import org.tent4j.testkit.net.FreePorts;
 
 /**
  * Three durable masters forming one Ratis group, each a {@link DurableMasterProcess} in a child JVM on its own data dir
@@ -43,7 +44,7 @@ final class MasterGroup implements AutoCloseable {
 
     private MasterGroup(Path dir) throws IOException {
         this.dir = dir;
-        int[] ports = GroupPorts.pick(6);
+        int[] ports = FreePorts.pick(6);
         StringBuilder p = new StringBuilder();
         for (int i = 0; i < 3; i++) {
             rpcPorts[i] = ports[2 * i + 1];
@@ -71,7 +72,7 @@ final class MasterGroup implements AutoCloseable {
                 return g;
             } catch (IOException e) {
                 g.close();
-                if (attempt == GroupPorts.ATTEMPTS || !lostAPort(logFrom)) {
+                if (attempt == FreePorts.ATTEMPTS || !lostAPort(logFrom)) {
                     throw e;
                 }
                 GroupPorts.wipe(dir.resolve("m0"), dir.resolve("m1"), dir.resolve("m2"));

@@ -11,7 +11,6 @@ import java.io.OutputStream;
 import java.io.RandomAccessFile;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -35,6 +34,7 @@ import org.tent4j.api.TransferPlan;
 import org.tent4j.api.TransferRequest;
 import org.tent4j.api.TransferState;
 import org.tent4j.api.TransferStatus;
+import org.tent4j.testkit.net.FreePorts;
 
 /**
  * Remote file segments (issue 12): an engine's files reached by another engine through tcp, the owner's engine doing
@@ -65,12 +65,6 @@ class RemoteFileSegmentTest {
                 .build());
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
-
     /** An engine whose tcp port (and metrics port, when asked for) the test connects to directly. */
     private record Owner(TransferEngine engine, int port, int metricsPort) implements AutoCloseable {
         @Override
@@ -80,35 +74,17 @@ class RemoteFileSegmentTest {
     }
 
     /**
-     * Starts an owner on free ports. A port found free can be taken by another module's test (the suite runs two
-     * at once) before the engine binds it, and the tcp and metrics ports can even come out the same: the engine is
-     * then started again on fresh ones, never left to fail the test.
+     * Starts an owner on free ports, again on fresh ones when one was taken before the engine bound it
+     * ({@link FreePorts}); the tcp and metrics ports are never the same.
      */
     private static Owner owner(String name, boolean withMetrics, java.util.Map<String, Object> more) throws IOException {
-        for (int attempt = 1; ; attempt++) {
-            int port = freePort();
-            int metricsPort = withMetrics ? freePort() : -1;
+        return FreePorts.startOn(2, ports -> {
             java.util.Map<String, Object> all = new java.util.HashMap<>(more);
             if (withMetrics) {
-                all.put(EngineConfig.METRICS_PORT, metricsPort);
+                all.put(EngineConfig.METRICS_PORT, ports[1]);
             }
-            try {
-                return new Owner(engine(name, "tcp", port, all), port, metricsPort);
-            } catch (RuntimeException e) {
-                if (attempt == 5 || !portTaken(e)) {
-                    throw e;
-                }
-            }
-        }
-    }
-
-    private static boolean portTaken(Throwable e) {
-        for (Throwable c = e; c != null; c = c.getCause()) {
-            if (c instanceof java.net.BindException || String.valueOf(c.getMessage()).contains("Address already in use")) {
-                return true;
-            }
-        }
-        return false;
+            return new Owner(engine(name, "tcp", ports[0], all), ports[0], withMetrics ? ports[1] : -1);
+        });
     }
 
     private static TransferStatus run(TransferEngine e, Opcode op, MemorySegment local, SegmentHandle seg, long target) {
