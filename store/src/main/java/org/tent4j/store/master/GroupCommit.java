@@ -7,11 +7,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * Merges concurrent calls' commands into fewer log entries. While {@code inFlight} entries of this master are proposed
- * and not yet applied, a call's commands wait here; when one of them is applied, every call that waited is proposed as
- * one entry (up to {@link #ENTRY_COMMANDS} commands, more entries for the rest), each call keeping its own commands'
- * results. A Ratis entry costs the masters far more than the commands in it (the leader's log write, checksum and
- * fsync, the replication round, each master's applier hand-off, the protobuf messages around it): on two cores a
+ * Merges concurrent calls' commands into fewer log entries. While as many entries of this master as its limit allows
+ * are proposed and not yet applied, a call's commands wait here; when one of them is applied, every call that waited is
+ * proposed as one entry (up to {@link #ENTRY_COMMANDS} commands, more entries for the rest), each call keeping its own
+ * commands' results. A Ratis entry costs the masters far more than the commands in it (the leader's log write, checksum
+ * and fsync, the replication round, each master's applier hand-off, the protobuf messages around it): on two cores a
  * durable master put 4 KiB values in batches of 128 as fast as the in-memory master and in batches of 32 at 0.6x of it
  * (docs/perf-notes/store.md, "Session 25"). Order is kept: calls are proposed in the order they came, and an entry's
  * commands are applied in that order, so a stream's calls are still applied as they came.
