@@ -16,13 +16,30 @@ public final class FreePorts {
     private FreePorts() {
     }
 
-    /** A start on the given ports, which may fail because one of them was taken meanwhile ({@link #taken}). */
+    /**
+     * A start on the given ports, which may fail because one of them was taken meanwhile ({@link #taken}).
+     *
+     * @param <T> what the start returns
+     */
     @FunctionalInterface
     public interface Start<T> {
+        /**
+         * Starts on {@code ports}.
+         *
+         * @param ports the ports picked for this start, all different
+         * @return what was started
+         * @throws IOException if the start failed
+         */
         T on(int[] ports) throws IOException;
     }
 
-    /** {@code n} loopback ports free when picked and all different: each is held until the last is picked. */
+    /**
+     * Loopback ports free when picked and all different: each is held until the last is picked.
+     *
+     * @param n how many
+     * @return the ports
+     * @throws IOException if no socket could be bound
+     */
     public static int[] pick(int n) throws IOException {
         ServerSocket[] held = new ServerSocket[n];
         try {
@@ -44,6 +61,9 @@ public final class FreePorts {
     /**
      * Whether a start failed on a port taken meanwhile: a {@link java.net.BindException} in the chain, or "Address
      * already in use" in a message (Netty's epoll transport throws its own exception, not a BindException).
+     *
+     * @param e the start's failure
+     * @return true if it was a port taken
      */
     public static boolean taken(Throwable e) {
         for (Throwable c = e; c != null; c = c.getCause()) {
@@ -55,8 +75,14 @@ public final class FreePorts {
     }
 
     /**
-     * Runs {@code start} on {@code n} fresh ports ({@link #pick}), again on fresh ones when it failed because a port
-     * was taken, at most {@link #ATTEMPTS} times; any other failure, or the last, is thrown as it was.
+     * Runs {@code start} on fresh ports ({@link #pick}), again on fresh ones when it failed because a port was taken,
+     * at most {@link #ATTEMPTS} times; any other failure, or the last, is thrown as it was.
+     *
+     * @param <T> what the start returns
+     * @param n how many ports the start needs
+     * @param start the start
+     * @return what the first start that did not lose a port returned
+     * @throws IOException as the start threw it, or if no ports could be picked
      */
     public static <T> T startOn(int n, Start<T> start) throws IOException {
         for (int attempt = 1; ; attempt++) {
