@@ -54,7 +54,10 @@ final class GroupCommit {
     /** Entries proposed and not yet applied or failed; guarded by {@link #lock}. */
     private int inFlight;
 
-    /** Merges past {@code inFlightLimit} entries proposed and not yet applied ({@link #IN_FLIGHT_ALONE}, {@link #IN_FLIGHT_GROUP}). */
+    /**
+     * Merges past {@code inFlightLimit} entries proposed and not yet applied ({@link #IN_FLIGHT_ALONE},
+     * {@link #IN_FLIGHT_GROUP}).
+     */
     GroupCommit(Proposer proposer, LogMetrics metrics, int inFlightLimit) {
         this.proposer = proposer;
         this.metrics = metrics;

@@ -355,17 +355,17 @@ class DurableMasterTest {
     }
 
     /**
-     * Three logs opened at once, on fresh ports ({@link GroupPorts}: started again on other ones when one was taken);
-     * {@code peers} is set to the group's.
+     * Three logs opened at once, on fresh ports ({@link FreePorts#startOn}: opened again on other ones, in emptied dirs,
+     * when one was taken); {@code peers} is set to the group's.
      */
     private List<DurableLog> openGroup(List<DurableLog.Peer> peers, InstantSource wall) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
-        for (int attempt = 1; ; attempt++) {
-            int[] ports = FreePorts.pick(3);
+        return FreePorts.startOn(3, ports -> {
             peers.clear();
             for (int i = 1; i <= 3; i++) {
                 peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[i - 1]));
             }
+            GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
             List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
             for (DurableLog.Peer p : peers) {
                 opening.add(CompletableFuture.supplyAsync(() -> openInGroup(p, peers, wall)));
@@ -374,15 +374,11 @@ class DurableMasterTest {
                 return new ArrayList<>(opening.stream().map(CompletableFuture::join).toList());
             } catch (java.util.concurrent.CompletionException e) {
                 GroupPorts.closeOpened(opening);
-                if (attempt == FreePorts.ATTEMPTS || !FreePorts.taken(e)) {
-                    throw e;
-                }
-                GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
+                throw e;
             }
-        }
+        });
     }
 
-    /** A snapshot every 10 entries; 2 KiB segments (about 15 entries each), purged once a snapshot covers them. */
     private DurableLog openInGroup(DurableLog.Peer p, List<DurableLog.Peer> peers, InstantSource wall) {
         try {
             return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers,

@@ -19,8 +19,9 @@ import org.tent4j.store.StoreError;
 import org.tent4j.store.StoreException;
 
 /**
- * Calls proposed while {@link GroupCommit#IN_FLIGHT_ALONE} entries (one in a group) wait for the applier are merged into one entry, applied
- * in the order they came, each answered with its own commands' results; on a real Ratis log of one master.
+ * Calls proposed while {@link GroupCommit#IN_FLIGHT_ALONE} entries (one in a group) wait for the applier are merged
+ * into one entry, applied in the order they came, each answered with its own commands' results; on a real Ratis log of
+ * one master.
  */
 class GroupCommitTest {
     @TempDir

@@ -37,7 +37,7 @@ final class GroupPorts {
         }
     }
 
-    /** Empties a failed start's data dirs: their logs name the ports it was on. */
+    /** Empties data dirs a start that lost a port left (none before a first start): their logs name its ports. */
     static void wipe(Path... dirs) throws IOException {
         for (Path d : dirs) {
             if (Files.exists(d)) {

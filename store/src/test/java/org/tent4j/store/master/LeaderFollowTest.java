@@ -184,17 +184,17 @@ class LeaderFollowTest {
     }
 
     /**
-     * The three masters, each on its log and serving its store RPC, on fresh ports ({@link GroupPorts}: started again
-     * on other ones when one was taken); {@code peers} is set to the group's.
+     * The three masters, each on its log and serving its store RPC, on fresh ports ({@link FreePorts#startOn}: started
+     * again on other ones, in emptied dirs, when one was taken); {@code peers} is set to the group's.
      */
     private List<MasterServer> startMasters(List<DurableLog.Peer> peers) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
-        for (int attempt = 1; ; attempt++) {
-            int[] ports = FreePorts.pick(6);
+        return FreePorts.startOn(6, ports -> {
             peers.clear();
             for (int i = 1; i <= 3; i++) {
                 peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[2 * i - 2], "127.0.0.1:" + ports[2 * i - 1]));
             }
+            GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
             List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
             for (DurableLog.Peer p : peers) {
                 opening.add(CompletableFuture.supplyAsync(() -> {
@@ -219,12 +219,9 @@ class LeaderFollowTest {
                     s.close();
                 }
                 GroupPorts.closeOpened(opening.subList(servers.size() + 1, opening.size()));
-                if (attempt == FreePorts.ATTEMPTS || !FreePorts.taken(e)) {
-                    throw e;
-                }
-                GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
+                throw e;
             }
-        }
+        });
     }
 
     /**
