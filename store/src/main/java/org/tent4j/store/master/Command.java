@@ -65,6 +65,14 @@ public sealed interface Command<R> {
     record GrantRead(String key) implements Command<ReplicaList> {
     }
 
+    /**
+     * Extends the read leases of keys read lately, in advance, to a full TTL from now: a durable leader's reads under a
+     * held lease that runs short are renewed together (ReadRenewals), so that no read waits for an entry of its own.
+     * Keys gone, not complete or without a memory replica since are skipped. Returns how many were renewed.
+     */
+    record RenewReads(List<String> keys) implements Command<Integer> {
+    }
+
     record Remove(String key, boolean force) implements Command<Void> {
     }
 

@@ -145,6 +145,10 @@ final class CommandCodec {
                 out.writeByte(5);
                 str(out, c.key());
             }
+            case Command.RenewReads c -> {
+                out.writeByte(29);
+                strs(out, c.keys());
+            }
             case Command.Remove c -> {
                 out.writeByte(6);
                 str(out, c.key());
@@ -275,6 +279,7 @@ final class CommandCodec {
                 yield new Command.Commit(client, items, retire, refill, in.readLong());
             }
             case 5 -> new Command.GrantRead(str(in));
+            case 29 -> new Command.RenewReads(strs(in));
             case 6 -> new Command.Remove(str(in), in.readBoolean());
             case 7 -> new Command.RemoveKeys(strs(in), in.readBoolean());
             case 8 -> new Command.RemoveAll(in.readBoolean());

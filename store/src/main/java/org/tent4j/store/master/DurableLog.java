@@ -103,6 +103,8 @@ public final class DurableLog implements AutoCloseable {
     private final AtomicLong proposals = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
     private final GroupCommit groupCommit;
+    /** Whether other masters share this log (a group), not a master alone. */
+    private final boolean group;
     /** Peer id to store RPC address, for naming the leader to clients. */
     private final java.util.Map<String, String> rpcOf;
 
@@ -112,6 +114,7 @@ public final class DurableLog implements AutoCloseable {
         this.member = member;
         this.machine = machine;
         this.self = self;
+        this.group = peers.size() > 1;
         this.groupCommit = new GroupCommit(this::propose, machine.metrics,
                 peers.size() > 1 ? GroupCommit.IN_FLIGHT_GROUP : GroupCommit.IN_FLIGHT_ALONE);
         java.util.Map<String, String> m = new java.util.HashMap<>();
@@ -341,6 +344,11 @@ public final class DurableLog implements AutoCloseable {
     /** Entries of commands applied since this log was opened: a batch committed as one entry counts once. */
     public long entriesApplied() {
         return machine.entriesApplied.get();
+    }
+
+    /** Whether other masters share this log: each of them writes and applies every entry too. */
+    public boolean inGroup() {
+        return group;
     }
 
     /** Whether this master leads its group now (a group of one always does once open). */

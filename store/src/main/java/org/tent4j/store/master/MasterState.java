@@ -335,6 +335,7 @@ public final class MasterState {
                 yield reservations.commit(now, c);
             }
             case Command.GrantRead c -> objects.grantRead(now, c.key());
+            case Command.RenewReads c -> ReadRenewals.renew(this, now, c.keys());
             case Command.Remove c -> {
                 objects.remove(now, c.key(), c.force());
                 yield null;

@@ -46,6 +46,11 @@ public final class StoreMaster implements AutoCloseable {
     private volatile long timeOffset;
     /** Null in memory: commands are applied on the caller's thread and nothing survives the process. */
     private final DurableLog log;
+    /**
+     * Null in memory, where every read grants its own lease, and on a master alone, where a read-lease entry costs only
+     * that master (measured: renewing ahead there was slower, its large commands holding the ordering point).
+     */
+    private final ReadRenewals renewals;
     private ScheduledExecutorService housekeeping;
     /** The term whose clients got their grace (housekeeping thread only). */
     private long gracedTerm = -1;
@@ -62,6 +67,7 @@ public final class StoreMaster implements AutoCloseable {
         this.state = state;
         this.clock = clock;
         this.log = null;
+        this.renewals = null;
     }
 
     /**
@@ -69,9 +75,15 @@ public final class StoreMaster implements AutoCloseable {
      * applied. Closing the master closes the log.
      */
     public StoreMaster(DurableLog log, StoreClock clock) {
+        this(log, clock, log.inGroup());
+    }
+
+    /** As above, renewing read leases ahead ({@link ReadRenewals}) or not (tests: a group of one that does). */
+    StoreMaster(DurableLog log, StoreClock clock, boolean renewAhead) {
         this.state = null;
         this.clock = clock;
         this.log = log;
+        this.renewals = renewAhead ? new ReadRenewals(log.state().config()) : null;
         goOnFromLastEntry();
         log.onLeading(this::goOnFromLastEntry);
     }
@@ -214,8 +226,8 @@ public final class StoreMaster implements AutoCloseable {
     /**
      * For the keys of one call on a durable log (looked up together first, {@link MasterState#lookAhead}): each key's
      * replicas under the read lease it already holds when that runs at least a quarter of a lease TTL more
-     * ({@link MasterState#heldRead}), answered without a log entry; null for a
-     * key that needs one ({@link Command.GrantRead}). Completes once the read check did ({@link DurableLog#readable},
+     * ({@link MasterState#heldRead}), answered without a log entry (in a group, a lease under 3/8 of a TTL is offered to
+     * be renewed ahead, {@link ReadRenewals}); null for a key that needs one ({@link Command.GrantRead}). Completes once the read check did ({@link DurableLog#readable},
      * never waited for on the calling thread: an event loop); not confirmed, every key is null and takes the entry,
      * which answers {@code NOT_LEADER} if this master does not lead. In memory, at once, every key null: a lease
      * costs nothing there, and granting it keeps the object's place in the eviction order exact.
@@ -230,9 +242,14 @@ public final class StoreMaster implements AutoCloseable {
             }
             state().lookAhead(keys);
             long now = now();
+            long ttl = state().config().leaseTtl().toNanos();
             return key -> {
                 try {
-                    return state().heldRead(now, key);
+                    ReplicaList held = state().heldRead(now, key);
+                    if (held != null && renewals != null) {
+                        renewals.read(key, held.leaseTtl().toNanos(), ttl);
+                    }
+                    return held;
                 } catch (StoreException badKey) {
                     // an invalid key: its GrantRead entry refuses it, as before
                     return null;
@@ -337,6 +354,9 @@ public final class StoreMaster implements AutoCloseable {
         if (log != null) {
             DurableLog.Role role = log.role();
             if (!role.leader()) {
+                if (renewals != null) {
+                    renewals.clear();
+                }
                 return null;
             }
             if (role.term() != gracedTerm) {
@@ -346,6 +366,9 @@ public final class StoreMaster implements AutoCloseable {
                     LOG.info("leading in term {}: the {} clients the log holds get a fresh {} to be heard from",
                             role.term(), clients, state().config().clientTtl());
                 }
+            }
+            for (Command.RenewReads renew : renewals == null ? List.<Command.RenewReads>of() : renewals.due(now())) {
+                apply(renew);
             }
         }
         // the evictor thread, started with housekeeping, evicts: the tick's own round would hold the ordering point

@@ -410,7 +410,7 @@ class DurableMasterTest {
                         .withPreferredSegments(List.of("s")).withExcludedSegments(List.of("x")), "h", true, 7),
                 new Command.PutEnd("c", "k", 3), new Command.PutRevoke("c", "k", 4),
                 new Command.Commit("c", List.of(), List.of(5L), new Command.Reserve(64, 2, null), 9),
-                new Command.GrantRead("k"), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
+                new Command.GrantRead("k"), new Command.RenewReads(List.of("k", "l")), new Command.Remove("k", true), new Command.RemoveKeys(List.of("a", "b"), true),
                 new Command.RemoveAll(false), new Command.Mount("c", new SegmentSpec("s", "e", "h", 1, 2), 1L),
                 new Command.Unmount("c", "s"), new Command.Heartbeat("c"), new Command.Leave("c"), new Command.Tick(), new Command.Tick(false),
                 new Command.Evict(),
