@@ -116,7 +116,7 @@ public final class DurableLog implements AutoCloseable {
         this.self = self;
         this.group = peers.size() > 1;
         this.groupCommit = new GroupCommit(this::propose, machine.metrics,
-                peers.size() > 1 ? GroupCommit.IN_FLIGHT_GROUP : GroupCommit.IN_FLIGHT_ALONE);
+                group ? GroupCommit.IN_FLIGHT_GROUP : GroupCommit.IN_FLIGHT_ALONE);
         java.util.Map<String, String> m = new java.util.HashMap<>();
         peers.stream().filter(p -> p.rpc() != null).forEach(p -> m.put(p.id(), p.rpc()));
         this.rpcOf = java.util.Map.copyOf(m);

@@ -8,20 +8,20 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Read leases renewed ahead, together, on the leader of a group of masters. A read under a held lease ({@link MasterState#heldRead})
- * takes no log entry, but one whose lease ran under a quarter of the TTL waits for a {@link Command.GrantRead} entry
- * of its own. So a held read whose lease is under {@link #OFFER_EIGHTHS} eighths of the TTL offers its key here, and
- * the leader's housekeeping renews every key offered at most every {@link #PERIOD_PARTS}th of a TTL, in
- * {@link Command.RenewReads} commands of at most {@link #COMMAND_KEYS} keys: a key read on and on is renewed before its
- * lease reaches the quarter, and a flood of reads over many keys costs a few entries a second instead of one for
- * every call that found a short lease (a group's followers pay for every entry). Each command holds the ordering point
- * for a few milliseconds only.
+ * Read leases renewed ahead, together, on the leader of a group of masters. A read under a held lease
+ * ({@link MasterState#heldRead}) takes no log entry, but one whose lease ran under a quarter of the TTL waits for a
+ * {@link Command.GrantRead} entry of its own. So a held read whose lease is under {@link #OFFER_EIGHTHS} eighths of
+ * the TTL offers its key here, and the leader's housekeeping renews every key offered at most every
+ * {@link #PERIOD_PARTS}th of a TTL, in {@link Command.RenewReads} commands of at most {@link #COMMAND_KEYS} keys: a
+ * key read on and on is renewed before its lease reaches the quarter, and a flood of reads over many keys costs a few
+ * entries a second instead of one for every call that found a short lease (a group's followers pay for every entry).
+ * Each command holds the ordering point for a few milliseconds only.
  *
  * <p>What waits here is the leader's own, not state: a new leader starts empty and its reads offer again. The
  * renewal itself is a command, applied by every master in log order ({@link #renew}).
  */
 final class ReadRenewals {
-    /** Offers come from reads with under 3/8 of a TTL left: renewed within a period, the lease never falls under 1/4. */
+    /** Offers come from reads with under 3/8 of a TTL left: renewed within a period, a lease stays over 1/4. */
     static final int OFFER_EIGHTHS = 3;
     /** Rounds run at most every TTL / this (housekeeping ticks decide when exactly). */
     static final int PERIOD_PARTS = 10;
@@ -56,7 +56,7 @@ final class ReadRenewals {
      * since the last round, or when none waits.
      */
     List<Command.RenewReads> due(long now) {
-        if (lastRound != Long.MIN_VALUE && now - lastRound < periodNanos || offered.isEmpty()) {
+        if ((lastRound != Long.MIN_VALUE && now - lastRound < periodNanos) || offered.isEmpty()) {
             return List.of();
         }
         lastRound = now;

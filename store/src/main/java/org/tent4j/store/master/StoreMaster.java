@@ -226,11 +226,12 @@ public final class StoreMaster implements AutoCloseable {
     /**
      * For the keys of one call on a durable log (looked up together first, {@link MasterState#lookAhead}): each key's
      * replicas under the read lease it already holds when that runs at least a quarter of a lease TTL more
-     * ({@link MasterState#heldRead}), answered without a log entry (in a group, a lease under 3/8 of a TTL is offered to
-     * be renewed ahead, {@link ReadRenewals}); null for a key that needs one ({@link Command.GrantRead}). Completes once the read check did ({@link DurableLog#readable},
-     * never waited for on the calling thread: an event loop); not confirmed, every key is null and takes the entry,
-     * which answers {@code NOT_LEADER} if this master does not lead. In memory, at once, every key null: a lease
-     * costs nothing there, and granting it keeps the object's place in the eviction order exact.
+     * ({@link MasterState#heldRead}), answered without a log entry (in a group, a lease under 3/8 of a TTL is offered
+     * to be renewed ahead, {@link ReadRenewals}); null for a key that needs one ({@link Command.GrantRead}).
+     * Completes once the read check did ({@link DurableLog#readable}, never waited for on the calling thread: an
+     * event loop); not confirmed, every key is null and takes the entry, which answers {@code NOT_LEADER} if this
+     * master does not lead. In memory, at once, every key null: a lease costs nothing there, and granting it keeps
+     * the object's place in the eviction order exact.
      */
     public java.util.concurrent.CompletableFuture<java.util.function.Function<String, ReplicaList>> heldReads(List<String> keys) {
         if (log == null) {
