@@ -36,16 +36,19 @@ final class ReadRenewals {
     private final Set<String> offered = ConcurrentHashMap.newKeySet();
     private final AtomicLong chars = new AtomicLong();
     private final long periodNanos;
+    /** A held read with less than this left offers its key ({@link #OFFER_EIGHTHS} eighths of the TTL). */
+    private final long offerUnderNanos;
     /** When the last round ran (housekeeping thread only); MIN_VALUE: never. */
     private long lastRound = Long.MIN_VALUE;
 
     ReadRenewals(MasterConfig config) {
         this.periodNanos = config.leaseTtl().toNanos() / PERIOD_PARTS;
+        this.offerUnderNanos = config.leaseTtl().toNanos() / 8 * OFFER_EIGHTHS;
     }
 
     /** A held read answered {@code key} with {@code leftNanos} of its lease left: offered when that is short. */
-    void read(String key, long leftNanos, long ttlNanos) {
-        if (leftNanos < ttlNanos / 8 * OFFER_EIGHTHS && chars.get() < MAX_CHARS && !offered.contains(key)
+    void read(String key, long leftNanos) {
+        if (leftNanos < offerUnderNanos && chars.get() < MAX_CHARS && !offered.contains(key)
                 && offered.add(key)) {
             chars.addAndGet(key.length());
         }

@@ -243,12 +243,11 @@ public final class StoreMaster implements AutoCloseable {
             }
             state().lookAhead(keys);
             long now = now();
-            long ttl = state().config().leaseTtl().toNanos();
             return key -> {
                 try {
                     ReplicaList held = state().heldRead(now, key);
                     if (held != null && renewals != null) {
-                        renewals.read(key, held.leaseTtl().toNanos(), ttl);
+                        renewals.read(key, held.leaseTtl().toNanos());
                     }
                     return held;
                 } catch (StoreException badKey) {

@@ -126,17 +126,17 @@ class ReadRenewalsTest {
     void aRoundRenewsInBoundedCommandsAtMostOncePerPeriod() {
         ReadRenewals renewals = new ReadRenewals(MasterConfig.defaults());
         for (int i = 0; i <= ReadRenewals.COMMAND_KEYS; i++) {
-            renewals.read("k" + i, OFFERED_UNDER - 1, TTL);
+            renewals.read("k" + i, OFFERED_UNDER - 1);
         }
-        renewals.read("k0", OFFERED_UNDER - 1, TTL); // offered twice, renewed once
-        renewals.read("long", OFFERED_UNDER, TTL); // not short yet
+        renewals.read("k0", OFFERED_UNDER - 1); // offered twice, renewed once
+        renewals.read("long", OFFERED_UNDER); // not short yet
         List<Command.RenewReads> round = renewals.due(0);
         assertEquals(List.of(ReadRenewals.COMMAND_KEYS, 1), round.stream().map(c -> c.keys().size()).toList());
-        renewals.read("again", OFFERED_UNDER - 1, TTL);
+        renewals.read("again", OFFERED_UNDER - 1);
         assertEquals(List.of(), renewals.due(TTL / ReadRenewals.PERIOD_PARTS - 1), "a round within the period");
         assertEquals(List.of(List.of("again")), renewals.due(TTL / ReadRenewals.PERIOD_PARTS).stream()
                 .map(Command.RenewReads::keys).toList());
-        renewals.read("lost", OFFERED_UNDER - 1, TTL);
+        renewals.read("lost", OFFERED_UNDER - 1);
         renewals.clear();
         assertEquals(List.of(), renewals.due(TTL), "a master that stopped leading keeps nothing");
     }
