@@ -17,6 +17,8 @@ public final class LogMetrics {
     private final InstantSource clock;
     private final PrometheusHistogram commits = new PrometheusHistogram(BUCKETS);
     private final LongAdder leaderChanges = new LongAdder();
+    private final LongAdder renewalEntries = new LongAdder();
+    private final LongAdder renewedAhead = new LongAdder();
     /** The last leader this master knew of (null before the first); guarded by this. */
     private String lastLeader;
     private volatile long snapshotIndex = NONE;
@@ -43,6 +45,26 @@ public final class LogMetrics {
             lastLeader = leader;
             leaderChanges.increment();
         }
+    }
+
+    /**
+     * As a group's leader this master proposed one {@link Command.RenewReads} entry, and {@code renewed} of its keys
+     * were still readable when it was applied ({@link ReadRenewals}). Counted here, not in the state: which master
+     * renews is the leader's own business, and a follower or a restart counts from zero.
+     */
+    void renewedAhead(int renewed) {
+        renewalEntries.increment();
+        renewedAhead.add(renewed);
+    }
+
+    /** {@link Command.RenewReads} entries this master proposed as a leader since it started. */
+    public long renewalEntries() {
+        return renewalEntries.sum();
+    }
+
+    /** Read leases this master renewed ahead as a leader since it started. */
+    public long renewedAhead() {
+        return renewedAhead.sum();
     }
 
     /** The latest snapshot is now the one at Ratis index {@code index}, written at {@code millis} (epoch). */
@@ -90,6 +112,14 @@ public final class LogMetrics {
         sb.append("# HELP store_raft_leader_changes_total Times the leader this master knows changed (the first one "
                 + "known after start included)\n# TYPE store_raft_leader_changes_total counter\nstore_raft_leader_changes_total ")
                 .append(leaderChanges.sum()).append('\n');
+        sb.append("# HELP store_read_renewal_entries_total Read-lease renewal entries this master proposed as a group's "
+                + "leader (each renews the keys read under a short lease since the last)\n"
+                + "# TYPE store_read_renewal_entries_total counter\nstore_read_renewal_entries_total ")
+                .append(renewalEntries.sum()).append('\n');
+        sb.append("# HELP store_read_leases_renewed_ahead_total Read leases this master renewed ahead as a group's leader "
+                + "(keys still readable when their renewal was applied)\n"
+                + "# TYPE store_read_leases_renewed_ahead_total counter\nstore_read_leases_renewed_ahead_total ")
+                .append(renewedAhead.sum()).append('\n');
         sb.append("# HELP store_raft_snapshot_index Ratis's log index of this master's latest snapshot (-1: none yet)\n"
                 + "# TYPE store_raft_snapshot_index gauge\nstore_raft_snapshot_index ").append(snapshotIndex).append('\n');
         if (snapshotIndex != NONE) {

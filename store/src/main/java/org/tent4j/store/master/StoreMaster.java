@@ -368,7 +368,7 @@ public final class StoreMaster implements AutoCloseable {
                 }
             }
             for (Command.RenewReads renew : renewals == null ? List.<Command.RenewReads>of() : renewals.due(now())) {
-                apply(renew);
+                log.metrics().renewedAhead(apply(renew));
             }
         }
         // the evictor thread, started with housekeeping, evicts: the tick's own round would hold the ordering point

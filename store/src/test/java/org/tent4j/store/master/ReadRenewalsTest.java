@@ -67,6 +67,12 @@ class ReadRenewalsTest {
             long now = log.state().lastAppliedTime();
             assertEquals(now + TTL, record(log, "a").lease, "a holds a full TTL from the renewal");
             assertEquals(leaseOfC, record(log, "c").lease, "a key nobody read keeps its lease");
+            assertEquals(1, log.metrics().renewalEntries(), "renewal entries counted");
+            assertEquals(1, log.metrics().renewedAhead(), "a renewed; gone was removed before its renewal");
+            StringBuilder prom = new StringBuilder();
+            log.metrics().appendPrometheus(prom);
+            assertTrue(prom.toString().contains("\nstore_read_renewal_entries_total 1\n")
+                    && prom.toString().contains("\nstore_read_leases_renewed_ahead_total 1\n"), prom.toString());
 
             // where a would have needed a read-lease entry (under a quarter of the first lease), it is still held
             clock.advance(Duration.ofNanos(OFFERED_UNDER - TTL / 4 + 1_000_000));
@@ -80,6 +86,7 @@ class ReadRenewalsTest {
             // nothing offered since: the next round renews nothing
             master.housekeep();
             assertEquals(1, renewals(applied).size(), "a round with nothing offered proposes no renewal");
+            assertEquals(1, log.metrics().renewalEntries(), "a round with nothing offered counts nothing");
         }
 
         // the renewal is in the log: a restart gives a the same lease
@@ -105,6 +112,7 @@ class ReadRenewalsTest {
             assertNotNull(held(master, "a"));
             master.housekeep();
             assertEquals(List.of(), renewals(applied), "a master alone renewed ahead");
+            assertEquals(0, log.metrics().renewalEntries());
         }
     }
 
