@@ -16,6 +16,7 @@ import org.tent4j.store.StoreSecurity;
 import org.tent4j.store.admin.AdminServer;
 import org.tent4j.store.master.DurableLog;
 import org.tent4j.store.master.MasterConfig;
+import org.tent4j.store.master.MasterPeer;
 import org.tent4j.store.master.Placement;
 import org.tent4j.store.master.StoreMaster;
 import org.tent4j.store.rpc.ClientCredentials;
@@ -202,7 +203,7 @@ public final class MasterCommand implements Callable<Integer> {
             master = new StoreMaster(config, StoreClock.system());
         } else {
             try {
-                List<DurableLog.Peer> group = peers == null ? List.of() : DurableLog.parsePeers(peers);
+                List<MasterPeer> group = peers == null ? List.of() : MasterPeer.parse(peers);
                 master = new StoreMaster(DurableLog.open(config, dataDir, id, group, DurableLog.Settings.defaults()),
                         StoreClock.system());
             } catch (IllegalArgumentException | IOException e) {

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.InstantSource;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -67,16 +66,6 @@ public final class DurableLog implements AutoCloseable {
     }
 
     /**
-     * One master of the group: its id, the host:port its Raft server listens on, and the host:port of its store RPC
-     * (null when not named), which a follower names to clients as the leader's.
-     */
-    public record Peer(String id, String address, String rpc) {
-        public Peer(String id, String address) {
-            this(id, address, null);
-        }
-    }
-
-    /**
      * Where this master stands in its group: whether it leads (and may apply), the Raft term, and the leader's id and
      * store RPC address as far as it knows them (null when it knows none), and Ratis's log indexes: the last
      * committed (on a majority) as far as this master knows, and the last applied to its state (Ratis's own indexes,
@@ -109,7 +98,7 @@ public final class DurableLog implements AutoCloseable {
     private final java.util.Map<String, String> rpcOf;
 
     private DurableLog(RaftServer server, RaftClientAsynchronousProtocol member, MasterStateMachine machine,
-                       RaftPeerId self, List<Peer> peers) {
+                       RaftPeerId self, List<MasterPeer> peers) {
         this.server = server;
         this.member = member;
         this.machine = machine;
@@ -141,21 +130,21 @@ public final class DurableLog implements AutoCloseable {
      * group of one on a free port. Refuses a directory that holds files but no {@link #MARKER}, or whose marker names
      * another peer or group, and a corrupt snapshot or log ({@link IOException} naming the file).
      */
-    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings)
+    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<MasterPeer> peers, Settings settings)
             throws IOException {
         return open(config, dataDir, selfId, peers, settings, InstantSource.system());
     }
 
     /** {@link #open}, with the wall clock the snapshot age is measured on ({@link LogMetrics}). */
-    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<Peer> peers, Settings settings,
+    public static DurableLog open(MasterConfig config, Path dataDir, String selfId, List<MasterPeer> peers, Settings settings,
             InstantSource clock) throws IOException {
-        List<RaftPeer> group = (peers.isEmpty() ? List.of(new Peer(selfId, "127.0.0.1:0")) : peers).stream()
+        List<RaftPeer> group = (peers.isEmpty() ? List.of(new MasterPeer(selfId, "127.0.0.1:0")) : peers).stream()
                 .map(p -> RaftPeer.newBuilder().setId(p.id()).setAddress(p.address()).build()).toList();
         RaftPeer me = group.stream().filter(p -> p.getId().toString().equals(selfId)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("--id " + selfId + " is not among the peers " + group));
         boolean fresh = MasterDataDir.checkMarker(dataDir, selfId, GROUP.getUuid().toString());
         RaftProperties props = RaftSettings.of(dataDir, settings);
-        GrpcConfigKeys.Server.setPort(props, port(me.getAddress()));
+        GrpcConfigKeys.Server.setPort(props, MasterPeer.port(me.getAddress()));
         MasterStateMachine machine = new MasterStateMachine(config, new LogMetrics(clock));
         RaftServer server = RaftServer.newBuilder()
                 .setServerId(me.getId())
@@ -276,47 +265,6 @@ public final class DurableLog implements AutoCloseable {
     /** This master's id in its group. */
     public String id() {
         return self.toString();
-    }
-
-    /** Parses {@code id1=host:port,id2=host:port}; a peer named twice is refused naming it. */
-    public static List<Peer> parsePeers(String spec) {
-        List<Peer> peers = new ArrayList<>();
-        for (String item : spec.split(",")) {
-            int eq = item.indexOf('=');
-            if (eq <= 0 || eq == item.length() - 1) {
-                throw new IllegalArgumentException("--peers: '" + item + "' is not id=host:port");
-            }
-            String id = item.substring(0, eq).trim();
-            String address = item.substring(eq + 1).trim();
-            String rpc = null;
-            int slash = address.indexOf('/');
-            if (slash >= 0) {
-                // id=host:raftPort/rpcPort: the store RPC on the same host
-                String rpcPort = address.substring(slash + 1);
-                address = address.substring(0, slash);
-                rpc = address.substring(0, address.lastIndexOf(':') + 1) + rpcPort;
-                port(rpc);
-            }
-            port(address);
-            String a = address;
-            if (peers.stream().anyMatch(p -> p.id().equals(id) || p.address().equals(a))) {
-                throw new IllegalArgumentException("--peers names " + id + " (" + address + ") twice");
-            }
-            peers.add(new Peer(id, address, rpc));
-        }
-        return peers;
-    }
-
-    private static int port(String address) {
-        int colon = address.lastIndexOf(':');
-        try {
-            if (colon <= 0) {
-                throw new IllegalArgumentException(address);
-            }
-            return Integer.parseInt(address.substring(colon + 1));
-        } catch (RuntimeException e) {
-            throw new IllegalArgumentException("peer address '" + address + "' is not host:port");
-        }
     }
 
     public MasterState state() {

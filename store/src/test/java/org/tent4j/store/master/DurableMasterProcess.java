@@ -21,7 +21,7 @@ public final class DurableMasterProcess {
 
     public static void main(String[] args) throws Exception {
         String id = args.length > 2 ? args[2] : "m1";
-        List<DurableLog.Peer> peers = args.length > 3 ? DurableLog.parsePeers(args[3]) : List.of();
+        List<MasterPeer> peers = args.length > 3 ? MasterPeer.parse(args[3]) : List.of();
         DurableLog log = DurableLog.open(MasterConfig.defaults(), Path.of(args[0]), id, peers,
                 new DurableLog.Settings(1_000_000, false, 60_000));
         try (MasterServer server = MasterServer.start(new StoreMaster(log, StoreClock.system()), "127.0.0.1",

@@ -243,7 +243,7 @@ class DurableMasterTest {
      */
     @Test
     void threeMastersApplyTheSameLogAndOneThatWasDownCatchesUpFromASnapshot() throws Exception {
-        List<DurableLog.Peer> peers = new ArrayList<>();
+        List<MasterPeer> peers = new ArrayList<>();
         AtomicLong wallMillis = new AtomicLong(Instant.parse("2030-01-01T00:00:00Z").toEpochMilli());
         InstantSource wall = () -> Instant.ofEpochMilli(wallMillis.get());
         List<DurableLog> logs = openGroup(peers, wall);
@@ -322,7 +322,7 @@ class DurableMasterTest {
             assertTrue(key != null, "the leader holds the group's key");
             ClientCredentials.Issued issued = ClientCredentials.of(m).issue();
             DurableLog gone = logs.stream().filter(l -> l != leader && l != back).findFirst().orElseThrow();
-            DurableLog.Peer wiped = peers.stream().filter(p -> p.id().equals(gone.id())).findFirst().orElseThrow();
+            MasterPeer wiped = peers.stream().filter(p -> p.id().equals(gone.id())).findFirst().orElseThrow();
             gone.close();
             try (Stream<Path> files = Files.walk(dir.resolve(wiped.id()))) {
                 for (Path f : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
@@ -358,16 +358,16 @@ class DurableMasterTest {
      * Three logs opened at once, on fresh ports ({@link FreePorts#startOn}: opened again on other ones, in emptied dirs,
      * when one was taken); {@code peers} is set to the group's.
      */
-    private List<DurableLog> openGroup(List<DurableLog.Peer> peers, InstantSource wall) throws IOException {
+    private List<DurableLog> openGroup(List<MasterPeer> peers, InstantSource wall) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
         return FreePorts.startOn(3, ports -> {
             peers.clear();
             for (int i = 1; i <= 3; i++) {
-                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[i - 1]));
+                peers.add(new MasterPeer("m" + i, "127.0.0.1:" + ports[i - 1]));
             }
             GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
             List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
-            for (DurableLog.Peer p : peers) {
+            for (MasterPeer p : peers) {
                 opening.add(CompletableFuture.supplyAsync(() -> openInGroup(p, peers, wall)));
             }
             try {
@@ -379,7 +379,7 @@ class DurableMasterTest {
         });
     }
 
-    private DurableLog openInGroup(DurableLog.Peer p, List<DurableLog.Peer> peers, InstantSource wall) {
+    private DurableLog openInGroup(MasterPeer p, List<MasterPeer> peers, InstantSource wall) {
         try {
             return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers,
                     new DurableLog.Settings(10, false, 60_000, 2 << 10, 1), wall);
@@ -399,7 +399,7 @@ class DurableMasterTest {
     @Test
     void aPeerListNamingAMasterTwiceIsRefused() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> DurableLog.parsePeers("a=127.0.0.1:1,b=127.0.0.1:2,a=127.0.0.1:3"));
+                () -> MasterPeer.parse("a=127.0.0.1:1,b=127.0.0.1:2,a=127.0.0.1:3"));
         assertTrue(e.getMessage().contains("names a"), e.getMessage());
     }
 

@@ -52,7 +52,7 @@ class LeaderFollowTest {
 
     @Test
     void clientsAndNodesFollowTheLeaderAcrossAFailover() throws Exception {
-        List<DurableLog.Peer> peers = new ArrayList<>();
+        List<MasterPeer> peers = new ArrayList<>();
         List<MasterServer> servers = startMasters(peers);
         List<AdminServer> admins = new ArrayList<>();
         List<TransferEngine> engines = new ArrayList<>();
@@ -187,16 +187,16 @@ class LeaderFollowTest {
      * The three masters, each on its log and serving its store RPC, on fresh ports ({@link FreePorts#startOn}: started
      * again on other ones, in emptied dirs, when one was taken); {@code peers} is set to the group's.
      */
-    private List<MasterServer> startMasters(List<DurableLog.Peer> peers) throws IOException {
+    private List<MasterServer> startMasters(List<MasterPeer> peers) throws IOException {
         GroupPorts.keepJvmOnRatisBindFailure();
         return FreePorts.startOn(6, ports -> {
             peers.clear();
             for (int i = 1; i <= 3; i++) {
-                peers.add(new DurableLog.Peer("m" + i, "127.0.0.1:" + ports[2 * i - 2], "127.0.0.1:" + ports[2 * i - 1]));
+                peers.add(new MasterPeer("m" + i, "127.0.0.1:" + ports[2 * i - 2], "127.0.0.1:" + ports[2 * i - 1]));
             }
             GroupPorts.wipe(peers.stream().map(p -> dir.resolve(p.id())).toArray(Path[]::new));
             List<CompletableFuture<DurableLog>> opening = new ArrayList<>();
-            for (DurableLog.Peer p : peers) {
+            for (MasterPeer p : peers) {
                 opening.add(CompletableFuture.supplyAsync(() -> {
                     try {
                         return DurableLog.open(MasterConfig.defaults(), dir.resolve(p.id()), p.id(), peers, SETTINGS);
@@ -251,10 +251,10 @@ class LeaderFollowTest {
                 () -> new org.tent4j.store.rpc.MasterClient(a + ",host", java.time.Duration.ofSeconds(1),
                         org.tent4j.store.StoreSecurity.NONE));
         assertTrue(noPort.getMessage().contains("'host'"), noPort.getMessage());
-        assertEquals(List.of(new DurableLog.Peer("m1", "10.0.0.1:9871", "10.0.0.1:50051"),
-                        new DurableLog.Peer("m2", "10.0.0.2:9871", null)),
-                DurableLog.parsePeers("m1=10.0.0.1:9871/50051,m2=10.0.0.2:9871"));
-        assertThrows(IllegalArgumentException.class, () -> DurableLog.parsePeers("m1=10.0.0.1:9871/x"));
+        assertEquals(List.of(new MasterPeer("m1", "10.0.0.1:9871", "10.0.0.1:50051"),
+                        new MasterPeer("m2", "10.0.0.2:9871", null)),
+                MasterPeer.parse("m1=10.0.0.1:9871/50051,m2=10.0.0.2:9871"));
+        assertThrows(IllegalArgumentException.class, () -> MasterPeer.parse("m1=10.0.0.1:9871/x"));
     }
 
     /** The index of a server whose master leads, other than {@code not}; waits (bounded) for an election. */
