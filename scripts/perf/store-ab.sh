@@ -2,7 +2,8 @@
 # Interleaved A/B of store-bench between builds, Redis in the same run (docs/PERFORMANCE.md, "The store").
 #   scripts/perf/store-ab.sh ROUNDS CASES BUILD...   e.g.  scripts/perf/store-ab.sh 2 "put4k get4k put1m get1m" BASE_CHECKOUT .
 # A BUILD may end in :durable (one master with its durable log, --data-dir) or :group3 (three durable masters, each
-# with its own log, on this machine), e.g. ". .:durable .:group3" compares the in-memory master with both (issue 22).
+# with its own log, on this machine), e.g. ". .:durable .:group3" compares the in-memory master with both (issue 22);
+# :durable-tmpfs is :durable with its data directory on /dev/shm, to tell the log's disk from the rest.
 # Cases: put4k get4k put1m get1m, and sget4k sget1m (get4k / get1m through --mode get-session: one replica-list
 # fetch per thread, then reads without the master; a build without that mode prints n/a).
 # Every build must have run `./mvnw -B -ntp -o -DskipTests package` (bin/store-* run from cli/target/lib, or from
@@ -51,6 +52,12 @@ start_masters() { # build mode tmp: starts the master(s); sets mpids and MASTERS
     durable) "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) \
                --data-dir "$tmp/m0" > "$tmp/master" 2>&1 &
             mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
+    durable-tmpfs) # the same, its log on tmpfs: what the log's own disk costs (writes and syncs) is the difference
+            local shm
+            shm=$(mktemp -d -p /dev/shm tent4j-ab.XXXXXX) && echo "$shm" > "$tmp/shm" || return 1
+            "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) \
+               --data-dir "$shm/m0" > "$tmp/master" 2>&1 &
+            mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
     group3) local peers="" i
             MASTERS="" mlogs=()
             for i in 0 1 2; do
@@ -62,7 +69,7 @@ start_masters() { # build mode tmp: starts the master(s); sets mpids and MASTERS
                 --data-dir "$tmp/m$i" --id m$i --peers "$peers" > "$tmp/master$i" 2>&1 &
               mpids+=($!) mlogs+=("$tmp/master$i")
             done ;;
-    *) echo "unknown master mode '$MODE' (memory, durable, group3)" >&2; return 1 ;;
+    *) echo "unknown master mode '$MODE' (memory, durable, durable-tmpfs, group3)" >&2; return 1 ;;
   esac
   local f
   for f in "${mlogs[@]}"; do
@@ -122,6 +129,7 @@ one_case() { # build[:mode] case
   echo "$(date -u +%H:%M:%S) $C $(basename "$(cd "$R" && pwd)")${1#"$R"} $field $(sum_field $field "${outs[@]}") load $l0-$(load)"
   kill "${npids[@]}" "${mpids[@]}" 2>/dev/null
   wait "${npids[@]}" "${mpids[@]}" 2>/dev/null
+  [ -f "$tmp/shm" ] && rm -rf "$(cat "$tmp/shm")"
   rm -rf "$tmp"
 }
 
