@@ -16,10 +16,10 @@ import org.slf4j.LoggerFactory;
  * Gets a master that started on an empty data dir into a group that already has a log. The leader that tracked this
  * master before it lost its dir never sends below the last entry it acknowledged (Ratis's
  * {@code getNextIndexForInconsistency}, RATIS-2523), so the empty log would wait for ever for entries it cannot take;
- * a leader elected afterwards tracks it from nothing and sends the snapshot and the tail. So: while this master knows
- * a leader but its log stays empty for {@link #STUCK_MILLIS}, it asks that leader to step down (Ratis's
- * {@code transferLeadership} to no one). A group being formed is never asked: its leader's first entry reaches every
- * member at once.
+ * a leader elected afterwards tracks it from nothing and sends the snapshot and the tail. So: when this master's log
+ * stays empty for {@link #STUCK_MILLIS} after it first learned of a leader, it asks the last leader it knew to step
+ * down (Ratis's {@code transferLeadership} to no one; {@link Stuck}). A group being formed is not asked: its leader's
+ * first entry reaches every member at once, well within that time.
  */
 final class CatchUpWatch {
     private static final Logger LOG = LoggerFactory.getLogger(CatchUpWatch.class);
@@ -36,7 +36,7 @@ final class CatchUpWatch {
     }
 
     private static void watch(RaftServer server, RaftGroup group, RaftPeerId self) {
-        long stuckSince = -1;
+        Stuck stuck = new Stuck();
         int asked = 0;
         try (RaftClient client = RaftClient.newBuilder().setRaftGroup(group).setProperties(new RaftProperties())
                 .setClientId(org.apache.ratis.protocol.ClientId.randomId()).build()) {
@@ -45,28 +45,22 @@ final class CatchUpWatch {
                 Thread.sleep(LOOK_MILLIS);
                 var division = server.getDivision(group.getGroupId());
                 var info = division.getInfo();
-                RaftPeerId leader = info.getLeaderId();
                 if (info.getLastAppliedIndex() >= 0 || division.getRaftLog().getLastEntryTermIndex() != null
                         || info.isLeader()) {
                     return; // caught up, or catching up
                 }
-                if (leader == null || leader.equals(self)) {
-                    stuckSince = -1;
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (stuckSince < 0) {
-                    stuckSince = now;
-                } else if (now - stuckSince >= TimeUnit.MILLISECONDS.toNanos(STUCK_MILLIS)) {
+                RaftPeerId leader = info.getLeaderId();
+                String stuckOn = stuck.look(System.nanoTime(), leader == null ? null : leader.toString());
+                if (stuckOn != null) {
+                    RaftPeerId ask = RaftPeerId.valueOf(stuckOn);
                     asked++;
                     LOG.info("store master {} started on an empty data dir and {} sent it nothing for {} ms: asking {} to "
-                            + "step down, so that a new leader sends this master the group's snapshot", self, leader,
-                            STUCK_MILLIS, leader);
-                    RaftClientReply reply = client.admin().transferLeadership(null, leader, 10_000);
+                            + "step down, so that a new leader sends this master the group's snapshot", self, ask,
+                            STUCK_MILLIS, ask);
+                    RaftClientReply reply = client.admin().transferLeadership(null, ask, 10_000);
                     if (!reply.isSuccess()) {
-                        LOG.warn("store master {}: {} did not step down: {}", self, leader, reply.getException());
+                        LOG.warn("store master {}: {} did not step down: {}", self, ask, reply.getException());
                     }
-                    stuckSince = -1;
                 }
             }
             LOG.warn("store master {} has an empty log after asking the leader to step down {} times; restart the "
@@ -76,6 +70,37 @@ final class CatchUpWatch {
         } catch (IOException | RuntimeException e) {
             // the master closed (getDivision fails), or the client could not reach the group: nothing left to do
             LOG.debug("store master {}: catch-up watch ended: {}", self, e.toString());
+        }
+    }
+
+    /**
+     * When to ask, from what an empty log sees a few times a second: the leader it knows, or none. A leader whose
+     * entries an empty log refuses backs off its heartbeats past this master's election timeout, so the master goes
+     * candidate (knowing no leader) between them; time stuck counts across those gaps, from the first leader seen,
+     * and the ask goes to the last leader known. Before any leader is known (a group being formed) nothing counts.
+     */
+    static final class Stuck {
+        private long since = -1;
+        /** The last leader this master knew of, null before the first. */
+        String lastLeader;
+
+        /** A look at {@code now} (nanos), knowing {@code leader} or none: the leader to ask to step down, or null. */
+        String look(long now, String leader) {
+            if (leader != null) {
+                lastLeader = leader;
+            }
+            if (lastLeader == null) {
+                return null;
+            }
+            if (since < 0) {
+                since = now;
+                return null;
+            }
+            if (now - since < TimeUnit.MILLISECONDS.toNanos(STUCK_MILLIS)) {
+                return null;
+            }
+            since = -1;
+            return lastLeader;
         }
     }
 }
