@@ -49,10 +49,8 @@ final class CatchUpWatch {
                         || info.isLeader()) {
                     return; // caught up, or catching up
                 }
-                RaftPeerId leader = info.getLeaderId();
-                String stuckOn = stuck.look(System.nanoTime(), leader == null ? null : leader.toString());
-                if (stuckOn != null) {
-                    RaftPeerId ask = RaftPeerId.valueOf(stuckOn);
+                RaftPeerId ask = stuck.look(System.nanoTime(), info.getLeaderId());
+                if (ask != null) {
                     asked++;
                     LOG.info("store master {} started on an empty data dir and {} sent it nothing for {} ms: asking {} to "
                             + "step down, so that a new leader sends this master the group's snapshot", self, ask,
@@ -82,10 +80,10 @@ final class CatchUpWatch {
     static final class Stuck {
         private long since = -1;
         /** The last leader this master knew of, null before the first. */
-        String lastLeader;
+        private RaftPeerId lastLeader;
 
         /** A look at {@code now} (nanos), knowing {@code leader} or none: the leader to ask to step down, or null. */
-        String look(long now, String leader) {
+        RaftPeerId look(long now, RaftPeerId leader) {
             if (leader != null) {
                 lastLeader = leader;
             }

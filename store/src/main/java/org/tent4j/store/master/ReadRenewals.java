@@ -96,11 +96,10 @@ final class ReadRenewals {
      */
     static int renew(MasterState state, long now, List<String> keys) {
         long leaseNanos = state.config().leaseTtl().toNanos();
-        int maxKeyBytes = state.config().maxKeyBytes();
         int renewed = 0;
         for (String key : keys) {
-            if (key == null || key.length() > maxKeyBytes) {
-                continue;
+            if (key == null) {
+                continue; // a key over the limit needs no check: it was never put, so the table does not hold it
             }
             ObjectTable.Shard shard = state.objects.shard(key);
             synchronized (shard) {

@@ -367,8 +367,10 @@ public final class StoreMaster implements AutoCloseable {
                             role.term(), clients, state().config().clientTtl());
                 }
             }
-            for (Command.RenewReads renew : renewals == null ? List.<Command.RenewReads>of() : renewals.due(now())) {
-                log.metrics().renewedAhead(apply(renew));
+            if (renewals != null) {
+                for (Command.RenewReads renew : renewals.due(now())) {
+                    log.metrics().renewedAhead(apply(renew));
+                }
             }
         }
         // the evictor thread, started with housekeeping, evicts: the tick's own round would hold the ordering point
