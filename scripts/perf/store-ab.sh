@@ -49,14 +49,12 @@ start_masters() { # build mode tmp: starts the master(s); sets mpids and MASTERS
   case $MODE in
     memory) "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) > "$tmp/master" 2>&1 &
             mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
-    durable) "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) \
-               --data-dir "$tmp/m0" > "$tmp/master" 2>&1 &
-            mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
-    durable-tmpfs) # the same, its log on tmpfs: what the log's own disk costs (writes and syncs) is the difference
-            local shm
-            shm=$(mktemp -d -p /dev/shm tent4j-ab.XXXXXX) && echo "$shm" > "$tmp/shm" || return 1
+    durable|durable-tmpfs) local data=$tmp
+            if [ "$MODE" = durable-tmpfs ]; then # the log on tmpfs: the difference is what its disk costs
+              data=$(mktemp -d -p /dev/shm tent4j-ab.XXXXXX) && echo "$data" > "$tmp/shm" || return 1
+            fi
             "$R/bin/store-master" --host 127.0.0.1 --port "$PORT" --admin-port $((PORT + 100)) \
-               --data-dir "$shm/m0" > "$tmp/master" 2>&1 &
+               --data-dir "$data/m0" > "$tmp/master" 2>&1 &
             mpids+=($!); MASTERS=127.0.0.1:$PORT ;;
     group3) local peers="" i
             MASTERS="" mlogs=()
